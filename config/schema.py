@@ -1,0 +1,384 @@
+"""The stack configuration: one pydantic schema, validated in full before any resource is registered.
+
+YAML keys are camelCase under the `llm-platform:` namespace (`llm-platform:models`, ...); Python uses
+snake_case. Every rule that needs more than one field (a model's pool, tensor parallelism against the
+pool's largest instance, prod-only rules) lives in `StackConfig`'s validators, so a bad stack file fails
+with the field path, the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from ipaddress import IPv4Network
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+from config.catalog import DEDICATED_FAMILIES, families, instances
+from config.versions import VLLM_IMAGE
+
+DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+DURATION = re.compile(r"^([0-9]+(s|m|h))+$")
+CRON = re.compile(r"^(\S+\s+){4}\S+$")
+
+
+class Schema(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+def _dns_label(max_len: int):
+    def check(value: str) -> str:
+        if len(value) > max_len or not DNS_LABEL.match(value):
+            raise ValueError(
+                f"{value!r} is not allowed: use lowercase letters, digits and '-', starting with a letter, "
+                f"at most {max_len} characters"
+            )
+        return value
+
+    return AfterValidator(check)
+
+
+def _duration(value: str) -> str:
+    if not DURATION.match(value):
+        raise ValueError(f"{value!r} is not a duration; use Go duration units such as '30s', '5m', '1h'")
+    return value
+
+
+def _cron(value: str) -> str:
+    if not CRON.match(value):
+        raise ValueError(f"{value!r} is not a 5-field cron expression such as '0 7 * * 1-5'")
+    return value
+
+
+def _power_of_two(value: int) -> int:
+    if value < 1 or value & (value - 1):
+        raise ValueError(f"{value} is not allowed; must be a power of two (1, 2, 4, 8)")
+    return value
+
+
+def _pinned_image(value: str) -> str:
+    repo, _, tag = value.rpartition(":")
+    if "@sha256:" in value:
+        return value
+    if not repo or "/" in tag or tag in ("", "latest") or tag.startswith("latest-"):
+        raise ValueError(f"{value!r} is not pinned; give an explicit version tag such as {VLLM_IMAGE!r}")
+    return value
+
+
+Duration = Annotated[str, AfterValidator(_duration)]
+Cron = Annotated[str, AfterValidator(_cron)]
+
+
+class Environment(StrEnum):
+    DEV = "dev"
+    STAGING = "staging"
+    PROD = "prod"
+
+
+# --------------------------------------------------------------------------------------------- cluster
+
+
+class SystemNodes(Schema):
+    """The on-demand managed node group for controllers (Karpenter must never run on nodes it manages)."""
+
+    instance_type: str = "m6i.large"
+    min: int = Field(2, ge=1)
+    max: int = Field(3, ge=1)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> SystemNodes:
+        if self.min > self.max:
+            raise ValueError(f"cluster.systemNodes.min: {self.min} is larger than cluster.systemNodes.max {self.max}")
+        return self
+
+
+class AmiVersions(Schema):
+    """Pinned Karpenter AMI alias versions per AMI family (`@latest` is allowed in dev only)."""
+
+    al2023: str = "latest"
+    bottlerocket: str = "latest"
+
+
+class ClusterConfig(Schema):
+    mode: Literal["eks", "existing"] = "eks"
+    name: Annotated[str, _dns_label(40)]
+    kubernetes_version: Annotated[str, Field(pattern=r"^1\.[0-9]{2}$")] = "1.34"
+    vpc_cidr: IPv4Network = IPv4Network("10.0.0.0/16")
+    availability_zones: list[str] = Field(min_length=2, max_length=3)
+    system_nodes: SystemNodes = SystemNodes()
+    endpoint_public_access: bool = True
+    public_access_cidrs: list[IPv4Network] = Field(default_factory=lambda: [IPv4Network("0.0.0.0/0")])
+    admin_role_arns: list[Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$")]] = []
+    ami_versions: AmiVersions = AmiVersions()
+    # existing mode: reach a cluster someone else runs; no AWS resource is created
+    kubeconfig: str | None = None
+    context: str | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> ClusterConfig:
+        if len(set(self.availability_zones)) != len(self.availability_zones):
+            raise ValueError(f"cluster.availabilityZones {self.availability_zones} has duplicates")
+        if self.vpc_cidr.prefixlen > 20:
+            raise ValueError(f"cluster.vpcCidr {self.vpc_cidr} is too small; use a /16 to /20")
+        if self.mode == "existing" and not self.kubeconfig:
+            raise ValueError("cluster.kubeconfig is required when cluster.mode is 'existing'")
+        return self
+
+
+# ----------------------------------------------------------------------------------------- GPU pools
+
+CapacityType = Literal["spot", "on-demand"]
+
+
+class GpuNodePool(Schema):
+    name: Annotated[str, _dns_label(40)]
+    instance_families: list[str] = Field(min_length=1)
+    instance_sizes: list[str] | None = None
+    capacity_types: list[CapacityType] = Field(default_factory=lambda: ["on-demand"], min_length=1)
+    ami_family: Literal["al2023", "bottlerocket"] = "al2023"
+    gpu_limit: int = Field(gt=0)
+    consolidate_after: Duration = "5m"
+    expire_after: Duration = "720h"
+    mig: bool = False
+
+    @model_validator(mode="after")
+    def _families(self) -> GpuNodePool:
+        known = families()
+        for family in self.instance_families:
+            if family not in known:
+                raise ValueError(
+                    f"gpuNodePools[{self.name}].instanceFamilies: unknown instance family {family!r}; "
+                    f"allowed: {', '.join(known)}"
+                )
+        dedicated = DEDICATED_FAMILIES & set(self.instance_families)
+        if dedicated and len(self.instance_families) > 1:
+            raise ValueError(
+                f"gpuNodePools[{self.name}].instanceFamilies {self.instance_families}: "
+                f"{', '.join(sorted(dedicated))} must have a single-family pool of its own"
+            )
+        if not self.instances:
+            raise ValueError(
+                f"gpuNodePools[{self.name}].instanceSizes {self.instance_sizes}: no catalog instance of "
+                f"{self.instance_families} has these sizes"
+            )
+        if self.mig and not dedicated:
+            raise ValueError(
+                f"gpuNodePools[{self.name}].mig: true is allowed only on p4d, p4de or p5 pools"
+            )
+        if len(set(self.capacity_types)) != len(self.capacity_types):
+            raise ValueError(f"gpuNodePools[{self.name}].capacityTypes {self.capacity_types} has duplicates")
+        return self
+
+    @property
+    def instances(self):
+        return instances(self.instance_families, self.instance_sizes)
+
+    @property
+    def max_gpus_per_node(self) -> int:
+        return max(i.gpus for i in self.instances)
+
+
+# -------------------------------------------------------------------------------------------- models
+
+
+class ScalingPolicy(Schema):
+    type: Literal["Pods", "Percent"]
+    value: int = Field(gt=0)
+    period_seconds: int = Field(gt=0, le=1800)
+
+
+class ScalingRules(Schema):
+    """HPA `behavior.scaleUp` / `scaleDown`; unset fields take the Kubernetes defaults."""
+
+    stabilization_window_seconds: int | None = Field(None, ge=0, le=3600)
+    select_policy: Literal["Max", "Min", "Disabled"] | None = None
+    policies: list[ScalingPolicy] | None = None
+
+
+class PrewarmWindow(Schema):
+    """Capacity held ready before a known surge (a KEDA cron trigger)."""
+
+    name: Annotated[str, _dns_label(30)]
+    start: Cron
+    end: Cron
+    timezone: str = "UTC"
+    replicas: int = Field(gt=0)
+
+
+class Autoscaling(Schema):
+    min_replicas: int = Field(1, ge=1)
+    max_replicas: int = Field(4, ge=1)
+    queue_depth_per_replica: float = Field(5, gt=0)
+    kv_cache_usage: float = Field(0.8, gt=0, le=1)
+    polling_interval: int = Field(10, gt=0, le=300)
+    cooldown_period: int = Field(300, ge=0)
+    scale_up: ScalingRules = ScalingRules(
+        stabilization_window_seconds=0,
+        policies=[ScalingPolicy(type="Percent", value=100, period_seconds=15)],
+    )
+    scale_down: ScalingRules = ScalingRules(
+        stabilization_window_seconds=600,
+        policies=[ScalingPolicy(type="Percent", value=10, period_seconds=60)],
+    )
+    prewarm: list[PrewarmWindow] = []
+
+
+class Slo(Schema):
+    ttft_seconds: float = Field(gt=0)
+    itl_seconds: float = Field(gt=0)
+
+
+class ModelConfig(Schema):
+    name: Annotated[str, _dns_label(30)]
+    hugging_face_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")]
+    image: Annotated[str, AfterValidator(_pinned_image)] = VLLM_IMAGE
+    node_pool: str
+    tensor_parallel_size: Annotated[int, AfterValidator(_power_of_two)] = 1
+    max_model_len: int = Field(ge=1)
+    gpu_memory_utilization: float = Field(0.9, gt=0, lt=1)
+    cache: Literal["nvme", "fsx", "s3", "hub"]
+    needs_hf_token: bool = False
+    extra_args: list[str] = []
+    autoscaling: Autoscaling = Autoscaling()
+    slo: Slo
+
+    @property
+    def served_model_name(self) -> str:
+        return self.name
+
+
+# ---------------------------------------------------------------------------------------- model cache
+
+# Amazon FSx for Lustre capacity rules (FSx API reference, CreateFileSystem StorageCapacity):
+# SCRATCH_2, PERSISTENT_1 and PERSISTENT_2 (SSD) take 1200 GiB, 2400 GiB, then multiples of 2400 GiB.
+FSX_THROUGHPUT = {"SCRATCH_2": None, "PERSISTENT_2": (125, 250, 500, 1000)}
+
+
+class FsxConfig(Schema):
+    storage_capacity_gib: int = Field(1200, alias="storageCapacityGiB")
+    deployment_type: Literal["SCRATCH_2", "PERSISTENT_2"] = "PERSISTENT_2"
+    per_unit_storage_throughput: int | None = 250
+
+    @model_validator(mode="after")
+    def _lustre_rules(self) -> FsxConfig:
+        cap = self.storage_capacity_gib
+        if cap not in (1200, 2400) and (cap <= 0 or cap % 2400):
+            raise ValueError(
+                f"modelCache.fsx.storageCapacityGiB {cap} is not a capacity FSx for Lustre accepts; "
+                "allowed: 1200, 2400 or a multiple of 2400"
+            )
+        allowed = FSX_THROUGHPUT[self.deployment_type]
+        if allowed is None and self.per_unit_storage_throughput is not None:
+            raise ValueError(
+                f"modelCache.fsx.perUnitStorageThroughput {self.per_unit_storage_throughput} is not allowed "
+                f"for {self.deployment_type}; leave it unset"
+            )
+        if allowed is not None and self.per_unit_storage_throughput not in allowed:
+            raise ValueError(
+                f"modelCache.fsx.perUnitStorageThroughput {self.per_unit_storage_throughput} is not allowed "
+                f"for {self.deployment_type}; allowed: {', '.join(map(str, allowed))} MB/s/TiB"
+            )
+        return self
+
+
+class S3BucketConfig(Schema):
+    force_destroy: bool = False
+    noncurrent_version_days: int = Field(30, ge=1)
+
+
+class ModelCacheConfig(Schema):
+    s3_bucket: S3BucketConfig = S3BucketConfig()
+    fsx: FsxConfig | None = None
+
+
+# --------------------------------------------------------------------------------------------- stack
+
+
+class StackConfig(Schema):
+    environment: Environment
+    cluster: ClusterConfig
+    gpu_node_pools: list[GpuNodePool] = Field(min_length=1)
+    models: list[ModelConfig] = []
+    model_cache: ModelCacheConfig = ModelCacheConfig()
+
+    @model_validator(mode="after")
+    def _cross_field_rules(self) -> StackConfig:
+        _unique("gpuNodePools", [p.name for p in self.gpu_node_pools])
+        _unique("models", [m.name for m in self.models])
+        pools = {p.name: p for p in self.gpu_node_pools}
+        prod = self.environment is Environment.PROD
+        if prod and len(self.cluster.availability_zones) < 2:
+            raise ValueError("cluster.availabilityZones: prod needs at least 2 zones")
+        if self.environment is not Environment.DEV:
+            for family, version in self.cluster.ami_versions.model_dump().items():
+                if version == "latest":
+                    raise ValueError(
+                        f"cluster.amiVersions.{family}: 'latest' is allowed in dev only; pin a version in "
+                        f"{self.environment.value}"
+                    )
+        for i, m in enumerate(self.models):
+            where = f"models[{i}] ({m.name})"
+            pool = pools.get(m.node_pool)
+            if pool is None:
+                raise ValueError(
+                    f"{where}.nodePool: {m.node_pool!r} does not exist; allowed: {', '.join(pools)}"
+                )
+            if m.tensor_parallel_size > pool.max_gpus_per_node:
+                raise ValueError(
+                    f"{where}.tensorParallelSize: {m.tensor_parallel_size} is larger than the "
+                    f"{pool.max_gpus_per_node} GPUs of the largest instance pool {pool.name!r} allows "
+                    f"({pool.instances[-1].instance_type}); tensor parallelism must stay within one node"
+                )
+            a = m.autoscaling
+            if a.min_replicas > a.max_replicas:
+                raise ValueError(
+                    f"{where}.autoscaling.minReplicas: {a.min_replicas} is larger than maxReplicas "
+                    f"{a.max_replicas}"
+                )
+            for w in a.prewarm:
+                if not a.min_replicas <= w.replicas <= a.max_replicas:
+                    raise ValueError(
+                        f"{where}.autoscaling.prewarm[{w.name}].replicas: {w.replicas} must be between "
+                        f"minReplicas {a.min_replicas} and maxReplicas {a.max_replicas}"
+                    )
+            if prod and a.min_replicas < 2:
+                raise ValueError(
+                    f"{where}.autoscaling.minReplicas: {a.min_replicas} is not allowed in prod; "
+                    "use at least 2 so one node loss or rollout keeps the model up"
+                )
+            if m.cache == "hub" and self.environment is not Environment.DEV:
+                raise ValueError(
+                    f"{where}.cache: 'hub' is allowed in dev only ({self.environment.value} would download "
+                    "weights from the Hugging Face Hub at every scale-out); use nvme, fsx or s3"
+                )
+            if m.cache == "fsx" and self.model_cache.fsx is None:
+                raise ValueError(f"{where}.cache: 'fsx' needs modelCache.fsx settings, which are missing")
+        fsx = self.model_cache.fsx
+        if prod and fsx is not None and fsx.deployment_type != "PERSISTENT_2":
+            raise ValueError(
+                f"modelCache.fsx.deploymentType: {fsx.deployment_type} is not allowed in prod; use PERSISTENT_2"
+            )
+        return self
+
+    def pool(self, name: str) -> GpuNodePool:
+        return next(p for p in self.gpu_node_pools if p.name == name)
+
+    @property
+    def uses_fsx(self) -> bool:
+        return any(m.cache == "fsx" for m in self.models)
+
+    @property
+    def ami_families(self) -> list[str]:
+        return sorted({p.ami_family for p in self.gpu_node_pools})
+
+
+def _unique(field: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"{field}: duplicate name {name!r}; names must be unique")
+        seen.add(name)

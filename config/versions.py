@@ -1,0 +1,26 @@
+"""Pinned upstream versions, one place to bump them (see the README's upgrade runbook).
+
+Source: ../shared/reference/README.md ("Pinned upstream versions").
+"""
+
+KARPENTER_CHART = "oci://public.ecr.aws/karpenter/karpenter"
+KARPENTER_VERSION = "1.14.1"
+
+KEDA_REPO = "https://kedacore.github.io/charts"
+KEDA_VERSION = "2.20.2"
+
+KUBE_PROMETHEUS_STACK_REPO = "https://prometheus-community.github.io/helm-charts"
+KUBE_PROMETHEUS_STACK_VERSION = "88.5.3"
+
+GPU_OPERATOR_REPO = "https://helm.ngc.nvidia.com/nvidia"
+GPU_OPERATOR_VERSION = "v26.7.0"
+
+FSX_CSI_REPO = "https://kubernetes-sigs.github.io/aws-fsx-csi-driver"
+FSX_CSI_VERSION = "1.17.0"
+
+# vLLM: plain tags are CUDA 13 builds from v0.20 on; the EKS NVIDIA AMIs' driver must support the CUDA major.
+VLLM_IMAGE = "vllm/vllm-openai:v0.30.0"
+
+# Small utility images used by Jobs and DaemonSets (weights sync from S3).
+AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.27.50"
+PYTHON_IMAGE = "python:3.12.11-slim"
