@@ -1,0 +1,47 @@
+"""Shared, pure helpers: tags, IAM trust documents and label conventions every component uses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# System nodes carry this taint so only controllers that tolerate it land there (Karpenter must never run on
+# the capacity it manages); it is the taint EKS add-ons and the upstream charts already tolerate.
+SYSTEM_TAINT = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}
+SYSTEM_TOLERATION = {"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"}
+SYSTEM_NODE_LABEL = {"llm-platform/node-role": "system"}
+
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+POOL_LABEL = "llm-platform/gpu-pool"
+
+MANAGED_BY = "pulumi-llm-platform"
+
+
+def tags(cluster_name: str, environment: str, **extra: str) -> dict[str, str]:
+    """Tags on every AWS resource: who owns it, which stack, and Karpenter's discovery key."""
+    return {
+        "llm-platform/cluster": cluster_name,
+        "llm-platform/environment": environment,
+        "managed-by": MANAGED_BY,
+        **extra,
+    }
+
+
+def assume_role_policy(service: str, *, tag_session: bool = False) -> str:
+    actions = ["sts:AssumeRole", "sts:TagSession"] if tag_session else ["sts:AssumeRole"]
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": actions}],
+        }
+    )
+
+
+def pod_identity_trust_policy() -> str:
+    """Trust policy of a role used through EKS Pod Identity (the agent needs AssumeRole and TagSession)."""
+    return assume_role_policy("pods.eks.amazonaws.com", tag_session=True)
+
+
+def policy_document(statements: list[dict[str, Any]]) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": statements}, sort_keys=False)

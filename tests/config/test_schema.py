@@ -1,0 +1,239 @@
+"""Every stack-config rule, good and bad: a bad value fails with its field, the value and what is allowed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from config.loader import ConfigError, load_stack, parse
+from tests.conftest import stack_values
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_committed_stacks_are_valid(stack: str) -> None:
+    cfg = load_stack(stack)
+    assert cfg.environment.value == stack
+    assert cfg.models, "every stack serves at least one model"
+
+
+def test_camel_case_keys_map_to_the_schema() -> None:
+    cfg = load_stack("prod")
+    mistral = cfg.models[0]
+    assert mistral.hugging_face_id == "mistralai/Mistral-7B-Instruct-v0.2"
+    assert mistral.autoscaling.queue_depth_per_replica == 5
+    assert mistral.autoscaling.prewarm[0].replicas == 6
+    assert cfg.model_cache.fsx is not None and cfg.model_cache.fsx.storage_capacity_gib == 2400
+    assert cfg.pool("p4d").max_gpus_per_node == 8
+
+
+def _error(values: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse(values)
+    return str(info.value)
+
+
+def _prod() -> dict[str, Any]:
+    return stack_values("prod")
+
+
+def _dev() -> dict[str, Any]:
+    return stack_values("dev")
+
+
+def test_unknown_instance_family() -> None:
+    v = _prod()
+    v["gpuNodePools"][0]["instanceFamilies"] = ["g5", "x9z"]
+    msg = _error(v)
+    assert "gpuNodePools[g5].instanceFamilies" in msg and "'x9z'" in msg and "allowed: g5, g6, g6e" in msg
+
+
+def test_tensor_parallel_must_be_a_power_of_two() -> None:
+    v = _prod()
+    v["models"][1]["tensorParallelSize"] = 3
+    msg = _error(v)
+    assert "models[1].tensorParallelSize" in msg and "3" in msg and "power of two" in msg
+
+
+def test_tensor_parallel_must_fit_the_largest_instance_of_the_pool() -> None:
+    v = _prod()
+    v["models"][0]["tensorParallelSize"] = 8  # g5 pool allows 2xlarge (1 GPU) and 12xlarge (4 GPUs)
+    msg = _error(v)
+    assert "models[0] (mistral-7b).tensorParallelSize: 8" in msg
+    assert "4 GPUs" in msg and "g5.12xlarge" in msg
+
+
+def test_tensor_parallel_at_the_pool_limit_is_fine() -> None:
+    v = _prod()
+    v["models"][0]["tensorParallelSize"] = 4
+    assert parse(v).models[0].tensor_parallel_size == 4
+
+
+def test_model_pool_must_exist() -> None:
+    v = _prod()
+    v["models"][0]["nodePool"] = "h100"
+    msg = _error(v)
+    assert "models[0] (mistral-7b).nodePool: 'h100' does not exist; allowed: g5, p4d" in msg
+
+
+def test_min_replicas_above_max() -> None:
+    v = _dev()
+    v["models"][0]["autoscaling"] |= {"minReplicas": 3, "maxReplicas": 2}
+    msg = _error(v)
+    assert "autoscaling.minReplicas: 3 is larger than maxReplicas 2" in msg
+
+
+@pytest.mark.parametrize("field", ["queueDepthPerReplica", "kvCacheUsage"])
+@pytest.mark.parametrize("value", [0, -1])
+def test_thresholds_must_be_positive(field: str, value: float) -> None:
+    v = _dev()
+    v["models"][0]["autoscaling"][field] = value
+    msg = _error(v)
+    assert f"models[0].autoscaling.{field}: {value} is not allowed" in msg and "greater than 0" in msg
+
+
+@pytest.mark.parametrize("value", [1.01, 5])
+def test_kv_cache_usage_at_most_one(value: float) -> None:
+    v = _dev()
+    v["models"][0]["autoscaling"]["kvCacheUsage"] = value
+    msg = _error(v)
+    assert f"models[0].autoscaling.kvCacheUsage: {value} is not allowed" in msg and "less than or equal to 1" in msg
+
+
+def test_kv_cache_usage_of_exactly_one_is_allowed() -> None:
+    v = _dev()
+    v["models"][0]["autoscaling"]["kvCacheUsage"] = 1
+    assert parse(v).models[0].autoscaling.kv_cache_usage == 1
+
+
+@pytest.mark.parametrize("value", [0, 1, 1.2])
+def test_gpu_memory_utilization_open_interval(value: float) -> None:
+    v = _dev()
+    v["models"][0]["gpuMemoryUtilization"] = value
+    msg = _error(v)
+    assert f"models[0].gpuMemoryUtilization: {value} is not allowed" in msg
+
+
+def test_max_model_len_at_least_one() -> None:
+    v = _dev()
+    v["models"][0]["maxModelLen"] = 0
+    msg = _error(v)
+    assert "models[0].maxModelLen: 0 is not allowed" in msg and "greater than or equal to 1" in msg
+
+
+def test_duplicate_model_names() -> None:
+    v = _prod()
+    v["models"][1]["name"] = "mistral-7b"
+    assert "models: duplicate name 'mistral-7b'" in _error(v)
+
+
+def test_duplicate_pool_names() -> None:
+    v = _prod()
+    v["gpuNodePools"][1] |= {"name": "g5", "instanceFamilies": ["g5"]}
+    assert "gpuNodePools: duplicate name 'g5'" in _error(v)
+
+
+def test_prod_needs_two_replicas() -> None:
+    v = _prod()
+    v["models"][0]["autoscaling"]["minReplicas"] = 1
+    msg = _error(v)
+    assert "models[0] (mistral-7b).autoscaling.minReplicas: 1 is not allowed in prod" in msg
+
+
+def test_prod_needs_two_zones() -> None:
+    v = _prod()
+    v["cluster"]["availabilityZones"] = ["us-east-1a"]
+    msg = _error(v)
+    assert "cluster.availabilityZones" in msg and "at least 2" in msg
+
+
+def test_dev_with_one_replica_is_fine() -> None:
+    assert parse(_dev()).models[0].autoscaling.min_replicas == 1
+
+
+@pytest.mark.parametrize(
+    ("capacity", "ok"), [(1200, True), (2400, True), (4800, True), (1000, False), (3600, False), (0, False)]
+)
+def test_fsx_capacity_lustre_accepts(capacity: int, ok: bool) -> None:
+    v = _prod()
+    v["modelCache"]["fsx"]["storageCapacityGiB"] = capacity
+    if ok:
+        assert parse(v).model_cache.fsx is not None
+    else:
+        msg = _error(v)
+        assert f"modelCache.fsx.storageCapacityGiB {capacity}" in msg and "allowed: 1200, 2400 or a multiple of 2400" in msg
+
+
+def test_fsx_throughput_per_deployment_type() -> None:
+    v = _prod()
+    v["modelCache"]["fsx"]["perUnitStorageThroughput"] = 200
+    assert "allowed: 125, 250, 500, 1000" in _error(v)
+
+
+def test_hub_cache_outside_dev() -> None:
+    v = _prod()
+    v["models"][0]["cache"] = "hub"
+    msg = _error(v)
+    assert "models[0] (mistral-7b).cache: 'hub' is allowed in dev only" in msg
+
+
+def test_hub_cache_in_dev_is_fine() -> None:
+    v = _dev()
+    v["models"][0]["cache"] = "hub"
+    assert parse(v).models[0].cache == "hub"
+
+
+def test_fsx_cache_needs_fsx_settings() -> None:
+    v = _prod()
+    del v["modelCache"]["fsx"]
+    assert "models[0] (mistral-7b).cache: 'fsx' needs modelCache.fsx settings" in _error(v)
+
+
+def test_unknown_cache_mode() -> None:
+    v = _dev()
+    v["models"][0]["cache"] = "efs"
+    msg = _error(v)
+    assert "models[0].cache: \"efs\" is not allowed" in msg and "'nvme', 'fsx', 's3' or 'hub'" in msg
+
+
+def test_unknown_keys_are_refused() -> None:
+    v = _dev()
+    v["models"][0]["replicas"] = 3
+    assert "models[0].replicas" in _error(v)
+    assert "llm-platform:modelz: unknown config key" in _error(_dev() | {"modelz": []})
+
+
+def test_dedicated_families_get_their_own_pool() -> None:
+    v = _prod()
+    v["gpuNodePools"][1]["instanceFamilies"] = ["p4d", "g5"]
+    assert "p4d must have a single-family pool of its own" in _error(v)
+
+
+def test_latest_ami_only_in_dev() -> None:
+    v = _prod()
+    v["cluster"]["amiVersions"]["al2023"] = "latest"
+    assert "cluster.amiVersions.al2023: 'latest' is allowed in dev only" in _error(v)
+
+
+def test_unpinned_image_is_refused() -> None:
+    v = _dev()
+    v["models"][0]["image"] = "vllm/vllm-openai:latest"
+    msg = _error(v)
+    assert "models[0].image" in msg and "is not pinned" in msg
+
+
+def test_existing_mode_needs_a_kubeconfig() -> None:
+    v = _dev()
+    v["cluster"]["mode"] = "existing"
+    assert "cluster.kubeconfig is required" in _error(v)
+
+
+def test_prewarm_replicas_within_bounds() -> None:
+    v = _prod()
+    v["models"][0]["autoscaling"]["prewarm"][0]["replicas"] = 50
+    assert "prewarm[morning-surge].replicas: 50 must be between minReplicas 2 and maxReplicas 10" in _error(v)
+
+
+def test_environment_must_be_known() -> None:
+    msg = _error(_dev() | {"environment": "qa"})
+    assert "environment: \"qa\" is not allowed" in msg and "'dev', 'staging' or 'prod'" in msg

@@ -1,0 +1,56 @@
+"""Shared fixtures: a fresh event loop and Pulumi mocks per test, and stack configs to start from."""
+
+from __future__ import annotations
+
+import copy
+import json
+import runpy
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pulumi
+import pytest
+
+from config.loader import PROJECT, ROOT, raw_stack_config
+from tools import mocks as platform_mocks
+from tools.render import stack_config
+
+
+@pytest.fixture
+def mocks() -> Iterator[platform_mocks.PlatformMocks]:
+    """Mocks with the dev stack's config; components under test are constructed inside the test."""
+    config, secret_keys = stack_config("dev")
+    m, loop = platform_mocks.install("dev", config, secret_keys)
+    yield m
+    platform_mocks.uninstall(loop)
+
+
+@pytest.fixture
+def run_program() -> Iterator[Callable[[str], platform_mocks.PlatformMocks]]:
+    """Evaluate the real __main__.py with a stack's config; returns the mocks that recorded it."""
+    loops = []
+
+    def run(stack: str, overrides: dict[str, Any] | None = None) -> platform_mocks.PlatformMocks:
+        config, secret_keys = stack_config(stack)
+        for key, value in (overrides or {}).items():
+            config[f"{PROJECT}:{key}"] = value if isinstance(value, str) else json.dumps(value)
+        m, loop = platform_mocks.install(stack, config, secret_keys)
+        loops.append(loop)
+
+        @pulumi.runtime.test
+        def program() -> None:
+            runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+
+        program()
+        return m
+
+    yield run
+    for loop in loops:
+        if not loop.is_closed():
+            platform_mocks.uninstall(loop)
+
+
+def stack_values(stack: str) -> dict[str, Any]:
+    """The plain `llm-platform:` values of a stack file, keyed without the prefix, safe to mutate."""
+    raw = raw_stack_config(stack)
+    return copy.deepcopy({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith(f"{PROJECT}:")})
