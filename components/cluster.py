@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -11,7 +12,7 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from components.specs import cluster as spec
-from components.specs.common import assume_role_policy, pod_identity_trust_policy
+from components.specs.common import NODE_POLICY_ARNS, assume_role_policy, pod_identity_trust_policy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -19,8 +20,8 @@ class EksClusterArgs:
     cluster_name: str
     kubernetes_version: str
     vpc_id: pulumi.Input[str]
-    private_subnet_ids: list[pulumi.Input[str]]
-    public_subnet_ids: list[pulumi.Input[str]]
+    private_subnet_ids: Sequence[pulumi.Input[str]]
+    public_subnet_ids: Sequence[pulumi.Input[str]]
     endpoint_public_access: bool
     public_access_cidrs: list[str]
     admin_role_arns: list[str]
@@ -109,8 +110,10 @@ class EksCluster(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        for i, arn in enumerate(spec.NODE_POLICY_ARNS):
-            aws.iam.RolePolicyAttachment(f"{name}-system-node-{i}", role=node_role.name, policy_arn=arn, opts=child)
+        for i, arn in enumerate(NODE_POLICY_ARNS):
+            aws.iam.RolePolicyAttachment(
+                f"{name}-system-node-{i}", role=node_role.name, policy_arn=arn, opts=child
+            )
         self.system_nodes = eks.ManagedNodeGroup(
             f"{name}-system",
             cluster=self.cluster,
@@ -143,7 +146,9 @@ class EksCluster(pulumi.ComponentResource):
             addon_name=spec.EBS_CSI_ADDON,
             resolve_conflicts_on_update="OVERWRITE",
             pod_identity_associations=[
-                aws.eks.AddonPodIdentityAssociationArgs(role_arn=ebs_role.arn, service_account=spec.EBS_CSI_SERVICE_ACCOUNT)
+                aws.eks.AddonPodIdentityAssociationArgs(
+                    role_arn=ebs_role.arn, service_account=spec.EBS_CSI_SERVICE_ACCOUNT
+                )
             ],
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes, pod_identity]),

@@ -76,7 +76,9 @@ class Network(pulumi.ComponentResource):
             )
             public_subnets.append(public)
             if args.nat_per_zone or i == 0:
-                eip = aws.ec2.Eip(f"{name}-nat-{p.zone}", domain="vpc", tags=tagged(f"nat-{p.zone}"), opts=child)
+                eip = aws.ec2.Eip(
+                    f"{name}-nat-{p.zone}", domain="vpc", tags=tagged(f"nat-{p.zone}"), opts=child
+                )
                 nat_gateways.append(
                     aws.ec2.NatGateway(
                         f"{name}-nat-{p.zone}",

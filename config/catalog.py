@@ -78,7 +78,5 @@ def families() -> list[str]:
 
 def instances(families_: list[str], sizes: list[str] | None = None) -> list[GpuInstance]:
     """Catalog instances of the given families, optionally restricted to sizes, cheapest first."""
-    chosen = [
-        i for i in GPU_INSTANCES.values() if i.family in families_ and (not sizes or i.size in sizes)
-    ]
+    chosen = [i for i in GPU_INSTANCES.values() if i.family in families_ and (not sizes or i.size in sizes)]
     return sorted(chosen, key=lambda i: i.on_demand_usd_per_hour)

@@ -25,9 +25,7 @@ CRON = re.compile(r"^(\S+\s+){4}\S+$")
 
 
 class Schema(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
-    )
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
 
 def _dns_label(max_len: int):
@@ -86,21 +84,23 @@ class SystemNodes(Schema):
     """The on-demand managed node group for controllers (Karpenter must never run on nodes it manages)."""
 
     instance_type: str = "m6i.large"
-    min: int = Field(2, ge=1)
-    max: int = Field(3, ge=1)
+    min: int = Field(default=2, ge=1)
+    max: int = Field(default=3, ge=1)
 
     @model_validator(mode="after")
     def _bounds(self) -> SystemNodes:
         if self.min > self.max:
-            raise ValueError(f"cluster.systemNodes.min: {self.min} is larger than cluster.systemNodes.max {self.max}")
+            raise ValueError(
+                f"cluster.systemNodes.min: {self.min} is larger than cluster.systemNodes.max {self.max}"
+            )
         return self
 
 
 class AmiVersions(Schema):
     """Pinned Karpenter AMI alias versions per AMI family (`@latest` is allowed in dev only)."""
 
-    al2023: str = "latest"
-    bottlerocket: str = "latest"
+    al2023: Annotated[str, Field(pattern=r"^(latest|v[0-9]{8})$")] = "latest"
+    bottlerocket: Annotated[str, Field(pattern=r"^(latest|v[0-9]+\.[0-9]+\.[0-9]+)$")] = "latest"
 
 
 class ClusterConfig(Schema):
@@ -109,11 +109,11 @@ class ClusterConfig(Schema):
     kubernetes_version: Annotated[str, Field(pattern=r"^1\.[0-9]{2}$")] = "1.34"
     vpc_cidr: IPv4Network = IPv4Network("10.0.0.0/16")
     availability_zones: list[str] = Field(min_length=2, max_length=3)
-    system_nodes: SystemNodes = SystemNodes()
+    system_nodes: SystemNodes = Field(default_factory=SystemNodes)
     endpoint_public_access: bool = True
     public_access_cidrs: list[IPv4Network] = Field(default_factory=lambda: [IPv4Network("0.0.0.0/0")])
     admin_role_arns: list[Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$")]] = []
-    ami_versions: AmiVersions = AmiVersions()
+    ami_versions: AmiVersions = Field(default_factory=AmiVersions)
     # existing mode: reach a cluster someone else runs; no AWS resource is created
     kubeconfig: str | None = None
     context: str | None = None
@@ -166,9 +166,7 @@ class GpuNodePool(Schema):
                 f"{self.instance_families} has these sizes"
             )
         if self.mig and not dedicated:
-            raise ValueError(
-                f"gpuNodePools[{self.name}].mig: true is allowed only on p4d, p4de or p5 pools"
-            )
+            raise ValueError(f"gpuNodePools[{self.name}].mig: true is allowed only on p4d, p4de or p5 pools")
         if len(set(self.capacity_types)) != len(self.capacity_types):
             raise ValueError(f"gpuNodePools[{self.name}].capacityTypes {self.capacity_types} has duplicates")
         return self
@@ -194,7 +192,7 @@ class ScalingPolicy(Schema):
 class ScalingRules(Schema):
     """HPA `behavior.scaleUp` / `scaleDown`; unset fields take the Kubernetes defaults."""
 
-    stabilization_window_seconds: int | None = Field(None, ge=0, le=3600)
+    stabilization_window_seconds: int | None = Field(default=None, ge=0, le=3600)
     select_policy: Literal["Max", "Min", "Disabled"] | None = None
     policies: list[ScalingPolicy] | None = None
 
@@ -210,12 +208,12 @@ class PrewarmWindow(Schema):
 
 
 class Autoscaling(Schema):
-    min_replicas: int = Field(1, ge=1)
-    max_replicas: int = Field(4, ge=1)
-    queue_depth_per_replica: float = Field(5, gt=0)
-    kv_cache_usage: float = Field(0.8, gt=0, le=1)
-    polling_interval: int = Field(10, gt=0, le=300)
-    cooldown_period: int = Field(300, ge=0)
+    min_replicas: int = Field(default=1, ge=1)
+    max_replicas: int = Field(default=4, ge=1)
+    queue_depth_per_replica: float = Field(default=5, gt=0)
+    kv_cache_usage: float = Field(default=0.8, gt=0, le=1)
+    polling_interval: int = Field(default=10, gt=0, le=300)
+    cooldown_period: int = Field(default=300, ge=0)
     scale_up: ScalingRules = ScalingRules(
         stabilization_window_seconds=0,
         policies=[ScalingPolicy(type="Percent", value=100, period_seconds=15)],
@@ -239,11 +237,11 @@ class ModelConfig(Schema):
     node_pool: str
     tensor_parallel_size: Annotated[int, AfterValidator(_power_of_two)] = 1
     max_model_len: int = Field(ge=1)
-    gpu_memory_utilization: float = Field(0.9, gt=0, lt=1)
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, lt=1)
     cache: Literal["nvme", "fsx", "s3", "hub"]
     needs_hf_token: bool = False
     extra_args: list[str] = []
-    autoscaling: Autoscaling = Autoscaling()
+    autoscaling: Autoscaling = Field(default_factory=Autoscaling)
     slo: Slo
 
     @property
@@ -259,7 +257,7 @@ FSX_THROUGHPUT = {"SCRATCH_2": None, "PERSISTENT_2": (125, 250, 500, 1000)}
 
 
 class FsxConfig(Schema):
-    storage_capacity_gib: int = Field(1200, alias="storageCapacityGiB")
+    storage_capacity_gib: int = Field(default=1200, alias="storageCapacityGiB")
     deployment_type: Literal["SCRATCH_2", "PERSISTENT_2"] = "PERSISTENT_2"
     per_unit_storage_throughput: int | None = 250
 
@@ -287,11 +285,11 @@ class FsxConfig(Schema):
 
 class S3BucketConfig(Schema):
     force_destroy: bool = False
-    noncurrent_version_days: int = Field(30, ge=1)
+    noncurrent_version_days: int = Field(default=30, ge=1)
 
 
 class ModelCacheConfig(Schema):
-    s3_bucket: S3BucketConfig = S3BucketConfig()
+    s3_bucket: S3BucketConfig = Field(default_factory=S3BucketConfig)
     fsx: FsxConfig | None = None
 
 
@@ -303,7 +301,7 @@ class StackConfig(Schema):
     cluster: ClusterConfig
     gpu_node_pools: list[GpuNodePool] = Field(min_length=1)
     models: list[ModelConfig] = []
-    model_cache: ModelCacheConfig = ModelCacheConfig()
+    model_cache: ModelCacheConfig = Field(default_factory=ModelCacheConfig)
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> StackConfig:

@@ -15,6 +15,10 @@ KUBE_PROMETHEUS_STACK_VERSION = "88.5.3"
 GPU_OPERATOR_REPO = "https://helm.ngc.nvidia.com/nvidia"
 GPU_OPERATOR_VERSION = "v26.7.0"
 
+# the Node Feature Discovery version the GPU Operator chart bundles, deployed as its own release
+NFD_REPO = "https://kubernetes-sigs.github.io/node-feature-discovery/charts"
+NFD_VERSION = "0.19.0"
+
 FSX_CSI_REPO = "https://kubernetes-sigs.github.io/aws-fsx-csi-driver"
 FSX_CSI_VERSION = "1.17.0"
 
@@ -24,3 +28,4 @@ VLLM_IMAGE = "vllm/vllm-openai:v0.30.0"
 # Small utility images used by Jobs and DaemonSets (weights sync from S3).
 AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.27.50"
 PYTHON_IMAGE = "python:3.12.11-slim"
+KARPENTER_CRD_CHART = "oci://public.ecr.aws/karpenter/karpenter-crd"

@@ -40,6 +40,14 @@ class Registered:
     parent_urn: str
     urn: str
     custom: bool
+    dependencies: list[str]
+
+    def depends_on(self, typ: str, name: str | None = None) -> bool:
+        """Whether this registration waits for a resource of `typ` (and `name`), as the engine would."""
+        return any(
+            d.split("::")[-2].split("$")[-1] == typ and (name is None or d.split("::")[-1] == name)
+            for d in self.dependencies
+        )
 
     @property
     def k8s_provider(self) -> str:
@@ -49,19 +57,21 @@ class Registered:
 class PlatformMocks(pulumi.runtime.Mocks):
     def __init__(self) -> None:
         self.created: list[Registered] = []
-        self.pending_parent: dict[tuple[str, str], str] = {}
+        self.pending: dict[tuple[str, str], tuple[str, list[str]]] = {}
 
     def by_type(self, typ: str) -> list[Registered]:
         return [r for r in self.created if r.typ == typ]
 
-    def named(self, name: str) -> Registered:
-        return next(r for r in self.created if r.name == name)
+    def named(self, name: str, typ: str | None = None) -> Registered:
+        return next(r for r in self.created if r.name == name and (typ is None or r.typ == typ))
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        parent = self.pending_parent.pop((args.typ, args.name), "")
+        parent, dependencies = self.pending.pop((args.typ, args.name), ("", []))
         urn = f"urn:pulumi:mock::llm-platform::{args.typ}::{args.name}"
+        inputs = dict(args.inputs)
+        provider = args.provider or ""
         self.created.append(
-            Registered(args.typ, args.name, dict(args.inputs), args.provider or "", parent, urn, args.custom)
+            Registered(args.typ, args.name, inputs, provider, parent, urn, bool(args.custom), dependencies)
         )
         return f"{args.name}-id", _outputs(args.typ, args.name, dict(args.inputs))
 
@@ -76,14 +86,14 @@ class PlatformMocks(pulumi.runtime.Mocks):
 
 
 class RecordingMonitor(MockMonitor):
-    """The SDK's mock monitor, plus the parent of each registration (MockResourceArgs lacks it)."""
+    """The SDK's mock monitor, plus each registration's parent and dependencies (MockResourceArgs lacks them)."""
 
     def __init__(self, mocks: PlatformMocks) -> None:
         super().__init__(mocks)
         self._recording = mocks
 
-    def RegisterResource(self, request):  # noqa: N802 - gRPC method name
-        self._recording.pending_parent[(request.type, request.name)] = request.parent
+    def RegisterResource(self, request):  # gRPC method name, as the SDK spells it
+        self._recording.pending[(request.type, request.name)] = (request.parent, list(request.dependencies))
         return super().RegisterResource(request)
 
 
@@ -110,7 +120,9 @@ def _outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
         service = typ.split(":")[1].split("/")[0]
         physical = inputs.get("name") or name
         state.setdefault("name", physical)
-        state.setdefault("arn", f"arn:aws:{service}:{REGION}:{ACCOUNT}:{typ.split(':')[-1].lower()}/{physical}")
+        state.setdefault(
+            "arn", f"arn:aws:{service}:{REGION}:{ACCOUNT}:{typ.split(':')[-1].lower()}/{physical}"
+        )
         if typ == "aws:sqs/queue:Queue":
             state["url"] = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{physical}"
             state["arn"] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{physical}"
@@ -139,7 +151,9 @@ class ImmediateExecutor(ThreadPoolExecutor):
         return fut
 
 
-def install(stack: str, config: dict[str, str], secret_keys: list[str]) -> tuple[PlatformMocks, asyncio.AbstractEventLoop]:
+def install(
+    stack: str, config: dict[str, str], secret_keys: list[str]
+) -> tuple[PlatformMocks, asyncio.AbstractEventLoop]:
     """Fresh event loop, mocks and config for one evaluation of the program."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)

@@ -91,8 +91,18 @@ def _parent(urn: str) -> str | None:
     return None if typ == "pulumi:pulumi:Stack" else f"{typ}::{name}"
 
 
+def _sorted(value: Any) -> Any:
+    """Keys in a stable order: the engine hands inputs over as unordered maps, and a render is diffed in PRs."""
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
 def _resource(r: platform_mocks.Registered) -> dict[str, Any]:
-    return {"type": r.typ, "name": r.name, "parent": _parent(r.parent_urn), "inputs": platform_mocks.plain(r.inputs)}
+    inputs = _sorted(platform_mocks.plain(r.inputs))
+    return {"type": r.typ, "name": r.name, "parent": _parent(r.parent_urn), "inputs": inputs}
 
 
 def _is_manifest(typ: str) -> bool:
@@ -100,8 +110,12 @@ def _is_manifest(typ: str) -> bool:
 
 
 def _manifest(r: platform_mocks.Registered) -> dict[str, Any]:
-    body = platform_mocks.plain(r.inputs)
-    ordered = {"apiVersion": body.pop("apiVersion"), "kind": body.pop("kind"), "metadata": body.pop("metadata", {})}
+    body = _sorted(platform_mocks.plain(r.inputs))
+    ordered = {
+        "apiVersion": body.pop("apiVersion"),
+        "kind": body.pop("kind"),
+        "metadata": body.pop("metadata", {}),
+    }
     return ordered | body
 
 
@@ -116,7 +130,7 @@ def _helm(r: platform_mocks.Registered) -> dict[str, Any]:
         "version": inputs.get("version"),
         "repository": repository,
         "namespace": inputs.get("namespace"),
-        "values": inputs.get("values") or {},
+        "values": _sorted(inputs.get("values") or {}),
     }
 
 
@@ -136,15 +150,19 @@ def write(render: Render, out: Path) -> None:
 def summary(stack: str, render: Render) -> str:
     counts = Counter(r["type"] for r in render.resources)
     width = max(len(t) for t in counts)
-    lines = [f"stack {stack}: {len(render.resources)} resources, {len(render.manifests)} Kubernetes "
-             f"manifests, {len(render.helm)} Helm releases"]
+    lines = [
+        f"stack {stack}: {len(render.resources)} resources, {len(render.manifests)} Kubernetes "
+        f"manifests, {len(render.helm)} Helm releases"
+    ]
     lines += [f"  {t:<{width}}  {n}" for t, n in sorted(counts.items())]
     lines.append(f"rendered in {render.seconds:.2f} s")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.render", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.render", description="Render a stack offline under Pulumi mocks."
+    )
     parser.add_argument("stack", help="stack name: reads Pulumi.<stack>.yaml")
     parser.add_argument("--out", type=Path, required=True, help="folder to write the render to")
     args = parser.parse_args(argv)

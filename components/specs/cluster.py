@@ -15,13 +15,6 @@ EBS_CSI_ADDON = "aws-ebs-csi-driver"
 EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"  # in kube-system
 EBS_CSI_POLICY_ARN = "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
 
-NODE_POLICY_ARNS = [
-    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
-    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
-    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
-    "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
-]
-
 
 def system_node_taints() -> list[dict[str, str]]:
     """The managed node group's taint in the EKS API's form (effect in SCREAMING_CASE)."""
@@ -30,4 +23,3 @@ def system_node_taints() -> list[dict[str, str]]:
 
 def system_node_labels() -> dict[str, str]:
     return dict(SYSTEM_NODE_LABEL)
-

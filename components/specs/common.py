@@ -17,6 +17,15 @@ POOL_LABEL = "llm-platform/gpu-pool"
 
 MANAGED_BY = "pulumi-llm-platform"
 
+# Every node role (system node group and Karpenter's GPU nodes): join the cluster, pull images, run the
+# VPC CNI, and be reachable by SSM Session Manager instead of SSH.
+NODE_POLICY_ARNS = [
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
+    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+]
+
 
 def tags(cluster_name: str, environment: str, **extra: str) -> dict[str, str]:
     """Tags on every AWS resource: who owns it, which stack, and Karpenter's discovery key."""

@@ -40,12 +40,21 @@ def test_eks_cluster_settings(run_program) -> None:
     assert i["name"] == "llm-prod" and i["version"] == "1.34"
     assert i["authenticationMode"] == "API"
     assert i["createOidcProvider"] is True and i["skipDefaultNodeGroup"] is True
-    assert set(i["enabledClusterLogTypes"]) == {"api", "audit", "authenticator", "controllerManager", "scheduler"}
+    assert set(i["enabledClusterLogTypes"]) == {
+        "api",
+        "audit",
+        "authenticator",
+        "controllerManager",
+        "scheduler",
+    }
     assert i["encryptionConfigKeyArn"].startswith("arn:aws:kms:")
     assert i["publicAccessCidrs"] == ["203.0.113.0/24", "198.51.100.0/24"], "prod restricts the API endpoint"
     assert i["deletionProtection"] is True
     addons = {a.inputs["addonName"] for a in m.by_type("aws:eks/addon:Addon")}
-    assert addons == {"eks-pod-identity-agent", "aws-ebs-csi-driver"}  # vpc-cni, coredns, kube-proxy: pulumi-eks
+    assert addons == {
+        "eks-pod-identity-agent",
+        "aws-ebs-csi-driver",
+    }  # vpc-cni, coredns, kube-proxy: pulumi-eks
 
 
 def test_admin_roles_get_access_entries(run_program) -> None:
@@ -65,7 +74,11 @@ def test_admin_roles_get_access_entries(run_program) -> None:
 def test_network_spans_the_zones_with_private_nat_routes(run_program) -> None:
     m = run_program("prod")
     subnets = m.by_type("aws:ec2/subnet:Subnet")
-    assert sorted({s.inputs["availabilityZone"] for s in subnets}) == ["us-east-1a", "us-east-1b", "us-east-1c"]
+    assert sorted({s.inputs["availabilityZone"] for s in subnets}) == [
+        "us-east-1a",
+        "us-east-1b",
+        "us-east-1c",
+    ]
     private = [s for s in subnets if "private" in s.name]
     assert all(s.inputs["tags"]["karpenter.sh/discovery"] == "llm-prod" for s in private)
     assert len(m.by_type("aws:ec2/natGateway:NatGateway")) == 3, "prod survives a zone outage"
@@ -91,7 +104,11 @@ def test_names_are_unique_per_stack(run_program) -> None:
 def test_existing_mode_creates_no_aws_resource(run_program) -> None:
     from tests.conftest import stack_values
 
-    cluster = stack_values("dev")["cluster"] | {"mode": "existing", "kubeconfig": "~/.kube/config", "context": "lab"}
+    cluster = stack_values("dev")["cluster"] | {
+        "mode": "existing",
+        "kubeconfig": "~/.kube/config",
+        "context": "lab",
+    }
     m = run_program("dev", {"cluster": cluster})
     assert not [r for r in m.created if r.typ.startswith(("aws:", "eks:"))]
     (provider,) = m.by_type("pulumi:providers:kubernetes")

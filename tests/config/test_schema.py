@@ -97,7 +97,10 @@ def test_kv_cache_usage_at_most_one(value: float) -> None:
     v = _dev()
     v["models"][0]["autoscaling"]["kvCacheUsage"] = value
     msg = _error(v)
-    assert f"models[0].autoscaling.kvCacheUsage: {value} is not allowed" in msg and "less than or equal to 1" in msg
+    assert (
+        f"models[0].autoscaling.kvCacheUsage: {value} is not allowed" in msg
+        and "less than or equal to 1" in msg
+    )
 
 
 def test_kv_cache_usage_of_exactly_one_is_allowed() -> None:
@@ -161,7 +164,10 @@ def test_fsx_capacity_lustre_accepts(capacity: int, ok: bool) -> None:
         assert parse(v).model_cache.fsx is not None
     else:
         msg = _error(v)
-        assert f"modelCache.fsx.storageCapacityGiB {capacity}" in msg and "allowed: 1200, 2400 or a multiple of 2400" in msg
+        assert (
+            f"modelCache.fsx.storageCapacityGiB {capacity}" in msg
+            and "allowed: 1200, 2400 or a multiple of 2400" in msg
+        )
 
 
 def test_fsx_throughput_per_deployment_type() -> None:
@@ -193,7 +199,7 @@ def test_unknown_cache_mode() -> None:
     v = _dev()
     v["models"][0]["cache"] = "efs"
     msg = _error(v)
-    assert "models[0].cache: \"efs\" is not allowed" in msg and "'nvme', 'fsx', 's3' or 'hub'" in msg
+    assert 'models[0].cache: "efs" is not allowed' in msg and "'nvme', 'fsx', 's3' or 'hub'" in msg
 
 
 def test_unknown_keys_are_refused() -> None:
@@ -236,4 +242,4 @@ def test_prewarm_replicas_within_bounds() -> None:
 
 def test_environment_must_be_known() -> None:
     msg = _error(_dev() | {"environment": "qa"})
-    assert "environment: \"qa\" is not allowed" in msg and "'dev', 'staging' or 'prod'" in msg
+    assert 'environment: "qa" is not allowed' in msg and "'dev', 'staging' or 'prod'" in msg

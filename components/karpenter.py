@@ -1,0 +1,235 @@
+"""Karpenter: the controller's identity, interruption handling and Helm release, then the GPU NodePools."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components import child_options
+from components.specs import karpenter as spec
+from components.specs.common import NODE_POLICY_ARNS, assume_role_policy, pod_identity_trust_policy
+from config.schema import GpuNodePool
+from config.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
+
+
+@dataclass(frozen=True, kw_only=True)
+class KarpenterArgs:
+    cluster_name: str
+    region: str
+    tags: dict[str, str]
+
+
+class Karpenter(pulumi.ComponentResource):
+    """Controller IAM (Pod Identity), node IAM with an EC2_LINUX access entry, an encrypted interruption
+    queue fed by EventBridge, the CRD chart, and the controller chart on the system nodes."""
+
+    node_role_name: pulumi.Output[str]
+    node_role_arn: pulumi.Output[str]
+    queue_name: pulumi.Output[str]
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llm-platform:karpenter:Karpenter", name, None, opts)
+        child = child_options(self, opts)
+        cluster = args.cluster_name
+
+        node_role = aws.iam.Role(
+            f"{name}-node",
+            assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
+            description=f"Karpenter GPU nodes of {cluster}",
+            tags=args.tags,
+            opts=child,
+        )
+        for i, arn in enumerate(NODE_POLICY_ARNS):
+            aws.iam.RolePolicyAttachment(f"{name}-node-{i}", role=node_role.name, policy_arn=arn, opts=child)
+        node_access = aws.eks.AccessEntry(
+            f"{name}-node",
+            cluster_name=cluster,
+            principal_arn=node_role.arn,
+            type="EC2_LINUX",
+            tags=args.tags,
+            opts=child,
+        )
+
+        queue = aws.sqs.Queue(
+            f"{name}-interruption",
+            name=spec.interruption_queue_name(cluster),
+            message_retention_seconds=300,
+            sqs_managed_sse_enabled=True,
+            tags=args.tags,
+            opts=child,
+        )
+        aws.sqs.QueuePolicy(
+            f"{name}-interruption",
+            queue_url=queue.url,
+            policy=queue.arn.apply(lambda arn: json.dumps(spec.queue_policy(arn))),
+            opts=child,
+        )
+        for event, pattern in spec.INTERRUPTION_EVENTS.items():
+            rule = aws.cloudwatch.EventRule(
+                f"{name}-{event}",
+                name=spec.interruption_rule_name(cluster, event),
+                description=f"Karpenter interruption handling for {cluster}: {event}",
+                event_pattern=json.dumps(pattern),
+                tags=args.tags,
+                opts=child,
+            )
+            aws.cloudwatch.EventTarget(
+                f"{name}-{event}",
+                rule=rule.name,
+                target_id="KarpenterInterruptionQueue",
+                arn=queue.arn,
+                opts=child,
+            )
+
+        identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        policy_json = pulumi.Output.all(
+            account=identity.account_id,
+            partition=partition.partition,
+            queue_arn=queue.arn,
+            node_role_arn=node_role.arn,
+        ).apply(
+            lambda o: json.dumps(
+                spec.controller_policy(
+                    partition=o["partition"],
+                    region=args.region,
+                    account=o["account"],
+                    cluster_name=cluster,
+                    queue_arn=o["queue_arn"],
+                    node_role_arn=o["node_role_arn"],
+                )
+            )
+        )
+        controller_role = aws.iam.Role(
+            f"{name}-controller",
+            assume_role_policy=pod_identity_trust_policy(),
+            description=f"Karpenter controller of {cluster} (Pod Identity)",
+            tags=args.tags,
+            opts=child,
+        )
+        aws.iam.RolePolicy(f"{name}-controller", role=controller_role.id, policy=policy_json, opts=child)
+        association = aws.eks.PodIdentityAssociation(
+            f"{name}-controller",
+            cluster_name=cluster,
+            namespace=spec.NAMESPACE,
+            service_account=spec.SERVICE_ACCOUNT,
+            role_arn=controller_role.arn,
+            tags=args.tags,
+            opts=child,
+        )
+
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-ns",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=spec.NAMESPACE, labels={"pod-security.kubernetes.io/enforce": "restricted"}
+            ),
+            opts=child,
+        )
+        # CRDs from their own chart: Helm never upgrades CRDs shipped in a chart's crds/ folder
+        crds = k8s.helm.v3.Release(
+            f"{name}-crd",
+            name="karpenter-crd",
+            chart=KARPENTER_CRD_CHART,
+            version=KARPENTER_VERSION,
+            namespace=spec.NAMESPACE,
+            opts=child_options(self, opts, namespace),
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-controller",
+            name="karpenter",
+            chart=KARPENTER_CHART,
+            version=KARPENTER_VERSION,
+            namespace=spec.NAMESPACE,
+            skip_crds=True,
+            values=queue.name.apply(lambda q: spec.helm_values(cluster, q)),
+            opts=child_options(self, opts, crds, association, node_access),
+        )
+
+        self.node_role_name = node_role.name
+        self.node_role_arn = node_role.arn
+        self.queue_name = queue.name
+        self.register_outputs(
+            {"nodeRoleName": self.node_role_name, "queueName": self.queue_name, "release": self.release.name}
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuNodePoolsArgs:
+    cluster_name: str
+    pools: list[GpuNodePool]
+    ami_versions: dict[str, str]
+    zones: list[str]
+    node_role_name: pulumi.Input[str]
+    prod: bool
+    tags: dict[str, str]
+    extra_security_group_ids: list[pulumi.Input[str]] = field(default_factory=list)
+    user_data: dict[str, str] = field(default_factory=dict)
+    """AMI family -> EC2NodeClass userData (e.g. fast image pull, Lustre client)."""
+
+
+class GpuNodePools(pulumi.ComponentResource):
+    """One EC2NodeClass per AMI family in use and one NodePool per configured GPU pool."""
+
+    node_pools: dict[str, k8s.apiextensions.CustomResource]
+
+    def __init__(self, name: str, args: GpuNodePoolsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llm-platform:karpenter:GpuNodePools", name, None, opts)
+        classes: dict[str, k8s.apiextensions.CustomResource] = {}
+        for family in sorted({p.ami_family for p in args.pools}):
+            body = pulumi.Output.all(
+                role=args.node_role_name, sgs=pulumi.Output.all(*args.extra_security_group_ids)
+            ).apply(
+                lambda o, family=family: spec.node_class(
+                    ami_family=family,
+                    ami_version=args.ami_versions[family],
+                    cluster_name=args.cluster_name,
+                    node_role_name=o["role"],
+                    tags=args.tags,
+                    extra_security_group_ids=list(o["sgs"]),
+                    user_data=args.user_data.get(family),
+                )
+            )
+            classes[family] = _custom_resource(
+                f"{name}-{spec.node_class_name(family)}",
+                body,
+                api_version=spec.NODE_CLASS_API,
+                kind="EC2NodeClass",
+                opts=child_options(self, opts),
+            )
+
+        self.node_pools = {}
+        for pool in args.pools:
+            manifest = spec.node_pool(pool, zones=args.zones, prod=args.prod)
+            self.node_pools[pool.name] = _custom_resource(
+                f"{name}-{pool.name}",
+                manifest,
+                api_version=spec.NODE_POOL_API,
+                kind="NodePool",
+                opts=child_options(self, opts, classes[pool.ami_family]),
+            )
+        self.register_outputs({"nodePools": sorted(self.node_pools)})
+
+
+def _custom_resource(
+    resource_name: str,
+    manifest: pulumi.Input[dict],
+    *,
+    api_version: str,
+    kind: str,
+    opts: pulumi.ResourceOptions,
+) -> k8s.apiextensions.CustomResource:
+    """A cluster-scoped Karpenter object from a built manifest (apiVersion and kind name the resource type)."""
+    body = pulumi.Output.from_input(manifest)
+    return k8s.apiextensions.CustomResource(
+        resource_name,
+        api_version=api_version,
+        kind=kind,
+        metadata=body["metadata"],
+        spec=body["spec"],
+        opts=opts,
+    )

@@ -1,0 +1,142 @@
+"""Cold-start budget of a vLLM replica: how long from "the pod needs a GPU" to "the pod is Ready".
+
+    new node:  node ready + max(image pull, node prefetch) + pod fetch + weight load + engine init + readiness
+    warm node: pod fetch + weight load + engine init + readiness (image and node-local caches already there)
+
+Every number is from shared/research/autoscaling_sim.md (§3.1 node boot and bandwidth, §4 cold start);
+"Unverified" marks defaults that no primary source measured, so they stay visible and overridable.
+Used by the simulator (simulator/capacity.py) and meant for the README's cold-start table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from config.catalog import GpuInstance
+
+CacheMode = Literal["nvme", "fsx", "s3", "hub"]
+ImageMode = Literal["registry", "soci", "prebaked"]
+CACHE_MODES: tuple[CacheMode, ...] = ("nvme", "fsx", "s3", "hub")
+
+# EC2 launch -> node Ready with `nvidia.com/gpu` allocatable. g-families: "Node Ready at 80-100 s"
+# (karpenter-provider-aws#3102), ~70-80 s launch->registration (#6128); the NVIDIA device plugin's GPU
+# registration mostly overlaps. p4d/p4de/p5: no public measurement (Unverified): a longer, capacity-bound boot.
+NODE_READY_SECONDS: dict[str, float] = {"g5": 100, "g6": 100, "g6e": 100, "p4d": 300, "p4de": 300, "p5": 300}
+# Karpenter batches pending pods (BATCH_IDLE_DURATION 1 s, BATCH_MAX_DURATION 10 s) and launches ~1 s after
+# (settings.md; #6128). Counted once per new node, before NODE_READY_SECONDS.
+KARPENTER_LAUNCH_SECONDS = 2.0
+
+# vLLM image (~12 GB compressed, vllm#27154) pull+extract on a node that does not have it:
+# 15-20 GB in 4-6 min (AWS SOCI blog), 10 GB in 7-10 min (tensorfuse) -> 300 s. SOCI parallel pull /
+# lazy loading: "minutes to seconds" (EKS ML docs) -> 30 s (Unverified). Pre-baked data volume: 0.
+IMAGE_PULL_SECONDS: dict[ImageMode, float] = {"registry": 300.0, "soci": 30.0, "prebaked": 0.0}
+
+# Baseline network bandwidth per instance, Gbit/s (karpenter-provider-aws zz_generated.bandwidth.go).
+NETWORK_GBPS: dict[str, float] = {
+    "g5.xlarge": 2.5, "g5.2xlarge": 5.0, "g5.12xlarge": 40.0, "g5.48xlarge": 100.0,
+    "g6.xlarge": 2.5, "g6.2xlarge": 5.0, "g6e.xlarge": 2.5,
+    "p4d.24xlarge": 400.0, "p4de.24xlarge": 400.0, "p5.48xlarge": 3200.0,
+}  # fmt: skip
+
+# vLLM's safetensors loader from a local, warm disk: Llama-3.1-8B (16 GB) in 18 s on a cached volume
+# (tensorfuse, L40S) -> 0.9 GB/s; it bounds every mode (the loader, not the disk, is the limit).
+LOADER_GB_PER_S = 0.9
+# Hugging Face Hub download: 16 GB in 61 s (tensorfuse) -> 0.26 GB/s, "limited by ... HF availability".
+HUB_GB_PER_S = 0.26
+# FSx for Lustre PERSISTENT_2 at 250 MB/s/TiB x 2.4 TiB (the prod stack's file system) -> 0.6 GB/s,
+# shared by every reader; a single client is further bounded by its network (§4.2).
+FSX_GB_PER_S = 0.6
+# S3 GET throughput per node with parallel ranged reads: bounded by the node's network (§3.1) (Unverified cap).
+S3_GB_PER_S = 1.25
+
+# vLLM init besides reading weights (Llama-3.1-8B on L40S, tensorfuse): Dynamo 10 s + torch.compile 42 s +
+# CUDA graphs 54 s + engine/imports 94 s = 200 s cold; with the compile cache persisted 10 + 13 + 7 + 34 = 64 s.
+ENGINE_INIT_COLD_SECONDS = 200.0
+ENGINE_INIT_CACHED_SECONDS = 64.0
+# readinessProbe periodSeconds 10 -> on average 5 s between "serving" and "Ready".
+READINESS_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class CacheBehaviour:
+    """Where a replica's weights and compile cache come from under one `models[].cache` mode."""
+
+    prefetch_on_new_node: bool  # a node-level job copies weights before the pod can load them (nvme)
+    fetch_per_pod: bool  # every pod downloads its own copy (s3 to emptyDir, hub)
+    compile_cache_shared: bool  # the torch.compile/CUDA-graph cache survives on a shared volume (fsx)
+    compile_cache_on_node: bool  # ... or on the node's disk, so a warm node hits it (nvme hostPath)
+
+
+CACHE_BEHAVIOUR: dict[CacheMode, CacheBehaviour] = {
+    "nvme": CacheBehaviour(True, False, False, True),
+    "fsx": CacheBehaviour(False, False, True, True),
+    "s3": CacheBehaviour(False, True, False, False),
+    "hub": CacheBehaviour(False, True, False, False),
+}
+
+
+@dataclass(frozen=True)
+class ColdStart:
+    """Seconds per phase; `total` is pod-needs-GPU to pod-Ready."""
+
+    node_ready: float
+    image_pull: float
+    node_prefetch: float  # node-level copy of the weights, runs alongside the image pull
+    pod_fetch: float  # per-pod download (init container), after the pull
+    weight_load: float
+    engine_init: float
+    readiness: float
+
+    @property
+    def total(self) -> float:
+        return (
+            self.node_ready
+            + max(self.image_pull, self.node_prefetch)
+            + self.pod_fetch
+            + self.weight_load
+            + self.engine_init
+            + self.readiness
+        )
+
+
+def network_gb_per_s(instance: GpuInstance) -> float:
+    return NETWORK_GBPS.get(instance.instance_type, 2.5) / 8
+
+
+def cold_start(
+    cache_mode: CacheMode,
+    instance: GpuInstance,
+    weights_gb: float,
+    new_node: bool,
+    image: ImageMode = "registry",
+) -> ColdStart:
+    """Phase-by-phase cold start of one replica (weights_gb: all shards the node must read)."""
+    if cache_mode not in CACHE_BEHAVIOUR:
+        raise ValueError(f"cache mode {cache_mode!r} is not allowed; allowed: {', '.join(CACHE_MODES)}")
+    mode = CACHE_BEHAVIOUR[cache_mode]
+    net = network_gb_per_s(instance)
+    node_ready = KARPENTER_LAUNCH_SECONDS + NODE_READY_SECONDS.get(instance.family, 100) if new_node else 0.0
+    image_pull = IMAGE_PULL_SECONDS[image] if new_node else 0.0
+    prefetch = weights_gb / min(net, S3_GB_PER_S) if mode.prefetch_on_new_node and new_node else 0.0
+    fetch = 0.0
+    if mode.fetch_per_pod:
+        fetch = weights_gb / (min(net, HUB_GB_PER_S) if cache_mode == "hub" else min(net, S3_GB_PER_S))
+    if cache_mode == "fsx":
+        load = weights_gb / min(net, FSX_GB_PER_S, LOADER_GB_PER_S)
+    else:
+        load = weights_gb / LOADER_GB_PER_S
+    cached = mode.compile_cache_shared or (mode.compile_cache_on_node and not new_node)
+    init = ENGINE_INIT_CACHED_SECONDS if cached else ENGINE_INIT_COLD_SECONDS
+    return ColdStart(node_ready, image_pull, prefetch, fetch, load, init, READINESS_SECONDS)
+
+
+def cold_start_seconds(
+    cache_mode: CacheMode,
+    instance: GpuInstance,
+    weights_gb: float,
+    new_node: bool,
+    image: ImageMode = "registry",
+) -> float:
+    """Seconds from a pod needing a GPU to the pod being Ready (see `cold_start` for the phases)."""
+    return cold_start(cache_mode, instance, weights_gb, new_node, image).total
