@@ -1,0 +1,279 @@
+"""GPU capacity behind the replicas: Karpenter nodes, pod cold starts, consolidation, spot, billing.
+
+- A pod that needs a GPU binds to a Ready node with a free GPU (warm: image and node caches present), else to
+  a node Karpenter is already launching, else Karpenter launches the cheapest allowed catalog instance
+  (config/cold_start.py gives launch, boot, pull, load and init times).
+- Scale-down deletes pods in the ReplicaSet's order (unbound, then not Ready, then the newest Ready); the GPU
+  is free after the pod drains; an empty node is deleted `consolidateAfter` later if still empty
+  (Karpenter's empty-node consolidation; budgets not modelled).
+- Spot nodes are interrupted at a Poisson rate: the 2-minute notice evicts the pod at once (Karpenter cordons
+  and drains on the notice) and the instance bills until it is reclaimed.
+- Billing: EC2 Linux per-second with a 60-second minimum per instance (§3.2), on-demand price from the
+  catalog, spot as on-demand x (1 - discount). Nodes that exist when the day starts bill from 0 with no minimum.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from itertools import count
+
+import numpy as np
+
+from config.catalog import GpuInstance
+from config.cold_start import CacheMode, ImageMode, cold_start
+
+MINIMUM_BILLED_SECONDS = 60
+SPOT_NOTICE_SECONDS = 120
+POD_DRAIN_SECONDS = 10.0  # preStop + in-flight drain before the GPU is free (Unverified)
+
+
+def billed_seconds(launched: float, terminated: float, preexisting: bool = False) -> float:
+    """Per-second billing with a 60 s minimum for an instance launched in the window."""
+    duration = max(0.0, terminated - launched)
+    return duration if preexisting else max(float(MINIMUM_BILLED_SECONDS), duration)
+
+
+def instance_cost(
+    price_per_hour: float, launched: float, terminated: float, preexisting: bool = False
+) -> float:
+    return price_per_hour / 3600 * billed_seconds(launched, terminated, preexisting)
+
+
+@dataclass(frozen=True)
+class CapacityConfig:
+    instance: GpuInstance
+    gpus_per_pod: int = 1
+    cache_mode: CacheMode = "nvme"
+    image: ImageMode = "registry"
+    weights_gb: float = 16.0
+    consolidate_after: float = 300.0
+    spot: bool = False
+    spot_discount: float = 0.6
+    spot_interruptions_per_hour: float = 0.0
+
+    @property
+    def price_per_hour(self) -> float:
+        base = self.instance.on_demand_usd_per_hour
+        return base * (1 - self.spot_discount) if self.spot else base
+
+    @property
+    def slots_per_node(self) -> int:
+        return max(1, self.instance.gpus // self.gpus_per_pod)
+
+
+@dataclass
+class Node:
+    id: int
+    launched_at: float
+    ready_at: float
+    price_per_hour: float
+    slots: int
+    preexisting: bool = False
+    image_cached: bool = False
+    pods: list[Pod] = field(default_factory=list)
+    terminated_at: float | None = None
+    empty_since: float | None = None
+    cordoned: bool = False
+
+    @property
+    def free(self) -> int:
+        return self.slots - len(self.pods)
+
+
+@dataclass
+class Pod:
+    id: int
+    created_at: float
+    node: Node | None = None
+    ready_at: float | None = None  # scheduled readiness (None until it has a node that is up)
+    ready: bool = False
+
+
+class Cluster:
+    """Pods of one Deployment and the nodes Karpenter gives them; advance(t) applies due events."""
+
+    def __init__(self, cfg: CapacityConfig, rng: np.random.Generator, initial_replicas: int = 0):
+        self.cfg = cfg
+        self.rng = rng
+        self.nodes: list[Node] = []
+        self.pods: list[Pod] = []
+        self._events: list[tuple[float, int, str, object]] = []
+        self._seq = count()
+        self._ids = count()
+        cold_new = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, True, cfg.image)
+        cold_warm = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, False, cfg.image)
+        self.node_boot = cold_new.node_ready
+        self.start_on_new_node = cold_new.total - cold_new.node_ready
+        self.start_on_warm_node = cold_warm.total
+        for _ in range(initial_replicas):
+            node = self._new_node(0.0, preexisting=True)
+            pod = Pod(next(self._ids), 0.0, node, 0.0, True)
+            node.pods.append(pod)
+            self.pods.append(pod)
+
+    # --- queries -----------------------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> int:
+        return sum(1 for p in self.pods if p.ready)
+
+    @property
+    def status_replicas(self) -> int:
+        return len(self.pods)
+
+    @property
+    def unready(self) -> int:
+        return sum(1 for p in self.pods if not p.ready)
+
+    @property
+    def live_nodes(self) -> int:
+        return sum(1 for n in self.nodes if n.terminated_at is None)
+
+    # --- events ------------------------------------------------------------------------------------------
+
+    def _push(self, when: float, kind: str, obj: object) -> None:
+        heapq.heappush(self._events, (when, next(self._seq), kind, obj))
+
+    def next_event(self) -> float:
+        return self._events[0][0] if self._events else math.inf
+
+    def advance(self, now: float) -> None:
+        while self._events and self._events[0][0] <= now:
+            when, _, kind, obj = heapq.heappop(self._events)
+            if kind == "node-ready":
+                assert isinstance(obj, Node)
+                self._node_ready(when, obj)
+            elif kind == "pod-ready":
+                assert isinstance(obj, Pod)
+                if obj in self.pods and obj.ready_at == when:
+                    obj.ready = True
+            elif kind == "pod-gone":
+                assert isinstance(obj, Pod)
+                self._release(when, obj)
+            elif kind == "consolidate":
+                assert isinstance(obj, Node)
+                self._consolidate(when, obj)
+            elif kind == "interrupt":
+                assert isinstance(obj, Node)
+                self._interrupt(when, obj)
+            elif kind == "reclaimed":
+                assert isinstance(obj, Node)
+                obj.terminated_at = when
+
+    # --- replica count -----------------------------------------------------------------------------------
+
+    def set_replicas(self, now: float, replicas: int) -> None:
+        """The ReplicaSet controller: create or delete pods to match `replicas`."""
+        while len(self.pods) < replicas:
+            pod = Pod(next(self._ids), now)
+            self.pods.append(pod)
+            self._schedule(now, pod)
+        if len(self.pods) > replicas:
+            victims = sorted(
+                self.pods,
+                key=lambda p: (p.node is not None, p.ready, -(p.ready_at or p.created_at), -p.id),
+            )[: len(self.pods) - replicas]
+            for pod in victims:
+                self._delete(now, pod)
+
+    def reschedule_pending(self, now: float) -> None:
+        for pod in self.pods:
+            if pod.node is None:
+                self._schedule(now, pod)
+
+    # --- internals ---------------------------------------------------------------------------------------
+
+    def _new_node(self, now: float, preexisting: bool = False) -> Node:
+        ready_at = now if preexisting else now + self.node_boot
+        node = Node(
+            next(self._ids), now, ready_at, self.cfg.price_per_hour, self.cfg.slots_per_node,
+            preexisting=preexisting, image_cached=preexisting,
+        )  # fmt: skip
+        self.nodes.append(node)
+        if not preexisting:
+            self._push(ready_at, "node-ready", node)
+        if self.cfg.spot and self.cfg.spot_interruptions_per_hour > 0:
+            self._push(
+                now + self.rng.exponential(3600 / self.cfg.spot_interruptions_per_hour), "interrupt", node
+            )
+        return node
+
+    def _schedule(self, now: float, pod: Pod) -> None:
+        usable = [n for n in self.nodes if n.terminated_at is None and not n.cordoned and n.free > 0]
+        ready = [n for n in usable if n.ready_at <= now]
+        launching = [n for n in usable if n.ready_at > now]
+        node = ready[0] if ready else (launching[0] if launching else self._new_node(now))
+        node.pods.append(pod)
+        node.empty_since = None
+        pod.node = node
+        if node.ready_at <= now:
+            self._start(now, pod)
+
+    def _start(self, now: float, pod: Pod) -> None:
+        node = pod.node
+        assert node is not None
+        delay = self.start_on_warm_node if node.image_cached else self.start_on_new_node
+        node.image_cached = True
+        pod.ready_at = now + delay
+        self._push(pod.ready_at, "pod-ready", pod)
+
+    def _node_ready(self, now: float, node: Node) -> None:
+        if node.terminated_at is not None:
+            return
+        for pod in node.pods:
+            if pod.ready_at is None:
+                self._start(now, pod)
+        if not node.pods:
+            self._mark_empty(now, node)
+
+    def _delete(self, now: float, pod: Pod) -> None:
+        self.pods.remove(pod)
+        pod.ready = False
+        if pod.node is not None:
+            self._push(now + (POD_DRAIN_SECONDS if pod.ready_at is not None else 0.0), "pod-gone", pod)
+
+    def _release(self, now: float, pod: Pod) -> None:
+        node = pod.node
+        if node is None or pod not in node.pods:
+            return
+        node.pods.remove(pod)
+        if not node.pods and node.terminated_at is None:
+            self._mark_empty(max(now, node.ready_at), node)
+
+    def _mark_empty(self, now: float, node: Node) -> None:
+        node.empty_since = now
+        self._push(now + self.cfg.consolidate_after, "consolidate", node)
+
+    def _consolidate(self, now: float, node: Node) -> None:
+        empty = node.terminated_at is None and not node.pods and node.empty_since is not None
+        if empty and now >= (node.empty_since or 0.0) + self.cfg.consolidate_after:
+            node.terminated_at = now
+
+    def _interrupt(self, now: float, node: Node) -> None:
+        if node.terminated_at is not None:
+            return
+        node.cordoned = True
+        for pod in list(node.pods):
+            if pod in self.pods:
+                self.pods.remove(pod)
+            node.pods.remove(pod)
+        self._push(now + SPOT_NOTICE_SECONDS, "reclaimed", node)
+
+    # --- cost --------------------------------------------------------------------------------------------
+
+    def cost(self, horizon: float) -> float:
+        total = 0.0
+        for n in self.nodes:
+            end = min(n.terminated_at if n.terminated_at is not None else horizon, horizon)
+            total += instance_cost(n.price_per_hour, n.launched_at, end, n.preexisting)
+        return total
+
+    def node_seconds(self, horizon: float) -> float:
+        return sum(
+            max(
+                0.0, min(n.terminated_at if n.terminated_at is not None else horizon, horizon) - n.launched_at
+            )
+            for n in self.nodes
+        )

@@ -1,0 +1,284 @@
+"""One simulated day: traffic -> replicas (serving model) -> Prometheus -> KEDA/HPA -> pods/nodes -> cost.
+
+The loop runs at 1 s. Serving is fluid at that scale: the Ready replicas admit up to N x capacity requests/s
+(vLLM's work-conserving batching, load spread over Ready pods), the excess waits FIFO in
+`num_requests_waiting`. Below saturation each replica is at the steady state of its per-replica rate
+(simulator/replica.py); the replica's internal dynamics (sub-second) are much faster than traffic and
+control (15 s and up). Per-request TTFT = fluid queue wait + sampled in-replica TTFT; ITL = the steady
+ITL of the second it was admitted; a request misses the SLO if either exceeds the model's SLO.
+Controllers run at their own clocks: Prometheus scrapes every `scrape_interval` (metrics of Ready pods only),
+KEDA's executor every pollingInterval, the HPA every 15 s with a random phase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from simulator.capacity import CapacityConfig, Cluster
+from simulator.cron import active_minutes
+from simulator.hpa import HPA, SYNC_PERIOD_SECONDS, pods_average_value_replicas
+from simulator.keda import CronTrigger, Keda
+from simulator.replica import KV_BLOCK_TOKENS, ReplicaTable, ttft
+from simulator.strategies import Strategy
+from simulator.traffic import Traffic
+
+
+@dataclass(frozen=True)
+class Slo:
+    ttft_seconds: float
+    itl_seconds: float
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    capacity: CapacityConfig
+    slo: Slo
+    scrape_interval: int = 15
+    day_start_utc: datetime = datetime(2026, 9, 15, tzinfo=UTC)  # a Tuesday: weekday cron windows apply
+    prometheus_outages: tuple[tuple[float, float], ...] = ()  # [start, end) seconds: queries fail
+    seed: int = 0
+
+
+@dataclass
+class Result:
+    strategy: str
+    description: str
+    peak_replicas: int
+    offpeak_replicas: int
+    p95_ttft_ms: float
+    slo_violation_pct: float
+    gpu_cost_usd_per_day: float
+    requests: int
+    node_hours: float
+    minute_rate: np.ndarray = field(repr=False)
+    minute_ready: np.ndarray = field(repr=False)
+    minute_desired: np.ndarray = field(repr=False)
+    minute_p95_ttft_ms: np.ndarray = field(repr=False)
+    minute_violation_pct: np.ndarray = field(repr=False)
+
+    def row(self) -> dict[str, float | int | str]:
+        return {
+            "strategy": self.strategy,
+            "peak_replicas": self.peak_replicas,
+            "offpeak_replicas": self.offpeak_replicas,
+            "p95_ttft_ms": round(self.p95_ttft_ms, 1),
+            "slo_violation_pct": round(self.slo_violation_pct, 3),
+            "gpu_cost_usd_per_day": round(self.gpu_cost_usd_per_day, 2),
+        }
+
+
+def simulate(
+    traffic: Traffic,
+    table: ReplicaTable,
+    strategy: Strategy,
+    cfg: SimConfig,
+    progress: Callable[[int], None] | None = None,
+) -> Result:
+    rng = np.random.default_rng(cfg.seed)
+    T = traffic.duration
+    arrivals_per_s = traffic.per_second().tolist()
+    mu = table.capacity_rps
+    kv_per_seq = (table.stats.mean_decode_context + KV_BLOCK_TOKENS / 2) / table.model.kv_capacity_tokens
+    fb = table.model.framebuffer_used_fraction
+
+    cluster = Cluster(cfg.capacity, rng, strategy.replicas)
+    spec = strategy.replicas
+    hpa: HPA | None = None
+    keda: Keda | None = None
+    poll_every = 0
+    if strategy.kind == "hpa-memory":
+        hpa = HPA(strategy.min_replicas, strategy.max_replicas, strategy.behavior)
+    elif strategy.kind == "keda":
+        assert strategy.scaled_object is not None
+        so = strategy.scaled_object
+        crons = {
+            t.name: _cron_table(t, cfg.day_start_utc, T) for t in so.triggers if isinstance(t, CronTrigger)
+        }
+
+        def cron_active(trigger: CronTrigger, now: float) -> bool:
+            minutes = crons[trigger.name]
+            return minutes[min(int(now // 60), len(minutes) - 1)]
+
+        keda = Keda(so, created_at=-1e9, cron_active=cron_active)
+        poll_every = so.polling_interval
+    hpa_phase = float(rng.uniform(0, SYNC_PERIOD_SECONDS))
+    next_hpa = hpa_phase
+
+    # Prometheus: the latest scrape; queries read it.
+    scraped: dict[str, float] = {"waiting_sum": 0.0, "running_sum": 0.0, "kv_sum": 0.0, "kv_max": 0.0}
+    scraped_fb: list[float] = []
+    outages = cfg.prometheus_outages
+
+    def query(metric: str, now: float) -> float | None:
+        for start, end in outages:
+            if start <= now < end:
+                return None
+        return scraped[metric]
+
+    ready_s = np.zeros(T, dtype=np.int32)
+    desired_s = np.zeros(T, dtype=np.int32)
+    queue_start = np.zeros(T)
+    capacity_s = np.zeros(T)
+    lam_s = np.zeros(T)
+
+    q = 0.0
+    lam_eff = 0.0
+    ready = cluster.ready
+    report_every = max(1, T // 100)
+    for t in range(T):
+        now = float(t)
+        if cluster.next_event() <= now:
+            cluster.advance(now)
+            ready = cluster.ready
+        # Prometheus scrape of the Ready pods
+        if t % cfg.scrape_interval == 0:
+            if ready:
+                if q > 0:
+                    running = np.full(ready, table.max_running)
+                else:
+                    per = float(np.interp(lam_eff, table.lam, table.running))
+                    running = rng.poisson(per, ready).astype(np.float64)
+                kv = np.minimum(running * kv_per_seq, 1.0)
+                scraped = {
+                    "waiting_sum": q,
+                    "running_sum": float(running.sum()),
+                    "kv_sum": float(kv.sum()),
+                    "kv_max": float(kv.max()),
+                }
+                scraped_fb = [fb] * ready
+            else:
+                scraped = {"waiting_sum": q, "running_sum": 0.0, "kv_sum": 0.0, "kv_max": 0.0}
+                scraped_fb = []
+        # KEDA executor
+        if keda is not None and t % poll_every == 0:
+            spec = keda.poll(now, spec, lambda m, _now=now: query(m, _now))
+        # HPA sync
+        if now >= next_hpa:
+            next_hpa += SYNC_PERIOD_SECONDS
+            if keda is not None:
+                spec = keda.sync_hpa(now, spec, cluster.status_replicas, lambda m, _now=now: query(m, _now))
+            elif hpa is not None:
+                if query("waiting_sum", now) is None or not scraped_fb:
+                    proposals: list[int | None] = [None]
+                else:
+                    proposals = [
+                        pods_average_value_replicas(
+                            scraped_fb, cluster.unready, 0, strategy.memory_target, spec, hpa.tolerance
+                        )
+                    ]
+                spec = hpa.reconcile_proposals(now, spec, proposals)
+        if len(cluster.pods) != spec:
+            cluster.set_replicas(now, spec)
+            ready = cluster.ready
+        # serving (fluid, 1 s)
+        a = arrivals_per_s[t]
+        cap = ready * mu
+        queue_start[t] = q
+        capacity_s[t] = cap
+        served = min(q + a, cap)
+        q = q + a - served
+        lam_eff = served / ready if ready else 0.0
+        lam_s[t] = lam_eff
+        ready_s[t] = ready
+        desired_s[t] = spec
+        if progress is not None and t % report_every == 0:
+            progress(report_every)
+
+    return _summarise(
+        traffic, table, strategy, cfg, rng, cluster, ready_s, desired_s, queue_start, capacity_s, lam_s
+    )
+
+
+def _cron_table(trigger: CronTrigger, day_start: datetime, seconds: int) -> list[bool]:
+    return active_minutes(
+        trigger.start, trigger.end, trigger.timezone, day_start - timedelta(minutes=0), seconds // 60 + 1
+    )
+
+
+def _summarise(
+    traffic: Traffic,
+    table: ReplicaTable,
+    strategy: Strategy,
+    cfg: SimConfig,
+    rng: np.random.Generator,
+    cluster: Cluster,
+    ready_s: np.ndarray,
+    desired_s: np.ndarray,
+    queue_start: np.ndarray,
+    capacity_s: np.ndarray,
+    lam_s: np.ndarray,
+) -> Result:
+    T = traffic.duration
+    t_arr = traffic.arrivals
+    tick = np.minimum(t_arr.astype(np.int64), T - 1)
+    # rank of each request within its second (arrivals are sorted)
+    first = np.searchsorted(t_arr, np.arange(T), side="left")
+    rank = np.arange(len(t_arr)) - first[tick]
+    u = t_arr - tick
+    ahead = queue_start[tick] + rank - capacity_s[tick] * u
+    # FIFO fluid wait: time until the pool's cumulative capacity has served `ahead` more requests
+    cum = np.concatenate(([0.0], np.cumsum(capacity_s)))
+    wait = np.zeros(len(t_arr))
+    queued = ahead > 0
+    if queued.any():
+        level = cum[tick[queued]] + capacity_s[tick[queued]] * u[queued] + ahead[queued]
+        idx = np.searchsorted(cum, level, side="left")  # first boundary with cum >= level
+        done = np.full(level.shape, np.inf)
+        ok = idx <= T
+        i = np.clip(idx - 1, 0, T - 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(capacity_s[i] > 0, (level - cum[i]) / capacity_s[i], 0.0)
+        done[ok] = i[ok] + frac[ok]
+        wait[queued] = np.maximum(done - t_arr[queued], 0.0)
+    never = ~np.isfinite(wait)  # not admitted before the day ends: censored at the end of the day
+    wait = np.where(never, T - t_arr, wait)
+    admit = np.minimum((t_arr + wait).astype(np.int64), T - 1)
+    state = table.at(lam_s)
+    ttft_s = wait + ttft(
+        traffic.input_tokens.astype(np.float64),
+        state["rho_prefill"][admit],
+        state["decode_step"][admit],
+        state["step_overhead"][admit],
+        state["running"][admit],
+        table.model.seconds_per_token,
+        rng,
+    )
+    itl = state["itl"][admit]
+    violated = (ttft_s > cfg.slo.ttft_seconds) | (itl > cfg.slo.itl_seconds) | never
+    n = len(t_arr)
+    p95 = float(np.percentile(ttft_s, 95)) * 1000 if n else 0.0
+
+    minutes = T // 60
+    bounds = np.searchsorted(t_arr, np.arange(minutes + 1) * 60.0)
+    minute_rate = np.diff(bounds) / 60.0
+    minute_p95 = np.zeros(minutes)
+    minute_violation = np.zeros(minutes)
+    for m in range(minutes):
+        lo, hi = bounds[m], bounds[m + 1]
+        if hi > lo:
+            minute_p95[m] = np.percentile(np.minimum(ttft_s[lo:hi], 1e3), 95) * 1000
+            minute_violation[m] = violated[lo:hi].mean() * 100
+    minute_ready = ready_s[: minutes * 60].reshape(minutes, 60).mean(axis=1)
+    minute_desired = desired_s[: minutes * 60].reshape(minutes, 60).max(axis=1)
+    quiet = minute_rate <= np.quantile(minute_rate, 0.25)
+    offpeak = int(np.rint(np.median(minute_ready[quiet]))) if quiet.any() else int(ready_s.min())
+    return Result(
+        strategy.name,
+        strategy.description,
+        int(ready_s.max()),
+        offpeak,
+        p95,
+        float(violated.mean() * 100) if n else 0.0,
+        cluster.cost(T),
+        n,
+        cluster.node_seconds(T) / 3600,
+        minute_rate,
+        minute_ready,
+        minute_desired,
+        minute_p95,
+        minute_violation,
+    )

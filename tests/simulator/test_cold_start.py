@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import pytest
+
+from config.catalog import GPU_INSTANCES
+from config.cold_start import CACHE_MODES, ENGINE_INIT_CACHED_SECONDS, cold_start, cold_start_seconds
+
+G5 = GPU_INSTANCES["g5.2xlarge"]
+
+
+@pytest.mark.parametrize("mode", CACHE_MODES)
+def test_new_node_is_slower_than_warm_node(mode):
+    assert cold_start_seconds(mode, G5, 16, True) > cold_start_seconds(mode, G5, 16, False)
+
+
+def test_hub_is_the_slowest_weight_source():
+    assert cold_start_seconds("hub", G5, 16, False) > cold_start_seconds("s3", G5, 16, False)
+    assert cold_start_seconds("s3", G5, 16, False) > cold_start_seconds("nvme", G5, 16, False)
+
+
+def test_fsx_is_bounded_by_the_instance_network():
+    small = cold_start("fsx", GPU_INSTANCES["g5.xlarge"], 16, False)
+    big = cold_start("fsx", GPU_INSTANCES["g5.12xlarge"], 16, False)
+    assert small.weight_load == pytest.approx(16 / (2.5 / 8))
+    assert big.weight_load < small.weight_load
+    assert small.engine_init == ENGINE_INIT_CACHED_SECONDS
+
+
+def test_prebaked_image_removes_the_pull():
+    assert cold_start("nvme", G5, 4, True, "prebaked").image_pull == 0
+    assert cold_start("nvme", G5, 4, True, "registry").image_pull > 60
+
+
+def test_unknown_cache_mode_is_rejected():
+    with pytest.raises(ValueError, match="allowed: nvme, fsx, s3, hub"):
+        cold_start("tape", G5, 4, True)  # pyright: ignore[reportArgumentType]
