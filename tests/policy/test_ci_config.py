@@ -1,0 +1,125 @@
+"""The CI workflows and the checkov suppressions keep the rules the platform relies on: OIDC only, pinned
+actions, the policy pack on every preview and update, approvals before staging and prod, and a reason for
+every skipped security check. actionlint runs too when it is installed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tools.security_scan import CHECKOV_VERSION, CONFIG, unjustified_skips
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = ROOT / ".github" / "workflows"
+
+
+def load(name: str) -> dict[str, Any]:
+    data = yaml.safe_load((WORKFLOWS / name).read_text())
+    # YAML 1.1 reads the bare key `on` as True
+    if True in data:
+        data["on"] = data.pop(True)
+    return data
+
+
+def steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for job in workflow["jobs"].values() for s in job.get("steps", [])]
+
+
+def uses(workflow: dict[str, Any]) -> list[str]:
+    return [s["uses"] for s in steps(workflow) if "uses" in s]
+
+
+def all_workflows() -> list[str]:
+    return sorted(p.name for p in WORKFLOWS.glob("*.yml"))
+
+
+@pytest.mark.parametrize("name", all_workflows())
+def test_actions_are_pinned_and_no_long_lived_keys(name: str) -> None:
+    text = (WORKFLOWS / name).read_text()
+    for ref in uses(load(name)):
+        if ref.startswith("./"):
+            continue
+        assert re.search(r"@(v[0-9]+(\.[0-9]+)*|[0-9a-f]{40})$", ref), (
+            f"{name}: {ref} is not pinned to a version"
+        )
+    for forbidden in ("AWS_SECRET_ACCESS_KEY", "aws-secret-access-key", "PULUMI_ACCESS_TOKEN"):
+        assert forbidden not in text, f"{name} uses {forbidden}; use OIDC"
+
+
+def test_pr_workflow_renders_scans_and_previews_every_stack_with_the_policy_pack() -> None:
+    pr = load("pr.yml")
+    assert "pull_request" in pr["on"]
+    job = pr["jobs"]["stack"]
+    assert job["strategy"]["matrix"]["stack"] == ["dev", "staging", "prod"]
+    assert job["permissions"]["id-token"] == "write"
+    by_action = {s["uses"].split("@")[0]: s for s in job["steps"] if "uses" in s}
+    assert "actions/upload-artifact" in by_action
+    assert by_action["aws-actions/configure-aws-credentials"]["with"]["role-to-assume"].startswith(
+        "${{ vars."
+    )
+    assert "pulumi/auth-actions" in by_action
+    preview = by_action["pulumi/actions"]
+    assert preview["uses"] == "pulumi/actions@v7"
+    assert preview["with"]["command"] == "preview"
+    assert preview["with"]["comment-on-pr"] is True
+    assert preview["with"]["policyPacks"] == "./policy"
+    runs = " ".join(s.get("run", "") for s in steps(pr))
+    for command in (
+        "uv sync --frozen",
+        "uv run pytest",
+        "python -m tools.render",
+        "python -m tools.security_scan",
+    ):
+        assert command in runs
+
+
+def test_deploy_goes_dev_then_staging_then_prod_behind_environments() -> None:
+    deploy = load("deploy.yml")
+    assert deploy["on"]["push"]["branches"] == ["main"]
+    jobs = deploy["jobs"]
+    assert jobs["staging"]["needs"] == "dev"
+    assert jobs["prod"]["needs"] == "staging"
+    for stack in ("dev", "staging", "prod"):
+        assert jobs[stack]["uses"] == "./.github/workflows/pulumi-up.yml"
+        assert jobs[stack]["with"]["stack"] == stack
+    up = load("pulumi-up.yml")["jobs"]["up"]
+    assert up["environment"] == "${{ inputs.stack }}"
+    assert up["concurrency"]["group"] == "pulumi-${{ inputs.stack }}"
+    assert up["concurrency"]["cancel-in-progress"] is False
+    action = next(s for s in up["steps"] if s.get("uses", "").startswith("pulumi/actions@"))
+    assert action["with"]["command"] == "up"
+    assert action["with"]["policyPacks"] == "./policy"
+
+
+def test_every_checkov_skip_is_justified_and_checkov_is_pinned() -> None:
+    assert unjustified_skips(CONFIG) == []
+    assert re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", CHECKOV_VERSION)
+    config = yaml.safe_load(CONFIG.read_text())
+    assert config["framework"] == ["kubernetes"]
+    assert all(re.fullmatch(r"CKV2?_K8S_[0-9]+", c) for c in config["skip-check"])
+
+
+def test_unjustified_skip_is_detected(tmp_path: Path) -> None:
+    config = tmp_path / "checkov.yaml"
+    config.write_text(
+        "skip-check:\n  - CKV_K8S_1 # a real reason given here\n  - CKV_K8S_2\n  - CKV_K8S_3 # ok\n"
+    )
+    assert unjustified_skips(config) == ["CKV_K8S_2", "CKV_K8S_3"]
+
+
+@pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not installed")
+def test_workflows_pass_actionlint() -> None:
+    result = subprocess.run(
+        ["actionlint", "-no-color", *map(str, sorted(WORKFLOWS.glob("*.yml")))],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

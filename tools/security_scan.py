@@ -1,0 +1,116 @@
+"""Security scan of the offline render: checkov (Kubernetes framework) over build/<stack>/manifests.yaml.
+
+    uv run python -m tools.security_scan dev staging prod            # scan existing renders
+    uv run python -m tools.security_scan prod --render               # render first, then scan
+
+Suppressions live in one file, security/checkov.yaml, one check id a line with its justification as a
+comment; a skip without one stops the scan. checkov is pinned and run through `uvx`, so it never enters
+the project's environment. A render with no Kubernetes manifests passes with a note. JUnit XML results go to
+build/<stack>/checkov.xml for CI to upload. Exit code: 0 clean, 1 failed checks, 2 setup problems.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECKOV_VERSION = "3.3.30"
+CONFIG = ROOT / "security" / "checkov.yaml"
+SKIP_LINE = re.compile(r"^\s*-\s*(CKV2?_[A-Z0-9_]+)\s*(#\s*(?P<why>.*))?$")
+
+
+def unjustified_skips(config: Path) -> list[str]:
+    """Active skip-check entries without a reason of at least a few words on their line."""
+    bad = []
+    in_skips = False
+    for line in config.read_text().splitlines():
+        if re.match(r"^skip-check\s*:", line):
+            in_skips = True
+            continue
+        if in_skips and re.match(r"^\S", line):
+            in_skips = False
+        match = SKIP_LINE.match(line) if in_skips else None
+        if match and len((match.group("why") or "").split()) < 4:
+            bad.append(match.group(1))
+    return bad
+
+
+def checkov_command(manifests: Path, results: Path) -> list[str]:
+    if shutil.which("uvx") is None:
+        raise SystemExit("uvx is not on PATH; install uv (https://docs.astral.sh/uv/) to run checkov")
+    return [
+        "uvx",
+        f"checkov=={CHECKOV_VERSION}",
+        "--file",
+        str(manifests),
+        "--framework",
+        "kubernetes",
+        "--config-file",
+        str(CONFIG),
+        "--output",
+        "cli",
+        "--output",
+        "junitxml",
+        "--output-file-path",
+        f"console,{results}",
+    ]
+
+
+def render(stack: str, out: Path) -> None:
+    from tools.render import evaluate, write  # imported late: scanning an existing render needs no Pulumi
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write(evaluate(stack), out)
+
+
+def scan(stack: str, build: Path, *, do_render: bool) -> int:
+    folder = build / stack
+    manifests = folder / "manifests.yaml"
+    if do_render or not manifests.exists():
+        print(f"== rendering {stack} into {folder}")
+        render(stack, folder)
+    documents = [d for d in yaml.safe_load_all(manifests.read_text()) if d]
+    if not documents:
+        print(f"== {stack}: {manifests} holds no Kubernetes manifests; nothing for checkov to scan")
+        return 0
+    kinds = sorted({str(d.get("kind")) for d in documents})
+    print(
+        f"== checkov {CHECKOV_VERSION}: {stack}, {len(documents)} manifests ({', '.join(kinds)})", flush=True
+    )
+    return subprocess.run(checkov_command(manifests, folder / "checkov.xml"), check=False).returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.security_scan", description="checkov over the offline render of each stack"
+    )
+    parser.add_argument("stacks", nargs="+", help="stack names (dev, staging, prod)")
+    parser.add_argument("--build", type=Path, default=ROOT / "build", help="render folder (default: build/)")
+    parser.add_argument(
+        "--render", action="store_true", help="render the stack first, even if a render exists"
+    )
+    args = parser.parse_args(argv)
+    bad = unjustified_skips(CONFIG)
+    if bad:
+        print(
+            f"{CONFIG}: skip-check entries without a justification comment: {', '.join(bad)}", file=sys.stderr
+        )
+        return 2
+    worst = 0
+    for stack in args.stacks:
+        code = scan(stack, args.build, do_render=args.render)
+        if code:
+            print(f"== {stack}: checkov failed (exit {code})", file=sys.stderr)
+        worst = max(worst, code)
+    return worst
+
+
+if __name__ == "__main__":
+    sys.exit(main())
