@@ -2,20 +2,37 @@
 
 import pulumi
 
+from components.autoscaling import ModelAutoscaling, ModelAutoscalingArgs
 from components.cluster import EksCluster, EksClusterArgs, ExistingCluster, ExistingClusterArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.inference import InferenceService, InferenceServiceArgs, ModelWeights
 from components.karpenter import GpuNodePools, GpuNodePoolsArgs, Karpenter, KarpenterArgs
+from components.keda import Keda
+from components.model_cache import ModelCache, ModelCacheArgs
 from components.network import Network, NetworkArgs
+from components.observability import Observability, ObservabilityArgs
 from components.specs.common import tags
-from config.loader import load_from_pulumi
+from components.specs.model_cache import al2023_lustre_user_data
+from components.specs.observability import retention
+from components.specs.serving import expected_start_seconds
+from config.loader import PROJECT, load_from_pulumi
 from config.schema import Environment
 
 settings = load_from_pulumi()  # raises ConfigError (field, value, what is allowed) before any resource exists
+# Pulumi secrets, read before anything is registered so a missing one stops the program first
+secrets = pulumi.Config(PROJECT)
+grafana_admin_password = secrets.require_secret("grafanaAdminPassword")
+api_key = secrets.require_secret("apiKey") if settings.models else None
+needs_hf_token = any(m.needs_hf_token for m in settings.models)
+hf_token = secrets.require_secret("huggingFaceToken") if needs_hf_token else secrets.get_secret("huggingFaceToken")
 cluster_cfg = settings.cluster
+environment = settings.environment.value
 prod = settings.environment is Environment.PROD
-stack_tags = tags(cluster_cfg.name, settings.environment.value, **{"llm-platform/stack": pulumi.get_stack()})
+eks_mode = cluster_cfg.mode == "eks"
+stack_tags = tags(cluster_cfg.name, environment, **{"llm-platform/stack": pulumi.get_stack()})
 
-if cluster_cfg.mode == "eks":
+weights: ModelWeights | None = None
+if eks_mode:
     region = pulumi.Config("aws").require("region")
     network = Network(
         cluster_cfg.name,
@@ -47,6 +64,27 @@ if cluster_cfg.mode == "eks":
         ),
     )
     in_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster])
+    cache = ModelCache(
+        f"{cluster_cfg.name}-cache",
+        ModelCacheArgs(
+            cluster_name=cluster_cfg.name,
+            bucket=settings.model_cache.s3_bucket,
+            fsx=settings.model_cache.fsx if settings.uses_fsx else None,
+            vpc_id=network.vpc_id,
+            subnet_id=network.private_subnet_ids[0],
+            tags=stack_tags,
+        ),
+        opts=in_cluster,
+    )
+    weights = ModelWeights(
+        bucket_name=cache.bucket_name,
+        reader_role_arn=cache.reader_role_arn,
+        loader_role_arn=cache.loader_role_arn,
+        fsx_file_system_id=cache.fsx.file_system_id if cache.fsx else None,
+        fsx_dns_name=cache.fsx.dns_name if cache.fsx else None,
+        fsx_mount_name=cache.fsx.mount_name if cache.fsx else None,
+        fsx_capacity_gib=cache.fsx.capacity_gib if cache.fsx else 0,
+    )
     karpenter = Karpenter(
         f"{cluster_cfg.name}-karpenter",
         KarpenterArgs(cluster_name=cluster_cfg.name, region=region, tags=stack_tags),
@@ -62,18 +100,19 @@ if cluster_cfg.mode == "eks":
             node_role_name=karpenter.node_role_name,
             prod=prod,
             tags=stack_tags,
+            extra_security_group_ids=[cache.fsx.client_security_group_id] if cache.fsx else [],
+            user_data={"al2023": al2023_lustre_user_data()} if cache.fsx else {},
         ),
         opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter]),
     )
     pulumi.export("clusterEndpoint", cluster.endpoint)
     pulumi.export("vpcId", network.vpc_id)
+    pulumi.export("modelBucket", cache.bucket_name)
 else:
     assert cluster_cfg.kubeconfig is not None  # enforced by the schema
     cluster = ExistingCluster(
         cluster_cfg.name,
-        ExistingClusterArgs(
-            cluster_name=cluster_cfg.name, kubeconfig=cluster_cfg.kubeconfig, context=cluster_cfg.context
-        ),
+        ExistingClusterArgs(cluster_name=cluster_cfg.name, kubeconfig=cluster_cfg.kubeconfig, context=cluster_cfg.context),
     )
     in_cluster = pulumi.ResourceOptions(providers=[cluster.provider])
 
@@ -82,6 +121,45 @@ GpuOperator(
     GpuOperatorArgs(mig_in_use=any(p.mig for p in settings.gpu_node_pools)),
     opts=in_cluster,
 )
+prometheus_retention, prometheus_gib = retention(environment)
+observability = Observability(
+    f"{cluster_cfg.name}-monitoring",
+    ObservabilityArgs(
+        grafana_admin_password=grafana_admin_password,
+        retention=prometheus_retention,
+        storage_gib=prometheus_gib,
+        create_storage_class=eks_mode,
+    ),
+    opts=in_cluster,
+)
+keda = Keda(f"{cluster_cfg.name}-keda", opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[observability])))
+
+if api_key is not None:
+    serving_opts = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[observability]))
+    for model in settings.models:
+        pool = settings.pool(model.node_pool)
+        service = InferenceService(
+            f"{cluster_cfg.name}-{model.name}",
+            InferenceServiceArgs(
+                model=model,
+                environment=environment,
+                api_key=api_key,
+                hf_token=hf_token,
+                smallest_instance=pool.instances[0],
+                ami_family=pool.ami_family,
+                cold_start_seconds=expected_start_seconds(model, pool.instances[0]),
+                cluster_name=cluster_cfg.name if eks_mode else None,
+                weights=weights,
+                tags=stack_tags,
+            ),
+            opts=serving_opts,
+        )
+        ModelAutoscaling(
+            f"{cluster_cfg.name}-{model.name}-autoscaling",
+            ModelAutoscalingArgs(model=model, environment=environment),
+            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[keda, observability, service])),
+        )
+        pulumi.export(f"{model.name}Endpoint", f"http://{service.service_host}/v1")
 
 pulumi.export("clusterName", cluster_cfg.name)
-pulumi.export("environment", settings.environment.value)
+pulumi.export("environment", environment)

@@ -10,6 +10,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import child_options
+from components.kubernetes import apply_manifest
 from components.specs import karpenter as spec
 from components.specs.common import NODE_POLICY_ARNS, assume_role_policy, pod_identity_trust_policy
 from config.schema import GpuNodePool
@@ -175,11 +176,11 @@ class GpuNodePoolsArgs:
 class GpuNodePools(pulumi.ComponentResource):
     """One EC2NodeClass per AMI family in use and one NodePool per configured GPU pool."""
 
-    node_pools: dict[str, k8s.apiextensions.CustomResource]
+    node_pools: dict[str, pulumi.CustomResource]
 
     def __init__(self, name: str, args: GpuNodePoolsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm-platform:karpenter:GpuNodePools", name, None, opts)
-        classes: dict[str, k8s.apiextensions.CustomResource] = {}
+        classes: dict[str, pulumi.CustomResource] = {}
         for family in sorted({p.ami_family for p in args.pools}):
             body = pulumi.Output.all(
                 role=args.node_role_name, sgs=pulumi.Output.all(*args.extra_security_group_ids)
@@ -194,42 +195,18 @@ class GpuNodePools(pulumi.ComponentResource):
                     user_data=args.user_data.get(family),
                 )
             )
-            classes[family] = _custom_resource(
+            classes[family] = apply_manifest(
                 f"{name}-{spec.node_class_name(family)}",
                 body,
+                child_options(self, opts),
                 api_version=spec.NODE_CLASS_API,
                 kind="EC2NodeClass",
-                opts=child_options(self, opts),
             )
 
         self.node_pools = {}
         for pool in args.pools:
             manifest = spec.node_pool(pool, zones=args.zones, prod=args.prod)
-            self.node_pools[pool.name] = _custom_resource(
-                f"{name}-{pool.name}",
-                manifest,
-                api_version=spec.NODE_POOL_API,
-                kind="NodePool",
-                opts=child_options(self, opts, classes[pool.ami_family]),
+            self.node_pools[pool.name] = apply_manifest(
+                f"{name}-{pool.name}", manifest, child_options(self, opts, classes[pool.ami_family])
             )
         self.register_outputs({"nodePools": sorted(self.node_pools)})
-
-
-def _custom_resource(
-    resource_name: str,
-    manifest: pulumi.Input[dict],
-    *,
-    api_version: str,
-    kind: str,
-    opts: pulumi.ResourceOptions,
-) -> k8s.apiextensions.CustomResource:
-    """A cluster-scoped Karpenter object from a built manifest (apiVersion and kind name the resource type)."""
-    body = pulumi.Output.from_input(manifest)
-    return k8s.apiextensions.CustomResource(
-        resource_name,
-        api_version=api_version,
-        kind=kind,
-        metadata=body["metadata"],
-        spec=body["spec"],
-        opts=opts,
-    )

@@ -353,6 +353,11 @@ class StackConfig(Schema):
                     f"{where}.cache: 'hub' is allowed in dev only ({self.environment.value} would download "
                     "weights from the Hugging Face Hub at every scale-out); use nvme, fsx or s3"
                 )
+            if self.cluster.mode == "existing" and m.cache != "hub":
+                raise ValueError(
+                    f"{where}.cache: {m.cache!r} needs the model bucket, which an 'existing' cluster does not "
+                    "get (that mode creates no AWS resources); allowed there: 'hub'"
+                )
             if m.cache == "fsx" and self.model_cache.fsx is None:
                 raise ValueError(f"{where}.cache: 'fsx' needs modelCache.fsx settings, which are missing")
         fsx = self.model_cache.fsx

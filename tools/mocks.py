@@ -8,6 +8,7 @@ its parent, so the render can write the exact inputs `pulumi up` would send.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -73,7 +74,7 @@ class PlatformMocks(pulumi.runtime.Mocks):
         self.created.append(
             Registered(args.typ, args.name, inputs, provider, parent, urn, bool(args.custom), dependencies)
         )
-        return f"{args.name}-id", _outputs(args.typ, args.name, dict(args.inputs))
+        return _physical_id(args.typ, args.name), _outputs(args.typ, args.name, dict(args.inputs))
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
@@ -95,6 +96,23 @@ class RecordingMonitor(MockMonitor):
     def RegisterResource(self, request):  # gRPC method name, as the SDK spells it
         self._recording.pending[(request.type, request.name)] = (request.parent, list(request.dependencies))
         return super().RegisterResource(request)
+
+
+# AWS id prefixes, so ids the program passes on (security groups in an EC2NodeClass, a file system in a
+# PersistentVolume) look like the real thing and pass the same schema checks
+_ID_PREFIX = {
+    "aws:ec2/securityGroup:SecurityGroup": "sg-",
+    "aws:ec2/subnet:Subnet": "subnet-",
+    "aws:ec2/vpc:Vpc": "vpc-",
+    "aws:fsx/lustreFileSystem:LustreFileSystem": "fs-",
+}
+
+
+def _physical_id(typ: str, name: str) -> str:
+    prefix = _ID_PREFIX.get(typ)
+    if prefix is None:
+        return f"{name}-id"
+    return prefix + hashlib.sha256(f"{typ}::{name}".encode()).hexdigest()[:17]
 
 
 def _outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:

@@ -104,12 +104,10 @@ def test_names_are_unique_per_stack(run_program) -> None:
 def test_existing_mode_creates_no_aws_resource(run_program) -> None:
     from tests.conftest import stack_values
 
-    cluster = stack_values("dev")["cluster"] | {
-        "mode": "existing",
-        "kubeconfig": "~/.kube/config",
-        "context": "lab",
-    }
-    m = run_program("dev", {"cluster": cluster})
+    values = stack_values("dev")
+    cluster = values["cluster"] | {"mode": "existing", "kubeconfig": "~/.kube/config", "context": "lab"}
+    models = [model | {"cache": "hub"} for model in values["models"]]
+    m = run_program("dev", {"cluster": cluster, "models": models})
     assert not [r for r in m.created if r.typ.startswith(("aws:", "eks:"))]
     (provider,) = m.by_type("pulumi:providers:kubernetes")
     assert provider.inputs["context"] == "lab"

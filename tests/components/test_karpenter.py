@@ -135,10 +135,10 @@ def test_controller_policy_is_scoped_to_this_cluster() -> None:
 
 def test_rendered_controller_policy_and_queue_policy(run_program) -> None:
     m = run_program("prod")
-    (inline,) = m.by_type("aws:iam/rolePolicy:RolePolicy")
+    inline = m.named("llm-prod-karpenter-controller", "aws:iam/rolePolicy:RolePolicy")
     policy = json.loads(inline.inputs["policy"])
     assert any(s["Sid"] == "AllowScopedDeletion" for s in policy["Statement"])
-    (queue_policy,) = m.by_type("aws:sqs/queuePolicy:QueuePolicy")
+    (queue_policy,) = m.by_type("aws:sqs/queuePolicy:QueuePolicy")  # the only queue
     denies = [s for s in json.loads(queue_policy.inputs["policy"])["Statement"] if s["Effect"] == "Deny"]
     assert denies[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     (queue,) = m.by_type("aws:sqs/queue:Queue")
@@ -147,7 +147,7 @@ def test_rendered_controller_policy_and_queue_policy(run_program) -> None:
 
 def test_controller_uses_pod_identity(run_program) -> None:
     m = run_program("prod")
-    (assoc,) = m.by_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    assoc = m.named("llm-prod-karpenter-controller", "aws:eks/podIdentityAssociation:PodIdentityAssociation")
     assert (assoc.inputs["namespace"], assoc.inputs["serviceAccount"]) == ("karpenter", "karpenter")
     role = m.named("llm-prod-karpenter-controller", "aws:iam/role:Role")
     trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]

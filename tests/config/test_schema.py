@@ -243,3 +243,12 @@ def test_prewarm_replicas_within_bounds() -> None:
 def test_environment_must_be_known() -> None:
     msg = _error(_dev() | {"environment": "qa"})
     assert 'environment: "qa" is not allowed' in msg and "'dev', 'staging' or 'prod'" in msg
+
+
+def test_existing_clusters_serve_from_the_hub_only() -> None:
+    v = _dev()
+    v["cluster"] |= {"mode": "existing", "kubeconfig": "~/.kube/config"}
+    msg = _error(v)
+    assert "models[0] (qwen-1-5b).cache: 's3' needs the model bucket" in msg and "allowed there: 'hub'" in msg
+    v["models"][0]["cache"] = "hub"
+    assert parse(v).cluster.mode == "existing"

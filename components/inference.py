@@ -1,0 +1,182 @@
+"""Inference service: one model served by vLLM, with its secrets, weights, network policy and scraping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components import child_options
+from components.kubernetes import apply_manifest
+from components.specs import model_cache as cache_spec
+from components.specs import serving as spec
+from config.catalog import GpuInstance
+from config.schema import ModelConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelWeights:
+    """What the model cache provides: the bucket and roles (EKS stacks), the FSx file system (if any)."""
+
+    bucket_name: pulumi.Input[str]
+    reader_role_arn: pulumi.Input[str]
+    loader_role_arn: pulumi.Input[str]
+    fsx_file_system_id: pulumi.Input[str] | None = None
+    fsx_dns_name: pulumi.Input[str] | None = None
+    fsx_mount_name: pulumi.Input[str] | None = None
+    fsx_capacity_gib: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class InferenceServiceArgs:
+    model: ModelConfig
+    environment: str
+    api_key: pulumi.Input[str]
+    hf_token: pulumi.Input[str] | None
+    smallest_instance: GpuInstance
+    ami_family: str
+    cold_start_seconds: float
+    cluster_name: str | None = None
+    """EKS cluster for Pod Identity associations; None on an existing cluster (hub cache only)."""
+    weights: ModelWeights | None = None
+    tags: dict[str, str]
+
+
+class InferenceService(pulumi.ComponentResource):
+    """Namespace, API-key and Hugging Face token Secrets, the weights pipeline of the model's cache mode,
+    the vLLM Deployment, its Service, PodDisruptionBudget, PodMonitor and NetworkPolicy."""
+
+    namespace: str
+    service_host: str
+
+    def __init__(self, name: str, args: InferenceServiceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llm-platform:inference:InferenceService", name, None, opts)
+        self._name, self._opts, self._args = name, opts, args
+        model = args.model
+        namespace = spec.namespace_name(model)
+        self.namespace = namespace
+        needs_token = args.hf_token is not None and (model.needs_hf_token or model.cache == "hub")
+
+        ns = self._apply("ns", spec.namespace(model, args.environment, host_path=model.cache == "nvme"))
+        prerequisites: list[pulumi.Resource] = [
+            ns,
+            self._apply("sa", spec.service_account(model), ns),
+            self._apply(
+                "api-key",
+                spec.secret(spec.API_KEY_SECRET, namespace, "api-key", pulumi.Output.secret(args.api_key)),
+                ns,
+            ),
+        ]
+        if needs_token:
+            token = pulumi.Output.secret(args.hf_token)
+            prerequisites.append(self._apply("hf-token", spec.secret(spec.HF_TOKEN_SECRET, namespace, "token", token), ns))
+        if model.cache != "hub":
+            prerequisites += self._weights_pipeline(ns, prerequisites)
+
+        bucket = pulumi.Output.from_input(args.weights.bucket_name if args.weights else "")
+        deployment = bucket.apply(
+            lambda b: spec.deployment(
+                model,
+                environment=args.environment,
+                wiring=cache_spec.cache_wiring(
+                    model,
+                    bucket=b,
+                    ami_family=args.ami_family,
+                    fsx_claim=_fsx_claim(model) if model.cache == "fsx" else None,
+                ),
+                smallest=args.smallest_instance,
+                needs_hf_token=needs_token,
+                cold_start_seconds=args.cold_start_seconds,
+            )
+        )
+        apply_manifest(
+            f"{name}-deployment",
+            deployment,
+            child_options(self, opts, *prerequisites),
+            api_version="apps/v1",
+            kind="Deployment",
+        )
+        self._apply("service", spec.service(model, args.environment), ns)
+        self._apply("pdb", spec.pod_disruption_budget(model), ns)
+        self._apply("podmonitor", spec.pod_monitor(model), ns)
+        self._apply("deny-ingress", spec.default_deny_ingress(model), ns)
+        self._apply("netpol", spec.network_policy(model), ns)
+
+        self.service_host = f"{model.name}.{namespace}.svc.cluster.local"
+        self.register_outputs({"namespace": namespace, "service": self.service_host})
+
+    def _apply(self, suffix: str, manifest: dict, *after: pulumi.Resource) -> pulumi.CustomResource:
+        return apply_manifest(f"{self._name}-{suffix}", manifest, child_options(self, self._opts, *after))
+
+    def _weights_pipeline(self, ns: pulumi.Resource, ready: list[pulumi.Resource]) -> list[pulumi.Resource]:
+        """Pod Identity for the model's service accounts, the Hub -> S3 loader Job, then the NVMe sync
+        DaemonSet or the FSx volume."""
+        args, model, name, namespace = self._args, self._args.model, self._name, self.namespace
+        weights = args.weights
+        if weights is None or args.cluster_name is None:
+            raise ValueError(f"model {model.name!r}: cache {model.cache!r} needs the model cache's bucket")
+        after_ns = child_options(self, self._opts, ns)
+        out: list[pulumi.Resource] = []
+        # least privilege per mode: the loader writes; only the pods that read S3 themselves get the reader
+        identities = [(cache_spec.LOADER_SERVICE_ACCOUNT, weights.loader_role_arn)]
+        if model.cache == "s3":
+            identities.append((spec.SERVICE_ACCOUNT, weights.reader_role_arn))
+        if model.cache == "nvme":
+            identities.append((cache_spec.SYNC_SERVICE_ACCOUNT, weights.reader_role_arn))
+        for service_account, role_arn in identities:
+            out.append(
+                aws.eks.PodIdentityAssociation(
+                    f"{name}-{service_account}",
+                    cluster_name=args.cluster_name,
+                    namespace=namespace,
+                    service_account=service_account,
+                    role_arn=role_arn,
+                    tags=args.tags,
+                    opts=after_ns,
+                )
+            )
+            if service_account != spec.SERVICE_ACCOUNT:
+                out.append(
+                    self._apply(
+                        service_account,
+                        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": service_account, "namespace": namespace}},
+                        ns,
+                    )
+                )
+        out.append(self._apply("loader-script", cache_spec.loader_configmap(namespace), ns))
+        bucket = pulumi.Output.from_input(weights.bucket_name)
+        job = bucket.apply(lambda b: cache_spec.loader_job(model, namespace, bucket=b, needs_hf_token=model.needs_hf_token))
+        apply_manifest(
+            f"{name}-load-weights", job, child_options(self, self._opts, *ready, *out), api_version="batch/v1", kind="Job"
+        )
+        if model.cache == "nvme":
+            daemonset = bucket.apply(
+                lambda b: cache_spec.nvme_daemonset(model, namespace, bucket=b, ami_family=args.ami_family)
+            )
+            out.append(
+                apply_manifest(
+                    f"{name}-weights", daemonset, child_options(self, self._opts, *out), api_version="apps/v1", kind="DaemonSet"
+                )
+            )
+        if model.cache == "fsx":
+            volume_name = f"{namespace}-fsx"
+            volume = pulumi.Output.all(fs=weights.fsx_file_system_id, dns=weights.fsx_dns_name, mount=weights.fsx_mount_name).apply(
+                lambda o: cache_spec.fsx_persistent_volume(
+                    volume_name,
+                    file_system_id=o["fs"],
+                    dns_name=o["dns"],
+                    mount_name=o["mount"],
+                    capacity_gib=weights.fsx_capacity_gib,
+                )
+            )
+            pv = apply_manifest(f"{name}-fsx-pv", volume, after_ns, api_version="v1", kind="PersistentVolume")
+            claim = cache_spec.fsx_persistent_volume_claim(
+                _fsx_claim(model), namespace, volume=volume_name, capacity_gib=weights.fsx_capacity_gib
+            )
+            out += [pv, self._apply("fsx-pvc", claim, ns, pv)]
+        return out
+
+
+def _fsx_claim(model: ModelConfig) -> str:
+    return f"{model.name}-fsx"

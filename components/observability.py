@@ -1,0 +1,69 @@
+"""Observability: kube-prometheus-stack, Grafana dashboards for vLLM and GPUs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import child_options
+from components.kubernetes import apply_manifest
+from components.specs import dashboards
+from components.specs import observability as spec
+from config.versions import KUBE_PROMETHEUS_STACK_REPO, KUBE_PROMETHEUS_STACK_VERSION
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObservabilityArgs:
+    grafana_admin_password: pulumi.Input[str]
+    retention: str
+    storage_gib: int
+    create_storage_class: bool
+    """EKS: an encrypted gp3 class on the EBS CSI driver; an existing cluster: its default class."""
+
+
+class Observability(pulumi.ComponentResource):
+    """Prometheus (persistent, selecting every monitor and rule in the cluster), Alertmanager, Grafana."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llm-platform:observability:Observability", name, None, opts)
+        namespace = apply_manifest(
+            f"{name}-ns",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": spec.NAMESPACE, "labels": {
+                "pod-security.kubernetes.io/enforce": "privileged"}}},  # node-exporter uses host namespaces
+            child_options(self, opts),
+        )
+        waits: list[pulumi.Resource] = [namespace]
+        if args.create_storage_class:
+            waits.append(apply_manifest(f"{name}-gp3", spec.storage_class(), child_options(self, opts)))
+        waits.append(
+            apply_manifest(
+                f"{name}-grafana-admin",
+                spec.grafana_secret(pulumi.Output.secret(args.grafana_admin_password)),
+                child_options(self, opts, namespace),
+            )
+        )
+        for key, board in (("vllm", dashboards.vllm_dashboard()), ("gpu", dashboards.gpu_dashboard())):
+            apply_manifest(
+                f"{name}-dashboard-{key}",
+                dashboards.dashboard_configmap(f"llm-platform-{key}", spec.NAMESPACE, board),
+                child_options(self, opts, namespace),
+            )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=spec.RELEASE,
+            chart="kube-prometheus-stack",
+            version=KUBE_PROMETHEUS_STACK_VERSION,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KUBE_PROMETHEUS_STACK_REPO),
+            namespace=spec.NAMESPACE,
+            values=spec.helm_values(
+                retention=args.retention,
+                storage_gib=args.storage_gib,
+                storage_class=spec.STORAGE_CLASS if args.create_storage_class else None,
+            ),
+            opts=child_options(self, opts, *waits),
+        )
+        self.register_outputs({"release": self.release.name})

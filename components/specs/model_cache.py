@@ -1,0 +1,509 @@
+"""Where a model's weights come from, per `models[].cache` mode, and what that adds to the vLLM pod.
+
+S3 is the source of truth for every mode but `hub`: a one-off Job copies the model from the Hugging Face
+Hub into `s3://<bucket>/models/<huggingFaceId>/` and writes a completion marker, so a scale-out never
+depends on the Hub.
+
+- `nvme`: a DaemonSet on the model's GPU nodes syncs the prefix onto the node's RAID0 instance store and
+  writes a marker; the vLLM pod waits for the marker in an init container and reads the local copy.
+- `fsx`:  FSx for Lustre linked to the bucket (data repository association); vLLM mounts it read-only.
+- `s3`:   vLLM streams the weights from S3 itself (`--load-format runai_streamer`).
+- `hub`:  dev only; vLLM downloads at start with the token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.specs.common import GPU_TOLERATION, POOL_LABEL, SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
+from config.schema import ModelConfig
+from config.versions import AWS_CLI_IMAGE, PYTHON_IMAGE
+
+MODELS_PREFIX = "models"
+READY_MARKER = ".llm-platform-complete"
+# Where Karpenter's `instanceStorePolicy: RAID0` mounts the NVMe array: AL2023's nodeadm mounts it at
+# /mnt/k8s-disks/0 (and bind-mounts containerd and kubelet there); Bottlerocket's ephemeral-storage
+# support mounts it at /mnt/.ephemeral.
+NVME_ROOT = {"al2023": "/mnt/k8s-disks/0", "bottlerocket": "/mnt/.ephemeral"}
+NVME_DIR = "llm-platform"  # holds models/<huggingFaceId>/ and vllm-cache/<model>/
+# vLLM and the helper containers run as this unprivileged user; the NVMe sync prepares its directories
+SERVING_UID = 10001
+MODEL_MOUNT = "/models"
+COMPILE_CACHE_MOUNT = "/var/cache/vllm"
+LUSTRE_PORTS = [(988, 988), (1018, 1023)]  # TCP: Lustre server and client ports (FSx for Lustre user guide)
+LOADER_SERVICE_ACCOUNT = "model-loader"
+SYNC_SERVICE_ACCOUNT = "model-sync"
+HUGGINGFACE_HUB_VERSION = "0.35.3"
+BOTO3_VERSION = "1.40.49"
+
+
+def weights_prefix(model: ModelConfig) -> str:
+    return f"{MODELS_PREFIX}/{model.hugging_face_id}"
+
+
+# ------------------------------------------------------------------------------------------------ IAM
+
+
+def bucket_policy(bucket_arn: str) -> dict[str, Any]:
+    """TLS only: deny every request made without it."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "DenyInsecureTransport",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": [bucket_arn, f"{bucket_arn}/*"],
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            }
+        ],
+    }
+
+
+def reader_policy(bucket_arn: str) -> dict[str, Any]:
+    """Serving pods and node sync: read the model prefix of this one bucket, nothing else."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "ListModels",
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
+                "Resource": bucket_arn,
+                "Condition": {"StringLike": {"s3:prefix": [f"{MODELS_PREFIX}/*", MODELS_PREFIX]}},
+            },
+            {"Sid": "ReadModels", "Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{bucket_arn}/{MODELS_PREFIX}/*"},
+        ],
+    }
+
+
+def writer_policy(bucket_arn: str) -> dict[str, Any]:
+    """The Hub-to-S3 loader: read and write under the model prefix only."""
+    read = reader_policy(bucket_arn)
+    read["Statement"].append(
+        {
+            "Sid": "WriteModels",
+            "Effect": "Allow",
+            "Action": ["s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
+            "Resource": f"{bucket_arn}/{MODELS_PREFIX}/*",
+        }
+    )
+    return read
+
+
+# ------------------------------------------------------------------------------------- pod wiring
+
+
+@dataclass(frozen=True)
+class CacheWiring:
+    """What a cache mode adds to the vLLM pod."""
+
+    model_path: str
+    extra_args: list[str] = field(default_factory=list)
+    env: list[dict[str, Any]] = field(default_factory=list)
+    volumes: list[dict[str, Any]] = field(default_factory=list)
+    volume_mounts: list[dict[str, Any]] = field(default_factory=list)
+    init_containers: list[dict[str, Any]] = field(default_factory=list)
+    # torch.compile / CUDA-graph artefacts: on the node's NVMe for nvme (a warm node starts faster),
+    # otherwise in the pod's own emptyDir (which also lives on the NVMe-backed ephemeral storage)
+    compile_cache: dict[str, Any] = field(default_factory=lambda: {"emptyDir": {"sizeLimit": "20Gi"}})
+    host_path: bool = False
+
+
+OFFLINE = [{"name": "HF_HUB_OFFLINE", "value": "1"}]
+
+
+def _wait_for_file(marker: str, volume: str, sub_path: str | None = None) -> dict[str, Any]:
+    """Init container: hold the vLLM container until the weights' completion marker exists."""
+    mount: dict[str, Any] = {"name": volume, "mountPath": MODEL_MOUNT, "readOnly": True}
+    if sub_path:
+        mount["subPath"] = sub_path
+    return {
+        "name": "wait-for-weights",
+        "image": AWS_CLI_IMAGE,
+        "command": ["/bin/sh", "-c"],
+        "args": [f'until [ -f "{marker}" ]; do echo "waiting for {marker}"; sleep 10; done'],
+        "volumeMounts": [mount],
+        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
+        "securityContext": _restricted_container(),
+    }
+
+
+def _wait_for_object(bucket: str, key: str) -> dict[str, Any]:
+    """Init container: hold the vLLM container until the loader Job has written the marker to S3."""
+    return {
+        "name": "wait-for-weights",
+        "image": AWS_CLI_IMAGE,
+        "command": ["/bin/sh", "-c"],
+        "args": [
+            f'until aws s3api head-object --bucket "{bucket}" --key "{key}" >/dev/null 2>&1; do '
+            f'echo "waiting for s3://{bucket}/{key}"; sleep 15; done'
+        ],
+        "env": [{"name": "HOME", "value": "/tmp"}],
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+        "securityContext": _restricted_container(),
+    }
+
+
+def nvme_root(ami_family: str) -> str:
+    return f"{NVME_ROOT[ami_family]}/{NVME_DIR}"
+
+
+def nvme_compile_cache(ami_family: str, model: ModelConfig) -> str:
+    return f"{nvme_root(ami_family)}/vllm-cache/{model.name}"
+
+
+def cache_wiring(model: ModelConfig, *, bucket: str, ami_family: str, fsx_claim: str | None = None) -> CacheWiring:
+    mode = model.cache
+    if mode == "nvme":
+        local = f"{MODEL_MOUNT}/{model.hugging_face_id}"
+        marker = f"{local}/{READY_MARKER}"
+        return CacheWiring(
+            model_path=local,
+            env=OFFLINE,
+            volumes=[
+                {"name": "weights", "hostPath": {"path": f"{nvme_root(ami_family)}/{MODELS_PREFIX}", "type": "Directory"}}
+            ],
+            volume_mounts=[{"name": "weights", "mountPath": MODEL_MOUNT, "readOnly": True}],
+            init_containers=[_wait_for_file(marker, "weights")],
+            # prepared (and handed to SERVING_UID) by the sync DaemonSet
+            compile_cache={"hostPath": {"path": nvme_compile_cache(ami_family, model), "type": "Directory"}},
+            host_path=True,
+        )
+    if mode == "fsx":
+        if fsx_claim is None:
+            raise ValueError(f"model {model.name!r} uses the fsx cache but no FSx claim was provided")
+        return CacheWiring(
+            model_path=f"{MODEL_MOUNT}/{model.hugging_face_id}",
+            env=OFFLINE,
+            volumes=[{"name": "fsx", "persistentVolumeClaim": {"claimName": fsx_claim, "readOnly": True}}],
+            # the data repository association imports s3://<bucket>/models to /models on the file system
+            volume_mounts=[{"name": "fsx", "mountPath": MODEL_MOUNT, "subPath": MODELS_PREFIX, "readOnly": True}],
+            # the association imports the loader's marker with the weights
+            init_containers=[
+                _wait_for_file(f"{MODEL_MOUNT}/{model.hugging_face_id}/{READY_MARKER}", "fsx", MODELS_PREFIX)
+            ],
+        )
+    if mode == "s3":
+        return CacheWiring(
+            model_path=f"s3://{bucket}/{weights_prefix(model)}",
+            extra_args=["--load-format", "runai_streamer"],
+            env=OFFLINE,
+            init_containers=[_wait_for_object(bucket, f"{weights_prefix(model)}/{READY_MARKER}")],
+        )
+    return CacheWiring(model_path=model.hugging_face_id)
+
+
+def _restricted_container() -> dict[str, Any]:
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+        "readOnlyRootFilesystem": True,
+    }
+
+
+def non_root_pod() -> dict[str, Any]:
+    """Pod security context of every pod the platform writes, but the NVMe sync's."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": SERVING_UID,
+        "runAsGroup": SERVING_UID,
+        "fsGroup": SERVING_UID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+# -------------------------------------------------------------------------- Hub -> S3 loader Job
+
+LOADER_SCRIPT = """\
+import os, sys, tempfile
+import boto3
+from huggingface_hub import HfApi, hf_hub_download
+
+repo, bucket, prefix = os.environ["HF_REPO"], os.environ["BUCKET"], os.environ["PREFIX"]
+marker = f"{prefix}/.llm-platform-complete"
+s3 = boto3.client("s3")
+api = HfApi(token=os.environ.get("HF_TOKEN") or None)
+revision = api.model_info(repo).sha
+try:
+    done = s3.get_object(Bucket=bucket, Key=marker)["Body"].read().decode()
+except s3.exceptions.NoSuchKey:
+    done = ""
+if done == revision:
+    print(f"{repo}@{revision} is already in s3://{bucket}/{prefix}; nothing to do")
+    sys.exit(0)
+files = api.list_repo_files(repo, revision=revision)
+with tempfile.TemporaryDirectory(dir="/scratch") as tmp:
+    for name in files:
+        # one file at a time: scratch space never needs more than the largest shard
+        path = hf_hub_download(repo, name, revision=revision, local_dir=tmp, token=api.token)
+        s3.upload_file(path, bucket, f"{prefix}/{name}")
+        os.remove(path)
+        print(f"copied {name}")
+s3.put_object(Bucket=bucket, Key=marker, Body=revision.encode())
+print(f"{repo}@{revision} copied to s3://{bucket}/{prefix}")
+"""
+
+
+def loader_configmap(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "model-loader", "namespace": namespace},
+        "data": {"load.py": LOADER_SCRIPT},
+    }
+
+
+def loader_job(model: ModelConfig, namespace: str, *, bucket: str, needs_hf_token: bool) -> dict[str, Any]:
+    """Copy the model from the Hub into S3 once (idempotent: a marker holds the copied revision)."""
+    env: list[dict[str, Any]] = [
+        {"name": "HF_REPO", "value": model.hugging_face_id},
+        {"name": "BUCKET", "value": bucket},
+        {"name": "PREFIX", "value": weights_prefix(model)},
+        {"name": "HF_HOME", "value": "/scratch/hf-home"},
+        {"name": "PIP_CACHE_DIR", "value": "/scratch/pip"},
+        {"name": "HOME", "value": "/scratch"},
+        {"name": "TMPDIR", "value": "/scratch"},
+    ]
+    if needs_hf_token:
+        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}})
+    install = f"pip install --quiet --user huggingface_hub=={HUGGINGFACE_HUB_VERSION} boto3=={BOTO3_VERSION}"
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": f"{model.name}-load-weights",
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/name": "model-loader", "app.kubernetes.io/instance": model.name},
+            # a 70B copy outlasts any deploy timeout; the serving pods wait for its marker instead
+            "annotations": {"pulumi.com/skipAwait": "true"},
+        },
+        "spec": {
+            "backoffLimit": 4,
+            "template": {
+                "metadata": {"labels": {"app.kubernetes.io/name": "model-loader", "app.kubernetes.io/instance": model.name}},
+                "spec": {
+                    "serviceAccountName": LOADER_SERVICE_ACCOUNT,
+                    "restartPolicy": "OnFailure",
+                    # a short copy job: it may use the system nodes, never a GPU
+                    "nodeSelector": dict(SYSTEM_NODE_LABEL),
+                    "tolerations": [SYSTEM_TOLERATION],
+                    "automountServiceAccountToken": False,  # EKS Pod Identity brings its own token
+                    "securityContext": non_root_pod(),
+                    "containers": [
+                        {
+                            "name": "load",
+                            "image": PYTHON_IMAGE,
+                            "command": ["/bin/sh", "-c"],
+                            "args": [f"{install} && python /opt/loader/load.py"],
+                            "env": env,
+                            "resources": {
+                                "requests": {"cpu": "1", "memory": "2Gi", "ephemeral-storage": "40Gi"},
+                                "limits": {"memory": "4Gi", "ephemeral-storage": "60Gi"},
+                            },
+                            "volumeMounts": [
+                                {"name": "scratch", "mountPath": "/scratch"},
+                                {"name": "script", "mountPath": "/opt/loader", "readOnly": True},
+                            ],
+                            "securityContext": _restricted_container(),
+                        }
+                    ],
+                    "volumes": [
+                        {"name": "scratch", "emptyDir": {"sizeLimit": "60Gi"}},
+                        {"name": "script", "configMap": {"name": "model-loader"}},
+                    ],
+                },
+            },
+        },
+    }
+
+
+# ------------------------------------------------------------------------------ NVMe pre-warm
+
+SYNC_SCRIPT = f"""\
+set -eu
+src="s3://${{BUCKET}}/${{PREFIX}}/"
+dst="/nvme/${{PREFIX}}"
+cache="/nvme/vllm-cache/${{MODEL}}"
+mkdir -p "$dst" "$cache"
+chown {SERVING_UID}:{SERVING_UID} "$cache"
+until aws s3api head-object --bucket "$BUCKET" --key "${{PREFIX}}/{READY_MARKER}" >/dev/null 2>&1; do
+  echo "waiting for the loader job to finish ${{src}}"; sleep 30
+done
+rev=$(aws s3 cp "s3://${{BUCKET}}/${{PREFIX}}/{READY_MARKER}" -)
+if [ "$(cat "$dst/{READY_MARKER}" 2>/dev/null || true)" != "$rev" ]; then
+  rm -f "$dst/{READY_MARKER}"
+  aws s3 sync --no-progress --exclude "{READY_MARKER}" "$src" "$dst"
+  printf '%s' "$rev" > "$dst/{READY_MARKER}"
+fi
+echo "weights of revision $rev ready in $dst"
+"""
+
+
+NVME_SYNC_CAPABILITIES_REASON = (
+    "the NVMe sync writes root-owned host directories and hands the compile cache to the serving user"
+)
+
+
+def nvme_daemonset(model: ModelConfig, namespace: str, *, bucket: str, ami_family: str) -> dict[str, Any]:
+    """Keep the model's weights on every GPU node of its pool, on the RAID0 instance store.
+
+    The sync runs as an init container, as root with only CAP_CHOWN and CAP_DAC_OVERRIDE (the host
+    directories belong to root; it hands the compile-cache directory to the serving user). The pod then
+    idles unprivileged, Ready only while the completion marker is there; the vLLM pod's init container
+    waits for the same marker on the host path.
+    """
+    marker = f"/nvme/{weights_prefix(model)}/{READY_MARKER}"
+    labels = {"app.kubernetes.io/name": "model-sync", "app.kubernetes.io/instance": model.name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {
+            "name": f"{model.name}-weights",
+            "namespace": namespace,
+            "labels": labels,
+            # listed and justified with the other suppressions in security/checkov.yaml
+            "annotations": {"checkov.io/skip1": f"CKV_K8S_25={NVME_SYNC_CAPABILITIES_REASON}"},
+        },
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%"}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": SYNC_SERVICE_ACCOUNT,
+                    "automountServiceAccountToken": False,  # EKS Pod Identity brings its own token
+                    "nodeSelector": {POOL_LABEL: model.node_pool},
+                    "tolerations": [GPU_TOLERATION],
+                    "priorityClassName": "system-node-critical",
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                    "initContainers": [
+                        {
+                            "name": "sync",
+                            "image": AWS_CLI_IMAGE,
+                            "command": ["/bin/sh", "-c", SYNC_SCRIPT],
+                            "env": [
+                                {"name": "BUCKET", "value": bucket},
+                                {"name": "PREFIX", "value": weights_prefix(model)},
+                                {"name": "MODEL", "value": model.name},
+                                {"name": "AWS_RETRY_MODE", "value": "adaptive"},
+                                {"name": "HOME", "value": "/tmp"},
+                            ],
+                            "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
+                            "volumeMounts": [
+                                {"name": "nvme", "mountPath": "/nvme"},
+                                {"name": "tmp", "mountPath": "/tmp"},
+                            ],
+                            "securityContext": {
+                                "runAsUser": 0,
+                                "runAsNonRoot": False,
+                                "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "DAC_OVERRIDE"]},
+                            },
+                        }
+                    ],
+                    "containers": [
+                        {
+                            "name": "ready",
+                            "image": AWS_CLI_IMAGE,
+                            "command": ["/bin/sh", "-c", "trap 'exit 0' TERM; while true; do sleep 3600 & wait $!; done"],
+                            "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "32Mi"}},
+                            "volumeMounts": [{"name": "nvme", "mountPath": "/nvme", "readOnly": True}],
+                            "readinessProbe": {"exec": {"command": ["test", "-f", marker]}, "periodSeconds": 30},
+                            "livenessProbe": {"exec": {"command": ["test", "-d", "/nvme"]}, "periodSeconds": 60},
+                            "securityContext": {
+                                **_restricted_container(),
+                                "runAsNonRoot": True,
+                                "runAsUser": SERVING_UID,
+                                "runAsGroup": SERVING_UID,
+                            },
+                        }
+                    ],
+                    "volumes": [
+                        {"name": "nvme", "hostPath": {"path": nvme_root(ami_family), "type": "DirectoryOrCreate"}},
+                        {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
+                    ],
+                },
+            },
+        },
+    }
+
+
+# -------------------------------------------------------------------------------------- FSx
+
+
+def fsx_persistent_volume(
+    name: str, *, file_system_id: str, dns_name: str, mount_name: str, capacity_gib: int
+) -> dict[str, Any]:
+    """A static PV for the file system (one per model namespace; they all point at the same FS)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": f"{capacity_gib}Gi"},
+            "volumeMode": "Filesystem",
+            "accessModes": ["ReadWriteMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "mountOptions": ["flock"],
+            "csi": {
+                "driver": "fsx.csi.aws.com",
+                "volumeHandle": file_system_id,
+                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
+            },
+        },
+    }
+
+
+def fsx_persistent_volume_claim(name: str, namespace: str, *, volume: str, capacity_gib: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "",
+            "volumeName": volume,
+            "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
+        },
+    }
+
+
+FSX_CSI_NAMESPACE = "kube-system"
+FSX_CSI_CONTROLLER_SA = "fsx-csi-controller-sa"
+
+
+def fsx_csi_values() -> dict[str, Any]:
+    """Controller on the system nodes (its identity through Pod Identity), node plugin on GPU nodes."""
+    return {
+        "controller": {
+            "nodeSelector": dict(SYSTEM_NODE_LABEL),
+            "tolerations": [SYSTEM_TOLERATION],
+            "serviceAccount": {"create": True, "name": FSX_CSI_CONTROLLER_SA},
+        },
+        # the node plugin must run on the tainted GPU nodes that mount Lustre
+        "node": {"tolerateAllTaints": True},
+    }
+
+
+def fsx_csi_policy() -> dict[str, Any]:
+    """The FSx CSI controller only describes file systems for static volumes (no dynamic provisioning)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [{"Sid": "DescribeFileSystems", "Effect": "Allow", "Action": ["fsx:DescribeFileSystems"], "Resource": "*"}],
+    }
+
+
+def al2023_lustre_user_data() -> str:
+    """AL2023 EKS AMIs do not ship the Lustre client; install it at boot (MIME part Karpenter merges)."""
+    return (
+        'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n'
+        '--//\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n'
+        "#!/bin/bash\nset -euo pipefail\ndnf install -y lustre-client\n\n--//--\n"
+    )
