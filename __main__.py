@@ -12,7 +12,7 @@ from components.model_cache import ModelCache, ModelCacheArgs
 from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
 from components.specs.common import tags
-from components.specs.model_cache import al2023_lustre_user_data
+from components.specs.karpenter import al2023_user_data
 from components.specs.observability import retention
 from components.specs.serving import expected_start_seconds
 from config.loader import PROJECT, load_from_pulumi
@@ -24,7 +24,9 @@ secrets = pulumi.Config(PROJECT)
 grafana_admin_password = secrets.require_secret("grafanaAdminPassword")
 api_key = secrets.require_secret("apiKey") if settings.models else None
 needs_hf_token = any(m.needs_hf_token for m in settings.models)
-hf_token = secrets.require_secret("huggingFaceToken") if needs_hf_token else secrets.get_secret("huggingFaceToken")
+hf_token = (
+    secrets.require_secret("huggingFaceToken") if needs_hf_token else secrets.get_secret("huggingFaceToken")
+)
 cluster_cfg = settings.cluster
 environment = settings.environment.value
 prod = settings.environment is Environment.PROD
@@ -101,7 +103,7 @@ if eks_mode:
             prod=prod,
             tags=stack_tags,
             extra_security_group_ids=[cache.fsx.client_security_group_id] if cache.fsx else [],
-            user_data={"al2023": al2023_lustre_user_data()} if cache.fsx else {},
+            user_data={"al2023": al2023_user_data(lustre_client=cache.fsx is not None)},
         ),
         opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter]),
     )
@@ -112,7 +114,9 @@ else:
     assert cluster_cfg.kubeconfig is not None  # enforced by the schema
     cluster = ExistingCluster(
         cluster_cfg.name,
-        ExistingClusterArgs(cluster_name=cluster_cfg.name, kubeconfig=cluster_cfg.kubeconfig, context=cluster_cfg.context),
+        ExistingClusterArgs(
+            cluster_name=cluster_cfg.name, kubeconfig=cluster_cfg.kubeconfig, context=cluster_cfg.context
+        ),
     )
     in_cluster = pulumi.ResourceOptions(providers=[cluster.provider])
 
@@ -132,10 +136,15 @@ observability = Observability(
     ),
     opts=in_cluster,
 )
-keda = Keda(f"{cluster_cfg.name}-keda", opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[observability])))
+keda = Keda(
+    f"{cluster_cfg.name}-keda",
+    opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[observability])),
+)
 
 if api_key is not None:
-    serving_opts = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[observability]))
+    serving_opts = pulumi.ResourceOptions.merge(
+        in_cluster, pulumi.ResourceOptions(depends_on=[observability])
+    )
     for model in settings.models:
         pool = settings.pool(model.node_pool)
         service = InferenceService(
@@ -157,7 +166,9 @@ if api_key is not None:
         ModelAutoscaling(
             f"{cluster_cfg.name}-{model.name}-autoscaling",
             ModelAutoscalingArgs(model=model, environment=environment),
-            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[keda, observability, service])),
+            opts=pulumi.ResourceOptions.merge(
+                in_cluster, pulumi.ResourceOptions(depends_on=[keda, observability, service])
+            ),
         )
         pulumi.export(f"{model.name}Endpoint", f"http://{service.service_host}/v1")
 

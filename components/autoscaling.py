@@ -25,13 +25,18 @@ class ModelAutoscaling(pulumi.ComponentResource):
     alerts on queueing, KV-cache pressure, TTFT/ITL SLO misses, missing metrics, scaler errors and the
     replica ceiling. Give it `depends_on` the KEDA and kube-prometheus-stack releases (their CRDs)."""
 
-    def __init__(self, name: str, args: ModelAutoscalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, args: ModelAutoscalingArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
         super().__init__("llm-platform:autoscaling:ModelAutoscaling", name, None, opts)
         model = args.model
         scaled_object = spec.scaled_object(model, args.environment)
         apply_manifest(f"{name}-scaledobject", scaled_object, child_options(self, opts))
         rule = alerts.prometheus_rule(
-            model, namespace_name(model), deployment=model.name, scaled_object=scaled_object["metadata"]["name"]
+            model,
+            namespace_name(model),
+            deployment=model.name,
+            scaled_object=scaled_object["metadata"]["name"],
         )
         apply_manifest(f"{name}-alerts", rule, child_options(self, opts))
         self.register_outputs({"scaledObject": scaled_object["metadata"]["name"]})

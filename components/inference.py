@@ -50,7 +50,9 @@ class InferenceService(pulumi.ComponentResource):
     namespace: str
     service_host: str
 
-    def __init__(self, name: str, args: InferenceServiceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, args: InferenceServiceArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
         super().__init__("llm-platform:inference:InferenceService", name, None, opts)
         self._name, self._opts, self._args = name, opts, args
         model = args.model
@@ -70,7 +72,9 @@ class InferenceService(pulumi.ComponentResource):
         ]
         if needs_token:
             token = pulumi.Output.secret(args.hf_token)
-            prerequisites.append(self._apply("hf-token", spec.secret(spec.HF_TOKEN_SECRET, namespace, "token", token), ns))
+            prerequisites.append(
+                self._apply("hf-token", spec.secret(spec.HF_TOKEN_SECRET, namespace, "token", token), ns)
+            )
         if model.cache != "hub":
             prerequisites += self._weights_pipeline(ns, prerequisites)
 
@@ -140,15 +144,25 @@ class InferenceService(pulumi.ComponentResource):
                 out.append(
                     self._apply(
                         service_account,
-                        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": service_account, "namespace": namespace}},
+                        {
+                            "apiVersion": "v1",
+                            "kind": "ServiceAccount",
+                            "metadata": {"name": service_account, "namespace": namespace},
+                        },
                         ns,
                     )
                 )
         out.append(self._apply("loader-script", cache_spec.loader_configmap(namespace), ns))
         bucket = pulumi.Output.from_input(weights.bucket_name)
-        job = bucket.apply(lambda b: cache_spec.loader_job(model, namespace, bucket=b, needs_hf_token=model.needs_hf_token))
+        job = bucket.apply(
+            lambda b: cache_spec.loader_job(model, namespace, bucket=b, needs_hf_token=model.needs_hf_token)
+        )
         apply_manifest(
-            f"{name}-load-weights", job, child_options(self, self._opts, *ready, *out), api_version="batch/v1", kind="Job"
+            f"{name}-load-weights",
+            job,
+            child_options(self, self._opts, *ready, *out),
+            api_version="batch/v1",
+            kind="Job",
         )
         if model.cache == "nvme":
             daemonset = bucket.apply(
@@ -156,12 +170,18 @@ class InferenceService(pulumi.ComponentResource):
             )
             out.append(
                 apply_manifest(
-                    f"{name}-weights", daemonset, child_options(self, self._opts, *out), api_version="apps/v1", kind="DaemonSet"
+                    f"{name}-weights",
+                    daemonset,
+                    child_options(self, self._opts, *out),
+                    api_version="apps/v1",
+                    kind="DaemonSet",
                 )
             )
         if model.cache == "fsx":
             volume_name = f"{namespace}-fsx"
-            volume = pulumi.Output.all(fs=weights.fsx_file_system_id, dns=weights.fsx_dns_name, mount=weights.fsx_mount_name).apply(
+            volume = pulumi.Output.all(
+                fs=weights.fsx_file_system_id, dns=weights.fsx_dns_name, mount=weights.fsx_mount_name
+            ).apply(
                 lambda o: cache_spec.fsx_persistent_volume(
                     volume_name,
                     file_system_id=o["fs"],

@@ -21,7 +21,10 @@ class Keda(pulumi.ComponentResource):
             {
                 "apiVersion": "v1",
                 "kind": "Namespace",
-                "metadata": {"name": spec.NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
+                "metadata": {
+                    "name": spec.NAMESPACE,
+                    "labels": {"pod-security.kubernetes.io/enforce": "restricted"},
+                },
             },
             child_options(self, opts),
         )

@@ -54,13 +54,14 @@ def apply_manifest(
     (they choose the resource type) and takes `fields` from the dict once it resolves.
     """
     if isinstance(manifest, dict):
-        api_version, kind = manifest["apiVersion"], manifest["kind"]
+        version, kind_ = str(manifest["apiVersion"]), str(manifest["kind"])
         body: dict[str, Any] = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind")}
+    elif api_version is None or kind is None:
+        raise ValueError(f"{resource_name}: an Output manifest needs api_version and kind")
     else:
-        if api_version is None or kind is None:
-            raise ValueError(f"{resource_name}: an Output manifest needs api_version and kind")
+        version, kind_ = api_version, kind
         body = {field: manifest[field] for field in fields}
-    typed = _TYPED.get((api_version, kind))
+    typed = _TYPED.get((version, kind_))
     if typed is not None:
         return typed(resource_name, opts=opts, **{_KEYWORDS.get(k, k): v for k, v in body.items()})
-    return k8s.apiextensions.CustomResource(resource_name, api_version=api_version, kind=kind, opts=opts, **body)
+    return k8s.apiextensions.CustomResource(resource_name, api_version=version, kind=kind_, opts=opts, **body)

@@ -50,7 +50,9 @@ class ModelCache(pulumi.ComponentResource):
         super().__init__("llm-platform:cache:ModelCache", name, None, opts)
         child = child_options(self, opts)
 
-        bucket = aws.s3.Bucket(f"{name}-models", force_destroy=args.bucket.force_destroy, tags=args.tags, opts=child)
+        bucket = aws.s3.Bucket(
+            f"{name}-models", force_destroy=args.bucket.force_destroy, tags=args.tags, opts=child
+        )
         aws.s3.BucketPublicAccessBlock(
             f"{name}-models",
             bucket=bucket.id,
@@ -160,7 +162,10 @@ class ModelCache(pulumi.ComponentResource):
         )
         for low, high in spec.LUSTRE_PORTS:
             ports = f"{low}" if low == high else f"{low}-{high}"
-            for source, target, label in ((client_sg, server_sg, "from-clients"), (server_sg, server_sg, "self")):
+            for source, target, label in (
+                (client_sg, server_sg, "from-clients"),
+                (server_sg, server_sg, "self"),
+            ):
                 aws.vpc.SecurityGroupIngressRule(
                     f"{name}-lustre-{label}-{ports}",
                     security_group_id=target.id,
@@ -230,7 +235,9 @@ class ModelCache(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        aws.iam.RolePolicy(f"{name}-fsx-csi", role=csi_role.id, policy=json.dumps(spec.fsx_csi_policy()), opts=child)
+        aws.iam.RolePolicy(
+            f"{name}-fsx-csi", role=csi_role.id, policy=json.dumps(spec.fsx_csi_policy()), opts=child
+        )
         association = aws.eks.PodIdentityAssociation(
             f"{name}-fsx-csi",
             cluster_name=args.cluster_name,

@@ -28,12 +28,20 @@ class Observability(pulumi.ComponentResource):
 
     release: k8s.helm.v3.Release
 
-    def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
         super().__init__("llm-platform:observability:Observability", name, None, opts)
         namespace = apply_manifest(
             f"{name}-ns",
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": spec.NAMESPACE, "labels": {
-                "pod-security.kubernetes.io/enforce": "privileged"}}},  # node-exporter uses host namespaces
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {
+                    "name": spec.NAMESPACE,
+                    "labels": {"pod-security.kubernetes.io/enforce": "privileged"},
+                },
+            },  # node-exporter uses host namespaces
             child_options(self, opts),
         )
         waits: list[pulumi.Resource] = [namespace]

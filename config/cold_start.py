@@ -60,19 +60,28 @@ READINESS_SECONDS = 5.0
 
 @dataclass(frozen=True)
 class CacheBehaviour:
-    """Where a replica's weights and compile cache come from under one `models[].cache` mode."""
+    """Where a replica's weights and compile cache come from under one `models[].cache` mode, as the
+    platform wires it (components/specs/model_cache.py)."""
 
-    prefetch_on_new_node: bool  # a node-level job copies weights before the pod can load them (nvme)
-    fetch_per_pod: bool  # every pod downloads its own copy (s3 to emptyDir, hub)
-    compile_cache_shared: bool  # the torch.compile/CUDA-graph cache survives on a shared volume (fsx)
-    compile_cache_on_node: bool  # ... or on the node's disk, so a warm node hits it (nvme hostPath)
+    prefetch_on_new_node: bool  # a node-level DaemonSet copies weights before the pod can load them (nvme)
+    fetch_per_pod: bool  # every pod downloads its own copy before loading (hub)
+    streams_from_s3: bool  # vLLM streams the weights from S3 straight into the GPU (runai_streamer)
+    compile_cache_on_node: bool  # the torch.compile/CUDA-graph cache survives on the node's NVMe (nvme)
 
 
 CACHE_BEHAVIOUR: dict[CacheMode, CacheBehaviour] = {
-    "nvme": CacheBehaviour(True, False, False, True),
-    "fsx": CacheBehaviour(False, False, True, True),
-    "s3": CacheBehaviour(False, True, False, False),
-    "hub": CacheBehaviour(False, True, False, False),
+    "nvme": CacheBehaviour(
+        prefetch_on_new_node=True, fetch_per_pod=False, streams_from_s3=False, compile_cache_on_node=True
+    ),
+    "fsx": CacheBehaviour(
+        prefetch_on_new_node=False, fetch_per_pod=False, streams_from_s3=False, compile_cache_on_node=False
+    ),
+    "s3": CacheBehaviour(
+        prefetch_on_new_node=False, fetch_per_pod=False, streams_from_s3=True, compile_cache_on_node=False
+    ),
+    "hub": CacheBehaviour(
+        prefetch_on_new_node=False, fetch_per_pod=True, streams_from_s3=False, compile_cache_on_node=False
+    ),
 }
 
 
@@ -119,14 +128,14 @@ def cold_start(
     node_ready = KARPENTER_LAUNCH_SECONDS + NODE_READY_SECONDS.get(instance.family, 100) if new_node else 0.0
     image_pull = IMAGE_PULL_SECONDS[image] if new_node else 0.0
     prefetch = weights_gb / min(net, S3_GB_PER_S) if mode.prefetch_on_new_node and new_node else 0.0
-    fetch = 0.0
-    if mode.fetch_per_pod:
-        fetch = weights_gb / (min(net, HUB_GB_PER_S) if cache_mode == "hub" else min(net, S3_GB_PER_S))
+    fetch = weights_gb / min(net, HUB_GB_PER_S) if mode.fetch_per_pod else 0.0
     if cache_mode == "fsx":
         load = weights_gb / min(net, FSX_GB_PER_S, LOADER_GB_PER_S)
+    elif mode.streams_from_s3:
+        load = weights_gb / min(net, S3_GB_PER_S)
     else:
         load = weights_gb / LOADER_GB_PER_S
-    cached = mode.compile_cache_shared or (mode.compile_cache_on_node and not new_node)
+    cached = mode.compile_cache_on_node and not new_node
     init = ENGINE_INIT_CACHED_SECONDS if cached else ENGINE_INIT_COLD_SECONDS
     return ColdStart(node_ready, image_pull, prefetch, fetch, load, init, READINESS_SECONDS)
 

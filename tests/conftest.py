@@ -30,12 +30,17 @@ def run_program() -> Iterator[Callable[[str], platform_mocks.PlatformMocks]]:
     """Evaluate the real __main__.py with a stack's config; returns the mocks that recorded it."""
     loops = []
 
-    def run(stack: str, overrides: dict[str, Any] | None = None) -> platform_mocks.PlatformMocks:
+    def run(
+        stack: str, overrides: dict[str, Any] | None = None, drop_secrets: list[str] | None = None
+    ) -> platform_mocks.PlatformMocks:
         config, secret_keys = stack_config(stack)
+        for key in drop_secrets or []:
+            config.pop(f"{PROJECT}:{key}")
         for key, value in (overrides or {}).items():
             config[f"{PROJECT}:{key}"] = value if isinstance(value, str) else json.dumps(value)
         m, loop = platform_mocks.install(stack, config, secret_keys)
         loops.append(loop)
+        run.last = m  # type: ignore[attr-defined]  # what was registered even when the program fails
 
         @pulumi.runtime.test
         def program() -> None:

@@ -74,8 +74,9 @@ def evaluate(stack: str) -> Render:
         platform_mocks.uninstall(loop)
     seconds = time.perf_counter() - started
     return Render(
-        resources=[_resource(r) for r in mocks.created],
-        manifests=[_manifest(r) for r in mocks.created if _is_manifest(r.typ)],
+        # registration order depends on when outputs resolve; sort so a PR's render diff shows changes only
+        resources=sorted((_resource(r) for r in mocks.created), key=lambda r: (r["type"], r["name"])),
+        manifests=sorted((_manifest(r) for r in mocks.created if _is_manifest(r.typ)), key=_manifest_order),
         helm={r.inputs.get("name", r.name): _helm(r) for r in mocks.by_type(HELM_RELEASE)},
         mocks=mocks,
         seconds=seconds,
@@ -117,6 +118,11 @@ def _manifest(r: platform_mocks.Registered) -> dict[str, Any]:
         "metadata": body.pop("metadata", {}),
     }
     return ordered | body
+
+
+def _manifest_order(manifest: dict[str, Any]) -> tuple[str, str, str]:
+    metadata = manifest["metadata"]
+    return (metadata.get("namespace", ""), manifest["kind"], metadata.get("name", ""))
 
 
 def _helm(r: platform_mocks.Registered) -> dict[str, Any]:

@@ -418,3 +418,23 @@ def node_pool(pool: GpuNodePool, *, zones: list[str], prod: bool) -> dict[str, A
             "weight": pool_weight(pool),
         },
     }
+
+
+def al2023_user_data(*, lustre_client: bool) -> str:
+    """AL2023 user data Karpenter merges with its own NodeConfig (MIME multipart).
+
+    - nodeadm's FastImagePull (SOCI parallel pull and unpack): the ~12 GB vLLM image is the largest
+      single part of a new node's cold start.
+    - the Lustre client, which the EKS AL2023 AMIs lack, when a model reads its weights from FSx.
+    """
+    parts = [
+        "Content-Type: application/node.eks.aws\n\n"
+        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  featureGates:\n    FastImagePull: true\n"
+    ]
+    if lustre_client:
+        parts.append(
+            'Content-Type: text/x-shellscript; charset="us-ascii"\n\n#!/bin/bash\nset -euo pipefail\n'
+            "dnf install -y lustre-client\n"
+        )
+    body = "".join(f"--//\n{part}\n" for part in parts)
+    return f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n{body}--//--\n'

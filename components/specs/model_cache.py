@@ -74,7 +74,12 @@ def reader_policy(bucket_arn: str) -> dict[str, Any]:
                 "Resource": bucket_arn,
                 "Condition": {"StringLike": {"s3:prefix": [f"{MODELS_PREFIX}/*", MODELS_PREFIX]}},
             },
-            {"Sid": "ReadModels", "Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{bucket_arn}/{MODELS_PREFIX}/*"},
+            {
+                "Sid": "ReadModels",
+                "Effect": "Allow",
+                "Action": "s3:GetObject",
+                "Resource": f"{bucket_arn}/{MODELS_PREFIX}/*",
+            },
         ],
     }
 
@@ -156,7 +161,9 @@ def nvme_compile_cache(ami_family: str, model: ModelConfig) -> str:
     return f"{nvme_root(ami_family)}/vllm-cache/{model.name}"
 
 
-def cache_wiring(model: ModelConfig, *, bucket: str, ami_family: str, fsx_claim: str | None = None) -> CacheWiring:
+def cache_wiring(
+    model: ModelConfig, *, bucket: str, ami_family: str, fsx_claim: str | None = None
+) -> CacheWiring:
     mode = model.cache
     if mode == "nvme":
         local = f"{MODEL_MOUNT}/{model.hugging_face_id}"
@@ -165,7 +172,10 @@ def cache_wiring(model: ModelConfig, *, bucket: str, ami_family: str, fsx_claim:
             model_path=local,
             env=OFFLINE,
             volumes=[
-                {"name": "weights", "hostPath": {"path": f"{nvme_root(ami_family)}/{MODELS_PREFIX}", "type": "Directory"}}
+                {
+                    "name": "weights",
+                    "hostPath": {"path": f"{nvme_root(ami_family)}/{MODELS_PREFIX}", "type": "Directory"},
+                }
             ],
             volume_mounts=[{"name": "weights", "mountPath": MODEL_MOUNT, "readOnly": True}],
             init_containers=[_wait_for_file(marker, "weights")],
@@ -181,7 +191,9 @@ def cache_wiring(model: ModelConfig, *, bucket: str, ami_family: str, fsx_claim:
             env=OFFLINE,
             volumes=[{"name": "fsx", "persistentVolumeClaim": {"claimName": fsx_claim, "readOnly": True}}],
             # the data repository association imports s3://<bucket>/models to /models on the file system
-            volume_mounts=[{"name": "fsx", "mountPath": MODEL_MOUNT, "subPath": MODELS_PREFIX, "readOnly": True}],
+            volume_mounts=[
+                {"name": "fsx", "mountPath": MODEL_MOUNT, "subPath": MODELS_PREFIX, "readOnly": True}
+            ],
             # the association imports the loader's marker with the weights
             init_containers=[
                 _wait_for_file(f"{MODEL_MOUNT}/{model.hugging_face_id}/{READY_MARKER}", "fsx", MODELS_PREFIX)
@@ -285,7 +297,12 @@ def loader_job(model: ModelConfig, namespace: str, *, bucket: str, needs_hf_toke
         "spec": {
             "backoffLimit": 4,
             "template": {
-                "metadata": {"labels": {"app.kubernetes.io/name": "model-loader", "app.kubernetes.io/instance": model.name}},
+                "metadata": {
+                    "labels": {
+                        "app.kubernetes.io/name": "model-loader",
+                        "app.kubernetes.io/instance": model.name,
+                    }
+                },
                 "spec": {
                     "serviceAccountName": LOADER_SERVICE_ACCOUNT,
                     "restartPolicy": "OnFailure",
@@ -393,7 +410,10 @@ def nvme_daemonset(model: ModelConfig, namespace: str, *, bucket: str, ami_famil
                                 {"name": "AWS_RETRY_MODE", "value": "adaptive"},
                                 {"name": "HOME", "value": "/tmp"},
                             ],
-                            "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
+                            "resources": {
+                                "requests": {"cpu": "500m", "memory": "512Mi"},
+                                "limits": {"memory": "2Gi"},
+                            },
                             "volumeMounts": [
                                 {"name": "nvme", "mountPath": "/nvme"},
                                 {"name": "tmp", "mountPath": "/tmp"},
@@ -411,11 +431,24 @@ def nvme_daemonset(model: ModelConfig, namespace: str, *, bucket: str, ami_famil
                         {
                             "name": "ready",
                             "image": AWS_CLI_IMAGE,
-                            "command": ["/bin/sh", "-c", "trap 'exit 0' TERM; while true; do sleep 3600 & wait $!; done"],
-                            "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "32Mi"}},
+                            "command": [
+                                "/bin/sh",
+                                "-c",
+                                "trap 'exit 0' TERM; while true; do sleep 3600 & wait $!; done",
+                            ],
+                            "resources": {
+                                "requests": {"cpu": "1m", "memory": "8Mi"},
+                                "limits": {"memory": "32Mi"},
+                            },
                             "volumeMounts": [{"name": "nvme", "mountPath": "/nvme", "readOnly": True}],
-                            "readinessProbe": {"exec": {"command": ["test", "-f", marker]}, "periodSeconds": 30},
-                            "livenessProbe": {"exec": {"command": ["test", "-d", "/nvme"]}, "periodSeconds": 60},
+                            "readinessProbe": {
+                                "exec": {"command": ["test", "-f", marker]},
+                                "periodSeconds": 30,
+                            },
+                            "livenessProbe": {
+                                "exec": {"command": ["test", "-d", "/nvme"]},
+                                "periodSeconds": 60,
+                            },
                             "securityContext": {
                                 **_restricted_container(),
                                 "runAsNonRoot": True,
@@ -425,7 +458,10 @@ def nvme_daemonset(model: ModelConfig, namespace: str, *, bucket: str, ami_famil
                         }
                     ],
                     "volumes": [
-                        {"name": "nvme", "hostPath": {"path": nvme_root(ami_family), "type": "DirectoryOrCreate"}},
+                        {
+                            "name": "nvme",
+                            "hostPath": {"path": nvme_root(ami_family), "type": "DirectoryOrCreate"},
+                        },
                         {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
                     ],
                 },
@@ -461,7 +497,9 @@ def fsx_persistent_volume(
     }
 
 
-def fsx_persistent_volume_claim(name: str, namespace: str, *, volume: str, capacity_gib: int) -> dict[str, Any]:
+def fsx_persistent_volume_claim(
+    name: str, namespace: str, *, volume: str, capacity_gib: int
+) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -496,14 +534,12 @@ def fsx_csi_policy() -> dict[str, Any]:
     """The FSx CSI controller only describes file systems for static volumes (no dynamic provisioning)."""
     return {
         "Version": "2012-10-17",
-        "Statement": [{"Sid": "DescribeFileSystems", "Effect": "Allow", "Action": ["fsx:DescribeFileSystems"], "Resource": "*"}],
+        "Statement": [
+            {
+                "Sid": "DescribeFileSystems",
+                "Effect": "Allow",
+                "Action": ["fsx:DescribeFileSystems"],
+                "Resource": "*",
+            }
+        ],
     }
-
-
-def al2023_lustre_user_data() -> str:
-    """AL2023 EKS AMIs do not ship the Lustre client; install it at boot (MIME part Karpenter merges)."""
-    return (
-        'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n'
-        '--//\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n'
-        "#!/bin/bash\nset -euo pipefail\ndnf install -y lustre-client\n\n--//--\n"
-    )

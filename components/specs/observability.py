@@ -66,8 +66,14 @@ def helm_values(*, retention: str, storage_gib: int, storage_class: str | None) 
         "alertmanager": {"alertmanagerSpec": _system()},
         "grafana": {
             **_system(),
-            "admin": {"existingSecret": GRAFANA_SECRET, "userKey": "admin-user", "passwordKey": "admin-password"},
-            "sidecar": {"dashboards": {"enabled": True, "label": "grafana_dashboard", "searchNamespace": "ALL"}},
+            "admin": {
+                "existingSecret": GRAFANA_SECRET,
+                "userKey": "admin-user",
+                "passwordKey": "admin-password",
+            },
+            "sidecar": {
+                "dashboards": {"enabled": True, "label": "grafana_dashboard", "searchNamespace": "ALL"}
+            },
         },
         "kube-state-metrics": _system(),
         # node-exporter runs everywhere, GPU nodes included (its default tolerations cover NoSchedule taints)

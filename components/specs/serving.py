@@ -170,7 +170,9 @@ def deployment(
         *wiring.env,
     ]
     if needs_hf_token:
-        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_TOKEN_SECRET, "key": "token"}}})
+        env.append(
+            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_TOKEN_SECRET, "key": "token"}}}
+        )
     health = {"httpGet": {"path": "/health", "port": "http"}}
     container = {
         "name": CONTAINER,
@@ -252,7 +254,10 @@ def deployment(
                     **({"initContainers": wiring.init_containers} if wiring.init_containers else {}),
                     "containers": [container],
                     "volumes": [
-                        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm_size_gib(model)}Gi"}},
+                        {
+                            "name": "dshm",
+                            "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm_size_gib(model)}Gi"},
+                        },
                         {"name": "home", "emptyDir": {"sizeLimit": "20Gi"}},
                         {"name": "tmp", "emptyDir": {"sizeLimit": "10Gi"}},
                         {"name": "compile-cache", **wiring.compile_cache},
@@ -268,7 +273,11 @@ def service(model: ModelConfig, environment: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": model.name, "namespace": namespace_name(model), "labels": labels(model, environment)},
+        "metadata": {
+            "name": model.name,
+            "namespace": namespace_name(model),
+            "labels": labels(model, environment),
+        },
         "spec": {
             "type": "ClusterIP",
             "selector": selector(model),
@@ -321,7 +330,11 @@ def network_policy(model: ModelConfig) -> dict[str, Any]:
             "ingress": [
                 {
                     "from": [
-                        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": GATEWAY_NAMESPACE}}},
+                        {
+                            "namespaceSelector": {
+                                "matchLabels": {"kubernetes.io/metadata.name": GATEWAY_NAMESPACE}
+                            }
+                        },
                         {
                             "namespaceSelector": {
                                 "matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}

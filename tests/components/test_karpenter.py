@@ -195,3 +195,12 @@ def test_karpenter_release_order(run_program) -> None:
     assert values["nodeSelector"]["llm-platform/node-role"] == "system"
     for pool in m.by_type(NODE_POOL) + m.by_type(NODE_CLASS):
         assert pool.depends_on(RELEASE, "llm-prod-karpenter-controller"), f"{pool.name} waits for the CRDs"
+
+
+def test_al2023_nodes_pull_images_fast_and_get_lustre_only_with_fsx() -> None:
+    with_fsx = spec.al2023_user_data(lustre_client=True)
+    without = spec.al2023_user_data(lustre_client=False)
+    assert "FastImagePull: true" in with_fsx and "FastImagePull: true" in without
+    assert "lustre-client" in with_fsx and "lustre-client" not in without
+    for data in (with_fsx, without):
+        assert data.startswith("MIME-Version: 1.0") and data.rstrip().endswith("--//--")

@@ -20,9 +20,10 @@ def test_committed_stacks_are_valid(stack: str) -> None:
 def test_camel_case_keys_map_to_the_schema() -> None:
     cfg = load_stack("prod")
     mistral = cfg.models[0]
-    assert mistral.hugging_face_id == "mistralai/Mistral-7B-Instruct-v0.2"
-    assert mistral.autoscaling.queue_depth_per_replica == 5
-    assert mistral.autoscaling.prewarm[0].replicas == 6
+    assert mistral.hugging_face_id == "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
+    assert mistral.autoscaling.queue_depth_per_replica == 2
+    assert mistral.autoscaling.kv_cache_usage == 0.04
+    assert mistral.autoscaling.prewarm[0].replicas == 8
     assert cfg.model_cache.fsx is not None and cfg.model_cache.fsx.storage_capacity_gib == 2400
     assert cfg.pool("p4d").max_gpus_per_node == 8
 

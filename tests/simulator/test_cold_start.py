@@ -3,7 +3,13 @@ from __future__ import annotations
 import pytest
 
 from config.catalog import GPU_INSTANCES
-from config.cold_start import CACHE_MODES, ENGINE_INIT_CACHED_SECONDS, cold_start, cold_start_seconds
+from config.cold_start import (
+    CACHE_MODES,
+    ENGINE_INIT_CACHED_SECONDS,
+    ENGINE_INIT_COLD_SECONDS,
+    cold_start,
+    cold_start_seconds,
+)
 
 G5 = GPU_INSTANCES["g5.2xlarge"]
 
@@ -23,7 +29,21 @@ def test_fsx_is_bounded_by_the_instance_network():
     big = cold_start("fsx", GPU_INSTANCES["g5.12xlarge"], 16, False)
     assert small.weight_load == pytest.approx(16 / (2.5 / 8))
     assert big.weight_load < small.weight_load
-    assert small.engine_init == ENGINE_INIT_CACHED_SECONDS
+    # FSx is mounted read-only: the compile cache lives in the pod, so every new pod compiles
+    assert small.engine_init == ENGINE_INIT_COLD_SECONDS
+
+
+def test_compile_cache_survives_on_a_warm_nvme_node_only():
+    assert cold_start("nvme", G5, 16, False).engine_init == ENGINE_INIT_CACHED_SECONDS
+    assert cold_start("nvme", G5, 16, True).engine_init == ENGINE_INIT_COLD_SECONDS
+    assert cold_start("s3", G5, 16, False).engine_init == ENGINE_INIT_COLD_SECONDS
+
+
+def test_s3_streams_weights_without_a_download_step():
+    s3 = cold_start("s3", GPU_INSTANCES["g5.xlarge"], 16, False)
+    assert s3.pod_fetch == 0
+    assert s3.weight_load == pytest.approx(16 / (2.5 / 8))  # the node's network, below the S3 cap
+    assert cold_start("hub", GPU_INSTANCES["g5.xlarge"], 16, False).pod_fetch > 0
 
 
 def test_prebaked_image_removes_the_pull():

@@ -1,0 +1,113 @@
+"""KEDA ScaledObjects: vLLM's own metrics, thresholds from config, cron pre-warm, HPA behaviour, fallback."""
+
+from __future__ import annotations
+
+from components.specs import autoscaling, promql
+from config.loader import load_stack
+from tests.conftest import stack_values
+
+
+def _model(stack: str, name: str):
+    return next(m for m in load_stack(stack).models if m.name == name)
+
+
+def _triggers(scaled: dict) -> dict[str, dict]:
+    return {t["name"]: t for t in scaled["spec"]["triggers"]}
+
+
+def test_triggers_are_queue_depth_and_kv_cache_as_average_values() -> None:
+    model = _model("prod", "mistral-7b")
+    triggers = _triggers(autoscaling.scaled_object(model, "prod"))
+    queue, kv = triggers["queue-depth"], triggers["kv-cache-usage"]
+    assert queue["metadata"]["query"] == (
+        'sum(vllm:num_requests_waiting{namespace="model-mistral-7b",model_name="mistral-7b"})'
+    )
+    assert kv["metadata"]["query"] == (
+        'sum(vllm:kv_cache_usage_perc{namespace="model-mistral-7b",model_name="mistral-7b"})'
+    )
+    assert queue["metadata"]["threshold"] == "2" and kv["metadata"]["threshold"] == "0.04"
+    for trigger in (queue, kv):
+        assert trigger["type"] == "prometheus" and trigger["metricType"] == "AverageValue"
+        assert trigger["metadata"]["ignoreNullValues"] == "false", "a renamed metric must be loud"
+        assert trigger["metadata"]["serverAddress"].startswith(
+            "http://kube-prometheus-stack-prometheus.monitoring"
+        )
+        assert trigger["metadata"]["query"].startswith("sum("), "KEDA fails on more than one series"
+
+
+def test_thresholds_follow_the_config() -> None:
+    values = stack_values("dev")
+    values["models"][0]["autoscaling"] |= {"queueDepthPerReplica": 7.5, "kvCacheUsage": 0.65}
+    from config.loader import parse
+
+    triggers = _triggers(autoscaling.scaled_object(parse(values).models[0], "dev"))
+    assert triggers["queue-depth"]["metadata"]["threshold"] == "7.5"
+    assert triggers["kv-cache-usage"]["metadata"]["threshold"] == "0.65"
+
+
+def test_never_cpu_or_gpu_utilisation() -> None:
+    for stack in ("dev", "staging", "prod"):
+        for model in load_stack(stack).models:
+            for trigger in autoscaling.scaled_object(model, stack)["spec"]["triggers"]:
+                assert trigger["type"] in {"prometheus", "cron"}
+                query = trigger["metadata"].get("query", "")
+                assert "DCGM" not in query and "cpu" not in query
+
+
+def test_prewarm_windows_become_cron_triggers() -> None:
+    cron = _triggers(autoscaling.scaled_object(_model("prod", "mistral-7b"), "prod"))["prewarm-morning-surge"]
+    assert cron["type"] == "cron"
+    assert cron["metadata"] == {
+        "timezone": "UTC",
+        "start": "45 6 * * *",
+        "end": "15 9 * * *",
+        "desiredReplicas": "8",
+    }
+
+
+def test_replica_bounds_polling_and_behaviour() -> None:
+    spec = autoscaling.scaled_object(_model("prod", "mistral-7b"), "prod")["spec"]
+    assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (2, 10)
+    assert spec["pollingInterval"] == 10 and spec["cooldownPeriod"] == 300
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "mistral-7b"}
+    behavior = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert behavior["scaleUp"] == {
+        "stabilizationWindowSeconds": 0,
+        "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+    }
+    assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 300
+
+
+def test_unset_behaviour_fields_take_kubernetes_defaults() -> None:
+    values = stack_values("dev")
+    values["models"][0]["autoscaling"]["scaleUp"] = {"selectPolicy": "Max"}
+    from config.loader import parse
+
+    behavior = autoscaling.scaled_object(parse(values).models[0], "dev")["spec"]["advanced"][
+        "horizontalPodAutoscalerConfig"
+    ]["behavior"]
+    assert behavior["scaleUp"] == {"selectPolicy": "Max"}
+
+
+def test_fallback_holds_capacity_while_metrics_are_missing() -> None:
+    spec = autoscaling.scaled_object(_model("prod", "mistral-7b"), "prod")["spec"]
+    assert spec["fallback"] == {"failureThreshold": 3, "replicas": 5}
+    assert autoscaling.fallback_replicas(_model("prod", "llama-70b")) == 2
+
+
+def test_queries_use_current_metric_names() -> None:
+    assert promql.QUEUE == "vllm:num_requests_waiting"
+    assert promql.KV_CACHE == "vllm:kv_cache_usage_perc"
+    for old in ("gpu_cache_usage_perc", "gpu_cache_usage_factor", "time_per_output_token"):
+        assert old not in promql.queue_depth("ns", "m") + promql.kv_cache_usage("ns", "m")
+
+
+def test_rendered_scaled_objects_wait_for_keda(run_program) -> None:
+    m = run_program("prod")
+    scaled = m.by_type("kubernetes:keda.sh/v1alpha1:ScaledObject")
+    assert {s.inputs["metadata"]["name"] for s in scaled} == {"mistral-7b", "llama-70b"}
+    for s in scaled:
+        assert s.depends_on("kubernetes:helm.sh/v3:Release", "llm-prod-keda-release")
+        assert s.depends_on("kubernetes:apps/v1:Deployment")
+    for rule in m.by_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule"):
+        assert rule.depends_on("kubernetes:helm.sh/v3:Release", "llm-prod-monitoring-release")

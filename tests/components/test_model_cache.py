@@ -1,0 +1,186 @@
+"""Model cache: S3 source of truth, scoped IAM, Lustre security groups, PV/PVC, NVMe sync handshake."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from components.specs import model_cache as spec
+from config.loader import load_stack
+
+BUCKET_ARN = "arn:aws:s3:::llm-prod-models"
+
+
+def _model(stack: str, name: str):
+    return next(m for m in load_stack(stack).models if m.name == name)
+
+
+def test_bucket_is_private_versioned_encrypted_and_tls_only(run_program) -> None:
+    m = run_program("prod")
+    (block,) = m.by_type("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")
+    assert all(
+        block.inputs[k] is True
+        for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+    )
+    (versioning,) = m.by_type("aws:s3/bucketVersioning:BucketVersioning")
+    assert versioning.inputs["versioningConfiguration"]["status"] == "Enabled"
+    (sse,) = m.by_type(
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+    )
+    assert sse.inputs["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "aws:kms"
+    (policy,) = m.by_type("aws:s3/bucketPolicy:BucketPolicy")
+    (deny,) = json.loads(policy.inputs["policy"])["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_reader_and_writer_are_limited_to_the_model_prefix() -> None:
+    reader = spec.reader_policy(BUCKET_ARN)
+    resources = [s["Resource"] for s in reader["Statement"]]
+    assert resources == [BUCKET_ARN, f"{BUCKET_ARN}/models/*"]
+    actions = {
+        a
+        for s in reader["Statement"]
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert not {a for a in actions if a.startswith("s3:Put") or a.startswith("s3:Delete")}
+    writer = spec.writer_policy(BUCKET_ARN)
+    put = next(s for s in writer["Statement"] if s["Sid"] == "WriteModels")
+    assert put["Resource"] == f"{BUCKET_ARN}/models/*"
+    assert "s3:DeleteObject" not in put["Action"]
+
+
+def test_pod_identity_per_cache_mode_is_least_privilege(run_program) -> None:
+    for stack, expected in (
+        ("dev", {("model-qwen-1-5b", "model-loader"), ("model-qwen-1-5b", "vllm")}),  # s3: vLLM reads S3
+        ("staging", {("model-mistral-7b", "model-loader"), ("model-mistral-7b", "model-sync")}),  # nvme
+    ):
+        m = run_program(stack)
+        associations = {
+            (a.inputs["namespace"], a.inputs["serviceAccount"])
+            for a in m.by_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+            if a.inputs["namespace"].startswith("model-")
+        }
+        assert associations == expected
+
+
+def test_lustre_ports_open_to_gpu_nodes_only(run_program) -> None:
+    m = run_program("prod")
+    rules = m.by_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+    assert rules, "prod uses FSx"
+    for rule in rules:
+        assert "cidrIpv4" not in rule.inputs, "Lustre is never opened to an address range"
+        assert rule.inputs["referencedSecurityGroupId"].startswith("sg-")
+        assert (rule.inputs["fromPort"], rule.inputs["toPort"]) in {(988, 988), (1018, 1023)}
+    client = m.named("llm-prod-cache-lustre-client", "aws:ec2/securityGroup:SecurityGroup")
+    (node_class,) = m.by_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+    ids = [t.get("id") for t in node_class.inputs["spec"]["securityGroupSelectorTerms"]]
+    assert any(i and i.startswith("sg-") for i in ids), (
+        f"GPU nodes carry the Lustre client group {client.name}"
+    )
+    assert "lustre-client" in node_class.inputs["spec"]["userData"], "AL2023 gets the Lustre client"
+
+
+def test_fsx_is_persistent_2_linked_to_the_bucket_in_prod(run_program) -> None:
+    m = run_program("prod")
+    (fs,) = m.by_type("aws:fsx/lustreFileSystem:LustreFileSystem")
+    assert fs.inputs["deploymentType"] == "PERSISTENT_2"
+    assert fs.inputs["storageCapacity"] == 2400 and fs.inputs["perUnitStorageThroughput"] == 250
+    (dra,) = m.by_type("aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation")
+    assert dra.inputs["fileSystemPath"] == "/models"
+    assert dra.inputs["dataRepositoryPath"].endswith("/models")
+    (csi,) = [
+        r for r in m.by_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "aws-fsx-csi-driver"
+    ]
+    assert csi.inputs["version"] == "1.17.0"
+    assert csi.depends_on("aws:eks/podIdentityAssociation:PodIdentityAssociation", "llm-prod-cache-fsx-csi")
+
+
+def test_static_pv_and_claim_bind_read_only_for_vllm() -> None:
+    pv = spec.fsx_persistent_volume(
+        "model-x-fsx", file_system_id="fs-1", dns_name="d", mount_name="m", capacity_gib=2400
+    )
+    assert pv["spec"]["csi"] == {
+        "driver": "fsx.csi.aws.com",
+        "volumeHandle": "fs-1",
+        "volumeAttributes": {"dnsname": "d", "mountname": "m"},
+    }
+    assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    claim = spec.fsx_persistent_volume_claim("x-fsx", "model-x", volume="model-x-fsx", capacity_gib=2400)
+    assert claim["spec"]["volumeName"] == "model-x-fsx" and claim["spec"]["storageClassName"] == ""
+    wiring = spec.cache_wiring(
+        _model("prod", "mistral-7b"), bucket="b", ami_family="al2023", fsx_claim="x-fsx"
+    )
+    assert wiring.volumes == [
+        {"name": "fsx", "persistentVolumeClaim": {"claimName": "x-fsx", "readOnly": True}}
+    ]
+    assert all(m["readOnly"] for m in wiring.volume_mounts)
+    assert wiring.model_path == "/models/TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
+
+
+@pytest.mark.parametrize(
+    ("ami_family", "root"), [("al2023", "/mnt/k8s-disks/0"), ("bottlerocket", "/mnt/.ephemeral")]
+)
+def test_nvme_sync_and_vllm_meet_at_the_same_marker(ami_family: str, root: str) -> None:
+    model = _model("staging", "mistral-7b")
+    daemonset = spec.nvme_daemonset(model, "model-mistral-7b", bucket="b", ami_family=ami_family)
+    pod = daemonset["spec"]["template"]["spec"]
+    (host,) = [v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v]
+    assert host == f"{root}/llm-platform"
+    assert pod["nodeSelector"] == {"llm-platform/gpu-pool": "g5"}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+    (sync,) = pod["initContainers"]
+    assert f"{spec.READY_MARKER}" in sync["command"][-1]
+    ready_marker = pod["containers"][0]["readinessProbe"]["exec"]["command"][-1]
+
+    wiring = spec.cache_wiring(model, bucket="b", ami_family=ami_family)
+    (wait,) = wiring.init_containers
+    vllm_marker = wait["args"][0].split('"')[1]
+    # the DaemonSet sees the host directory at /nvme, vLLM sees its models/ subdirectory at /models
+    assert ready_marker.removeprefix("/nvme/models") == vllm_marker.removeprefix("/models")
+    assert wiring.volumes[0]["hostPath"]["path"] == f"{root}/llm-platform/models"
+    assert wiring.compile_cache["hostPath"]["path"] == f"{root}/llm-platform/vllm-cache/mistral-7b"
+    assert {"name": "HF_HUB_OFFLINE", "value": "1"} in wiring.env
+    assert wiring.model_path == "/models/TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
+
+
+def test_s3_mode_streams_with_runai_and_waits_for_the_loader() -> None:
+    model = _model("dev", "qwen-1-5b")
+    wiring = spec.cache_wiring(model, bucket="models-b", ami_family="al2023")
+    assert wiring.model_path == "s3://models-b/models/Qwen/Qwen2.5-1.5B-Instruct"
+    assert wiring.extra_args == ["--load-format", "runai_streamer"]
+    (wait,) = wiring.init_containers
+    assert "models/Qwen/Qwen2.5-1.5B-Instruct/.llm-platform-complete" in wait["args"][0]
+
+
+def test_loader_job_is_idempotent_and_uses_the_token_only_when_needed() -> None:
+    gated = _model("prod", "llama-70b")
+    job = spec.loader_job(gated, "model-llama-70b", bucket="b", needs_hf_token=True)
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "hf-token"
+    assert env["PREFIX"]["value"] == "models/meta-llama/Llama-3.1-70B-Instruct"
+    assert "already in s3://" in spec.LOADER_SCRIPT and "if done == revision" in spec.LOADER_SCRIPT
+    assert job["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    public = spec.loader_job(_model("dev", "qwen-1-5b"), "model-qwen-1-5b", bucket="b", needs_hf_token=False)
+    assert "HF_TOKEN" not in {e["name"] for e in public["spec"]["template"]["spec"]["containers"][0]["env"]}
+
+
+def test_loader_script_is_valid_python() -> None:
+    compile(spec.LOADER_SCRIPT, "load.py", "exec")
+
+
+def test_hub_mode_downloads_at_start() -> None:
+    from config.loader import parse
+    from tests.conftest import stack_values
+
+    values = stack_values("dev")
+    values["models"][0]["cache"] = "hub"
+    wiring = spec.cache_wiring(parse(values).models[0], bucket="b", ami_family="al2023")
+    assert wiring.model_path == "Qwen/Qwen2.5-1.5B-Instruct" and not wiring.init_containers
+
+
+def test_sync_script_is_valid_shell() -> None:
+    import subprocess
+
+    subprocess.run(["sh", "-n", "-c", spec.SYNC_SCRIPT], check=True)

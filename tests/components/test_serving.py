@@ -1,0 +1,225 @@
+"""vLLM serving: arguments, probes, /dev/shm, GPUs, scheduling, secrets, and a full set per model."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.specs import model_cache, serving
+from config.catalog import GPU_INSTANCES
+from config.loader import load_stack, parse
+from tests.conftest import stack_values
+
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+
+
+def _model(stack: str, name: str):
+    return next(m for m in load_stack(stack).models if m.name == name)
+
+
+def _deployment(stack: str, name: str, cache_bucket: str = "models-bucket") -> dict:
+    cfg = load_stack(stack)
+    model = _model(stack, name)
+    pool = cfg.pool(model.node_pool)
+    wiring = model_cache.cache_wiring(
+        model, bucket=cache_bucket, ami_family=pool.ami_family, fsx_claim=f"{model.name}-fsx"
+    )
+    return serving.deployment(
+        model,
+        environment=stack,
+        wiring=wiring,
+        smallest=pool.instances[0],
+        needs_hf_token=model.needs_hf_token,
+        cold_start_seconds=serving.expected_start_seconds(model, pool.instances[0]),
+    )
+
+
+def _container(deployment: dict) -> dict:
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def _flag(args: list[str], flag: str) -> str:
+    return args[args.index(flag) + 1]
+
+
+def test_arguments_come_from_config() -> None:
+    args = _container(_deployment("prod", "llama-70b"))["args"]
+    assert _flag(args, "--model") == "/models/meta-llama/Llama-3.1-70B-Instruct"
+    assert _flag(args, "--served-model-name") == "llama-70b"
+    assert _flag(args, "--tensor-parallel-size") == "8"
+    assert _flag(args, "--max-model-len") == "16384"
+    assert _flag(args, "--gpu-memory-utilization") == "0.9"
+    assert _flag(args, "--port") == "8000"
+    assert _flag(args, "--api-key") == "$(VLLM_API_KEY)", "the key comes from the Secret, never the manifest"
+    assert int(_flag(args, "--shutdown-timeout")) == serving.DRAIN_SECONDS
+    assert "--disable-log-requests" not in args, "removed from current vLLM; passing it fails"
+
+
+def test_api_key_and_token_come_from_secrets() -> None:
+    env = {e["name"]: e for e in _container(_deployment("prod", "llama-70b"))["env"]}
+    assert env["VLLM_API_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "vllm-api-key", "key": "api-key"}
+    assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hf-token", "key": "token"}
+    assert env["HF_HUB_OFFLINE"]["value"] == "1", "cached modes never reach the Hub at scale-out"
+    assert all("value" not in e or "KEY" not in e["name"] for e in env.values())
+
+
+@pytest.mark.parametrize(("stack", "name", "gpus"), [("prod", "llama-70b", "8"), ("prod", "mistral-7b", "1")])
+def test_gpu_count_equals_tensor_parallel_size(stack: str, name: str, gpus: str) -> None:
+    resources = _container(_deployment(stack, name))["resources"]
+    assert resources["limits"]["nvidia.com/gpu"] == resources["requests"]["nvidia.com/gpu"] == gpus
+
+
+def test_requests_fit_the_smallest_instance_of_the_pool() -> None:
+    resources = _container(_deployment("prod", "mistral-7b"))["resources"]
+    smallest = GPU_INSTANCES["g5.2xlarge"]
+    assert int(resources["requests"]["cpu"]) < smallest.vcpus
+    assert int(resources["limits"]["memory"].removesuffix("Gi")) < smallest.memory_gib
+
+
+def test_shm_is_a_sized_memory_volume() -> None:
+    spec = _deployment("prod", "llama-70b")["spec"]["template"]["spec"]
+    shm = next(v for v in spec["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"]["medium"] == "Memory"
+    assert shm["emptyDir"]["sizeLimit"] == "16Gi"
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in _container(_deployment("prod", "llama-70b"))[
+        "volumeMounts"
+    ]
+    assert serving.shm_size_gib(_model("prod", "mistral-7b")) == 4
+
+
+def test_probes_allow_for_weight_loading() -> None:
+    container = _container(_deployment("prod", "llama-70b"))
+    startup = container["startupProbe"]
+    assert startup["httpGet"] == {"path": "/health", "port": "http"}
+    budget = startup["failureThreshold"] * startup["periodSeconds"]
+    assert budget >= 3 * serving.expected_start_seconds(
+        _model("prod", "llama-70b"), GPU_INSTANCES["p4d.24xlarge"]
+    )
+    assert container["readinessProbe"]["httpGet"]["path"] == "/health"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/health"
+
+
+def test_graceful_drain_fits_the_grace_period() -> None:
+    deployment = _deployment("dev", "qwen-1-5b")
+    pod = deployment["spec"]["template"]["spec"]
+    sleep = _container(deployment)["lifecycle"]["preStop"]["sleep"]["seconds"]
+    drain = int(_flag(_container(deployment)["args"], "--shutdown-timeout"))
+    assert pod["terminationGracePeriodSeconds"] > sleep + drain
+
+
+def test_scheduling_on_the_model_pool_across_zones() -> None:
+    deployment = _deployment("prod", "mistral-7b")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"llm-platform/gpu-pool": "g5"}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+    keys = {c["topologyKey"] for c in pod["topologySpreadConstraints"]}
+    assert keys == {"topology.kubernetes.io/zone", "kubernetes.io/hostname"}
+    annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["karpenter.sh/do-not-disrupt"] == "true"
+    assert "replicas" not in deployment["spec"], "KEDA owns the replica count"
+
+
+def test_vllm_runs_unprivileged() -> None:
+    deployment = _deployment("prod", "mistral-7b")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] >= 10000
+    assert pod["automountServiceAccountToken"] is False
+    container = _container(deployment)
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    writable = {m["mountPath"] for m in container["volumeMounts"] if not m.get("readOnly")}
+    assert {serving.HOME, "/tmp", model_cache.COMPILE_CACHE_MOUNT, "/dev/shm"} <= writable
+
+
+def test_network_policy_admits_only_gateway_and_prometheus() -> None:
+    policy = serving.network_policy(_model("prod", "mistral-7b"))
+    (rule,) = policy["spec"]["ingress"]
+    namespaces = {p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for p in rule["from"]}
+    assert namespaces == {"llm-gateway", "monitoring"}
+    assert rule["ports"] == [{"port": 8000, "protocol": "TCP"}]
+    deny = serving.default_deny_ingress(_model("prod", "mistral-7b"))
+    assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
+
+
+def test_pod_monitor_scrapes_metrics_every_few_seconds() -> None:
+    monitor = serving.pod_monitor(_model("prod", "mistral-7b"))
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["path"] == "/metrics" and endpoint["port"] == "http"
+    assert int(endpoint["interval"].removesuffix("s")) <= 10
+
+
+def test_namespace_pod_security_follows_the_cache_mode() -> None:
+    staging = _model("staging", "mistral-7b")  # nvme: reads the node's instance store through hostPath
+    assert (
+        serving.namespace(staging, "staging", host_path=True)["metadata"]["labels"][
+            "pod-security.kubernetes.io/enforce"
+        ]
+        == "privileged"
+    )
+    prod = _model("prod", "mistral-7b")
+    assert (
+        serving.namespace(prod, "prod", host_path=False)["metadata"]["labels"][
+            "pod-security.kubernetes.io/enforce"
+        ]
+        == "baseline"
+    )
+
+
+def _kinds(m, namespace: str) -> set[str]:
+    kinds = set()
+    for r in m.created:
+        if not r.typ.startswith("kubernetes:") or r.typ.startswith(("kubernetes:helm", "pulumi:")):
+            continue
+        metadata = r.inputs.get("metadata") or {}
+        if metadata.get("namespace") == namespace or metadata.get("name") == namespace:
+            kinds.add(r.typ.split(":")[-1])
+    return kinds
+
+
+EXPECTED_PER_MODEL = {
+    "Namespace",
+    "Secret",
+    "ServiceAccount",
+    "Deployment",
+    "Service",
+    "PodDisruptionBudget",
+    "PodMonitor",
+    "NetworkPolicy",
+    "ScaledObject",
+    "PrometheusRule",
+}
+
+
+def test_a_second_model_gets_its_own_complete_set(run_program) -> None:
+    values = stack_values("dev")
+    second = values["models"][0] | {
+        "name": "qwen-7b",
+        "huggingFaceId": "Qwen/Qwen2.5-7B-Instruct",
+        "cache": "hub",
+    }
+    m = run_program("dev", {"models": [*values["models"], second]})
+    assert _kinds(m, "model-qwen-1-5b") >= EXPECTED_PER_MODEL
+    assert _kinds(m, "model-qwen-7b") >= EXPECTED_PER_MODEL
+    deployments = {r.inputs["metadata"]["namespace"]: r for r in m.by_type(DEPLOYMENT)}
+    assert set(deployments) == {"model-qwen-1-5b", "model-qwen-7b"}
+    hub = _container(deployments["model-qwen-7b"].inputs)
+    assert _flag(hub["args"], "--model") == "Qwen/Qwen2.5-7B-Instruct", "hub mode downloads at start (dev)"
+
+
+def test_secrets_are_secret_in_the_program(run_program) -> None:
+    from pulumi.runtime import rpc
+
+    m = run_program("prod")
+    for secret in m.by_type("kubernetes:core/v1:Secret"):
+        assert rpc.is_rpc_secret(secret.inputs["stringData"]), secret.name
+
+
+def test_missing_api_key_stops_the_program_before_any_resource(run_program) -> None:
+    with pytest.raises(Exception, match="apiKey"):
+        run_program("dev", drop_secrets=["apiKey"])
+    assert run_program.last.created == []
+
+
+def test_gated_model_needs_the_hugging_face_token() -> None:
+    values = stack_values("prod")
+    assert parse(values).models[1].needs_hf_token

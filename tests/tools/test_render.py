@@ -1,0 +1,100 @@
+"""The offline render: what each stack will deploy, written for review, with secrets masked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from config.loader import ROOT
+from tools import render
+
+SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = {}
+    for stack in ("dev", "staging", "prod"):
+        target = tmp_path_factory.mktemp("render") / stack
+        assert render.main([stack, "--out", str(target)]) == 0
+        out[stack] = target
+    return out
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_render_writes_resources_manifests_and_helm(rendered: dict[str, Path], stack: str) -> None:
+    out = rendered[stack]
+    resources = json.loads((out / "resources.json").read_text())
+    assert all(set(r) == {"type", "name", "parent", "inputs"} for r in resources)
+    types = {r["type"] for r in resources}
+    assert {
+        "eks:index:Cluster",
+        "kubernetes:apps/v1:Deployment",
+        "kubernetes:keda.sh/v1alpha1:ScaledObject",
+    } <= types
+    parents = {f"{r['type']}::{r['name']}" for r in resources}
+    assert all(r["parent"] is None or r["parent"] in parents for r in resources)
+    manifests = [d for d in yaml.safe_load_all((out / "manifests.yaml").read_text()) if d]
+    assert all(list(d)[:3] == ["apiVersion", "kind", "metadata"] for d in manifests)
+    assert not any(d["kind"] in ("Release", "Provider") for d in manifests)
+    releases = {p.stem: yaml.safe_load(p.read_text()) for p in (out / "helm").glob("*.yaml")}
+    assert {"karpenter", "keda", "kube-prometheus-stack", "gpu-operator"} <= set(releases)
+    for body in releases.values():
+        assert set(body) == {"chart", "version", "repository", "namespace", "values"}
+        assert body["version"], "every chart is pinned"
+    assert releases["karpenter"]["repository"] == "oci://public.ecr.aws/karpenter"
+
+
+def test_secrets_never_reach_the_render(rendered: dict[str, Path]) -> None:
+    for out in rendered.values():
+        text = "".join(p.read_text() for p in out.rglob("*") if p.is_file())
+        assert render.RENDER_SECRET not in text
+        assert "[secret]" in text
+    manifests = yaml.safe_load_all((rendered["prod"] / "manifests.yaml").read_text())
+    secrets = [d for d in manifests if d and d["kind"] == "Secret"]
+    assert secrets and all(set(d["stringData"].values()) == {"[secret]"} for d in secrets)
+
+
+def test_render_is_deterministic(rendered: dict[str, Path], tmp_path: Path) -> None:
+    again = tmp_path / "prod"
+    assert render.main(["prod", "--out", str(again)]) == 0
+    for name in ("resources.json", "manifests.yaml"):
+        assert (again / name).read_text() == (rendered["prod"] / name).read_text()
+
+
+def test_bad_config_exits_non_zero_and_writes_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
+    import config.loader
+
+    broken = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    broken["config"]["llm-platform:models"][0]["autoscaling"]["kvCacheUsage"] = 1.5
+    stack_file = tmp_path / "Pulumi.broken.yaml"
+    stack_file.write_text(yaml.safe_dump(broken))
+    monkeypatch.setattr(config.loader, "stack_file", lambda stack: tmp_path / f"Pulumi.{stack}.yaml")
+    out = tmp_path / "render"
+    assert render.main(["broken", "--out", str(out)]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert "models[0].autoscaling.kvCacheUsage: 1.5 is not allowed" in err
+
+
+def test_unknown_stack_is_a_clear_error(tmp_path: Path, capsys) -> None:
+    assert render.main(["nope", "--out", str(tmp_path / "x")]) == 2
+    assert "Pulumi.nope.yaml does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(
+    not SHARED_CHECK.exists(), reason="shared/tools/check_render.py sits beside the repo in CI"
+)
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_render_passes_the_upstream_schema_check(rendered: dict[str, Path], stack: str) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, str(SHARED_CHECK), str(rendered[stack])], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.strip().endswith(": 0 problems")
