@@ -4,13 +4,16 @@ import pulumi
 
 from components.autoscaling import ModelAutoscaling, ModelAutoscalingArgs
 from components.cluster import EksCluster, EksClusterArgs, ExistingCluster, ExistingClusterArgs
+from components.gateway import Gateway, GatewayArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.inference import InferenceService, InferenceServiceArgs, ModelWeights
 from components.karpenter import GpuNodePools, GpuNodePoolsArgs, Karpenter, KarpenterArgs
 from components.keda import Keda
+from components.load_balancer import LoadBalancerController, LoadBalancerControllerArgs
 from components.model_cache import ModelCache, ModelCacheArgs
 from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
+from components.specs import gateway as gateway_spec
 from components.specs.common import tags
 from components.specs.karpenter import al2023_user_data
 from components.specs.observability import retention
@@ -27,6 +30,8 @@ needs_hf_token = any(m.needs_hf_token for m in settings.models)
 hf_token = (
     secrets.require_secret("huggingFaceToken") if needs_hf_token else secrets.get_secret("huggingFaceToken")
 )
+gateway_cfg = settings.gateway
+gateway_keys = secrets.require_secret_object("gatewayClientKeys") if gateway_cfg.enabled else None
 cluster_cfg = settings.cluster
 environment = settings.environment.value
 prod = settings.environment is Environment.PROD
@@ -107,6 +112,14 @@ if eks_mode:
         ),
         opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter]),
     )
+    if gateway_cfg.enabled:
+        LoadBalancerController(
+            f"{cluster_cfg.name}-lb-controller",
+            LoadBalancerControllerArgs(
+                cluster_name=cluster_cfg.name, region=region, vpc_id=network.vpc_id, tags=stack_tags
+            ),
+            opts=in_cluster,
+        )
     pulumi.export("clusterEndpoint", cluster.endpoint)
     pulumi.export("vpcId", network.vpc_id)
     pulumi.export("modelBucket", cache.bucket_name)
@@ -141,6 +154,7 @@ keda = Keda(
     opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[observability])),
 )
 
+services: list[pulumi.Resource] = []
 if api_key is not None:
     serving_opts = pulumi.ResourceOptions.merge(
         in_cluster, pulumi.ResourceOptions(depends_on=[observability])
@@ -170,7 +184,29 @@ if api_key is not None:
                 in_cluster, pulumi.ResourceOptions(depends_on=[keda, observability, service])
             ),
         )
+        services.append(service)
         pulumi.export(f"{model.name}Endpoint", f"http://{service.service_host}/v1")
+
+if gateway_cfg.enabled and api_key is not None and gateway_keys is not None:
+    gateway = Gateway(
+        f"{cluster_cfg.name}-gateway",
+        GatewayArgs(
+            models=settings.models,
+            clients=[gateway_spec.Client(c.name, c.requests_per_minute) for c in gateway_cfg.clients],
+            client_keys=gateway_keys,
+            vllm_api_key=api_key,
+            environment=environment,
+            vpc_cidr=str(cluster_cfg.vpc_cidr),
+            internal=gateway_cfg.internal,
+            certificate_arn=gateway_cfg.certificate_arn,
+            replicas=gateway_cfg.replicas,
+            max_inflight_per_replica=gateway_cfg.max_inflight_per_replica,
+            max_pending_per_replica=gateway_cfg.max_pending_per_replica,
+            depends_on_models=services,
+        ),
+        opts=in_cluster,
+    )
+    pulumi.export("gatewayHostname", gateway.hostname)
 
 pulumi.export("clusterName", cluster_cfg.name)
 pulumi.export("environment", environment)

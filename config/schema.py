@@ -293,6 +293,39 @@ class ModelCacheConfig(Schema):
     fsx: FsxConfig | None = None
 
 
+# ------------------------------------------------------------------------------------------- gateway
+
+
+class GatewayClient(Schema):
+    """A caller of the gateway: its key is in the `gatewayClientKeys` Pulumi secret under this name."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
+    requests_per_minute: int = Field(gt=0)
+
+
+class GatewayConfig(Schema):
+    enabled: bool = False
+    internal: bool = True
+    certificate_arn: (
+        Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/.+$")] | None
+    ) = None
+    replicas: int = Field(default=2, ge=1)
+    max_inflight_per_replica: int = Field(default=64, ge=1)
+    max_pending_per_replica: int = Field(default=32, ge=0)
+    clients: list[GatewayClient] = []
+
+    @model_validator(mode="after")
+    def _rules(self) -> GatewayConfig:
+        _unique("gateway.clients", [c.name for c in self.clients])
+        if self.enabled and not self.clients:
+            raise ValueError("gateway.clients: an enabled gateway needs at least one client")
+        if self.enabled and not self.internal and self.certificate_arn is None:
+            raise ValueError(
+                "gateway.certificateArn: an internet-facing gateway (internal: false) needs an ACM certificate"
+            )
+        return self
+
+
 # --------------------------------------------------------------------------------------------- stack
 
 
@@ -302,6 +335,7 @@ class StackConfig(Schema):
     gpu_node_pools: list[GpuNodePool] = Field(min_length=1)
     models: list[ModelConfig] = []
     model_cache: ModelCacheConfig = Field(default_factory=ModelCacheConfig)
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> StackConfig:
@@ -360,6 +394,12 @@ class StackConfig(Schema):
                 )
             if m.cache == "fsx" and self.model_cache.fsx is None:
                 raise ValueError(f"{where}.cache: 'fsx' needs modelCache.fsx settings, which are missing")
+        if self.gateway.enabled and not self.models:
+            raise ValueError("gateway.enabled: true needs at least one model to route to")
+        if prod and self.gateway.enabled and self.gateway.certificate_arn is None:
+            raise ValueError(
+                "gateway.certificateArn: prod serves its gateway over TLS; give an ACM certificate ARN"
+            )
         fsx = self.model_cache.fsx
         if prod and fsx is not None and fsx.deployment_type != "PERSISTENT_2":
             raise ValueError(

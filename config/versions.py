@@ -29,3 +29,7 @@ VLLM_IMAGE = "vllm/vllm-openai:v0.30.0"
 AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.27.50"
 PYTHON_IMAGE = "python:3.12.11-slim"
 KARPENTER_CRD_CHART = "oci://public.ecr.aws/karpenter/karpenter-crd"
+
+# AWS Load Balancer Controller: provisions the gateway's Network Load Balancer
+AWS_LOAD_BALANCER_CONTROLLER_REPO = "https://aws.github.io/eks-charts"
+AWS_LOAD_BALANCER_CONTROLLER_VERSION = "1.17.0"

@@ -54,6 +54,11 @@ def stack_config(stack: str) -> tuple[dict[str, str], list[str]]:
     secret_keys = [f"{PROJECT}:{k}" for k in SECRET_KEYS]
     for key in secret_keys:
         config[key] = RENDER_SECRET
+    # the gateway's client keys are a JSON object, one distinct key per configured client
+    clients = (raw_stack_config(stack).get(f"{PROJECT}:gateway") or {}).get("clients") or []
+    config[f"{PROJECT}:gatewayClientKeys"] = json.dumps(
+        {c["name"]: f"{RENDER_SECRET}-{c['name']}-{i:04d}" for i, c in enumerate(clients) if "name" in c}
+    )
     return config, secret_keys
 
 

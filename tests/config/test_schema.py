@@ -253,3 +253,22 @@ def test_existing_clusters_serve_from_the_hub_only() -> None:
     assert "models[0] (qwen-1-5b).cache: 's3' needs the model bucket" in msg and "allowed there: 'hub'" in msg
     v["models"][0]["cache"] = "hub"
     assert parse(v).cluster.mode == "existing"
+
+
+def test_gateway_rules() -> None:
+    v = _prod()
+    v["gateway"]["clients"] = []
+    assert "gateway.clients: an enabled gateway needs at least one client" in _error(v)
+    v = _prod()
+    del v["gateway"]["certificateArn"]
+    assert "gateway.certificateArn: prod serves its gateway over TLS" in _error(v)
+    v = _dev() | {
+        "gateway": {"enabled": True, "internal": False, "clients": [{"name": "a", "requestsPerMinute": 60}]}
+    }
+    assert "an internet-facing gateway (internal: false) needs an ACM certificate" in _error(v)
+    v = _prod()
+    v["gateway"]["clients"].append(dict(v["gateway"]["clients"][0]))
+    assert "gateway.clients: duplicate name 'chat-app'" in _error(v)
+    v = _prod()
+    v["gateway"]["clients"][0]["requestsPerMinute"] = 0
+    assert "gateway.clients[0].requestsPerMinute: 0 is not allowed" in _error(v)

@@ -23,6 +23,8 @@ def test_resource_scoped_skips_are_listed_with_a_reason(stack: str) -> None:
             if not ANNOTATION.match(key):
                 continue
             check, _, reason = value.partition("=")
-            assert len(reason.split()) >= 4, f"{manifest['kind']}/{manifest['metadata']['name']}: {key} has no reason"
+            assert len(reason.split()) >= 4, (
+                f"{manifest['kind']}/{manifest['metadata']['name']}: {key} has no reason"
+            )
             listed = f"resource: {manifest['kind']} " in CONFIG and f"check {check}" in CONFIG
             assert listed, f"{manifest['kind']} {check} must be listed in security/checkov.yaml"

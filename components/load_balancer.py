@@ -1,0 +1,72 @@
+"""Load balancing: the AWS Load Balancer Controller, which turns the gateway's Service into an NLB."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components import child_options
+from components.specs import load_balancer as spec
+from components.specs.common import pod_identity_trust_policy
+from config.versions import AWS_LOAD_BALANCER_CONTROLLER_REPO, AWS_LOAD_BALANCER_CONTROLLER_VERSION
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadBalancerControllerArgs:
+    cluster_name: str
+    region: str
+    vpc_id: pulumi.Input[str]
+    tags: dict[str, str]
+
+
+class LoadBalancerController(pulumi.ComponentResource):
+    """The controller's least-privilege role (EKS Pod Identity) and its Helm release on the system nodes."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(
+        self, name: str, args: LoadBalancerControllerArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("llm-platform:gateway:LoadBalancerController", name, None, opts)
+        child = child_options(self, opts)
+        identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        policy = pulumi.Output.all(account=identity.account_id, partition=partition.partition).apply(
+            lambda o: json.dumps(
+                spec.controller_policy(partition=o["partition"], region=args.region, account=o["account"])
+            )
+        )
+        role = aws.iam.Role(
+            name,
+            assume_role_policy=pod_identity_trust_policy(),
+            description=f"AWS Load Balancer Controller of {args.cluster_name} (Pod Identity)",
+            tags=args.tags,
+            opts=child,
+        )
+        aws.iam.RolePolicy(name, role=role.id, policy=policy, opts=child)
+        association = aws.eks.PodIdentityAssociation(
+            name,
+            cluster_name=args.cluster_name,
+            namespace=spec.NAMESPACE,
+            service_account=spec.SERVICE_ACCOUNT,
+            role_arn=role.arn,
+            tags=args.tags,
+            opts=child,
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="aws-load-balancer-controller",
+            chart="aws-load-balancer-controller",
+            version=AWS_LOAD_BALANCER_CONTROLLER_VERSION,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=AWS_LOAD_BALANCER_CONTROLLER_REPO),
+            namespace=spec.NAMESPACE,
+            values=pulumi.Output.from_input(args.vpc_id).apply(
+                lambda vpc: spec.helm_values(cluster_name=args.cluster_name, region=args.region, vpc_id=vpc)
+            ),
+            opts=child_options(self, opts, association),
+        )
+        self.register_outputs({"release": self.release.name})

@@ -1,0 +1,69 @@
+"""The AWS Load Balancer Controller the gateway's NLB needs, and the gateway's wiring into the stack."""
+
+from __future__ import annotations
+
+import json
+
+from components.specs import load_balancer as spec
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def _policy() -> dict:
+    return spec.controller_policy(partition="aws", region="us-east-1", account="111122223333")
+
+
+def test_policy_writes_only_to_resources_the_controller_tagged() -> None:
+    statements = {s["Sid"]: s for s in json.loads(json.dumps(_policy()))["Statement"]}
+    for sid in ("ManageOwnSecurityGroups", "ManageOwnLoadBalancers"):
+        assert statements[sid]["Condition"] == {"Null": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}}
+    assert statements["CreateLoadBalancers"]["Condition"] == {
+        "Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"}
+    }
+    assert statements["CreateElbServiceLinkedRole"]["Condition"]["StringEquals"] == {
+        "iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"
+    }
+
+
+def test_policy_resources_are_this_account_and_region() -> None:
+    for statement in _policy()["Statement"]:
+        resources = (
+            statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        )
+        for arn in resources:
+            if arn == "*":
+                # only read-only calls and creations gated by a service name or the cluster tag
+                assert statement["Sid"] in {
+                    "CreateElbServiceLinkedRole",
+                    "Describe",
+                    "CreateSecurityGroups",
+                    "CreateLoadBalancers",
+                }
+                continue
+            assert ":us-east-1:111122223333:" in arn, arn
+
+
+def test_prod_installs_the_controller_before_the_gateway(run_program) -> None:
+    m = run_program("prod")
+    controller = next(r for r in m.by_type(RELEASE) if r.inputs["name"] == "aws-load-balancer-controller")
+    assert controller.inputs["version"] == "1.17.0"
+    values = controller.inputs["values"]
+    assert values["clusterName"] == "llm-prod" and values["region"] == "us-east-1"
+    assert values["vpcId"].startswith("vpc-")
+    assert controller.depends_on(
+        "aws:eks/podIdentityAssociation:PodIdentityAssociation", "llm-prod-lb-controller"
+    )
+    (gateway_service,) = [
+        s
+        for s in m.by_type("kubernetes:core/v1:Service")
+        if s.inputs["metadata"]["namespace"] == "llm-gateway"
+    ]
+    annotations = gateway_service.inputs["metadata"]["annotations"]
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internal"
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"].startswith("arn:aws:acm:")
+
+
+def test_stacks_without_a_gateway_install_no_controller(run_program) -> None:
+    m = run_program("dev")
+    assert not [r for r in m.by_type(RELEASE) if r.inputs["name"] == "aws-load-balancer-controller"]
+    assert not [r for r in m.created if r.typ.startswith("llm-platform:gateway")]
