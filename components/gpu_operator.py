@@ -8,7 +8,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import child_options
+from components.kubernetes import apply_manifest
 from components.specs import gpu_operator as spec
+from components.specs.common import namespace_manifest
 from config.versions import GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION, NFD_REPO, NFD_VERSION
 
 
@@ -22,13 +24,9 @@ class GpuOperator(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm-platform:gpu:GpuOperator", name, None, opts)
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-ns",
-            # operands mount host paths and need privileged pods
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=spec.NAMESPACE, labels={"pod-security.kubernetes.io/enforce": "privileged"}
-            ),
-            opts=child_options(self, opts),
+        # operands mount host paths and need privileged pods
+        namespace = apply_manifest(
+            f"{name}-ns", namespace_manifest(spec.NAMESPACE, "privileged"), child_options(self, opts)
         )
         nfd = k8s.helm.v3.Release(
             f"{name}-nfd",

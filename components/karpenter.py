@@ -10,9 +10,10 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import child_options
+from components.identity import service_account_identity
 from components.kubernetes import apply_manifest
 from components.specs import karpenter as spec
-from components.specs.common import NODE_POLICY_ARNS, assume_role_policy, pod_identity_trust_policy
+from components.specs.common import NODE_POLICY_ARNS, assume_role_policy, namespace_manifest
 from config.schema import GpuNodePool
 from config.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
 
@@ -106,31 +107,18 @@ class Karpenter(pulumi.ComponentResource):
                 )
             )
         )
-        controller_role = aws.iam.Role(
-            f"{name}-controller",
-            assume_role_policy=pod_identity_trust_policy(),
-            description=f"Karpenter controller of {cluster} (Pod Identity)",
-            tags=args.tags,
-            opts=child,
-        )
-        aws.iam.RolePolicy(f"{name}-controller", role=controller_role.id, policy=policy_json, opts=child)
-        association = aws.eks.PodIdentityAssociation(
+        association = service_account_identity(
             f"{name}-controller",
             cluster_name=cluster,
             namespace=spec.NAMESPACE,
             service_account=spec.SERVICE_ACCOUNT,
-            role_arn=controller_role.arn,
+            description=f"Karpenter controller of {cluster} (Pod Identity)",
+            policy=policy_json,
             tags=args.tags,
             opts=child,
         )
 
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-ns",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=spec.NAMESPACE, labels={"pod-security.kubernetes.io/enforce": "restricted"}
-            ),
-            opts=child,
-        )
+        namespace = apply_manifest(f"{name}-ns", namespace_manifest(spec.NAMESPACE, "restricted"), child)
         # CRDs from their own chart: Helm never upgrades CRDs shipped in a chart's crds/ folder
         crds = k8s.helm.v3.Release(
             f"{name}-crd",

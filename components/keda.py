@@ -8,6 +8,7 @@ import pulumi_kubernetes as k8s
 from components import child_options
 from components.kubernetes import apply_manifest
 from components.specs import keda as spec
+from components.specs.common import namespace_manifest
 from config.versions import KEDA_REPO, KEDA_VERSION
 
 
@@ -17,16 +18,7 @@ class Keda(pulumi.ComponentResource):
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm-platform:autoscaling:Keda", name, None, opts)
         namespace = apply_manifest(
-            f"{name}-ns",
-            {
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                "metadata": {
-                    "name": spec.NAMESPACE,
-                    "labels": {"pod-security.kubernetes.io/enforce": "restricted"},
-                },
-            },
-            child_options(self, opts),
+            f"{name}-ns", namespace_manifest(spec.NAMESPACE, "restricted"), child_options(self, opts)
         )
         self.release = k8s.helm.v3.Release(
             f"{name}-release",

@@ -10,8 +10,8 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import child_options
+from components.identity import service_account_identity
 from components.specs import load_balancer as spec
-from components.specs.common import pod_identity_trust_policy
 from config.versions import AWS_LOAD_BALANCER_CONTROLLER_REPO, AWS_LOAD_BALANCER_CONTROLLER_VERSION
 
 
@@ -40,20 +40,13 @@ class LoadBalancerController(pulumi.ComponentResource):
                 spec.controller_policy(partition=o["partition"], region=args.region, account=o["account"])
             )
         )
-        role = aws.iam.Role(
-            name,
-            assume_role_policy=pod_identity_trust_policy(),
-            description=f"AWS Load Balancer Controller of {args.cluster_name} (Pod Identity)",
-            tags=args.tags,
-            opts=child,
-        )
-        aws.iam.RolePolicy(name, role=role.id, policy=policy, opts=child)
-        association = aws.eks.PodIdentityAssociation(
+        association = service_account_identity(
             name,
             cluster_name=args.cluster_name,
             namespace=spec.NAMESPACE,
             service_account=spec.SERVICE_ACCOUNT,
-            role_arn=role.arn,
+            description=f"AWS Load Balancer Controller of {args.cluster_name} (Pod Identity)",
+            policy=policy,
             tags=args.tags,
             opts=child,
         )

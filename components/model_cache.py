@@ -10,8 +10,8 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import child_options
+from components.identity import pod_identity_role, service_account_identity
 from components.specs import model_cache as spec
-from components.specs.common import pod_identity_trust_policy
 from config.schema import FsxConfig, S3BucketConfig
 from config.versions import FSX_CSI_REPO, FSX_CSI_VERSION
 
@@ -106,26 +106,19 @@ class ModelCache(pulumi.ComponentResource):
             opts=child,
         )
 
-        def role(suffix: str, description: str, policy: pulumi.Output[str]) -> aws.iam.Role:
-            created = aws.iam.Role(
-                f"{name}-{suffix}",
-                assume_role_policy=pod_identity_trust_policy(),
-                description=description,
-                tags=args.tags,
-                opts=child,
-            )
-            aws.iam.RolePolicy(f"{name}-{suffix}", role=created.id, policy=policy, opts=child)
-            return created
-
-        reader = role(
-            "model-reader",
-            f"Read model weights from the {args.cluster_name} model bucket (vLLM, NVMe sync)",
-            bucket.arn.apply(lambda arn: json.dumps(spec.reader_policy(arn))),
+        reader = pod_identity_role(
+            f"{name}-model-reader",
+            description=f"Read model weights from the {args.cluster_name} model bucket (vLLM, NVMe sync)",
+            policy=bucket.arn.apply(lambda arn: json.dumps(spec.reader_policy(arn))),
+            tags=args.tags,
+            opts=child,
         )
-        loader = role(
-            "model-loader",
-            f"Copy models from the Hugging Face Hub into the {args.cluster_name} model bucket",
-            bucket.arn.apply(lambda arn: json.dumps(spec.writer_policy(arn))),
+        loader = pod_identity_role(
+            f"{name}-model-loader",
+            description=f"Copy models from the Hugging Face Hub into the {args.cluster_name} model bucket",
+            policy=bucket.arn.apply(lambda arn: json.dumps(spec.writer_policy(arn))),
+            tags=args.tags,
+            opts=child,
         )
 
         self.fsx = self._lustre(name, args, bucket, opts) if args.fsx else None
@@ -228,22 +221,13 @@ class ModelCache(pulumi.ComponentResource):
                 opts=child,
             )
 
-        csi_role = aws.iam.Role(
-            f"{name}-fsx-csi",
-            assume_role_policy=pod_identity_trust_policy(),
-            description=f"FSx CSI controller of {args.cluster_name} (Pod Identity)",
-            tags=args.tags,
-            opts=child,
-        )
-        aws.iam.RolePolicy(
-            f"{name}-fsx-csi", role=csi_role.id, policy=json.dumps(spec.fsx_csi_policy()), opts=child
-        )
-        association = aws.eks.PodIdentityAssociation(
+        association = service_account_identity(
             f"{name}-fsx-csi",
             cluster_name=args.cluster_name,
             namespace=spec.FSX_CSI_NAMESPACE,
             service_account=spec.FSX_CSI_CONTROLLER_SA,
-            role_arn=csi_role.arn,
+            description=f"FSx CSI controller of {args.cluster_name} (Pod Identity)",
+            policy=json.dumps(spec.fsx_csi_policy()),
             tags=args.tags,
             opts=child,
         )

@@ -11,6 +11,7 @@ from components import child_options
 from components.kubernetes import apply_manifest
 from components.specs import dashboards
 from components.specs import observability as spec
+from components.specs.common import namespace_manifest
 from config.versions import KUBE_PROMETHEUS_STACK_REPO, KUBE_PROMETHEUS_STACK_VERSION
 
 
@@ -32,17 +33,9 @@ class Observability(pulumi.ComponentResource):
         self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("llm-platform:observability:Observability", name, None, opts)
+        # node-exporter uses the host's namespaces
         namespace = apply_manifest(
-            f"{name}-ns",
-            {
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                "metadata": {
-                    "name": spec.NAMESPACE,
-                    "labels": {"pod-security.kubernetes.io/enforce": "privileged"},
-                },
-            },  # node-exporter uses host namespaces
-            child_options(self, opts),
+            f"{name}-ns", namespace_manifest(spec.NAMESPACE, "privileged"), child_options(self, opts)
         )
         waits: list[pulumi.Resource] = [namespace]
         if args.create_storage_class:

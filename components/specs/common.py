@@ -54,3 +54,12 @@ def pod_identity_trust_policy() -> str:
 
 def policy_document(statements: list[dict[str, Any]]) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": statements}, sort_keys=False)
+
+
+def namespace_manifest(name: str, pod_security: str, **labels: str) -> dict[str, Any]:
+    """A Namespace with its Pod Security Admission level enforced."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"pod-security.kubernetes.io/enforce": pod_security, **labels}},
+    }

@@ -1,0 +1,53 @@
+"""IAM roles used through EKS Pod Identity: one way to give a controller or a pod its AWS permissions."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_aws as aws
+
+from components.specs.common import pod_identity_trust_policy
+
+
+def pod_identity_role(
+    resource_name: str,
+    *,
+    description: str,
+    policy: pulumi.Input[str],
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+) -> aws.iam.Role:
+    """A role only the EKS Pod Identity agent may assume, with one inline policy."""
+    role = aws.iam.Role(
+        resource_name,
+        assume_role_policy=pod_identity_trust_policy(),
+        description=description,
+        tags=tags,
+        opts=opts,
+    )
+    aws.iam.RolePolicy(resource_name, role=role.id, policy=policy, opts=opts)
+    return role
+
+
+def service_account_identity(
+    resource_name: str,
+    *,
+    cluster_name: pulumi.Input[str],
+    namespace: str,
+    service_account: str,
+    description: str,
+    policy: pulumi.Input[str],
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+) -> aws.eks.PodIdentityAssociation:
+    """A pod-identity role bound to one Kubernetes service account; wait on the returned association
+    before starting the pods that use it."""
+    role = pod_identity_role(resource_name, description=description, policy=policy, tags=tags, opts=opts)
+    return aws.eks.PodIdentityAssociation(
+        resource_name,
+        cluster_name=cluster_name,
+        namespace=namespace,
+        service_account=service_account,
+        role_arn=role.arn,
+        tags=tags,
+        opts=opts,
+    )
