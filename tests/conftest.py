@@ -25,6 +25,10 @@ def mocks() -> Iterator[platform_mocks.PlatformMocks]:
     platform_mocks.uninstall(loop)
 
 
+# evaluations of an unchanged stack file, shared by the tests that only read what was registered
+_UNCHANGED_STACKS: dict[str, platform_mocks.PlatformMocks] = {}
+
+
 @pytest.fixture
 def run_program() -> Iterator[Callable[[str], platform_mocks.PlatformMocks]]:
     """Evaluate the real __main__.py with a stack's config; returns the mocks that recorded it."""
@@ -33,6 +37,9 @@ def run_program() -> Iterator[Callable[[str], platform_mocks.PlatformMocks]]:
     def run(
         stack: str, overrides: dict[str, Any] | None = None, drop_secrets: list[str] | None = None
     ) -> platform_mocks.PlatformMocks:
+        unchanged = not overrides and not drop_secrets
+        if unchanged and stack in _UNCHANGED_STACKS:
+            return _UNCHANGED_STACKS[stack]
         config, secret_keys = stack_config(stack)
         for key in drop_secrets or []:
             config.pop(f"{PROJECT}:{key}")
@@ -47,6 +54,8 @@ def run_program() -> Iterator[Callable[[str], platform_mocks.PlatformMocks]]:
             runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
 
         program()
+        if unchanged:
+            _UNCHANGED_STACKS[stack] = m
         return m
 
     yield run
