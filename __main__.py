@@ -39,6 +39,7 @@ eks_mode = cluster_cfg.mode == "eks"
 stack_tags = tags(cluster_cfg.name, environment, **{"llm-platform/stack": pulumi.get_stack()})
 
 weights: ModelWeights | None = None
+gateway_after: list[pulumi.Resource] = []  # what the gateway's load balancer needs first
 if eks_mode:
     region = pulumi.Config("aws").require("region")
     network = Network(
@@ -113,13 +114,14 @@ if eks_mode:
         opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter]),
     )
     if gateway_cfg.enabled:
-        LoadBalancerController(
+        lb_controller = LoadBalancerController(
             f"{cluster_cfg.name}-lb-controller",
             LoadBalancerControllerArgs(
                 cluster_name=cluster_cfg.name, region=region, vpc_id=network.vpc_id, tags=stack_tags
             ),
             opts=in_cluster,
         )
+        gateway_after.append(lb_controller)
     pulumi.export("clusterEndpoint", cluster.endpoint)
     pulumi.export("vpcId", network.vpc_id)
     pulumi.export("modelBucket", cache.bucket_name)
@@ -204,7 +206,7 @@ if gateway_cfg.enabled and api_key is not None and gateway_keys is not None:
             max_pending_per_replica=gateway_cfg.max_pending_per_replica,
             depends_on_models=services,
         ),
-        opts=in_cluster,
+        opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=gateway_after)),
     )
     pulumi.export("gatewayHostname", gateway.hostname)
 

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from config.catalog import DEDICATED_FAMILIES, families, instances
+from config.catalog import DEDICATED_FAMILIES, GpuInstance, families, instances
 from config.versions import VLLM_IMAGE
 
 DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -172,7 +172,8 @@ class GpuNodePool(Schema):
         return self
 
     @property
-    def instances(self):
+    def instances(self) -> list[GpuInstance]:
+        """The catalog instances this pool may launch, cheapest first."""
         return instances(self.instance_families, self.instance_sizes)
 
     @property
