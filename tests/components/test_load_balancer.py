@@ -58,7 +58,9 @@ def test_prod_installs_the_controller_before_the_gateway(run_program) -> None:
         for s in m.by_type("kubernetes:core/v1:Service")
         if s.inputs["metadata"]["namespace"] == "llm-gateway"
     ]
-    assert gateway_service.depends_on(RELEASE, "llm-prod-lb-controller-release"), "the controller makes the NLB"
+    assert gateway_service.depends_on(RELEASE, "llm-prod-lb-controller-release"), (
+        "the controller makes the NLB"
+    )
     annotations = gateway_service.inputs["metadata"]["annotations"]
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internal"
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"].startswith("arn:aws:acm:")
