@@ -11,8 +11,9 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
+from components.identity import node_role
 from components.specs import cluster as spec
-from components.specs.common import NODE_POLICY_ARNS, assume_role_policy, pod_identity_trust_policy
+from components.specs.common import pod_identity_trust_policy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,21 +104,16 @@ class EksCluster(pulumi.ComponentResource):
             opts=cluster_ready,
         )
 
-        node_role = aws.iam.Role(
+        system_node_role = node_role(
             f"{name}-system-node",
-            assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
             description=f"System managed node group of {args.cluster_name}",
             tags=args.tags,
             opts=child,
         )
-        for i, arn in enumerate(NODE_POLICY_ARNS):
-            aws.iam.RolePolicyAttachment(
-                f"{name}-system-node-{i}", role=node_role.name, policy_arn=arn, opts=child
-            )
         self.system_nodes = eks.ManagedNodeGroup(
             f"{name}-system",
             cluster=self.cluster,
-            node_role_arn=node_role.arn,
+            node_role_arn=system_node_role.arn,
             instance_types=[args.system_instance_type],
             capacity_type="ON_DEMAND",
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
@@ -166,7 +162,7 @@ class EksCluster(pulumi.ComponentResource):
         self.oidc_provider_arn = self.cluster.oidc_provider_arn
         self.cluster_security_group_id = self.cluster.cluster_security_group_id
         self.node_security_group_id = self.cluster.node_security_group_id
-        self.system_node_role_arn = node_role.arn
+        self.system_node_role_arn = system_node_role.arn
         self.register_outputs(
             {
                 "clusterName": self.cluster_name,

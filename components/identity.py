@@ -1,11 +1,11 @@
-"""IAM roles used through EKS Pod Identity: one way to give a controller or a pod its AWS permissions."""
+"""IAM roles: for nodes (EC2), and for pods through EKS Pod Identity, each made one way everywhere."""
 
 from __future__ import annotations
 
 import pulumi
 import pulumi_aws as aws
 
-from components.specs.common import pod_identity_trust_policy
+from components.specs.common import NODE_POLICY_ARNS, assume_role_policy, pod_identity_trust_policy
 
 
 def pod_identity_role(
@@ -51,3 +51,19 @@ def service_account_identity(
         tags=tags,
         opts=opts,
     )
+
+
+def node_role(
+    resource_name: str, *, description: str, tags: dict[str, str], opts: pulumi.ResourceOptions
+) -> aws.iam.Role:
+    """An EC2 node role with the managed policies every node of the cluster needs."""
+    role = aws.iam.Role(
+        resource_name,
+        assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
+        description=description,
+        tags=tags,
+        opts=opts,
+    )
+    for i, arn in enumerate(NODE_POLICY_ARNS):
+        aws.iam.RolePolicyAttachment(f"{resource_name}-{i}", role=role.name, policy_arn=arn, opts=opts)
+    return role

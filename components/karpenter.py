@@ -10,10 +10,10 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import child_options
-from components.identity import service_account_identity
+from components.identity import node_role, service_account_identity
 from components.kubernetes import apply_manifest
 from components.specs import karpenter as spec
-from components.specs.common import NODE_POLICY_ARNS, assume_role_policy, namespace_manifest
+from components.specs.common import namespace_manifest
 from config.schema import GpuNodePool
 from config.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
 
@@ -39,19 +39,13 @@ class Karpenter(pulumi.ComponentResource):
         child = child_options(self, opts)
         cluster = args.cluster_name
 
-        node_role = aws.iam.Role(
-            f"{name}-node",
-            assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
-            description=f"Karpenter GPU nodes of {cluster}",
-            tags=args.tags,
-            opts=child,
+        gpu_node_role = node_role(
+            f"{name}-node", description=f"Karpenter GPU nodes of {cluster}", tags=args.tags, opts=child
         )
-        for i, arn in enumerate(NODE_POLICY_ARNS):
-            aws.iam.RolePolicyAttachment(f"{name}-node-{i}", role=node_role.name, policy_arn=arn, opts=child)
         node_access = aws.eks.AccessEntry(
             f"{name}-node",
             cluster_name=cluster,
-            principal_arn=node_role.arn,
+            principal_arn=gpu_node_role.arn,
             type="EC2_LINUX",
             tags=args.tags,
             opts=child,
@@ -94,7 +88,7 @@ class Karpenter(pulumi.ComponentResource):
             account=identity.account_id,
             partition=partition.partition,
             queue_arn=queue.arn,
-            node_role_arn=node_role.arn,
+            node_role_arn=gpu_node_role.arn,
         ).apply(
             lambda o: json.dumps(
                 spec.controller_policy(
@@ -139,8 +133,8 @@ class Karpenter(pulumi.ComponentResource):
             opts=child_options(self, opts, crds, association, node_access),
         )
 
-        self.node_role_name = node_role.name
-        self.node_role_arn = node_role.arn
+        self.node_role_name = gpu_node_role.name
+        self.node_role_arn = gpu_node_role.arn
         self.queue_name = queue.name
         self.register_outputs(
             {"nodeRoleName": self.node_role_name, "queueName": self.queue_name, "release": self.release.name}
