@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from typing import Any
+
 import pulumi
 import pulumi_aws as aws
 
@@ -42,7 +46,7 @@ def service_account_identity(
     """A pod-identity role bound to one Kubernetes service account; wait on the returned association
     before starting the pods that use it."""
     role = pod_identity_role(resource_name, description=description, policy=policy, tags=tags, opts=opts)
-    return aws.eks.PodIdentityAssociation(
+    return pod_identity_association(
         resource_name,
         cluster_name=cluster_name,
         namespace=namespace,
@@ -50,6 +54,41 @@ def service_account_identity(
         role_arn=role.arn,
         tags=tags,
         opts=opts,
+    )
+
+
+def pod_identity_association(
+    resource_name: str,
+    *,
+    cluster_name: pulumi.Input[str],
+    namespace: str,
+    service_account: str,
+    role_arn: pulumi.Input[str],
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+) -> aws.eks.PodIdentityAssociation:
+    """Bind an existing role to one Kubernetes service account."""
+    return aws.eks.PodIdentityAssociation(
+        resource_name,
+        cluster_name=cluster_name,
+        namespace=namespace,
+        service_account=service_account,
+        role_arn=role_arn,
+        tags=tags,
+        opts=opts,
+    )
+
+
+def account_policy(
+    parent: pulumi.Resource, build: Callable[..., dict[str, Any]], **inputs: pulumi.Input[str]
+) -> pulumi.Output[str]:
+    """A policy document scoped to the deploying account, as JSON: `build(partition=..., account=...,
+    **inputs)` once the account, the partition and every input (ARNs of other resources) are known."""
+    invoke = pulumi.InvokeOutputOptions(parent=parent)
+    identity = aws.get_caller_identity_output(opts=invoke)
+    partition = aws.get_partition_output(opts=invoke)
+    return pulumi.Output.all(partition=partition.partition, account=identity.account_id, **inputs).apply(
+        lambda values: json.dumps(build(**values))
     )
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_aws as aws
 
 from components import child_options
+from components.identity import pod_identity_association
 from components.kubernetes import apply_manifest
 from components.specs import model_cache as cache_spec
 from components.specs import serving as spec
@@ -130,7 +130,7 @@ class InferenceService(pulumi.ComponentResource):
             identities.append((cache_spec.SYNC_SERVICE_ACCOUNT, weights.reader_role_arn))
         for service_account, role_arn in identities:
             out.append(
-                aws.eks.PodIdentityAssociation(
+                pod_identity_association(
                     f"{name}-{service_account}",
                     cluster_name=args.cluster_name,
                     namespace=namespace,

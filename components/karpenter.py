@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import partial
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import child_options
-from components.identity import node_role, service_account_identity
+from components.identity import account_policy, node_role, service_account_identity
 from components.kubernetes import apply_manifest
 from components.specs import karpenter as spec
 from components.specs.common import namespace_manifest
@@ -82,24 +83,11 @@ class Karpenter(pulumi.ComponentResource):
                 opts=child,
             )
 
-        identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
-        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self))
-        policy_json = pulumi.Output.all(
-            account=identity.account_id,
-            partition=partition.partition,
+        policy_json = account_policy(
+            self,
+            partial(spec.controller_policy, region=args.region, cluster_name=cluster),
             queue_arn=queue.arn,
             node_role_arn=gpu_node_role.arn,
-        ).apply(
-            lambda o: json.dumps(
-                spec.controller_policy(
-                    partition=o["partition"],
-                    region=args.region,
-                    account=o["account"],
-                    cluster_name=cluster,
-                    queue_arn=o["queue_arn"],
-                    node_role_arn=o["node_role_arn"],
-                )
-            )
         )
         association = service_account_identity(
             f"{name}-controller",

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+from functools import partial
 
 import pulumi
-import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import child_options
-from components.identity import service_account_identity
+from components.identity import account_policy, service_account_identity
 from components.specs import load_balancer as spec
 from config.versions import AWS_LOAD_BALANCER_CONTROLLER_REPO, AWS_LOAD_BALANCER_CONTROLLER_VERSION
 
@@ -33,13 +32,7 @@ class LoadBalancerController(pulumi.ComponentResource):
     ) -> None:
         super().__init__("llm-platform:gateway:LoadBalancerController", name, None, opts)
         child = child_options(self, opts)
-        identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
-        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self))
-        policy = pulumi.Output.all(account=identity.account_id, partition=partition.partition).apply(
-            lambda o: json.dumps(
-                spec.controller_policy(partition=o["partition"], region=args.region, account=o["account"])
-            )
-        )
+        policy = account_policy(self, partial(spec.controller_policy, region=args.region))
         association = service_account_identity(
             name,
             cluster_name=args.cluster_name,

@@ -265,6 +265,14 @@ class HPA:
             return max(desired, max(self.min_replicas, limit))
         return desired
 
+    def _period_start(self, now: float, period_seconds: int, current: int) -> int:
+        """Replicas at the start of a policy's period: current minus net changes made within it."""
+        return (
+            current
+            - _change_in_period(now, period_seconds, self.scale_up_events)
+            + _change_in_period(now, period_seconds, self.scale_down_events)
+        )
+
     def scale_up_limit(self, now: float, current: int) -> int:
         rules = self.scale_up_rules
         if rules.select_policy == "Disabled":
@@ -272,11 +280,7 @@ class HPA:
         pick = min if rules.select_policy == "Min" else max
         result: int | None = None
         for policy in rules.policies or ():
-            start = (
-                current
-                - _change_in_period(now, policy.period_seconds, self.scale_up_events)
-                + _change_in_period(now, policy.period_seconds, self.scale_down_events)
-            )
+            start = self._period_start(now, policy.period_seconds, current)
             if policy.type == "Pods":
                 proposed = start + policy.value
             else:
@@ -291,11 +295,7 @@ class HPA:
         pick = max if rules.select_policy == "Min" else min
         result: int | None = None
         for policy in rules.policies or ():
-            start = (
-                current
-                - _change_in_period(now, policy.period_seconds, self.scale_up_events)
-                + _change_in_period(now, policy.period_seconds, self.scale_down_events)
-            )
+            start = self._period_start(now, policy.period_seconds, current)
             if policy.type == "Pods":
                 proposed = start - policy.value
             else:

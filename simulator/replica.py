@@ -151,8 +151,9 @@ def _steady_state(model: ReplicaModel, stats: TokenStats, lam: np.ndarray, itera
     k = model.seconds_per_token
     p, o = stats.mean_input, stats.mean_output
     rho_p = lam * p * k
-    r = np.zeros_like(lam)
-    for _ in range(iterations):
+
+    def step(r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Decode step, prefill step, prompts per prefill step and ITL for R running requests."""
         t_mem = a + b * r
         t_d = np.maximum(t_mem, r * k)
         t_p1 = np.maximum(t_mem, (p + r) * k)
@@ -162,23 +163,17 @@ def _steady_state(model: ReplicaModel, stats: TokenStats, lam: np.ndarray, itera
         t_p = np.where(single, t_p1, t_pb)
         m = np.where(single, 1.0, lam * t_p)
         busy = np.minimum(lam / np.maximum(m, 1e-12) * t_p, 1.0)
-        steps = lam / np.maximum(m, 1e-12) + (1 - busy) / t_d
-        itl = 1 / steps
-        r_new = lam * o * itl
+        itl = 1 / (lam / np.maximum(m, 1e-12) + (1 - busy) / t_d)
+        return t_d, t_p, m, itl
+
+    r = np.zeros_like(lam)
+    for _ in range(iterations):
+        r_new = lam * o * step(r)[3]
         if np.allclose(r_new, r, rtol=1e-9, atol=1e-9):
             r = r_new
             break
         r = np.minimum(r_new, 1e9)
-    t_mem = a + b * r
-    t_d = np.maximum(t_mem, r * k)
-    t_p1 = np.maximum(t_mem, (p + r) * k)
-    single = lam * t_p1 <= 1.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_pb = np.where(rho_p < 1, np.maximum(t_mem, r * k / (1 - rho_p)), np.inf)
-    t_p = np.where(single, t_p1, t_pb)
-    m = np.where(single, 1.0, lam * t_p)
-    busy = np.minimum(lam / np.maximum(m, 1e-12) * t_p, 1.0)
-    itl = 1 / (lam / np.maximum(m, 1e-12) + (1 - busy) / t_d)
+    t_d, t_p, m, itl = step(r)
     overhead = np.maximum(t_p - m * p * k, 0.0)
     return r, itl, rho_p, t_d, overhead
 
