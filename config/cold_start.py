@@ -21,8 +21,11 @@ CACHE_MODES: tuple[CacheMode, ...] = ("nvme", "fsx", "s3", "hub")
 
 # EC2 launch -> node Ready with `nvidia.com/gpu` allocatable. g-families: "Node Ready at 80-100 s"
 # (karpenter-provider-aws#3102), ~70-80 s launch->registration (#6128); the NVIDIA device plugin's GPU
-# registration mostly overlaps. p4d/p4de/p5: no public measurement (Unverified): a longer, capacity-bound boot.
-NODE_READY_SECONDS: dict[str, float] = {"g5": 100, "g6": 100, "g6e": 100, "p4d": 300, "p4de": 300, "p5": 300}
+# registration mostly overlaps. p4d/p4de/p5/p5en/p6-b200: no public measurement (Unverified): a longer,
+# capacity-bound boot.
+NODE_READY_SECONDS: dict[str, float] = {
+    "g5": 100, "g6": 100, "g6e": 100, "p4d": 300, "p4de": 300, "p5": 300, "p5en": 300, "p6-b200": 300,
+}  # fmt: skip
 # Karpenter batches pending pods (BATCH_IDLE_DURATION 1 s, BATCH_MAX_DURATION 10 s) and launches ~1 s after
 # (settings.md; #6128). Counted once per new node, before NODE_READY_SECONDS.
 KARPENTER_LAUNCH_SECONDS = 2.0
@@ -32,11 +35,12 @@ KARPENTER_LAUNCH_SECONDS = 2.0
 # lazy loading: "minutes to seconds" (EKS ML docs) -> 30 s (Unverified). Pre-baked data volume: 0.
 IMAGE_PULL_SECONDS: dict[ImageMode, float] = {"registry": 300.0, "soci": 30.0, "prebaked": 0.0}
 
-# Baseline network bandwidth per instance, Gbit/s (karpenter-provider-aws zz_generated.bandwidth.go).
+# Baseline network bandwidth per instance, Gbit/s (karpenter-provider-aws zz_generated.bandwidth.go, v1.14.1).
 NETWORK_GBPS: dict[str, float] = {
     "g5.xlarge": 2.5, "g5.2xlarge": 5.0, "g5.12xlarge": 40.0, "g5.48xlarge": 100.0,
     "g6.xlarge": 2.5, "g6.2xlarge": 5.0, "g6e.xlarge": 2.5,
     "p4d.24xlarge": 400.0, "p4de.24xlarge": 400.0, "p5.48xlarge": 3200.0,
+    "p5en.48xlarge": 3200.0, "p6-b200.48xlarge": 3200.0,
 }  # fmt: skip
 
 # vLLM's safetensors loader from a local, warm disk: Llama-3.1-8B (16 GB) in 18 s on a cached volume

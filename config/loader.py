@@ -25,15 +25,16 @@ class ConfigError(ValueError):
     """Bad stack configuration: one line per problem, each naming the field, the value and what is allowed."""
 
 
-def parse(raw: dict[str, Any]) -> StackConfig:
-    """Validate plain config values (camelCase keys without the project prefix)."""
+def parse(raw: dict[str, Any], region: str | None = None) -> StackConfig:
+    """Validate plain config values (camelCase keys without the project prefix); `region` (`aws:region`)
+    adds the rules that need it (zones in the region, instances sold there)."""
     unknown = sorted(set(raw) - set(CONFIG_KEYS))
     if unknown:
         raise ConfigError(
             f"{PROJECT}:{unknown[0]}: unknown config key; allowed: {', '.join(CONFIG_KEYS + SECRET_KEYS)}"
         )
     try:
-        return StackConfig.model_validate(raw)
+        return StackConfig.model_validate(raw, context={"region": region})
     except ValidationError as exc:
         raise ConfigError(format_errors(exc)) from None
 
@@ -75,7 +76,7 @@ def load_stack(stack: str) -> StackConfig:
     """Validated config of a stack file, for offline tools (render, simulator) and tests."""
     raw = raw_stack_config(stack)
     ours = {k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith(f"{PROJECT}:")}
-    return parse({k: v for k, v in ours.items() if k not in SECRET_KEYS})
+    return parse({k: v for k, v in ours.items() if k not in SECRET_KEYS}, region=raw.get("aws:region"))
 
 
 def load_from_pulumi() -> StackConfig:
@@ -88,4 +89,4 @@ def load_from_pulumi() -> StackConfig:
         value = cfg.get_object(key) if key != "environment" else cfg.get(key)
         if value is not None:
             raw[key] = value
-    return parse(raw)
+    return parse(raw, region=pulumi.Config("aws").get("region"))

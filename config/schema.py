@@ -13,10 +13,10 @@ from enum import StrEnum
 from ipaddress import IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 from pydantic.alias_generators import to_camel
 
-from config.catalog import DEDICATED_FAMILIES, GpuInstance, families, instances
+from config.catalog import DEDICATED_FAMILIES, KNOWN_REGIONS, GpuInstance, families, instances
 from config.versions import VLLM_IMAGE
 
 DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -200,7 +200,10 @@ class GpuNodePool(Schema):
                 f"{self.instance_families} has these sizes"
             )
         if self.mig and not dedicated:
-            raise ValueError(f"gpuNodePools[{self.name}].mig: true is allowed only on p4d, p4de or p5 pools")
+            raise ValueError(
+                f"gpuNodePools[{self.name}].mig: true is allowed only on pools of "
+                f"{', '.join(sorted(DEDICATED_FAMILIES))}"
+            )
         if len(set(self.capacity_types)) != len(self.capacity_types):
             raise ValueError(f"gpuNodePools[{self.name}].capacityTypes {self.capacity_types} has duplicates")
         self._check_reservations()
@@ -404,6 +407,41 @@ class StackConfig(Schema):
     models: list[ModelConfig] = []
     model_cache: ModelCacheConfig = Field(default_factory=ModelCacheConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+
+    @model_validator(mode="after")
+    def _region_rules(self, info: ValidationInfo) -> StackConfig:
+        """With the stack's AWS region known (`aws:region`, passed as validation context): zones are in it and
+        every pool's instances are offered there."""
+        region = (info.context or {}).get("region")
+        if region is None or self.cluster.mode == "existing":
+            return self
+        if region not in KNOWN_REGIONS:
+            raise ValueError(
+                f"aws:region {region!r}: the instance catalog has no offerings for this region; "
+                f"known: {', '.join(sorted(KNOWN_REGIONS))}"
+            )
+        for zone in self.cluster.availability_zones:
+            if not (zone.startswith(region) and len(zone) == len(region) + 1):
+                raise ValueError(
+                    f"cluster.availabilityZones: {zone!r} is not a zone of the stack's region {region} "
+                    f"(aws:region); use {region}a, {region}b, ..."
+                )
+        for pool in self.gpu_node_pools:
+            missing = [i for i in pool.instances if region not in i.regions]
+            if not missing:
+                continue
+            names = ", ".join(i.instance_type for i in missing)
+            where = f"gpuNodePools[{pool.name}].instanceFamilies {pool.instance_families}"
+            if len(missing) < len(pool.instances):
+                sold = [i.size for i in pool.instances if i not in missing]
+                raise ValueError(
+                    f"{where}: {names} is not sold in {region} (aws:region); set instanceSizes to {sold}"
+                )
+            offered = sorted(set.intersection(*(set(i.regions) for i in missing)))
+            raise ValueError(
+                f"{where}: {names} is not sold in {region} (aws:region); regions that sell it: {', '.join(offered)}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> StackConfig:

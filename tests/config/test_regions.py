@@ -1,0 +1,90 @@
+"""The stack's AWS region: instances not sold there and zones outside it are config errors, named with the
+pool, the instance and where it is sold; the catalog rows the reservation pools need exist."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from config.catalog import GPU_INSTANCES, KNOWN_REGIONS
+from config.loader import ConfigError, parse
+from tests.conftest import stack_values
+
+
+def p5en_pool(name: str = "p5en") -> dict[str, Any]:
+    return {"name": name, "instanceFamilies": [name], "capacityTypes": ["on-demand"], "gpuLimit": 16}
+
+
+def with_pool(pool: dict[str, Any], zones: list[str] | None = None) -> dict[str, Any]:
+    values = copy.deepcopy(stack_values("staging"))
+    values["gpuNodePools"].append(pool)
+    if zones is not None:
+        values["cluster"]["availabilityZones"] = zones
+    return values
+
+
+def test_instances_sold_in_the_region_pass() -> None:
+    cfg = parse(with_pool(p5en_pool()), region="us-east-1")
+    assert cfg.pool("p5en").instances[0].instance_type == "p5en.48xlarge"
+
+
+def test_an_instance_not_sold_in_the_region_is_an_error_with_where_it_is_sold() -> None:
+    values = with_pool(p5en_pool("p6-b200"), zones=["eu-west-1a", "eu-west-1b"])
+    values["gpuNodePools"] = [values["gpuNodePools"][-1]]
+    values["models"] = []
+    with pytest.raises(ConfigError) as exc:
+        parse(values, region="eu-west-1")
+    message = str(exc.value)
+    assert (
+        "gpuNodePools[p6-b200].instanceFamilies ['p6-b200']: p6-b200.48xlarge is not sold in eu-west-1"
+        in message
+    )
+    assert (
+        "regions that sell it: ap-south-1, ap-south-2, eu-north-1, eu-west-3, us-east-1, us-east-2, us-west-2"
+        in message
+    )
+
+
+def test_only_some_sizes_unsold_names_the_sizes_to_keep() -> None:
+    values = with_pool(
+        {"name": "g6e", "instanceFamilies": ["g6e"], "gpuLimit": 2}, zones=["ca-central-1a", "ca-central-1b"]
+    )
+    with pytest.raises(ConfigError) as exc:
+        parse(values, region="ca-central-1")
+    assert "g6e.xlarge is not sold in ca-central-1" in str(exc.value)
+
+
+def test_zones_must_belong_to_the_region() -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse(stack_values("staging"), region="us-west-2")
+    assert "cluster.availabilityZones: 'us-east-1a' is not a zone of the stack's region us-west-2" in str(
+        exc.value
+    )
+
+
+def test_an_unknown_region_is_an_error_listing_the_known_ones() -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse(stack_values("staging"), region="mars-east-1")
+    assert "aws:region 'mars-east-1': the instance catalog has no offerings" in str(exc.value)
+
+
+def test_without_a_region_the_region_rules_wait() -> None:
+    """Tools that validate only the `llm-platform:` keys (no aws:region) still get every other rule."""
+    parse(with_pool(p5en_pool()), region=None)
+
+
+def test_every_catalog_instance_is_sold_somewhere_known_and_in_the_price_tables_region() -> None:
+    for instance in GPU_INSTANCES.values():
+        assert instance.regions and instance.regions <= KNOWN_REGIONS, instance.instance_type
+        # prices are us-east-1 on-demand: every row must be sold there for its price to be real
+        assert "us-east-1" in instance.regions, instance.instance_type
+
+
+@pytest.mark.parametrize("family", ["p4d", "p4de", "p5", "p5en", "p6-b200"])
+def test_reservation_families_are_in_the_catalog_and_get_pools_of_their_own(family: str) -> None:
+    values = with_pool(p5en_pool(family) | {"instanceFamilies": [family, "g5"]})
+    with pytest.raises(ConfigError) as exc:
+        parse(values, region="us-east-1")
+    assert "must have a single-family pool of its own" in str(exc.value)
