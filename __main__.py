@@ -15,7 +15,7 @@ from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
 from components.specs import gateway as gateway_spec
 from components.specs.common import tags
-from components.specs.karpenter import al2023_user_data
+from components.specs.karpenter import al2023_user_data, reservation_node_classes
 from components.specs.observability import retention
 from components.specs.serving import expected_start_seconds, pool_headroom_gpus
 from config.loader import PROJECT, load_from_pulumi
@@ -51,6 +51,7 @@ def monitoring(opts: pulumi.ResourceOptions) -> Observability:
             create_storage_class=eks_mode,
             alerting=settings.alerting,
             alert_receiver=alert_receiver,
+            reservation_node_classes=reservation_node_classes(settings.gpu_node_pools) if eks_mode else [],
         ),
         opts=opts,
     )
@@ -119,7 +120,9 @@ if eks_mode:
     )
     karpenter = Karpenter(
         f"{cluster_cfg.name}-karpenter",
-        KarpenterArgs(cluster_name=cluster_cfg.name, region=region, tags=stack_tags),
+        KarpenterArgs(
+            cluster_name=cluster_cfg.name, region=region, tags=stack_tags, pools=settings.gpu_node_pools
+        ),
         opts=after_monitoring,
     )
     GpuNodePools(

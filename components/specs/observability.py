@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from components.specs import reservations
 from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
 from config.schema import AlertingConfig
 
@@ -61,8 +62,13 @@ def _system() -> dict[str, Any]:
 
 
 def helm_values(
-    *, sizing: PrometheusSizing, storage_class: str | None, alerting: AlertingConfig
+    *,
+    sizing: PrometheusSizing,
+    storage_class: str | None,
+    alerting: AlertingConfig,
+    capacity_reservations: bool = False,
 ) -> dict[str, Any]:
+    """`capacity_reservations`: kube-state-metrics also exports the EC2NodeClasses' reservations (end times)."""
     volume_claim: dict[str, Any] = {
         "spec": {
             "accessModes": ["ReadWriteOnce"],
@@ -103,7 +109,8 @@ def helm_values(
                 "dashboards": {"enabled": True, "label": "grafana_dashboard", "searchNamespace": "ALL"}
             },
         },
-        "kube-state-metrics": _system(),
+        "kube-state-metrics": _system()
+        | (reservations.kube_state_metrics_values() if capacity_reservations else {}),
         # node-exporter runs everywhere, GPU nodes included (its default tolerations cover NoSchedule taints)
     }
 
