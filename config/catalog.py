@@ -4,9 +4,10 @@ Source: ../shared/reference/README.md ("AWS GPU instances", us-east-1 on-demand,
 price table of 2026-07-20); p5en and p6-b200 from the same generated table as pinned
 (karpenter-provider-aws v1.14.1 `pkg/providers/pricing/zz_generated.pricing_aws.go`, us-east-1).
 vCPU, memory and NVMe are from the EC2 instance-type pages; GPU memory, bandwidth and dense FP16 tensor
-TFLOPS from the NVIDIA datasheets (A10G per the survey in shared/research/autoscaling_sim.md §5.3; H200:
-141 GB HBM3e, 4.8 TB/s, H100's tensor cores; B200: 1,440 GB HBM3e per 8-GPU board, 8 TB/s, 2.25 PFLOPS
-dense FP16 per GPU). Regions: where EC2 offers the instance type (DescribeInstanceTypeOfferings by region,
+TFLOPS from the NVIDIA datasheets (H200: 141 GB HBM3e, 4.8 TB/s, H100's tensor cores; B200: 1,440 GB HBM3e
+per 8-GPU board, 8 TB/s, 2.25 PFLOPS dense FP16 per GPU); the A10G is not an A10: 70 dense BF16 TFLOPS
+(Baseten's A10 vs A10G spec table; NVIDIA publishes no A10G datasheet; shared/research/vllm_capacity_points.md
+§2), not the A10's 125. Regions: where EC2 offers the instance type (DescribeInstanceTypeOfferings by region,
 as captured in moto 5.2.5's `ec2/resources/instance_type_offerings/region/*.json.gz`, 30 commercial
 regions); a pool of an instance not offered in the stack's region is a config error.
 Only instances listed here can be launched: each NodePool restricts Karpenter to the catalog's sizes, so
@@ -54,7 +55,7 @@ class GpuInstance:
         return self.nvme_disks * self.nvme_disk_gb
 
 
-A10G = GpuModel("A10G", 24, 600, 125)
+A10G = GpuModel("A10G", 24, 600, 70)
 L4 = GpuModel("L4", 24, 300, 121)
 L40S = GpuModel("L40S", 48, 864, 362)
 A100_40 = GpuModel("A100-40GB", 40, 1555, 312)
