@@ -6,6 +6,7 @@ from components.autoscaling import ModelAutoscaling, ModelAutoscalingArgs
 from components.cluster import EksCluster, EksClusterArgs, ExistingCluster, ExistingClusterArgs
 from components.gateway import Gateway, GatewayArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.headroom import GpuHeadroom, GpuHeadroomArgs
 from components.inference import InferenceService, InferenceServiceArgs, ModelWeights
 from components.karpenter import GpuNodePools, GpuNodePoolsArgs, Karpenter, KarpenterArgs
 from components.keda import Keda
@@ -156,10 +157,16 @@ keda = Keda(
     opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[observability])),
 )
 
+headroom = GpuHeadroom(
+    f"{cluster_cfg.name}-headroom",
+    GpuHeadroomArgs(pools=settings.gpu_node_pools, models=settings.models, keda=keda),
+    opts=in_cluster,
+)
+
 services: list[pulumi.Resource] = []
 if api_key is not None:
     serving_opts = pulumi.ResourceOptions.merge(
-        in_cluster, pulumi.ResourceOptions(depends_on=[observability])
+        in_cluster, pulumi.ResourceOptions(depends_on=[observability, headroom.serving_priority_class])
     )
     for model in settings.models:
         pool = settings.pool(model.node_pool)
