@@ -4,6 +4,8 @@ priority, resized on the schedule; headroom that could never run is refused befo
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +14,14 @@ import yaml
 
 from components.specs import headroom as spec
 from components.specs.model_cache import cache_wiring
-from components.specs.serving import deployment
-from config.loader import PROJECT, ConfigError, parse
+from components.specs.serving import deployment, pool_headroom_gpus
+from config import loader
+from config.loader import PROJECT, ROOT, ConfigError, parse
 from config.schema import StackConfig
+from tools import render
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "stacks" / "headroom.yaml"
+FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.headroom.yaml"
+SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
@@ -124,6 +129,7 @@ def _vllm_pod(cfg: StackConfig, model_name: str) -> dict[str, Any]:
         smallest=pool.instances[0],
         needs_hf_token=False,
         cold_start_seconds=100,
+        pool_headroom_gpus=pool_headroom_gpus(pool, cfg.models),
     )
     return manifest["spec"]["template"]["spec"]
 
@@ -180,6 +186,26 @@ def test_without_a_schedule_the_deployment_holds_the_placeholders() -> None:
 
 
 # ------------------------------------------------------------------------------------------ program
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture stack rendered exactly as `python -m tools.render` renders a stack file."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(loader, "stack_file", lambda stack: FIXTURE)
+        out = tmp_path_factory.mktemp("render") / "headroom"
+        assert render.main(["headroom", "--out", str(out)]) == 0
+    return out
+
+
+@pytest.mark.skipif(not SHARED_CHECK.exists(), reason="shared/tools/check_render.py sits beside the repo")
+def test_fixture_render_passes_the_pinned_crds_and_schemas(rendered: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(SHARED_CHECK), str(rendered)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout
+    kinds = {d["kind"] for d in yaml.safe_load_all((rendered / "manifests.yaml").read_text()) if d}
+    assert {"PriorityClass", "ScaledObject", "Deployment"} <= kinds
 
 
 def test_the_program_registers_headroom_after_keda(run_program) -> None:
