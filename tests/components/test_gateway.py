@@ -1,4 +1,4 @@
-"""The inference gateway as the real __main__.py registers it for a fixture stack (tests/fixtures/stacks/gateway.yaml):
+"""The inference gateway as the real __main__.py registers it for a fixture stack (tests/fixtures/stacks/Pulumi.gateway.yaml):
 install order, the NLB, routing by `model` field and path, keys and rate limits, the bounded queue, failure
 behaviour, NetworkPolicies, precise prefix routing, and the shared schema check of the whole render."""
 
@@ -25,7 +25,7 @@ from tests.components import promtool
 from tools import mocks as platform_mocks
 from tools import render
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stacks" / "gateway.yaml"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stacks" / "Pulumi.gateway.yaml"
 SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
 VLLM_KEY = "fixture-vllm-key-0123456789"
 CLIENT_KEYS = {"web": "web-key-0123456789abcdef", "batch": "batch-key-0123456789abcdef"}
