@@ -49,3 +49,7 @@ LLM_D_EPP_IMAGE_REPOSITORY = "llm-d-router-endpoint-picker"
 # the EPP's tokenizer sidecar for precise prefix routing (`vllm launch render`), the chart's default tag
 VLLM_RENDER_IMAGE_REPOSITORY = "vllm/vllm-openai-cpu"
 VLLM_RENDER_IMAGE_TAG = "v0.19.1"
+
+# The pause container of the headroom placeholders and of the image pre-pull DaemonSet: does nothing, holds
+# the pod's resources; the version Kubernetes 1.34 ships (kubernetes/kubernetes#130713).
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
