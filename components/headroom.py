@@ -23,9 +23,10 @@ class GpuHeadroomArgs:
 
 
 class GpuHeadroom(pulumi.ComponentResource):
-    """Registers the vLLM pods' PriorityClass (always: the serving Deployments name it) and, for pools
-    with `headroom`, the placeholder PriorityClass, the `llm-headroom` namespace, a placeholder Deployment
-    per pool and a KEDA cron ScaledObject when the headroom has a schedule."""
+    """Registers the vLLM pods' PriorityClass (always: the serving Deployments name it), the `llm-headroom`
+    namespace with an image pre-pull DaemonSet per pool that serves a model, and, for pools with `headroom`,
+    the placeholder PriorityClass, a placeholder Deployment per pool and a KEDA cron ScaledObject when the
+    headroom has a schedule."""
 
     serving_priority_class: pulumi.Resource
 
@@ -34,14 +35,24 @@ class GpuHeadroom(pulumi.ComponentResource):
         self.serving_priority_class = apply_manifest(
             f"{name}-serving-priority", spec.serving_priority_class(), child_options(self, opts)
         )
-        pools = [p for p in args.pools if p.headroom is not None]
+        serving = [p for p in args.pools if any(m.node_pool == p.name for m in args.models)]
         placeholders: list[str] = []
+        if not serving:  # no model, no warm node to prepare (headroom needs a served pool: the schema)
+            self.register_outputs({"placeholders": placeholders})
+            return
+        ns = apply_manifest(
+            f"{name}-ns", namespace_manifest(spec.NAMESPACE, "restricted"), child_options(self, opts)
+        )
+        for pool in serving:
+            apply_manifest(
+                f"{name}-{pool.name}-prepull",
+                spec.prepull_daemonset(pool, args.models),
+                child_options(self, opts, ns),
+            )
+        pools = [p for p in serving if p.headroom is not None]
         if pools:
             priority = apply_manifest(
                 f"{name}-placeholder-priority", spec.headroom_priority_class(), child_options(self, opts)
-            )
-            ns = apply_manifest(
-                f"{name}-ns", namespace_manifest(spec.NAMESPACE, "restricted"), child_options(self, opts)
             )
             for pool in pools:
                 deployment = apply_manifest(

@@ -13,6 +13,10 @@
   the buffer (Karpenter skips the preempting pod itself: it is nominated to the warm node).
 - A KEDA ScaledObject with one cron trigger per schedule window resizes the placeholders; without a
   schedule the Deployment holds `gpus / replica GPUs` placeholders itself.
+- Warm nodes are really warm: a pre-pull DaemonSet on every GPU node of a pool that serves a model pulls the
+  images its vLLM pods run (vLLM and the weights wait), so a node Karpenter launched for a placeholder has
+  them before a replica lands there; the `nvme` cache's sync DaemonSet already copies the weights to every
+  node of the pool. A replica that preempts a placeholder then pays only weight load and engine start.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ from typing import Any
 from components.specs.common import (
     GPU_TOLERATION,
     HEADROOM_PRIORITY_CLASS,
+    NODE_CRITICAL_PRIORITY_CLASS,
     POOL_LABEL,
     SERVING_PRIORITY_CLASS,
 )
+from components.specs.model_cache import cache_wiring
 from components.specs.serving import resources
 from config.schema import GpuNodePool, ModelConfig, replica_gpus
 from config.versions import PAUSE_IMAGE
@@ -216,5 +222,89 @@ def scaled_object(pool: GpuNodePool, models: list[ModelConfig]) -> dict[str, Any
                 }
                 for j, w in enumerate(headroom.schedule)
             ],
+        },
+    }
+
+
+# ------------------------------------------------------------------------------------ image pre-pull
+
+PREPULL_RESOURCES = {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "32Mi"}}
+
+
+def prepull_name(pool: GpuNodePool) -> str:
+    return f"prepull-{pool.name}"
+
+
+def serving_images(pool: GpuNodePool, models: list[ModelConfig]) -> list[str]:
+    """Every image a vLLM pod of the pool runs: the model's vLLM image and its cache mode's init containers."""
+    images: set[str] = set()
+    for model in models:
+        if model.node_pool != pool.name:
+            continue
+        images.add(model.image)
+        # only the images matter here: the wiring's bucket and claim names do not change them
+        wiring = cache_wiring(model, bucket="", ami_family=pool.ami_family, fsx_claim="")
+        images.update(c["image"] for c in wiring.init_containers)
+    return sorted(images)
+
+
+def prepull_daemonset(pool: GpuNodePool, models: list[ModelConfig]) -> dict[str, Any]:
+    """On every node of the pool: one init container per serving image that exits at once (the pull is
+    the point), then a pause container that keeps the pod, so kubelet's image GC keeps the images in use."""
+    images = serving_images(pool, models)
+    if not images:
+        raise ValueError(f"pool {pool.name!r} serves no model: nothing to pre-pull")
+    labels = {
+        "app.kubernetes.io/name": "image-prepull",
+        "app.kubernetes.io/instance": pool.name,
+        COMPONENT_LABEL: "headroom",
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {
+            "name": prepull_name(pool),
+            "namespace": NAMESPACE,
+            "labels": {**labels, "app.kubernetes.io/managed-by": "pulumi"},
+            "annotations": {
+                "checkov.io/skip1": f"CKV_K8S_8={NO_PROBE_REASON}",
+                "checkov.io/skip2": f"CKV_K8S_9={NO_PROBE_REASON}",
+            },
+        },
+        "spec": {
+            "selector": {"matchLabels": labels},
+            # a new vLLM tag is pulled on every node at once, ahead of the model's own rollout
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%"}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    # like the weights sync: runs on every node of the pool, whatever fills it
+                    "priorityClassName": NODE_CRITICAL_PRIORITY_CLASS,
+                    "terminationGracePeriodSeconds": 0,
+                    "automountServiceAccountToken": False,
+                    "securityContext": _non_root_pod(),
+                    "nodeSelector": {POOL_LABEL: pool.name},
+                    "tolerations": [GPU_TOLERATION],
+                    "initContainers": [
+                        {
+                            "name": f"pull-{i}",
+                            "image": image,
+                            "imagePullPolicy": "IfNotPresent",
+                            "command": ["true"],
+                            "resources": PREPULL_RESOURCES,
+                            "securityContext": _restricted(),
+                        }
+                        for i, image in enumerate(images)
+                    ],
+                    "containers": [
+                        {
+                            "name": "pause",
+                            "image": PAUSE_IMAGE,
+                            "resources": PREPULL_RESOURCES,
+                            "securityContext": _restricted(),
+                        }
+                    ],
+                },
+            },
         },
     }

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from components.specs import headroom as spec
-from components.specs.model_cache import cache_wiring
+from components.specs.model_cache import cache_wiring, nvme_daemonset
 from components.specs.serving import deployment, pool_headroom_gpus
 from config import loader
 from config.loader import PROJECT, ROOT, ConfigError, parse
@@ -23,6 +23,7 @@ from tools import render
 FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.headroom.yaml"
 SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -185,6 +186,31 @@ def test_without_a_schedule_the_deployment_holds_the_placeholders() -> None:
         spec.scaled_object(p4d, cfg.models)
 
 
+@pytest.mark.parametrize(("pool", "model"), [("g5", "mistral-7b"), ("p4d", "llama-70b")])
+def test_every_node_of_a_serving_pool_pulls_what_its_replicas_run(pool: str, model: str) -> None:
+    """A node Karpenter launched for a placeholder must already hold every image a replica needs."""
+    cfg = _config()
+    daemonset = spec.prepull_daemonset(cfg.pool(pool), cfg.models)["spec"]["template"]["spec"]
+    replica = _vllm_pod(cfg, model)
+    needed = {c["image"] for c in replica["containers"] + replica.get("initContainers", [])}
+    assert {c["image"] for c in daemonset["initContainers"]} == needed
+    assert all(c["command"] == ["true"] for c in daemonset["initContainers"]), "pull, then exit"
+    assert daemonset["nodeSelector"] == replica["nodeSelector"]
+    assert daemonset["tolerations"] == replica["tolerations"]
+    for c in daemonset["initContainers"] + daemonset["containers"]:
+        assert c["resources"]["requests"] == {"cpu": "1m", "memory": "8Mi"}, "tiny: never crowds a replica"
+
+
+def test_nvme_weights_are_synced_on_the_same_nodes_as_the_pre_pull() -> None:
+    cfg = _config()
+    mistral = cfg.models[0]
+    assert mistral.cache == "nvme"
+    sync = nvme_daemonset(mistral, "model-mistral-7b", bucket="b", ami_family="al2023")["spec"]["template"]
+    prepull = spec.prepull_daemonset(cfg.pool("g5"), cfg.models)["spec"]["template"]
+    assert sync["spec"]["nodeSelector"] == prepull["spec"]["nodeSelector"]
+    assert sync["spec"]["tolerations"] == prepull["spec"]["tolerations"]
+
+
 # ------------------------------------------------------------------------------------------ program
 
 
@@ -239,3 +265,6 @@ def test_a_stack_without_headroom_registers_no_placeholder(run_program) -> None:
     m = run_program("dev")
     assert [p.inputs["metadata"]["name"] for p in m.by_type(PRIORITY_CLASS)] == ["llm-serving"]
     assert not [d for d in m.by_type(DEPLOYMENT) if d.inputs["metadata"].get("namespace") == spec.NAMESPACE]
+    # its pool still pre-pulls the vLLM image on every node
+    (prepull,) = [d for d in m.by_type(DAEMONSET) if d.inputs["metadata"].get("namespace") == spec.NAMESPACE]
+    assert prepull.inputs["metadata"]["name"] == "prepull-gpu-spot"
