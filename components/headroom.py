@@ -9,6 +9,7 @@ import pulumi
 
 from components import child_options
 from components.kubernetes import apply_manifest
+from components.specs import dashboards, observability
 from components.specs import headroom as spec
 from components.specs.common import namespace_manifest
 from config.schema import GpuNodePool, ModelConfig
@@ -20,6 +21,9 @@ class GpuHeadroomArgs:
     models: list[ModelConfig]
     keda: pulumi.Resource | None = None
     """The KEDA release (its CRDs): needed first when a pool's headroom has a schedule."""
+    monitoring: pulumi.Resource | None = None
+    """kube-prometheus-stack (the PrometheusRule CRD and the Grafana namespace): for the buffer's alert
+    and dashboard."""
 
 
 class GpuHeadroom(pulumi.ComponentResource):
@@ -68,4 +72,15 @@ class GpuHeadroom(pulumi.ComponentResource):
                         spec.scaled_object(pool, args.models),
                         child_options(self, opts, *after),
                     )
+        if pools:
+            monitoring = [args.monitoring] if args.monitoring is not None else []
+            apply_manifest(
+                f"{name}-alerts", spec.prometheus_rule(pools), child_options(self, opts, ns, *monitoring)
+            )
+            board = dashboards.headroom_dashboard(spec.NAMESPACE)
+            apply_manifest(
+                f"{name}-dashboard",
+                dashboards.dashboard_configmap("llm-platform-headroom", observability.NAMESPACE, board),
+                child_options(self, opts, *monitoring),
+            )
         self.register_outputs({"placeholders": placeholders})

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from components.specs.common import (
@@ -32,6 +33,7 @@ from components.specs.common import (
 )
 from components.specs.model_cache import cache_wiring
 from components.specs.serving import resources
+from config.cold_start import KARPENTER_LAUNCH_SECONDS, NODE_READY_SECONDS
 from config.schema import GpuNodePool, ModelConfig, replica_gpus
 from config.versions import PAUSE_IMAGE
 
@@ -307,4 +309,63 @@ def prepull_daemonset(pool: GpuNodePool, models: list[ModelConfig]) -> dict[str,
                 },
             },
         },
+    }
+
+
+# ------------------------------------------------------------------------------------------- alerting
+
+RULE_NAME = "gpu-headroom"
+RUNBOOK = "README.md#warm-gpu-headroom-bursts-shorter-than-a-cold-start"
+# beyond the node launch itself: pulling the pause image and the placeholder's scheduling
+EMPTY_SLACK_SECONDS = 60
+
+
+def node_launch_seconds(pool: GpuNodePool) -> float:
+    """Pending placeholder to Ready node of the pool's slowest family (config/cold_start.py)."""
+    return KARPENTER_LAUNCH_SECONDS + max(NODE_READY_SECONDS.get(f, 100) for f in pool.instance_families)
+
+
+def empty_for(pool: GpuNodePool) -> str:
+    return f"{math.ceil((node_launch_seconds(pool) + EMPTY_SLACK_SECONDS) / 60)}m"
+
+
+def alert_rules(pools: list[GpuNodePool]) -> list[dict[str, Any]]:
+    """GpuHeadroomEmpty: placeholders are wanted but none runs for longer than the pool needs to launch a
+    node, so Karpenter is not refilling the buffer (the pool's gpuLimit is held by replicas, or EC2 has no
+    capacity): the next burst waits a whole cold start."""
+    rules = []
+    for pool in pools:
+        sel = f'namespace="{NAMESPACE}", deployment="{placeholder_name(pool)}"'
+        available = f"sum by (namespace, deployment) (kube_deployment_status_replicas_available{{{sel}}})"
+        wanted = f"sum by (namespace, deployment) (kube_deployment_spec_replicas{{{sel}}})"
+        rules.append(
+            {
+                "alert": "GpuHeadroomEmpty",
+                "expr": f"({available} == 0) and on (namespace, deployment) ({wanted} > 0)",
+                "for": empty_for(pool),
+                "labels": {"severity": "warning", "pool": pool.name},
+                "annotations": {
+                    "summary": f"GPU headroom of pool {pool.name} is empty",
+                    "description": (
+                        f"No headroom placeholder of pool {pool.name} has run for {empty_for(pool)}, longer than "
+                        "a node launch: replicas hold the pool's gpuLimit or EC2 has no capacity of its "
+                        "instances, so the next burst waits a full cold start."
+                    ),
+                    "runbook": RUNBOOK,
+                },
+            }
+        )
+    return rules
+
+
+def prometheus_rule(pools: list[GpuNodePool]) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": RULE_NAME,
+            "namespace": NAMESPACE,
+            "labels": {"app.kubernetes.io/name": "gpu-headroom", COMPONENT_LABEL: "alerting"},
+        },
+        "spec": {"groups": [{"name": "gpu-headroom", "rules": alert_rules(pools)}]},
     }
