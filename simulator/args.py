@@ -46,6 +46,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a whole number >= 0")
+    return value
+
+
 def fraction(text: str) -> float:
     """A value in [0, 1)."""
     try:

@@ -10,6 +10,12 @@
   and drains on the notice) and the instance bills until it is reclaimed.
 - Billing: EC2 Linux per-second with a 60-second minimum per instance (§3.2), on-demand price from the
   catalog, spot as on-demand x (1 - discount). Nodes that exist when the day starts bill from 0 with no minimum.
+- Reserved capacity (On-Demand Capacity Reservations, Capacity Blocks) is prepaid: `reserved_nodes` instances
+  cost their hourly rate for the whole horizon whether used or not (an ODCR bills at the on-demand rate; a
+  Capacity Block at the price it was bought for), and a node launched into a reservation costs nothing more.
+  Karpenter prices a reservation at on-demand / 10^7, so it launches into a free reservation first; only
+  beyond the reserved count does it buy on-demand or spot. Reserved nodes are never spot-interrupted; an empty
+  reserved node is still consolidated after `consolidateAfter` (the reservation stays paid).
 """
 
 from __future__ import annotations
@@ -52,6 +58,18 @@ class CapacityConfig:
     spot: bool = False
     spot_discount: float = 0.6
     spot_interruptions_per_hour: float = 0.0
+    reserved_nodes: int = 0
+    reserved_usd_per_hour: float | None = None
+    """Prepaid rate of one reserved instance; None: the on-demand price (what an ODCR bills)."""
+
+    @property
+    def reserved_price_per_hour(self) -> float:
+        rate = self.reserved_usd_per_hour
+        return self.instance.on_demand_usd_per_hour if rate is None else rate
+
+    def reserved_cost(self, horizon: float) -> float:
+        """The prepaid cost of the reservations over `horizon` seconds, used or not."""
+        return self.reserved_nodes * self.reserved_price_per_hour * horizon / 3600
 
     @property
     def price_per_hour(self) -> float:
@@ -76,6 +94,7 @@ class Node:
     terminated_at: float | None = None
     empty_since: float | None = None
     cordoned: bool = False
+    reserved: bool = False
 
     @property
     def free(self) -> int:
@@ -185,16 +204,21 @@ class Cluster:
 
     # --- internals ---------------------------------------------------------------------------------------
 
+    @property
+    def reserved_in_use(self) -> int:
+        return sum(1 for n in self.nodes if n.reserved and n.terminated_at is None)
+
     def _new_node(self, now: float, preexisting: bool = False) -> Node:
         ready_at = now if preexisting else now + self.node_boot
+        reserved = self.reserved_in_use < self.cfg.reserved_nodes
         node = Node(
-            next(self._ids), now, ready_at, self.cfg.price_per_hour, self.cfg.slots_per_node,
-            preexisting=preexisting, image_cached=preexisting,
+            next(self._ids), now, ready_at, 0.0 if reserved else self.cfg.price_per_hour,
+            self.cfg.slots_per_node, preexisting=preexisting, image_cached=preexisting, reserved=reserved,
         )  # fmt: skip
         self.nodes.append(node)
         if not preexisting:
             self._push(ready_at, "node-ready", node)
-        if self.cfg.spot and self.cfg.spot_interruptions_per_hour > 0:
+        if self.cfg.spot and self.cfg.spot_interruptions_per_hour > 0 and not reserved:
             self._push(
                 now + self.rng.exponential(3600 / self.cfg.spot_interruptions_per_hour), "interrupt", node
             )
@@ -264,7 +288,8 @@ class Cluster:
     # --- cost --------------------------------------------------------------------------------------------
 
     def cost(self, horizon: float) -> float:
-        total = 0.0
+        """Prepaid reservations plus every node bought beyond them."""
+        total = self.cfg.reserved_cost(horizon)
         for n in self.nodes:
             end = min(n.terminated_at if n.terminated_at is not None else horizon, horizon)
             total += instance_cost(n.price_per_hour, n.launched_at, end, n.preexisting)

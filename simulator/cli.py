@@ -1,6 +1,7 @@
 """`python -m simulator`: cost per day and SLO misses of autoscaling strategies, before deploying them.
 
-Commands: (none) simulate a day; `capacity` one replica at a concurrency; `calibrate` the calibration table.
+Commands: (none) simulate a day; `capacity` one replica at a concurrency; `calibrate` the calibration table;
+`reservations` the day's cost over reserved instance counts (how many reserved GPUs minimise cost).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from simulator import capacity_cmd, report
+from simulator import capacity_cmd, report, reservations_cmd
+from simulator.args import non_negative_int, positive_float
 from simulator.engine import Result
 from simulator.scenarios import (
     Setup,
@@ -28,11 +30,15 @@ from simulator.traffic import TokenMix, load
 from simulator.yaml_out import autoscaling_yaml
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m simulator", description=__doc__)
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--stack", help="stack name (reads Pulumi.<stack>.yaml)")
-    src.add_argument("--scenario", choices=["seed-benchmark"], help="a built-in scenario")
+def day_parser(prog: str = "python -m simulator", stack_only: bool = False) -> argparse.ArgumentParser:
+    """The day's flags; `stack_only` for commands that simulate a stack file's model (no built-in scenario)."""
+    p = argparse.ArgumentParser(prog=prog, description=__doc__)
+    if stack_only:
+        p.add_argument("--stack", required=True, help="stack name (reads Pulumi.<stack>.yaml)")
+    else:
+        src = p.add_mutually_exclusive_group(required=True)
+        src.add_argument("--stack", help="stack name (reads Pulumi.<stack>.yaml)")
+        src.add_argument("--scenario", choices=["seed-benchmark"], help="a built-in scenario")
     p.add_argument("--model", help="model name in the stack (default: the first)")
     p.add_argument("--traffic", default="builtin:seed-day", help="builtin:seed-day or a CSV file")
     p.add_argument(
@@ -48,11 +54,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--spot-discount", type=float, default=0.6, help="spot price = on-demand x (1 - discount)")
     p.add_argument("--spot-interruptions-per-hour", type=float, default=0.0, help="per spot node")
+    p.add_argument(
+        "--reserved-instances", type=non_negative_int, default=0,
+        help="instances of the pool's capacity reservations: prepaid all day, free to launch into",
+    )  # fmt: skip
+    p.add_argument(
+        "--reserved-usd-per-hour", type=positive_float, default=None,
+        help="prepaid $/h of one reserved instance (default: on-demand, what an ODCR bills; a Capacity Block's price)",
+    )  # fmt: skip
     p.add_argument("--scrape-interval", type=int, default=15, help="Prometheus scrape interval, seconds")
     p.add_argument("--memory-target", type=float, default=0.9, help="HPA-on-GPU-memory target (fraction)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print JSON rows instead of the table")
-    p.add_argument("--plot", help="write traffic, replicas and latency over the day to this PNG")
+    if not stack_only:
+        p.add_argument("--plot", help="write traffic, replicas and latency over the day to this PNG")
     return p
 
 
@@ -68,7 +83,11 @@ def _run(setup: Setup, strategies: Sequence[Strategy], quiet: bool) -> list[Resu
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"capacity": capacity_cmd.run, "calibrate": capacity_cmd.calibrate}
+    commands = {
+        "capacity": capacity_cmd.run,
+        "calibrate": capacity_cmd.calibrate,
+        "reservations": reservations_cmd.run,
+    }
     if argv and argv[0] in commands:
         try:
             return commands[argv[0]](argv[1:])
@@ -79,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _day(argv: Sequence[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = day_parser().parse_args(argv)
     console = Console()
     quiet = args.json or not sys.stderr.isatty()
     try:
@@ -95,6 +114,7 @@ def _day(argv: Sequence[str]) -> int:
             run = stack_run(
                 args.stack, args.model, traffic, args.seed, args.image, args.spot_discount,
                 args.spot_interruptions_per_hour, args.scrape_interval, args.memory_target,
+                args.reserved_instances, args.reserved_usd_per_hour,
             )  # fmt: skip
             setup, strategies = run.setup, run.strategies
             title = f"{args.stack}/{run.model_name} on {run.instance.instance_type}, traffic {traffic.name}"

@@ -23,7 +23,7 @@ import numpy as np
 from config.catalog import GPU_INSTANCES, GpuInstance
 from config.cold_start import cold_start_seconds
 from config.model_profiles import profile
-from config.schema import Autoscaling, PrewarmWindow, ScalingPolicy, ScalingRules
+from config.schema import Autoscaling, GpuNodePool, PrewarmWindow, ScalingPolicy, ScalingRules
 from simulator.capacity import CapacityConfig
 from simulator.engine import Result, SimConfig, Slo, simulate
 from simulator.replica import EngineConfig, ReplicaModel, ReplicaTable, TokenStats
@@ -222,6 +222,22 @@ def recommended_for(setup: Setup) -> Autoscaling:
     return recommend(setup.table, setup.traffic, setup.config.slo, cold, SEED_C.max_replicas)
 
 
+def reservation_note(pool: GpuNodePool, reserved_instances: int) -> str:
+    """Say when the reserved count and the pool's config disagree: the simulator prices what it is told."""
+    admits = "reserved" in pool.capacity_types
+    if admits and reserved_instances == 0:
+        return (
+            f"pool {pool.name} launches into capacity reservations: pass --reserved-instances N (and "
+            "--reserved-usd-per-hour for a Capacity Block) to price them as prepaid; priced as on-demand here"
+        )
+    if reserved_instances and not admits:
+        return (
+            f"pool {pool.name} has no capacityReservations / 'reserved' capacity type yet: the "
+            f"{reserved_instances} reserved instance(s) priced here are a what-if"
+        )
+    return ""
+
+
 def instance_for(pool_instances: list[GpuInstance], gpus: int) -> GpuInstance:
     """Karpenter's pick for a pod needing `gpus` GPUs: the cheapest allowed instance with enough."""
     fitting = [i for i in pool_instances if i.gpus >= gpus]
@@ -261,8 +277,11 @@ def stack_run(
     spot_interruptions_per_hour: float = 0.0,
     scrape_interval: int = 15,
     memory_target: float = 0.9,
+    reserved_instances: int = 0,
+    reserved_usd_per_hour: float | None = None,
 ) -> StackRun:
-    """Strategies for one model of a stack file, on that model's pool, cache mode and SLO."""
+    """Strategies for one model of a stack file, on that model's pool, cache mode and SLO; the first
+    `reserved_instances` nodes launch into the pool's reservations (prepaid, see simulator/capacity.py)."""
     from config.loader import load_stack
     from simulator.strategies import for_stack
 
@@ -293,15 +312,17 @@ def stack_run(
         spot=spot,
         spot_discount=spot_discount,
         spot_interruptions_per_hour=spot_interruptions_per_hour if spot else 0.0,
+        reserved_nodes=reserved_instances,
+        reserved_usd_per_hour=reserved_usd_per_hour,
     )
     slo = Slo(m.slo.ttft_seconds, m.slo.itl_seconds)
     setup = Setup(table, SimConfig(capacity, slo, scrape_interval=scrape_interval, seed=seed), traffic)
     strategies = for_stack(m.autoscaling, memory_target)
     cold = cold_start_seconds(m.cache, instance, prof.weights_gb, True, capacity.image)
-    note = ""
+    note = reservation_note(pool, reserved_instances)
     try:
         rec = recommend(table, traffic, slo, cold, m.autoscaling.max_replicas, m.autoscaling.min_replicas)
         strategies.append(keda("recommended", rec, kv="sum"))
     except ValueError as exc:
-        note = f"no recommendation: {exc}"
+        note = "\n".join(filter(None, [note, f"no recommendation: {exc}"]))
     return StackRun(setup, strategies, m.name, instance, note)

@@ -1,0 +1,116 @@
+"""Reserved capacity in the simulator: prepaid for the whole horizon, free to launch into, on-demand or spot
+only beyond the reserved count; the reservations sweep finds the cheapest count on the same engine."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from config import loader
+from config.catalog import GPU_INSTANCES
+from config.loader import ROOT
+from simulator import reservations_cmd
+from simulator.capacity import CapacityConfig, Cluster
+from simulator.scenarios import StackRun, stack_run
+from simulator.traffic import TokenMix, load
+
+G5 = GPU_INSTANCES["g5.2xlarge"]
+FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.reservations.yaml"
+DAY = 86_400
+
+
+def cluster(reserved: int, replicas: int = 0, **kw) -> Cluster:
+    cfg = CapacityConfig(G5, image="prebaked", weights_gb=4.15, reserved_nodes=reserved, **kw)
+    return Cluster(cfg, np.random.default_rng(0), initial_replicas=replicas)
+
+
+@pytest.mark.parametrize("reserved", [0, 3, 8])
+def test_a_static_day_costs_the_same_whether_its_nodes_are_reserved_or_on_demand(reserved: int) -> None:
+    # an ODCR bills the on-demand rate all day: reserving nodes that run all day changes nothing
+    assert cluster(reserved, replicas=8).cost(DAY) == pytest.approx(8 * 24 * G5.on_demand_usd_per_hour)
+
+
+def test_unused_reservations_are_still_paid() -> None:
+    assert cluster(10, replicas=8).cost(DAY) == pytest.approx(10 * 24 * G5.on_demand_usd_per_hour)
+    assert cluster(2, replicas=0).cost(DAY) == pytest.approx(2 * 24 * G5.on_demand_usd_per_hour)
+
+
+def test_nodes_launch_into_free_reservations_first_then_on_demand() -> None:
+    c = cluster(2, replicas=1)
+    c.set_replicas(100, 4)
+    reserved = [n.reserved for n in c.nodes]
+    assert reserved == [True, True, False, False]
+    assert [n.price_per_hour for n in c.nodes] == [
+        0.0,
+        0.0,
+        G5.on_demand_usd_per_hour,
+        G5.on_demand_usd_per_hour,
+    ]
+
+
+def test_a_freed_reservation_is_reused_by_the_next_launch() -> None:
+    c = cluster(1, replicas=1, consolidate_after=60)
+    c.set_replicas(10, 0)
+    c.advance(10 + 10 + 60)  # drained, then consolidated: the reservation is free again
+    assert c.reserved_in_use == 0
+    c.set_replicas(200, 1)
+    assert c.nodes[-1].reserved and c.nodes[-1].price_per_hour == 0.0
+
+
+def test_a_capacity_block_is_prepaid_at_its_own_price() -> None:
+    c = cluster(2, replicas=2, reserved_usd_per_hour=0.7)
+    assert c.cost(DAY) == pytest.approx(2 * 24 * 0.7)
+
+
+def test_reserved_nodes_are_not_spot_interrupted() -> None:
+    c = cluster(1, replicas=2, spot=True, spot_interruptions_per_hour=100.0)
+    c.advance(3600)
+    survivors = [n for n in c.nodes if n.terminated_at is None and not n.cordoned]
+    assert [n.reserved for n in survivors] == [True]
+
+
+@pytest.fixture(scope="module")
+def llama() -> StackRun:
+    """The reservations fixture's llama-70b (p5, 1-2 replicas, reserved then on-demand) on the seed day."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(loader, "stack_file", lambda stack: FIXTURE)
+        traffic = load("builtin:seed-day", 0, TokenMix(), 1.0)
+        return stack_run("reservations", "llama-70b", traffic)
+
+
+def with_rate(run: StackRun, usd_per_hour: float) -> StackRun:
+    capacity = replace(run.setup.config.capacity, reserved_usd_per_hour=usd_per_hour)
+    return replace(run, setup=replace(run.setup, config=replace(run.setup.config, capacity=capacity)))
+
+
+def test_sweep_prices_each_count_as_prepaid_plus_what_runs_beyond(llama: StackRun) -> None:
+    top = reservations_cmd.most_useful(llama)
+    assert top == 2  # maxReplicas 2, one TP8 replica per p5.48xlarge
+    days = reservations_cmd.sweep(llama, range(top + 2))
+    rate = llama.instance.on_demand_usd_per_hour
+    hours = llama.setup.traffic.duration / 3600
+    for d in days:
+        assert d.prepaid_usd == pytest.approx(d.reserved_instances * rate * hours)
+        assert d.cost_usd >= d.prepaid_usd
+        assert d.reserved_gpus == 8 * d.reserved_instances
+    # an ODCR bills on-demand all day: each extra reservation costs at least what it saves
+    costs = [d.cost_usd for d in days]
+    assert all(b >= a - 1e-6 for a, b in zip(costs, costs[1:], strict=False))
+    # one beyond the most the model can use is pure waste: a full day at the reserved rate
+    assert costs[-1] == pytest.approx(costs[-2] + rate * hours)
+    assert reservations_cmd.cheapest(days).reserved_instances == 0  # a tie goes to committing less
+
+
+def test_a_cheap_enough_reservation_is_worth_buying(llama: StackRun) -> None:
+    cheap = with_rate(llama, llama.instance.on_demand_usd_per_hour * 0.05)
+    days = reservations_cmd.sweep(cheap, range(4))
+    best = reservations_cmd.cheapest(days)
+    assert 0 < best.reserved_instances <= reservations_cmd.most_useful(cheap)
+    assert best.cost_usd < days[0].cost_usd
+    assert days[3].cost_usd > best.cost_usd  # beyond what the model can fill only adds prepaid cost
+
+
+def test_the_pool_note_asks_for_the_reserved_count(llama: StackRun) -> None:
+    assert "pass --reserved-instances N" in llama.note
