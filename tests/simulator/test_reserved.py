@@ -4,6 +4,7 @@ only beyond the reserved count; the reservations sweep finds the cheapest count 
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -97,7 +98,7 @@ def test_sweep_prices_each_count_as_prepaid_plus_what_runs_beyond(llama: StackRu
         assert d.reserved_gpus == 8 * d.reserved_instances
     # an ODCR bills on-demand all day: each extra reservation costs at least what it saves
     costs = [d.cost_usd for d in days]
-    assert all(b >= a - 1e-6 for a, b in zip(costs, costs[1:], strict=False))
+    assert all(b >= a - 1e-6 for a, b in pairwise(costs))
     # one beyond the most the model can use is pure waste: a full day at the reserved rate
     assert costs[-1] == pytest.approx(costs[-2] + rate * hours)
     assert reservations_cmd.cheapest(days).reserved_instances == 0  # a tie goes to committing less
