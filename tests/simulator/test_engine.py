@@ -113,3 +113,6 @@ def test_seed_benchmark_orderings(seed_rows):
     assert rec.gpu_cost_usd_per_day < c.gpu_cost_usd_per_day
     assert rec.slo_violation_pct <= c.slo_violation_pct
     assert c.offpeak_replicas == 1 and a.offpeak_replicas == 8
+    for r in (a, b, c, rec):  # the perfect-foresight bound is below every real config at its miss rate
+        assert r.cost_vs_oracle is not None and r.cost_vs_oracle >= 1.0
+        assert 0 < r.oracle["per_second_usd_per_day"] <= r.oracle["whole_nodes_usd_per_day"]
