@@ -51,7 +51,7 @@ LLAMA = "meta-llama/Meta-Llama-3-8B-Instruct"
             "--concurrency",
             "4",
         ],
-    ],  # fmt: skip
+    ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as exit_:
