@@ -1,6 +1,7 @@
 """`python -m simulator`: cost per day and SLO misses of autoscaling strategies, before deploying them.
 
-Commands: (none) simulate a day; `capacity` one replica at a concurrency; `calibrate` the calibration table.
+Commands: (none) simulate a day; `capacity` one replica at a concurrency; `calibrate` the calibration table;
+`tune` the cheapest config under a miss target on every given day (simulator/tune.py).
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def _run(setup: Setup, strategies: Sequence[Strategy], quiet: bool) -> list[Resu
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"capacity": capacity_cmd.run, "calibrate": capacity_cmd.calibrate}
+    commands = {"capacity": capacity_cmd.run, "calibrate": capacity_cmd.calibrate, "tune": _tune}
     if argv and argv[0] in commands:
         try:
             return commands[argv[0]](argv[1:])
@@ -129,6 +130,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"python -m simulator {argv[0]}: error: {exc}", file=sys.stderr)
             return 2
     return _day(argv)
+
+
+def _tune(argv: Sequence[str]) -> int:
+    from simulator import tune
+
+    return tune.run(argv)
 
 
 def _day(argv: Sequence[str]) -> int:
