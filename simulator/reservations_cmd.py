@@ -19,9 +19,10 @@ from dataclasses import dataclass, replace
 from rich.console import Console
 from rich.table import Table
 
+from simulator.args import non_negative_int
 from simulator.engine import simulate
 from simulator.scenarios import StackRun, stack_run
-from simulator.traffic import TokenMix, load
+from simulator.traffic import load
 
 DEPLOYED = "stack-config"  # simulator/strategies.for_stack: the model's autoscaling as the stack file has it
 
@@ -83,24 +84,27 @@ def cheapest(days: Sequence[ReservedDay]) -> ReservedDay:
 
 
 def run(argv: Sequence[str]) -> int:
-    from simulator.cli import day_parser  # the day's own flags, so a sweep runs exactly that day
+    from simulator import cli  # the day's own flags, so a sweep runs exactly that day
 
-    parser = day_parser(prog="python -m simulator reservations", stack_only=True)
+    parser = cli._parser()  # pyright: ignore[reportPrivateUsage]
+    parser.prog = "python -m simulator reservations"
     parser.add_argument(
-        "--max-reserved", type=int, default=None,
+        "--max-reserved", type=non_negative_int, default=None,
         help="largest reserved instance count to try (default: the nodes the model fills at maxReplicas)",
     )  # fmt: skip
     args = parser.parse_args(argv)
-    mix = TokenMix(input_median=args.input_tokens, output_median=args.output_tokens)
-    traffic = load(args.traffic, args.seed, mix, args.scale)
+    if args.stack is None:
+        raise ValueError("reservations needs --stack: it sweeps a stack model's reserved capacity")
+    if args.reserved_instances is not None:
+        raise ValueError("--reserved-instances is what this command sweeps; use --max-reserved")
+    traffic = load(args.traffic or "builtin:seed-day", args.seed, cli._mix(args), args.scale or 1.0)  # pyright: ignore[reportPrivateUsage]
     stack = stack_run(
-        args.stack, args.model, traffic, args.seed, args.image, args.spot_discount,
-        args.spot_interruptions_per_hour, args.scrape_interval, args.memory_target,
-        0, args.reserved_usd_per_hour,
+        args.stack, args.model, traffic, args.seed, args.image or "registry",
+        0.6 if args.spot_discount is None else args.spot_discount,
+        args.spot_interruptions_per_hour or 0.0, args.scrape_interval or 15, args.memory_target,
+        args.prefix_hit_rate, 0, args.reserved_usd_per_hour,
     )  # fmt: skip
     top = most_useful(stack) if args.max_reserved is None else args.max_reserved
-    if top < 0:
-        raise ValueError(f"--max-reserved {top} must be >= 0")
     days = sweep(stack, range(top + 1))
     best = cheapest(days)
     if args.json:
