@@ -12,13 +12,14 @@ import pulumi_kubernetes as k8s
 from components import child_options
 from components.kubernetes import apply_manifest
 from components.specs import gateway as spec
-from config.schema import ModelConfig
+from config.schema import GatewayClient
+from plan import ModelPlan
 
 
 @dataclass(frozen=True, kw_only=True)
 class GatewayArgs:
-    models: Sequence[ModelConfig]
-    clients: Sequence[spec.Client]
+    models: Sequence[ModelPlan]
+    clients: Sequence[GatewayClient]
     client_keys: pulumi.Input[Mapping[str, str]]
     """Client name -> API key (a Pulumi secret, e.g. the `gatewayClientKeys` JSON object)."""
     vllm_api_key: pulumi.Input[str]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -17,6 +18,7 @@ from components.specs import karpenter as spec
 from components.specs.common import namespace_manifest
 from config.schema import GpuNodePool
 from config.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
+from plan import NodeClassPlan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,15 +134,14 @@ class Karpenter(pulumi.ComponentResource):
 @dataclass(frozen=True, kw_only=True)
 class GpuNodePoolsArgs:
     cluster_name: str
-    pools: list[GpuNodePool]
-    ami_versions: dict[str, str]
+    pools: Sequence[GpuNodePool]
+    node_classes: Sequence[NodeClassPlan]
+    """One EC2NodeClass per AMI family in use: AMI version and what it adds at boot (plan.NodeClassPlan)."""
     zones: list[str]
     node_role_name: pulumi.Input[str]
     prod: bool
     tags: dict[str, str]
     extra_security_group_ids: list[pulumi.Input[str]] = field(default_factory=list)
-    user_data: dict[str, str] = field(default_factory=dict)
-    """AMI family -> EC2NodeClass userData (e.g. fast image pull, Lustre client)."""
 
 
 class GpuNodePools(pulumi.ComponentResource):
@@ -151,18 +152,21 @@ class GpuNodePools(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuNodePoolsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm-platform:karpenter:GpuNodePools", name, None, opts)
         classes: dict[str, pulumi.CustomResource] = {}
-        for family in sorted({p.ami_family for p in args.pools}):
+        for node_class in args.node_classes:
+            family = node_class.ami_family
+            # Bottlerocket takes TOML settings, not a shell: only AL2023 gets user data of ours
+            user_data = spec.al2023_user_data(node_class) if family == "al2023" else None
             body = pulumi.Output.all(
                 role=args.node_role_name, sgs=pulumi.Output.all(*args.extra_security_group_ids)
             ).apply(
-                lambda o, family=family: spec.node_class(
+                lambda o, family=family, version=node_class.ami_version, user_data=user_data: spec.node_class(
                     ami_family=family,
-                    ami_version=args.ami_versions[family],
+                    ami_version=version,
                     cluster_name=args.cluster_name,
                     node_role_name=o["role"],
                     tags=args.tags,
                     extra_security_group_ids=list(o["sgs"]),
-                    user_data=args.user_data.get(family),
+                    user_data=user_data,
                 )
             )
             classes[family] = apply_manifest(

@@ -415,10 +415,6 @@ class StackConfig(Schema):
     def uses_fsx(self) -> bool:
         return any(m.cache == "fsx" for m in self.models)
 
-    @property
-    def ami_families(self) -> list[str]:
-        return sorted({p.ami_family for p in self.gpu_node_pools})
-
 
 def _unique(field: str, names: list[str]) -> None:
     seen: set[str] = set()

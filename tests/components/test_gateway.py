@@ -33,9 +33,11 @@ from pulumi.runtime import rpc
 
 from components.gateway import Gateway, GatewayArgs
 from components.specs import gateway as spec
-from components.specs.serving import GATEWAY_NAMESPACE
 from config.loader import ROOT
-from config.schema import ModelConfig
+from config.schema import GatewayClient, GpuNodePool, ModelConfig
+from plan import ModelPlan
+from plan.model import resolve_model
+from plan.naming import GATEWAY_NAMESPACE
 
 K8S_VERSION = "1.34"
 SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
@@ -44,8 +46,11 @@ VLLM_KEY = "vllm-platform-key-0123456789"
 CERT = "arn:aws:acm:us-east-1:111122223333:certificate/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
 
 
-def _model(name: str, max_replicas: int) -> ModelConfig:
-    return ModelConfig.model_validate(
+POOL = GpuNodePool(name="gpu", instance_families=["g6"], gpu_limit=8)
+
+
+def _model(name: str, max_replicas: int) -> ModelPlan:
+    config = ModelConfig.model_validate(
         {
             "name": name,
             "huggingFaceId": "Qwen/Qwen2.5-1.5B-Instruct",
@@ -56,10 +61,14 @@ def _model(name: str, max_replicas: int) -> ModelConfig:
             "slo": {"ttftSeconds": 0.5, "itlSeconds": 0.05},
         }
     )
+    return resolve_model(config, POOL)
 
 
 MODELS = [_model("qwen", 4), _model("llama", 2)]
-CLIENTS = [spec.Client("alice", 600), spec.Client("bob", 7)]
+CLIENTS = [
+    GatewayClient(name="alice", requests_per_minute=600),
+    GatewayClient(name="bob", requests_per_minute=7),
+]
 
 
 def _config(**kwargs: Any) -> dict[str, Any]:
@@ -495,7 +504,10 @@ def envoy() -> Iterator[_Loopback]:
     (with more, a worker whose pool is empty opens one connection over the limit: see _model_cluster)."""
     assert ENVOY is not None
     models = [_model("qwen", 1), _model("llama", 1)]
-    clients = [spec.Client("alice", 600), spec.Client("bob", 3)]
+    clients = [
+        GatewayClient(name="alice", requests_per_minute=600),
+        GatewayClient(name="bob", requests_per_minute=3),
+    ]
     config = copy.deepcopy(
         spec.envoy_config(
             models, clients, KEYS, VLLM_KEY, replicas=1, max_inflight_per_replica=1, max_pending_per_replica=1

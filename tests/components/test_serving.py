@@ -6,31 +6,17 @@ import pytest
 
 from components.specs import model_cache, serving
 from config.catalog import GPU_INSTANCES
-from config.loader import load_stack, parse
+from config.loader import parse
 from tests.conftest import stack_values
+from tests.plans import model_plan as _model
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
 
-def _model(stack: str, name: str):
-    return next(m for m in load_stack(stack).models if m.name == name)
-
-
 def _deployment(stack: str, name: str, cache_bucket: str = "models-bucket") -> dict:
-    cfg = load_stack(stack)
     model = _model(stack, name)
-    pool = cfg.pool(model.node_pool)
-    wiring = model_cache.cache_wiring(
-        model, bucket=cache_bucket, ami_family=pool.ami_family, fsx_claim=f"{model.name}-fsx"
-    )
-    return serving.deployment(
-        model,
-        environment=stack,
-        wiring=wiring,
-        smallest=pool.instances[0],
-        needs_hf_token=model.needs_hf_token,
-        cold_start_seconds=serving.expected_start_seconds(model, pool.instances[0]),
-    )
+    wiring = model_cache.cache_wiring(model, bucket=cache_bucket)
+    return serving.deployment(model, environment=stack, wiring=wiring, mounts_hf_token=model.uses_hf_token)
 
 
 def _container(deployment: dict) -> dict:
@@ -92,9 +78,9 @@ def test_probes_allow_for_weight_loading() -> None:
     startup = container["startupProbe"]
     assert startup["httpGet"] == {"path": "/health", "port": "http"}
     budget = startup["failureThreshold"] * startup["periodSeconds"]
-    assert budget >= 3 * serving.expected_start_seconds(
-        _model("prod", "llama-70b"), GPU_INSTANCES["p4d.24xlarge"]
-    )
+    plan = _model("prod", "llama-70b")
+    assert plan.instance is GPU_INSTANCES["p4d.24xlarge"]
+    assert budget >= 3 * plan.cold_start.warm_node_seconds
     assert container["readinessProbe"]["httpGet"]["path"] == "/health"
     assert container["livenessProbe"]["httpGet"]["path"] == "/health"
 
@@ -151,16 +137,12 @@ def test_pod_monitor_scrapes_metrics_every_few_seconds() -> None:
 def test_namespace_pod_security_follows_the_cache_mode() -> None:
     staging = _model("staging", "mistral-7b")  # nvme: reads the node's instance store through hostPath
     assert (
-        serving.namespace(staging, "staging", host_path=True)["metadata"]["labels"][
-            "pod-security.kubernetes.io/enforce"
-        ]
+        serving.namespace(staging, "staging")["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
         == "privileged"
     )
     prod = _model("prod", "mistral-7b")
     assert (
-        serving.namespace(prod, "prod", host_path=False)["metadata"]["labels"][
-            "pod-security.kubernetes.io/enforce"
-        ]
+        serving.namespace(prod, "prod")["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
         == "baseline"
     )
 

@@ -1,0 +1,17 @@
+"""The resolved plan: one definition of every name and fact, between `config/` and everything else."""
+
+from plan.model import ColdStartBudget, MetricTrigger, ModelNames, ModelPlan, PrewarmTrigger, ScalingPlan
+from plan.stack import MonitoringPlan, NodeClassPlan, Plan, resolve
+
+__all__ = [
+    "ColdStartBudget",
+    "MetricTrigger",
+    "ModelNames",
+    "ModelPlan",
+    "MonitoringPlan",
+    "NodeClassPlan",
+    "Plan",
+    "PrewarmTrigger",
+    "ScalingPlan",
+    "resolve",
+]
