@@ -92,7 +92,9 @@ if eks_mode:
     )
     karpenter = Karpenter(
         f"{cluster_cfg.name}-karpenter",
-        KarpenterArgs(cluster_name=cluster_cfg.name, region=region, tags=stack_tags),
+        KarpenterArgs(
+            cluster_name=cluster_cfg.name, region=region, tags=stack_tags, pools=plan.gpu_node_pools
+        ),
         opts=in_cluster,
     )
     GpuNodePools(
@@ -143,6 +145,7 @@ observability = Observability(
         retention=plan.monitoring.retention,
         storage_gib=plan.monitoring.storage_gib,
         create_storage_class=eks_mode,
+        reservation_node_classes=list(plan.reservation_node_classes) if eks_mode else [],
     ),
     opts=in_cluster,
 )

@@ -19,6 +19,7 @@ from components.specs.common import namespace_manifest
 from config.schema import GpuNodePool
 from config.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
 from plan import NodeClassPlan
+from plan.nodes import pool_node_class_name, uses_reservations
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,6 +27,8 @@ class KarpenterArgs:
     cluster_name: str
     region: str
     tags: dict[str, str]
+    pools: Sequence[GpuNodePool] = field(default_factory=list)
+    """The GPU pools: their capacity reservations shape the controller's IAM, events and feature gates."""
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -41,6 +44,7 @@ class Karpenter(pulumi.ComponentResource):
         super().__init__("llm-platform:karpenter:Karpenter", name, None, opts)
         child = child_options(self, opts)
         cluster = args.cluster_name
+        reserved = any(uses_reservations(p) for p in args.pools)
 
         gpu_node_role = node_role(
             f"{name}-node", description=f"Karpenter GPU nodes of {cluster}", tags=args.tags, opts=child
@@ -68,7 +72,7 @@ class Karpenter(pulumi.ComponentResource):
             policy=queue.arn.apply(lambda arn: json.dumps(spec.queue_policy(arn))),
             opts=child,
         )
-        for event, pattern in spec.INTERRUPTION_EVENTS.items():
+        for event, pattern in spec.interruption_events(reserved).items():
             rule = aws.cloudwatch.EventRule(
                 f"{name}-{event}",
                 name=spec.interruption_rule_name(cluster, event),
@@ -87,7 +91,7 @@ class Karpenter(pulumi.ComponentResource):
 
         policy_json = account_policy(
             self,
-            partial(spec.controller_policy, region=args.region, cluster_name=cluster),
+            partial(spec.controller_policy, region=args.region, cluster_name=cluster, pools=args.pools),
             queue_arn=queue.arn,
             node_role_arn=gpu_node_role.arn,
         )
@@ -119,7 +123,7 @@ class Karpenter(pulumi.ComponentResource):
             version=KARPENTER_VERSION,
             namespace=spec.NAMESPACE,
             skip_crds=True,
-            values=queue.name.apply(lambda q: spec.helm_values(cluster, q)),
+            values=queue.name.apply(lambda q: spec.helm_values(cluster, q, capacity_reservations=reserved)),
             opts=child_options(self, opts, crds, association, node_access),
         )
 
@@ -136,7 +140,7 @@ class GpuNodePoolsArgs:
     cluster_name: str
     pools: Sequence[GpuNodePool]
     node_classes: Sequence[NodeClassPlan]
-    """One EC2NodeClass per AMI family in use: AMI version and what it adds at boot (plan.NodeClassPlan)."""
+    """Per AMI family in use: AMI version and what its EC2NodeClasses add at boot (plan.NodeClassPlan)."""
     zones: list[str]
     node_role_name: pulumi.Input[str]
     prod: bool
@@ -145,32 +149,39 @@ class GpuNodePoolsArgs:
 
 
 class GpuNodePools(pulumi.ComponentResource):
-    """One EC2NodeClass per AMI family in use and one NodePool per configured GPU pool."""
+    """One EC2NodeClass per AMI family in use (one of its own for each pool with capacity reservations) and one
+    NodePool per configured GPU pool."""
 
     node_pools: dict[str, pulumi.CustomResource]
 
     def __init__(self, name: str, args: GpuNodePoolsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm-platform:karpenter:GpuNodePools", name, None, opts)
+        # class name -> (AMI family, the reservation pool it belongs to, if any)
+        wanted: dict[str, tuple[str, GpuNodePool | None]] = {}
+        for pool in args.pools:
+            owner = pool if uses_reservations(pool) else None
+            wanted[pool_node_class_name(pool)] = (pool.ami_family, owner)
         classes: dict[str, pulumi.CustomResource] = {}
-        for node_class in args.node_classes:
-            family = node_class.ami_family
+        boot = {c.ami_family: c for c in args.node_classes}
+        for class_name, (family, owner) in sorted(wanted.items()):
             # Bottlerocket takes TOML settings, not a shell: only AL2023 gets user data of ours
-            user_data = spec.al2023_user_data(node_class) if family == "al2023" else None
+            user_data = spec.al2023_user_data(boot[family]) if family == "al2023" else None
             body = pulumi.Output.all(
                 role=args.node_role_name, sgs=pulumi.Output.all(*args.extra_security_group_ids)
             ).apply(
-                lambda o, family=family, version=node_class.ami_version, user_data=user_data: spec.node_class(
+                lambda o, family=family, owner=owner, user_data=user_data: spec.node_class(
                     ami_family=family,
-                    ami_version=version,
+                    ami_version=boot[family].ami_version,
                     cluster_name=args.cluster_name,
                     node_role_name=o["role"],
                     tags=args.tags,
                     extra_security_group_ids=list(o["sgs"]),
                     user_data=user_data,
+                    pool=owner,
                 )
             )
-            classes[family] = apply_manifest(
-                f"{name}-{spec.node_class_name(family)}",
+            classes[class_name] = apply_manifest(
+                f"{name}-{class_name}",
                 body,
                 child_options(self, opts),
                 api_version=spec.NODE_CLASS_API,
@@ -180,7 +191,8 @@ class GpuNodePools(pulumi.ComponentResource):
         self.node_pools = {}
         for pool in args.pools:
             manifest = spec.node_pool(pool, zones=args.zones, prod=args.prod)
+            node_class = classes[pool_node_class_name(pool)]
             self.node_pools[pool.name] = apply_manifest(
-                f"{name}-{pool.name}", manifest, child_options(self, opts, classes[pool.ami_family])
+                f"{name}-{pool.name}", manifest, child_options(self, opts, node_class)
             )
         self.register_outputs({"nodePools": sorted(self.node_pools)})

@@ -18,6 +18,7 @@ from config.schema import (
 )
 from plan import naming
 from plan.model import FAST_IMAGE_PULL_AMI_FAMILIES, ModelPlan, resolve_model
+from plan.nodes import reservation_node_classes
 
 # Prometheus keeps what each environment needs to look back on: a dev day, a staging week, a prod fortnight
 PROMETHEUS_RETENTION = {"dev": ("3d", 20), "staging": ("7d", 50), "prod": ("15d", 100)}
@@ -51,6 +52,7 @@ class Plan:
     tags: dict[str, str]
     gpu_node_pools: tuple[GpuNodePool, ...]
     node_classes: tuple[NodeClassPlan, ...]
+    reservation_node_classes: tuple[str, ...]  # the EC2NodeClasses that select capacity reservations
     models: tuple[ModelPlan, ...]
     model_cache: ModelCacheConfig
     uses_fsx: bool
@@ -93,6 +95,7 @@ def resolve(config: StackConfig, stack: str = "") -> Plan:
             )
             for family in sorted({p.ami_family for p in config.gpu_node_pools})
         ),
+        reservation_node_classes=tuple(reservation_node_classes(config.gpu_node_pools)),
         models=tuple(resolve_model(m, pools[m.node_pool]) for m in config.models),
         model_cache=config.model_cache,
         uses_fsx=uses_fsx,
