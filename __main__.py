@@ -29,11 +29,30 @@ hf_token = (
 )
 gateway_cfg = plan.gateway
 gateway_keys = secrets.require_secret_object("gatewayClientKeys") if gateway_cfg.enabled else None
+alert_receiver = secrets.require_secret("alertReceiver") if plan.alerting.receiver != "none" else None
 cluster_cfg = plan.cluster
 environment = plan.environment
 prod = plan.prod
 eks_mode = plan.eks
 stack_tags = plan.tags
+
+
+def monitoring(opts: pulumi.ResourceOptions) -> Observability:
+    """kube-prometheus-stack first: the charts that render a ServiceMonitor only when the
+    monitoring.coreos.com/v1 API exists (Karpenter, KEDA, the GPU Operator) are installed after it."""
+    return Observability(
+        f"{cluster_cfg.name}-monitoring",
+        ObservabilityArgs(
+            grafana_admin_password=grafana_admin_password,
+            retention=plan.monitoring.prometheus,
+            create_storage_class=eks_mode,
+            alerting=plan.alerting,
+            alert_receiver=alert_receiver,
+            reservation_node_classes=list(plan.reservation_node_classes) if eks_mode else [],
+        ),
+        opts=opts,
+    )
+
 
 weights: ModelWeights | None = None
 gateway_after: list[pulumi.Resource] = []  # what the gateway's load balancer needs first
@@ -64,11 +83,16 @@ if eks_mode:
             system_instance_type=cluster_cfg.system_nodes.instance_type,
             system_min=cluster_cfg.system_nodes.min,
             system_max=cluster_cfg.system_nodes.max,
+            system_disk_gib=cluster_cfg.system_nodes.disk_size_gib,
             deletion_protection=prod,
             tags=stack_tags,
         ),
     )
     in_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster])
+    observability = monitoring(in_cluster)
+    after_monitoring = pulumi.ResourceOptions.merge(
+        in_cluster, pulumi.ResourceOptions(depends_on=[observability])
+    )
     cache = ModelCache(
         f"{cluster_cfg.name}-cache",
         ModelCacheArgs(
@@ -77,14 +101,15 @@ if eks_mode:
             fsx=plan.model_cache.fsx if plan.uses_fsx else None,
             vpc_id=network.vpc_id,
             subnet_id=network.private_subnet_ids[0],
+            reader=plan.needs_weights_reader,
             tags=stack_tags,
         ),
         opts=in_cluster,
     )
     weights = ModelWeights(
         bucket_name=cache.bucket_name,
+        bucket_arn=cache.bucket_arn,
         reader_role_arn=cache.reader_role_arn,
-        loader_role_arn=cache.loader_role_arn,
         fsx_file_system_id=cache.fsx.file_system_id if cache.fsx else None,
         fsx_dns_name=cache.fsx.dns_name if cache.fsx else None,
         fsx_mount_name=cache.fsx.mount_name if cache.fsx else None,
@@ -95,7 +120,7 @@ if eks_mode:
         KarpenterArgs(
             cluster_name=cluster_cfg.name, region=region, tags=stack_tags, pools=plan.gpu_node_pools
         ),
-        opts=in_cluster,
+        opts=after_monitoring,
     )
     GpuNodePools(
         f"{cluster_cfg.name}-gpu",
@@ -132,33 +157,21 @@ else:
         ),
     )
     in_cluster = pulumi.ResourceOptions(providers=[cluster.provider])
+    observability = monitoring(in_cluster)
+    after_monitoring = pulumi.ResourceOptions.merge(
+        in_cluster, pulumi.ResourceOptions(depends_on=[observability])
+    )
 
 GpuOperator(
     f"{cluster_cfg.name}-gpu-operator",
     GpuOperatorArgs(mig_in_use=plan.mig_in_use),
-    opts=in_cluster,
+    opts=after_monitoring,
 )
-observability = Observability(
-    f"{cluster_cfg.name}-monitoring",
-    ObservabilityArgs(
-        grafana_admin_password=grafana_admin_password,
-        retention=plan.monitoring.retention,
-        storage_gib=plan.monitoring.storage_gib,
-        create_storage_class=eks_mode,
-        reservation_node_classes=list(plan.reservation_node_classes) if eks_mode else [],
-    ),
-    opts=in_cluster,
-)
-keda = Keda(
-    f"{cluster_cfg.name}-keda",
-    opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[observability])),
-)
+keda = Keda(f"{cluster_cfg.name}-keda", opts=after_monitoring)
 
 services: list[pulumi.Resource] = []
 if api_key is not None:
-    serving_opts = pulumi.ResourceOptions.merge(
-        in_cluster, pulumi.ResourceOptions(depends_on=[observability])
-    )
+    serving_opts = after_monitoring
     for model in plan.models:
         service = InferenceService(
             f"{cluster_cfg.name}-{model.name}",

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pulumi
 
 from components import child_options
-from components.identity import pod_identity_association
+from components.identity import pod_identity_association, pod_identity_role
 from components.kubernetes import apply_manifest
 from components.specs import model_cache as cache_spec
 from components.specs import serving as spec
@@ -20,8 +21,9 @@ class ModelWeights:
     """What the model cache provides: the bucket and roles (EKS stacks), the FSx file system (if any)."""
 
     bucket_name: pulumi.Input[str]
-    reader_role_arn: pulumi.Input[str]
-    loader_role_arn: pulumi.Input[str]
+    bucket_arn: pulumi.Input[str]
+    reader_role_arn: pulumi.Input[str] | None
+    """Only when a model reads S3 itself (s3) or through the node sync (nvme)."""
     fsx_file_system_id: pulumi.Input[str] | None = None
     fsx_dns_name: pulumi.Input[str] | None = None
     fsx_mount_name: pulumi.Input[str] | None = None
@@ -55,7 +57,14 @@ class InferenceService(pulumi.ComponentResource):
         model, names = args.model, args.model.names
         namespace = names.namespace
         self.namespace = namespace
-        mounts_token = args.hf_token is not None and model.uses_hf_token
+        model, names = args.model, args.model.names
+        namespace = names.namespace
+        self.namespace = namespace
+        # the loader Job needs the token for a gated model; the vLLM container only when it downloads from
+        # the Hub itself (cache `hub`): offline caches (nvme, fsx, s3) never give it the token
+        needs_token = args.hf_token is not None and (
+            model.loader_uses_hf_token or model.serving_uses_hf_token
+        )
 
         ns = self._apply("ns", spec.namespace(model, args.environment))
         api_key = pulumi.Output.secret(args.api_key)
@@ -66,7 +75,7 @@ class InferenceService(pulumi.ComponentResource):
                 "api-key", spec.secret(names.api_key_secret, namespace, API_KEY_SECRET_KEY, api_key), ns
             ),
         ]
-        if mounts_token:
+        if needs_token:
             token = pulumi.Output.secret(args.hf_token)
             prerequisites.append(
                 self._apply(
@@ -82,7 +91,7 @@ class InferenceService(pulumi.ComponentResource):
                 model,
                 environment=args.environment,
                 wiring=cache_spec.cache_wiring(model, bucket=b),
-                mounts_hf_token=mounts_token,
+                mounts_hf_token=needs_token and model.serving_uses_hf_token,
             )
         )
         apply_manifest(
@@ -115,11 +124,22 @@ class InferenceService(pulumi.ComponentResource):
         after_ns = child_options(self, self._opts, ns)
         out: list[pulumi.Resource] = []
         # least privilege per mode: the loader writes; only the pods that read S3 themselves get the reader
-        identities = [(names.loader_service_account, weights.loader_role_arn)]
-        if mode == "s3":
-            identities.append((names.service_account, weights.reader_role_arn))
-        if mode == "nvme":
-            identities.append((names.sync_service_account, weights.reader_role_arn))
+        # the loader writes this model's prefix only: one model's loader can never overwrite another's weights
+        loader_role = pod_identity_role(
+            f"{name}-loader",
+            description=f"Copy {model.model.hugging_face_id} from the Hugging Face Hub into the model bucket",
+            policy=pulumi.Output.from_input(weights.bucket_arn).apply(
+                lambda arn: json.dumps(cache_spec.writer_policy(arn, model.cache.weights_prefix))
+            ),
+            tags=args.tags,
+            opts=after_ns,
+        )
+        identities: list[tuple[str, pulumi.Input[str]]] = [(names.loader_service_account, loader_role.arn)]
+        reader = model.cache.reader_service_account
+        if reader is not None:
+            if weights.reader_role_arn is None:
+                raise ValueError(f"model {model.name!r}: cache {mode!r} needs the model reader role")
+            identities.append((reader, weights.reader_role_arn))
         for service_account, role_arn in identities:
             out.append(
                 pod_identity_association(

@@ -1,7 +1,7 @@
 """The resolved plan: one definition of every name and fact, between `config/` and everything else."""
 
 from plan.model import ColdStartBudget, MetricTrigger, ModelNames, ModelPlan, PrewarmTrigger, ScalingPlan
-from plan.stack import MonitoringPlan, NodeClassPlan, Plan, resolve
+from plan.stack import MonitoringPlan, NodeClassPlan, Plan, PrometheusSizing, resolve
 
 __all__ = [
     "ColdStartBudget",
@@ -12,6 +12,7 @@ __all__ = [
     "NodeClassPlan",
     "Plan",
     "PrewarmTrigger",
+    "PrometheusSizing",
     "ScalingPlan",
     "resolve",
 ]

@@ -8,6 +8,7 @@ scaling intent exactly as the ScaledObject and PodMonitor will carry them.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -106,6 +107,8 @@ class CachePlan:
     compile_cache_host_path: str | None  # nvme: torch.compile / CUDA-graph cache kept on the node
     reads_host_path: bool  # the vLLM pod mounts node directories (namespace needs `privileged`)
     loads_from_s3: bool  # a Hub -> S3 loader Job runs (every mode but hub)
+    # who reads the bucket itself and gets the reader role: vLLM (s3), the sync DaemonSet (nvme), nobody
+    reader_service_account: str | None
 
 
 def cache_plan(model: ModelConfig, ami_family: str) -> CachePlan:
@@ -121,6 +124,10 @@ def cache_plan(model: ModelConfig, ami_family: str) -> CachePlan:
         compile_cache_host_path=f"{root}/vllm-cache/{model.name}" if root else None,
         reads_host_path=nvme,
         loads_from_s3=model.cache != "hub",
+        reader_service_account={
+            "s3": naming.SERVING_SERVICE_ACCOUNT,
+            "nvme": naming.SYNC_SERVICE_ACCOUNT,
+        }.get(model.cache),
     )
 
 
@@ -198,13 +205,20 @@ class ScalingPlan:
 
 
 def fallback_replicas(autoscaling: Autoscaling) -> int:
-    """While the metrics are missing (Prometheus down, a renamed vLLM metric), hold half the ceiling."""
+    """While the metrics are missing although replicas serve (Prometheus down, a renamed vLLM metric), hold
+    half the ceiling. KEDA's fallback replaces the failing triggers' value after `failureThreshold` errors;
+    it never applies while no replica is available, because the queries then read 0 (see
+    `promql.until_a_replica_serves`): a first rollout stays at minReplicas while its pods load."""
     return max(autoscaling.min_replicas, math.ceil(autoscaling.max_replicas / 2))
 
 
-def scaling_plan(namespace: str, served_model_name: str, autoscaling: Autoscaling) -> ScalingPlan:
+def scaling_plan(names: ModelNames, served_model_name: str, autoscaling: Autoscaling) -> ScalingPlan:
     """Resolve an `autoscaling` block (a stack's, or one the simulator proposes) for one model."""
-    a = autoscaling
+    a, namespace = autoscaling, names.namespace
+
+    def query(summed: str) -> str:
+        return promql.until_a_replica_serves(summed, namespace, names.deployment)
+
     return ScalingPlan(
         min_replicas=a.min_replicas,
         max_replicas=a.max_replicas,
@@ -220,13 +234,13 @@ def scaling_plan(namespace: str, served_model_name: str, autoscaling: Autoscalin
             MetricTrigger(
                 "queue-depth",
                 promql.QUEUE,
-                promql.queue_depth(namespace, served_model_name),
+                query(promql.queue_depth(namespace, served_model_name)),
                 a.queue_depth_per_replica,
             ),
             MetricTrigger(
                 "kv-cache-usage",
                 promql.KV_CACHE,
-                promql.kv_cache_usage(namespace, served_model_name),
+                query(promql.kv_cache_usage(namespace, served_model_name)),
                 a.kv_cache_usage,
             ),
         ),
@@ -247,7 +261,12 @@ class ModelPlan:
     cache: CachePlan
     cold_start: ColdStartBudget
     scaling: ScalingPlan
-    uses_hf_token: bool  # the pod reads the Hub (gated model, or the hub cache mode)
+    # GPUs the pool's `nvidia.com/gpu` limit leaves free with every model of the pool at maxReplicas
+    pool_headroom_gpus: int
+    # the loader Job reads a gated model from the Hub with the token (every cache mode but hub)
+    loader_uses_hf_token: bool
+    # the vLLM container itself downloads from the Hub (cache `hub`); offline caches never get the token
+    serving_uses_hf_token: bool
 
     @property
     def name(self) -> str:
@@ -262,7 +281,18 @@ def pod_instance(pool: GpuNodePool, gpus: int) -> GpuInstance:
     return min(fitting, key=lambda i: i.on_demand_usd_per_hour)
 
 
-def resolve_model(model: ModelConfig, pool: GpuNodePool) -> ModelPlan:
+def pool_headroom_gpus(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
+    """GPUs the pool's `nvidia.com/gpu` limit leaves free with every model of the pool at maxReplicas."""
+    used = sum(
+        m.autoscaling.max_replicas * m.tensor_parallel_size for m in models if m.node_pool == pool.name
+    )
+    return pool.gpu_limit - used
+
+
+def resolve_model(
+    model: ModelConfig, pool: GpuNodePool, stack_models: Sequence[ModelConfig] | None = None
+) -> ModelPlan:
+    """`stack_models`: every model of the stack (they share pool limits); by default the model alone."""
     names = model_names(model.name)
     gpus = model.tensor_parallel_size
     instance = pod_instance(pool, gpus)
@@ -276,6 +306,8 @@ def resolve_model(model: ModelConfig, pool: GpuNodePool) -> ModelPlan:
         image_pull=image_pull,
         cache=cache_plan(model, pool.ami_family),
         cold_start=cold_start_budget(model, instance, image_pull),
-        scaling=scaling_plan(names.namespace, model.served_model_name, model.autoscaling),
-        uses_hf_token=model.needs_hf_token or model.cache == "hub",
+        scaling=scaling_plan(names, model.served_model_name, model.autoscaling),
+        pool_headroom_gpus=pool_headroom_gpus(pool, stack_models if stack_models is not None else [model]),
+        loader_uses_hf_token=model.needs_hf_token and model.cache != "hub",
+        serving_uses_hf_token=model.cache == "hub",
     )

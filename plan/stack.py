@@ -6,9 +6,11 @@ read the same plan, so what they check or predict is what is deployed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from config.schema import (
+    AlertingConfig,
     ClusterConfig,
     Environment,
     GatewayConfig,
@@ -20,8 +22,28 @@ from plan import naming
 from plan.model import FAST_IMAGE_PULL_AMI_FAMILIES, ModelPlan, resolve_model
 from plan.nodes import reservation_node_classes
 
-# Prometheus keeps what each environment needs to look back on: a dev day, a staging week, a prod fortnight
-PROMETHEUS_RETENTION = {"dev": ("3d", 20), "staging": ("7d", 50), "prod": ("15d", 100)}
+
+@dataclass(frozen=True)
+class PrometheusSizing:
+    retention: str
+    storage_gib: int
+    replicas: int
+
+    @property
+    def retention_size(self) -> str:
+        """Delete the oldest blocks before the volume fills: a full volume stops ingestion, and with it
+        every KEDA trigger and alert. Prometheus counts WAL and checkpoints in it (units are powers of 2)."""
+        return f"{math.floor(self.storage_gib * RETENTION_SIZE_SHARE)}GB"
+
+
+RETENTION_SIZE_SHARE = 0.85
+# Prometheus keeps what each environment needs to look back on: a dev day, a staging week, a prod fortnight;
+# prod runs two replicas (each scrapes everything), so KEDA and the alerts survive one Prometheus restart
+PROMETHEUS_SIZING = {
+    "dev": PrometheusSizing("3d", 20, 1),
+    "staging": PrometheusSizing("7d", 50, 1),
+    "prod": PrometheusSizing("15d", 100, 2),
+}
 
 
 @dataclass(frozen=True)
@@ -39,8 +61,7 @@ class MonitoringPlan:
     namespace: str
     release: str
     prometheus_url: str
-    retention: str
-    storage_gib: int
+    prometheus: PrometheusSizing
 
 
 @dataclass(frozen=True)
@@ -58,7 +79,9 @@ class Plan:
     uses_fsx: bool
     mig_in_use: bool
     needs_hf_token: bool  # some model is gated: the stack must hold the Hugging Face token secret
+    needs_weights_reader: bool  # some model's pods read the bucket themselves (the reader role exists)
     monitoring: MonitoringPlan
+    alerting: AlertingConfig
     gateway: GatewayConfig
 
     def model(self, name: str) -> ModelPlan:
@@ -77,8 +100,8 @@ def resolve(config: StackConfig, stack: str = "") -> Plan:
     pools = {p.name: p for p in config.gpu_node_pools}
     uses_fsx = any(m.cache == "fsx" for m in config.models)
     ami_versions = config.cluster.ami_versions.model_dump()
-    retention, storage_gib = PROMETHEUS_RETENTION[environment]
     extra_tags = {"llm-platform/stack": stack} if stack else {}
+    models = tuple(resolve_model(m, pools[m.node_pool], config.models) for m in config.models)
     return Plan(
         environment=environment,
         prod=config.environment is Environment.PROD,
@@ -96,17 +119,18 @@ def resolve(config: StackConfig, stack: str = "") -> Plan:
             for family in sorted({p.ami_family for p in config.gpu_node_pools})
         ),
         reservation_node_classes=tuple(reservation_node_classes(config.gpu_node_pools)),
-        models=tuple(resolve_model(m, pools[m.node_pool]) for m in config.models),
+        models=models,
         model_cache=config.model_cache,
         uses_fsx=uses_fsx,
         mig_in_use=any(p.mig for p in config.gpu_node_pools),
         needs_hf_token=any(m.needs_hf_token for m in config.models),
+        needs_weights_reader=any(m.cache.reader_service_account is not None for m in models),
         monitoring=MonitoringPlan(
             namespace=naming.MONITORING_NAMESPACE,
             release=naming.PROMETHEUS_RELEASE,
             prometheus_url=naming.PROMETHEUS_URL,
-            retention=retention,
-            storage_gib=storage_gib,
+            prometheus=PROMETHEUS_SIZING[environment],
         ),
+        alerting=config.alerting,
         gateway=config.gateway,
     )

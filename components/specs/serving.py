@@ -103,9 +103,6 @@ def vllm_args(m: ModelPlan, wiring: CacheWiring) -> list[str]:
         str(model.gpu_memory_utilization),
         "--port",
         str(PORT),
-        # Kubernetes expands $(VLLM_API_KEY) from the Secret-backed env var: no key in the manifest
-        "--api-key",
-        "$(VLLM_API_KEY)",
         "--shutdown-timeout",
         str(DRAIN_SECONDS),
         *wiring.extra_args,
@@ -128,6 +125,15 @@ def resources(m: ModelPlan) -> dict[str, Any]:
     }
 
 
+def rollout_strategy(m: ModelPlan) -> dict[str, Any]:
+    """Add a replica before removing one when the pool's GPU limit has room for it even with every model
+    at maxReplicas; otherwise Karpenter could never launch the surge node and the rollout would hang, so
+    replace one replica at a time in place (the PodDisruptionBudget allows one down)."""
+    if m.pool_headroom_gpus >= m.gpus:
+        return {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    return {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+
+
 def shm_size_gib(m: ModelPlan) -> int:
     """NCCL between tensor-parallel ranks goes through /dev/shm; Docker's 64 MiB default is far too small."""
     return min(16, 2 + 2 * m.gpus)
@@ -139,6 +145,8 @@ def deployment(
     """`mounts_hf_token`: the model uses the Hub and the stack holds the token (`m.uses_hf_token` and a secret)."""
     model, names = m.model, m.names
     env: list[dict[str, Any]] = [
+        # vLLM reads VLLM_API_KEY itself (as --api-key's default): the key never reaches the command line,
+        # where /proc/<pid>/cmdline and `ps` would show it
         {
             "name": "VLLM_API_KEY",
             "valueFrom": {"secretKeyRef": {"name": names.api_key_secret, "key": API_KEY_SECRET_KEY}},
@@ -199,8 +207,7 @@ def deployment(
         "spec": {
             # no `replicas`: KEDA's HPA owns the count, and `pulumi up` must not reset it
             "selector": {"matchLabels": selector(m)},
-            # a new replica needs a new GPU: add one before removing one
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "strategy": rollout_strategy(m),
             "revisionHistoryLimit": 5,
             "template": {
                 "metadata": {
