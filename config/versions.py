@@ -45,3 +45,7 @@ ENVOY_IMAGE = "envoyproxy/envoy:v1.40.0"
 # The Lustre client GPU nodes install when a model reads from FSx: AL2023's own `lustre-client` package,
 # so its version follows the pinned AMI release (cluster.amiVersions) rather than a version of its own.
 LUSTRE_CLIENT_PACKAGE = "lustre-client"
+
+# The pause container of the headroom placeholders and of the image pre-pull DaemonSet: does nothing, holds
+# the pod's resources; the version Kubernetes 1.34 ships (kubernetes/kubernetes#130713).
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"

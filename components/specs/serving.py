@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from components.specs.common import GPU_TOLERATION, POOL_LABEL
+from components.specs.common import GPU_TOLERATION, POOL_LABEL, SERVING_PRIORITY_CLASS
 from components.specs.model_cache import COMPILE_CACHE_MOUNT, CacheWiring
+from config.catalog import GpuInstance
 from plan import ModelPlan
 from plan.model import STARTUP_PROBE_PERIOD_SECONDS
 from plan.naming import (
@@ -111,17 +112,19 @@ def vllm_args(m: ModelPlan, wiring: CacheWiring) -> list[str]:
 
 
 def resources(m: ModelPlan) -> dict[str, Any]:
+    return pod_resources(m.gpus, m.instance)
+
+
+def pod_resources(gpus: int, instance: GpuInstance) -> dict[str, Any]:
     """GPUs = tensor-parallel size; CPU and memory sized so the pod fits the instance Karpenter launches for
     it (per-GPU share of the instance, leaving room for kubelet, system daemons and the GPU operator)."""
-    instance = m.instance
-    share = m.gpus / instance.gpus
+    share = gpus / instance.gpus
     cpu = max(1, math.floor(instance.vcpus * share * 0.5))
     memory_request = max(4, math.floor(instance.memory_gib * share * 0.6))
     memory_limit = max(memory_request, math.floor(instance.memory_gib * share * 0.85))
-    gpus = str(m.gpus)
     return {
-        "requests": {"cpu": str(cpu), "memory": f"{memory_request}Gi", "nvidia.com/gpu": gpus},
-        "limits": {"memory": f"{memory_limit}Gi", "nvidia.com/gpu": gpus},
+        "requests": {"cpu": str(cpu), "memory": f"{memory_request}Gi", "nvidia.com/gpu": str(gpus)},
+        "limits": {"memory": f"{memory_limit}Gi", "nvidia.com/gpu": str(gpus)},
     }
 
 
@@ -218,6 +221,8 @@ def deployment(
                 "spec": {
                     "serviceAccountName": names.service_account,
                     "automountServiceAccountToken": False,  # no Kubernetes API calls; Pod Identity has its own
+                    # above the GPU headroom placeholders: a pending replica preempts one on a warm node
+                    "priorityClassName": SERVING_PRIORITY_CLASS,
                     "securityContext": non_root_pod(),
                     "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
                     "nodeSelector": {POOL_LABEL: model.node_pool},
