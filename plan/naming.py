@@ -29,6 +29,11 @@ def model_service_host(model_name: str) -> str:
     return f"{model_name}.{model_namespace(model_name)}.svc.cluster.local"
 
 
+def model_selector(model_name: str) -> dict[str, str]:
+    """The labels that select a model's vLLM pods (Deployment, Service, PDB, PodMonitor, InferencePool)."""
+    return {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": model_name}
+
+
 def keda_hpa_name(scaled_object: str) -> str:
     """The HPA KEDA creates for a ScaledObject (unless `advanced.horizontalPodAutoscalerConfig.name`)."""
     return f"keda-hpa-{scaled_object}"

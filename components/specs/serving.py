@@ -14,6 +14,7 @@ from typing import Any
 from components.specs.common import GPU_TOLERATION, POOL_LABEL, SERVING_PRIORITY_CLASS
 from components.specs.model_cache import COMPILE_CACHE_MOUNT, CacheWiring
 from config.catalog import GpuInstance
+from config.schema import ModelConfig
 from plan import ModelPlan
 from plan.model import STARTUP_PROBE_PERIOD_SECONDS
 from plan.naming import (
@@ -21,6 +22,7 @@ from plan.naming import (
     GATEWAY_NAMESPACE,
     HF_TOKEN_SECRET_KEY,
     MONITORING_NAMESPACE,
+    model_selector,
     non_root_pod,
     restricted_container,
 )
@@ -34,6 +36,7 @@ DRAIN_SECONDS = 45
 TERMINATION_GRACE_SECONDS = PRESTOP_SLEEP_SECONDS + DRAIN_SECONDS + 15
 # on top of the startup probe's budget: a new GPU node and the first copy of the weights
 NODE_AND_WEIGHTS_SECONDS = 1800
+KV_EVENTS_PORT = 5557  # vLLM's ZMQ KV-cache event publisher (precise prefix routing)
 
 
 def labels(m: ModelPlan, environment: str) -> dict[str, str]:
@@ -47,7 +50,7 @@ def labels(m: ModelPlan, environment: str) -> dict[str, str]:
 
 
 def selector(m: ModelPlan) -> dict[str, str]:
-    return {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": m.name}
+    return model_selector(m.name)
 
 
 def namespace(m: ModelPlan, environment: str) -> dict[str, Any]:
@@ -106,8 +109,30 @@ def vllm_args(m: ModelPlan, wiring: CacheWiring) -> list[str]:
         str(PORT),
         "--shutdown-timeout",
         str(DRAIN_SECONDS),
+        *kv_events_args(model),
         *wiring.extra_args,
         *model.extra_args,
+    ]
+
+
+def kv_events_args(model: ModelConfig) -> list[str]:
+    """Precise prefix routing: vLLM publishes KV-cache block events on ZMQ for the gateway's endpoint picker,
+    which dials each pod (topic `kv@<pod ip>:<port>@<model>`, GATEWAY.md)."""
+    if not model.precise_prefix_routing:
+        return []
+    config = (
+        '{"enable_kv_cache_events":true,"publisher":"zmq",'
+        f'"endpoint":"tcp://*:{KV_EVENTS_PORT}","topic":"kv@$(POD_IP):$(POD_PORT)@{model.served_model_name}"}}'
+    )
+    return ["--kv-events-config", config]
+
+
+def kv_events_env(model: ModelConfig) -> list[dict[str, Any]]:
+    if not model.precise_prefix_routing:
+        return []
+    return [
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        {"name": "POD_PORT", "value": str(PORT)},
     ]
 
 
@@ -159,6 +184,7 @@ def deployment(
         {"name": "HOME", "value": HOME},
         {"name": "VLLM_CACHE_ROOT", "value": COMPILE_CACHE_MOUNT},
         *wiring.env,
+        *kv_events_env(model),
     ]
     if mounts_hf_token:
         env.append(
@@ -174,7 +200,14 @@ def deployment(
         "command": ["vllm", "serve"],
         "args": vllm_args(m, wiring),
         "env": env,
-        "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
+        "ports": [
+            {"name": "http", "containerPort": PORT, "protocol": "TCP"},
+            *(
+                [{"name": "kv-events", "containerPort": KV_EVENTS_PORT, "protocol": "TCP"}]
+                if model.precise_prefix_routing
+                else []
+            ),
+        ],
         "resources": resources(m),
         "startupProbe": {
             **health,
