@@ -172,7 +172,12 @@ keda = Keda(f"{cluster_cfg.name}-keda", opts=after_monitoring)
 
 headroom = GpuHeadroom(
     f"{cluster_cfg.name}-headroom",
-    GpuHeadroomArgs(pools=list(plan.gpu_node_pools), models=[m.model for m in plan.models], keda=keda),
+    GpuHeadroomArgs(
+        pools=list(plan.gpu_node_pools),
+        models=[m.model for m in plan.models],
+        keda=keda,
+        monitoring=observability.release,
+    ),
     opts=in_cluster,
 )
 
