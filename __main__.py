@@ -222,7 +222,8 @@ if gateway_cfg.enabled and api_key is not None and gateway_keys is not None:
             max_pending_per_replica=gateway_cfg.max_pending_per_replica,
             depends_on_models=services,
         ),
-        opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=gateway_after)),
+        # its PodMonitor needs the monitoring CRDs; its NLB the Load Balancer Controller
+        opts=pulumi.ResourceOptions.merge(after_monitoring, pulumi.ResourceOptions(depends_on=gateway_after)),
     )
     pulumi.export("gatewayHostname", gateway.hostname)
 
