@@ -332,7 +332,7 @@ CHARTS: dict[str, Callable[[Release], list[PodTemplate]]] = {
     "aws-fsx-csi-driver": _fsx_csi,
 }
 # charts that run no pods of their own (CRDs only)
-NO_PODS = frozenset({"karpenter-crd"})
+NO_PODS = frozenset({"karpenter-crd", "gateway-crds-helm", "ai-gateway-crds-helm"})
 
 
 def release_pods(view: RenderView) -> tuple[list[PodTemplate], list[str]]:
