@@ -112,7 +112,7 @@ class RoutingRow:
     mean_prompt_tokens: float
     result: Result
 
-    def row(self) -> dict[str, float | int | str]:
+    def row(self) -> dict[str, float | int | str | None]:
         return {
             "router": self.router,
             "prefix_hit_rate": round(self.hit_rate, 3),
