@@ -4,7 +4,7 @@ Every expression is filtered to the model's namespace and `model_name` (`promql.
 model's own Deployment, ScaledObject and KEDA-made HPA, so one model's trouble never pages for another.
 
 What the alerts watch, and where the series come from:
-- vLLM's own gauges and histograms (current names, `components.specs.promql`): queue depth, KV-cache
+- vLLM's own gauges and histograms (current names, `plan.promql`): queue depth, KV-cache
   fill, TTFT and ITL against the model's SLO;
 - kube-state-metrics (kube-prometheus-stack scrapes it with `honorLabels: true`, so `namespace` is the
   object's namespace): ready replicas, to notice vLLM metrics that vanished (a renamed metric after a

@@ -4,7 +4,7 @@ The chart's sidecar (`grafana.sidecar.dashboards`, label `grafana_dashboard: "1"
 picks up every ConfigMap carrying the label; each `data` key is one dashboard file.
 
 - `vllm_dashboard()`: one model at a time, chosen with the `namespace` and `model_name` variables; the
-  queries are the project's own (`components.specs.promql`), so the dashboard and the KEDA triggers
+  queries are the project's own (`plan.promql`), so the dashboard and the KEDA triggers
   agree on metric names.
 - `gpu_dashboard()`: DCGM exporter metrics per node (`Hostname`) and GPU. The GPU Operator's exporter is
   scraped with `honorLabels: false`, so the pod a GPU serves shows as `exported_pod`/`exported_namespace`.

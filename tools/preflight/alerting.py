@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from components.specs import promql
+from plan import promql
 from tools.preflight.findings import Finding
 from tools.preflight.view import RenderView
 
