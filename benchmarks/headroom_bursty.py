@@ -46,7 +46,7 @@ def spike_day(seed: int) -> Traffic:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Warm GPU headroom on bursty days: misses and cost per day.")
     parser.add_argument("--stack", default="prod")
     parser.add_argument("--model", default="mistral-7b")
     parser.add_argument("--days", type=int, default=3, help="random bursty days")
