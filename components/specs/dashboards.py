@@ -18,14 +18,9 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from components.specs import promql
-from components.specs.alerts import (
-    DEPLOYMENT_READY,
-    HPA_CURRENT,
-    HPA_DESIRED,
-    HPA_MAX,
-    keda_hpa_name,
-)
+from components.specs.alerts import DEPLOYMENT_READY, HPA_CURRENT, HPA_DESIRED, HPA_MAX
+from plan import promql
+from plan.naming import keda_hpa_name
 
 SIDECAR_LABEL = "grafana_dashboard"
 SIDECAR_LABEL_VALUE = "1"

@@ -10,7 +10,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.specs import alerts, dashboards, promql
+from components.specs import alerts, dashboards
 from components.specs.dashboards import (
     dashboard_configmap,
     dashboard_expressions,
@@ -19,6 +19,7 @@ from components.specs.dashboards import (
     vllm_dashboard,
 )
 from config.loader import load_stack
+from plan import promql
 from tests.components import promtool
 
 K8S_VERSION = load_stack("prod").cluster.kubernetes_version
