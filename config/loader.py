@@ -59,19 +59,44 @@ def _path(loc: tuple[Any, ...]) -> str:
     return out or "(stack)"
 
 
-def stack_file(stack: str) -> Path:
+# A stack is named (`prod`: Pulumi.prod.yaml beside Pulumi.yaml) or given as the path of a stack file
+# (`tests/fixtures/stacks/Pulumi.prod.yaml`: the fixture stacks the behaviour tests run on).
+Stack = str | Path
+
+
+def stack_arg(text: str) -> Stack:
+    """A stack as given on a command line: a name, or the path of a stack file (`*.yaml`)."""
+    return Path(text) if text.endswith((".yaml", ".yml")) or "/" in text else text
+
+
+def stack_file(stack: Stack) -> Path:
+    if isinstance(stack, Path):
+        return stack
     return ROOT / f"Pulumi.{stack}.yaml"
 
 
-def raw_stack_config(stack: str) -> dict[str, Any]:
+def stack_name(stack: Stack) -> str:
+    """The Pulumi stack name: `prod` for both `prod` and `.../Pulumi.prod.yaml`."""
+    if isinstance(stack, Path):
+        return stack.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    return stack
+
+
+def stack_names(folder: Path = ROOT) -> list[str]:
+    """The stacks that have a stack file in `folder`."""
+    return sorted(stack_name(p) for p in folder.glob("Pulumi.*.yaml"))
+
+
+def raw_stack_config(stack: Stack) -> dict[str, Any]:
     """All `config:` entries of Pulumi.<stack>.yaml, fully qualified keys (`llm-platform:models`)."""
     path = stack_file(stack)
     if not path.exists():
-        raise ConfigError(f"stack {stack!r}: {path.name} does not exist")
+        known = ", ".join(stack_names(path.parent)) or "none"
+        raise ConfigError(f"stack {stack_name(stack)!r}: {path.name} does not exist; stacks: {known}")
     return (yaml.safe_load(path.read_text()) or {}).get("config", {}) or {}
 
 
-def load_stack(stack: str) -> StackConfig:
+def load_stack(stack: Stack) -> StackConfig:
     """Validated config of a stack file, for offline tools (render, simulator) and tests."""
     raw = raw_stack_config(stack)
     ours = {k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith(f"{PROJECT}:")}

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from components.specs import autoscaling, promql
-from config.loader import load_stack
-from tests.conftest import stack_values
+from tests.conftest import load_fixture, stack_values
 
 
 def _model(stack: str, name: str):
-    return next(m for m in load_stack(stack).models if m.name == name)
+    return next(m for m in load_fixture(stack).models if m.name == name)
 
 
 def _triggers(scaled: dict) -> dict[str, dict]:
@@ -47,7 +46,7 @@ def test_thresholds_follow_the_config() -> None:
 
 def test_never_cpu_or_gpu_utilisation() -> None:
     for stack in ("dev", "staging", "prod"):
-        for model in load_stack(stack).models:
+        for model in load_fixture(stack).models:
             for trigger in autoscaling.scaled_object(model, stack)["spec"]["triggers"]:
                 assert trigger["type"] in {"prometheus", "cron"}
                 query = trigger["metadata"].get("query", "")

@@ -7,13 +7,13 @@ import json
 import pytest
 
 from components.specs import model_cache as spec
-from config.loader import load_stack
+from tests.conftest import load_fixture
 
 BUCKET_ARN = "arn:aws:s3:::llm-prod-models"
 
 
 def _model(stack: str, name: str):
-    return next(m for m in load_stack(stack).models if m.name == name)
+    return next(m for m in load_fixture(stack).models if m.name == name)
 
 
 def test_bucket_is_private_versioned_encrypted_and_tls_only(run_program) -> None:

@@ -6,18 +6,18 @@ import pytest
 
 from components.specs import model_cache, serving
 from config.catalog import GPU_INSTANCES
-from config.loader import load_stack, parse
-from tests.conftest import stack_values
+from config.loader import parse
+from tests.conftest import load_fixture, stack_values
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
 
 def _model(stack: str, name: str):
-    return next(m for m in load_stack(stack).models if m.name == name)
+    return next(m for m in load_fixture(stack).models if m.name == name)
 
 
 def _deployment(stack: str, name: str, cache_bucket: str = "models-bucket") -> dict:
-    cfg = load_stack(stack)
+    cfg = load_fixture(stack)
     model = _model(stack, name)
     pool = cfg.pool(model.node_pool)
     wiring = model_cache.cache_wiring(

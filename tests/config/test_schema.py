@@ -6,19 +6,19 @@ from typing import Any
 
 import pytest
 
-from config.loader import ConfigError, load_stack, parse
-from tests.conftest import stack_values
+from config.loader import ConfigError, parse
+from tests.conftest import load_fixture, stack_values
 
 
 @pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
-def test_committed_stacks_are_valid(stack: str) -> None:
-    cfg = load_stack(stack)
+def test_fixture_stacks_are_valid(stack: str) -> None:
+    cfg = load_fixture(stack)
     assert cfg.environment.value == stack
     assert cfg.models, "every stack serves at least one model"
 
 
 def test_camel_case_keys_map_to_the_schema() -> None:
-    cfg = load_stack("prod")
+    cfg = load_fixture("prod")
     mistral = cfg.models[0]
     assert mistral.hugging_face_id == "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
     assert mistral.autoscaling.queue_depth_per_replica == 2
