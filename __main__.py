@@ -15,7 +15,7 @@ from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
 from components.specs import gateway as gateway_spec
 from components.specs.common import tags
-from components.specs.karpenter import al2023_user_data
+from components.specs.karpenter import al2023_user_data, reservation_node_classes
 from components.specs.observability import retention
 from components.specs.serving import expected_start_seconds
 from config.loader import PROJECT, load_from_pulumi
@@ -95,7 +95,9 @@ if eks_mode:
     )
     karpenter = Karpenter(
         f"{cluster_cfg.name}-karpenter",
-        KarpenterArgs(cluster_name=cluster_cfg.name, region=region, tags=stack_tags),
+        KarpenterArgs(
+            cluster_name=cluster_cfg.name, region=region, tags=stack_tags, pools=settings.gpu_node_pools
+        ),
         opts=in_cluster,
     )
     GpuNodePools(
@@ -148,6 +150,7 @@ observability = Observability(
         retention=prometheus_retention,
         storage_gib=prometheus_gib,
         create_storage_class=eks_mode,
+        reservation_node_classes=reservation_node_classes(settings.gpu_node_pools) if eks_mode else [],
     ),
     opts=in_cluster,
 )

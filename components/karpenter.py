@@ -14,6 +14,7 @@ from components import child_options
 from components.identity import account_policy, node_role, service_account_identity
 from components.kubernetes import apply_manifest
 from components.specs import karpenter as spec
+from components.specs import reservations
 from components.specs.common import namespace_manifest
 from config.schema import GpuNodePool
 from config.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
@@ -24,6 +25,8 @@ class KarpenterArgs:
     cluster_name: str
     region: str
     tags: dict[str, str]
+    pools: list[GpuNodePool] = field(default_factory=list)
+    """The GPU pools: their capacity reservations shape the controller's IAM, events and feature gates."""
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -39,6 +42,7 @@ class Karpenter(pulumi.ComponentResource):
         super().__init__("llm-platform:karpenter:Karpenter", name, None, opts)
         child = child_options(self, opts)
         cluster = args.cluster_name
+        uses_reservations = any(reservations.uses_reservations(p) for p in args.pools)
 
         gpu_node_role = node_role(
             f"{name}-node", description=f"Karpenter GPU nodes of {cluster}", tags=args.tags, opts=child
@@ -66,7 +70,7 @@ class Karpenter(pulumi.ComponentResource):
             policy=queue.arn.apply(lambda arn: json.dumps(spec.queue_policy(arn))),
             opts=child,
         )
-        for event, pattern in spec.INTERRUPTION_EVENTS.items():
+        for event, pattern in spec.interruption_events(uses_reservations).items():
             rule = aws.cloudwatch.EventRule(
                 f"{name}-{event}",
                 name=spec.interruption_rule_name(cluster, event),
@@ -85,7 +89,7 @@ class Karpenter(pulumi.ComponentResource):
 
         policy_json = account_policy(
             self,
-            partial(spec.controller_policy, region=args.region, cluster_name=cluster),
+            partial(spec.controller_policy, region=args.region, cluster_name=cluster, pools=args.pools),
             queue_arn=queue.arn,
             node_role_arn=gpu_node_role.arn,
         )
@@ -117,7 +121,9 @@ class Karpenter(pulumi.ComponentResource):
             version=KARPENTER_VERSION,
             namespace=spec.NAMESPACE,
             skip_crds=True,
-            values=queue.name.apply(lambda q: spec.helm_values(cluster, q)),
+            values=queue.name.apply(
+                lambda q: spec.helm_values(cluster, q, capacity_reservations=uses_reservations)
+            ),
             opts=child_options(self, opts, crds, association, node_access),
         )
 
@@ -144,18 +150,24 @@ class GpuNodePoolsArgs:
 
 
 class GpuNodePools(pulumi.ComponentResource):
-    """One EC2NodeClass per AMI family in use and one NodePool per configured GPU pool."""
+    """One EC2NodeClass per AMI family in use (one of its own for each pool with capacity reservations) and one
+    NodePool per configured GPU pool."""
 
     node_pools: dict[str, pulumi.CustomResource]
 
     def __init__(self, name: str, args: GpuNodePoolsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm-platform:karpenter:GpuNodePools", name, None, opts)
+        # class name -> (AMI family, the reservation pool it belongs to, if any)
+        wanted: dict[str, tuple[str, GpuNodePool | None]] = {}
+        for pool in args.pools:
+            owner = pool if reservations.uses_reservations(pool) else None
+            wanted[spec.pool_node_class_name(pool)] = (pool.ami_family, owner)
         classes: dict[str, pulumi.CustomResource] = {}
-        for family in sorted({p.ami_family for p in args.pools}):
+        for class_name, (family, owner) in sorted(wanted.items()):
             body = pulumi.Output.all(
                 role=args.node_role_name, sgs=pulumi.Output.all(*args.extra_security_group_ids)
             ).apply(
-                lambda o, family=family: spec.node_class(
+                lambda o, family=family, owner=owner: spec.node_class(
                     ami_family=family,
                     ami_version=args.ami_versions[family],
                     cluster_name=args.cluster_name,
@@ -163,10 +175,11 @@ class GpuNodePools(pulumi.ComponentResource):
                     tags=args.tags,
                     extra_security_group_ids=list(o["sgs"]),
                     user_data=args.user_data.get(family),
+                    pool=owner,
                 )
             )
-            classes[family] = apply_manifest(
-                f"{name}-{spec.node_class_name(family)}",
+            classes[class_name] = apply_manifest(
+                f"{name}-{class_name}",
                 body,
                 child_options(self, opts),
                 api_version=spec.NODE_CLASS_API,
@@ -176,7 +189,8 @@ class GpuNodePools(pulumi.ComponentResource):
         self.node_pools = {}
         for pool in args.pools:
             manifest = spec.node_pool(pool, zones=args.zones, prod=args.prod)
+            node_class = classes[spec.pool_node_class_name(pool)]
             self.node_pools[pool.name] = apply_manifest(
-                f"{name}-{pool.name}", manifest, child_options(self, opts, classes[pool.ami_family])
+                f"{name}-{pool.name}", manifest, child_options(self, opts, node_class)
             )
         self.register_outputs({"nodePools": sorted(self.node_pools)})

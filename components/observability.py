@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import child_options
 from components.kubernetes import apply_manifest
-from components.specs import dashboards
+from components.specs import dashboards, reservations
 from components.specs import observability as spec
 from components.specs.common import namespace_manifest
 from config.versions import KUBE_PROMETHEUS_STACK_REPO, KUBE_PROMETHEUS_STACK_VERSION
@@ -22,6 +22,8 @@ class ObservabilityArgs:
     storage_gib: int
     create_storage_class: bool
     """EKS: an encrypted gp3 class on the EBS CSI driver; an existing cluster: its default class."""
+    reservation_node_classes: list[str] = field(default_factory=list)
+    """EC2NodeClasses selecting capacity reservations: their end dates and selection are exported and alerted on."""
 
 
 class Observability(pulumi.ComponentResource):
@@ -64,7 +66,15 @@ class Observability(pulumi.ComponentResource):
                 retention=args.retention,
                 storage_gib=args.storage_gib,
                 storage_class=spec.STORAGE_CLASS if args.create_storage_class else None,
+                capacity_reservations=bool(args.reservation_node_classes),
             ),
             opts=child_options(self, opts, *waits),
         )
+        if args.reservation_node_classes:
+            # the PrometheusRule CRD comes with the chart
+            apply_manifest(
+                f"{name}-capacity-reservations",
+                reservations.prometheus_rule(args.reservation_node_classes, spec.NAMESPACE),
+                child_options(self, opts, self.release),
+            )
         self.register_outputs({"release": self.release.name})

@@ -131,7 +131,40 @@ class ClusterConfig(Schema):
 
 # ----------------------------------------------------------------------------------------- GPU pools
 
-CapacityType = Literal["spot", "on-demand"]
+# `reserved`: On-Demand Capacity Reservations and Capacity Blocks the pool's EC2NodeClass selects
+CapacityType = Literal["reserved", "spot", "on-demand"]
+CAPACITY_RESERVATION_ID = re.compile(r"^cr-[0-9a-z]+$")  # the EC2NodeClass CRD's pattern
+AWS_ACCOUNT_ID = re.compile(r"^[0-9]{12}$")
+MAX_RESERVATION_TERMS = 30  # EC2NodeClass capacityReservationSelectorTerms maxItems
+MAX_RESERVATION_TAGS = 20  # maxProperties of one term's tags
+
+
+class CapacityReservationTerm(Schema):
+    """One EC2NodeClass `capacityReservationSelectorTerms` entry: a reservation by id, or every reservation
+    carrying these tags (optionally only those owned by `ownerID`, e.g. shared from another account)."""
+
+    id: str | None = None
+    tags: dict[str, str] | None = None
+    owner_id: str | None = Field(default=None, alias="ownerID")
+
+    def problem(self) -> str | None:
+        """What is wrong with this term, in words, or None."""
+        if (self.id is None) == (self.tags is None):
+            return "give exactly one of `id` (cr-...) or `tags` ({key: value})"
+        if self.id is not None:
+            if not CAPACITY_RESERVATION_ID.match(self.id):
+                return f"id {self.id!r} is not a capacity reservation id; expected cr- then lowercase letters/digits"
+            if self.owner_id is not None:
+                return "ownerID cannot be combined with id (the id already names one reservation)"
+            return None
+        tags = self.tags or {}
+        if not tags or len(tags) > MAX_RESERVATION_TAGS:
+            return f"tags must have 1 to {MAX_RESERVATION_TAGS} entries, got {len(tags)}"
+        if any(k == "" or v == "" for k, v in tags.items()):
+            return "tags keys and values must not be empty ('*' matches any value)"
+        if self.owner_id is not None and not AWS_ACCOUNT_ID.match(self.owner_id):
+            return f"ownerID {self.owner_id!r} is not a 12-digit AWS account id"
+        return None
 
 
 class GpuNodePool(Schema):
@@ -144,6 +177,7 @@ class GpuNodePool(Schema):
     consolidate_after: Duration = "5m"
     expire_after: Duration = "720h"
     mig: bool = False
+    capacity_reservations: list[CapacityReservationTerm] = []
 
     @model_validator(mode="after")
     def _families(self) -> GpuNodePool:
@@ -169,7 +203,40 @@ class GpuNodePool(Schema):
             raise ValueError(f"gpuNodePools[{self.name}].mig: true is allowed only on p4d, p4de or p5 pools")
         if len(set(self.capacity_types)) != len(self.capacity_types):
             raise ValueError(f"gpuNodePools[{self.name}].capacityTypes {self.capacity_types} has duplicates")
+        self._check_reservations()
         return self
+
+    def _check_reservations(self) -> None:
+        where = f"gpuNodePools[{self.name}].capacityReservations"
+        terms = self.capacity_reservations
+        if "reserved" in self.capacity_types and not terms:
+            raise ValueError(
+                f"gpuNodePools[{self.name}].capacityTypes {self.capacity_types}: 'reserved' needs "
+                "capacityReservations (ids or tags of the On-Demand Capacity Reservations or Capacity Blocks "
+                "to launch into)"
+            )
+        if terms and "reserved" not in self.capacity_types:
+            raise ValueError(
+                f"{where}: reservations are selected but capacityTypes {self.capacity_types} does not include "
+                "'reserved', so Karpenter would never launch into them; add 'reserved'"
+            )
+        if len(terms) > MAX_RESERVATION_TERMS:
+            raise ValueError(f"{where}: {len(terms)} terms; at most {MAX_RESERVATION_TERMS} are allowed")
+        seen: set[str] = set()
+        for i, term in enumerate(terms):
+            problem = term.problem()
+            if problem:
+                shown = term.model_dump(by_alias=True, exclude_none=True)
+                raise ValueError(f"{where}[{i}] {shown}: {problem}")
+            if term.id in seen:
+                raise ValueError(f"{where}[{i}]: reservation {term.id} is listed twice")
+            if term.id is not None:
+                seen.add(term.id)
+
+    @property
+    def reservation_owner_ids(self) -> list[str]:
+        """Accounts other than the cluster's whose reservations this pool may launch into (RAM-shared)."""
+        return sorted({t.owner_id for t in self.capacity_reservations if t.owner_id is not None})
 
     @property
     def instances(self) -> list[GpuInstance]:

@@ -8,8 +8,10 @@ further limited to `instance-profile/*` of this account instead of `*`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from components.specs import reservations
 from components.specs.common import GPU_TAINT, POOL_LABEL, SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
 from config.schema import GpuNodePool
 
@@ -25,6 +27,18 @@ INTERRUPTION_EVENTS: dict[str, dict[str, list[str]]] = {
     "rebalance": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance Rebalance Recommendation"]},
     "state-change": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance State-change Notification"]},
 }
+# interruptible capacity reservations reclaimed by their owner (upstream CloudFormation's
+# CapacityReservationInterruptionRule); wired only when a pool uses reservations
+RESERVATION_INTERRUPTION_EVENTS: dict[str, dict[str, list[str]]] = {
+    "capacity-reservation-interruption": {
+        "source": ["aws.ec2"],
+        "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"],
+    },
+}
+
+
+def interruption_events(capacity_reservations: bool) -> dict[str, dict[str, list[str]]]:
+    return INTERRUPTION_EVENTS | (RESERVATION_INTERRUPTION_EVENTS if capacity_reservations else {})
 
 
 def interruption_queue_name(cluster_name: str) -> str:
@@ -36,8 +50,17 @@ def interruption_rule_name(cluster_name: str, event: str) -> str:
 
 
 def controller_policy(
-    *, partition: str, region: str, account: str, cluster_name: str, queue_arn: str, node_role_arn: str
+    *,
+    partition: str,
+    region: str,
+    account: str,
+    cluster_name: str,
+    queue_arn: str,
+    node_role_arn: str,
+    pools: Sequence[GpuNodePool] = (),
 ) -> dict[str, Any]:
+    """`pools`: the GPU pools, whose capacity reservations outside this account (by id, or a tag term's
+    ownerID) join the launch statement."""
     ec2 = f"arn:{partition}:ec2:{region}"
     owned = {f"aws:RequestTag/kubernetes.io/cluster/{cluster_name}": "owned"}
     resource_owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}
@@ -66,6 +89,7 @@ def controller_policy(
                     f"{ec2}:{account}:security-group/*",
                     f"{ec2}:{account}:subnet/*",
                     f"{ec2}:{account}:capacity-reservation/*",
+                    *reservations.reservation_arns(list(pools), partition=partition, region=region),
                 ],
             },
             {
@@ -260,11 +284,16 @@ def queue_policy(queue_arn: str) -> dict[str, Any]:
     }
 
 
-def helm_values(cluster_name: str, queue_name: str) -> dict[str, Any]:
-    """Karpenter runs on the system node group, never on capacity it manages."""
+def helm_values(cluster_name: str, queue_name: str, *, capacity_reservations: bool = False) -> dict[str, Any]:
+    """Karpenter runs on the system node group, never on capacity it manages. With reservations in use, the
+    `ReservedCapacity` feature gate (the chart's default since v1.6) is pinned on: without it Karpenter ignores
+    `capacityReservationSelectorTerms` and a reserved-only pool never launches."""
+    settings: dict[str, Any] = {"clusterName": cluster_name, "interruptionQueue": queue_name}
+    if capacity_reservations:
+        settings["featureGates"] = {"reservedCapacity": True}
     return {
         "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
-        "settings": {"clusterName": cluster_name, "interruptionQueue": queue_name},
+        "settings": settings,
         "replicas": 2,
         "nodeSelector": {"kubernetes.io/os": "linux", **SYSTEM_NODE_LABEL},
         "tolerations": [SYSTEM_TOLERATION],
@@ -279,7 +308,21 @@ def helm_values(cluster_name: str, queue_name: str) -> dict[str, Any]:
 
 
 def node_class_name(ami_family: str) -> str:
+    """The EC2NodeClass pools without reservations share, one per AMI family."""
     return f"gpu-{ami_family}"
+
+
+def pool_node_class_name(pool: GpuNodePool) -> str:
+    """A pool with capacity reservations gets an EC2NodeClass of its own: the selector terms are per class, and
+    another pool sharing the class would otherwise see (and price as free) reservations bought for this one."""
+    if reservations.uses_reservations(pool):
+        return f"{node_class_name(pool.ami_family)}-{pool.name}"
+    return node_class_name(pool.ami_family)
+
+
+def reservation_node_classes(pools: Sequence[GpuNodePool]) -> list[str]:
+    """The EC2NodeClasses that select capacity reservations (what the reservation alerts watch)."""
+    return sorted(pool_node_class_name(p) for p in pools if reservations.uses_reservations(p))
 
 
 def node_class(
@@ -291,8 +334,11 @@ def node_class(
     tags: dict[str, str],
     extra_security_group_ids: list[str] | None = None,
     user_data: str | None = None,
+    pool: GpuNodePool | None = None,
 ) -> dict[str, Any]:
-    """GPU EC2NodeClass: pinned AMI alias, NVMe RAID0 for ephemeral storage, encrypted gp3 root, IMDSv2."""
+    """GPU EC2NodeClass: pinned AMI alias, NVMe RAID0 for ephemeral storage, encrypted gp3 root, IMDSv2.
+    Given a pool with capacity reservations, the pool's own class selecting them."""
+    name = pool_node_class_name(pool) if pool is not None else node_class_name(ami_family)
     if ami_family == "bottlerocket":
         # Bottlerocket: small OS volume, containerd and images on the data volume
         block_devices = [
@@ -317,15 +363,17 @@ def node_class(
             "httpPutResponseHopLimit": 1,
             "httpTokens": "required",
         },
-        "tags": {**tags, "llm-platform/node-class": node_class_name(ami_family)},
+        "tags": {**tags, "llm-platform/node-class": name},
     }
+    if pool is not None and reservations.uses_reservations(pool):
+        spec["capacityReservationSelectorTerms"] = reservations.selector_terms(pool)
     if user_data:
         spec["userData"] = user_data
     return {
         "apiVersion": NODE_CLASS_API,
         "kind": "EC2NodeClass",
         "metadata": {
-            "name": node_class_name(ami_family),
+            "name": name,
             "labels": {"app.kubernetes.io/managed-by": "pulumi"},
         },
         "spec": spec,
@@ -400,7 +448,7 @@ def node_pool(pool: GpuNodePool, *, zones: list[str], prod: bool) -> dict[str, A
                     "nodeClassRef": {
                         "group": "karpenter.k8s.aws",
                         "kind": "EC2NodeClass",
-                        "name": node_class_name(pool.ami_family),
+                        "name": pool_node_class_name(pool),
                     },
                     "requirements": requirements,
                     "taints": [GPU_TAINT],

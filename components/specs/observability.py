@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.specs import reservations
 from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
 
 NAMESPACE = "monitoring"
@@ -39,7 +40,10 @@ def _system() -> dict[str, Any]:
     return {"nodeSelector": dict(SYSTEM_NODE_LABEL), "tolerations": [SYSTEM_TOLERATION]}
 
 
-def helm_values(*, retention: str, storage_gib: int, storage_class: str | None) -> dict[str, Any]:
+def helm_values(
+    *, retention: str, storage_gib: int, storage_class: str | None, capacity_reservations: bool = False
+) -> dict[str, Any]:
+    """`capacity_reservations`: kube-state-metrics also exports the EC2NodeClasses' reservations (end times)."""
     volume_claim: dict[str, Any] = {
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": f"{storage_gib}Gi"}}}
     }
@@ -75,7 +79,8 @@ def helm_values(*, retention: str, storage_gib: int, storage_class: str | None) 
                 "dashboards": {"enabled": True, "label": "grafana_dashboard", "searchNamespace": "ALL"}
             },
         },
-        "kube-state-metrics": _system(),
+        "kube-state-metrics": _system()
+        | (reservations.kube_state_metrics_values() if capacity_reservations else {}),
         # node-exporter runs everywhere, GPU nodes included (its default tolerations cover NoSchedule taints)
     }
 
