@@ -17,7 +17,7 @@ from components.specs import gateway as gateway_spec
 from components.specs.common import tags
 from components.specs.karpenter import al2023_user_data, reservation_node_classes
 from components.specs.observability import retention
-from components.specs.serving import expected_start_seconds
+from components.specs.serving import expected_start_seconds, pool_headroom_gpus
 from config.loader import PROJECT, load_from_pulumi
 from config.schema import Environment
 
@@ -32,11 +32,30 @@ hf_token = (
 )
 gateway_cfg = settings.gateway
 gateway_keys = secrets.require_secret_object("gatewayClientKeys") if gateway_cfg.enabled else None
+alert_receiver = secrets.require_secret("alertReceiver") if settings.alerting.receiver != "none" else None
 cluster_cfg = settings.cluster
 environment = settings.environment.value
 prod = settings.environment is Environment.PROD
 eks_mode = cluster_cfg.mode == "eks"
 stack_tags = tags(cluster_cfg.name, environment, **{"llm-platform/stack": pulumi.get_stack()})
+
+
+def monitoring(opts: pulumi.ResourceOptions) -> Observability:
+    """kube-prometheus-stack first: the charts that render a ServiceMonitor only when the
+    monitoring.coreos.com/v1 API exists (Karpenter, KEDA, the GPU Operator) are installed after it."""
+    return Observability(
+        f"{cluster_cfg.name}-monitoring",
+        ObservabilityArgs(
+            grafana_admin_password=grafana_admin_password,
+            retention=retention(environment),
+            create_storage_class=eks_mode,
+            alerting=settings.alerting,
+            alert_receiver=alert_receiver,
+            reservation_node_classes=reservation_node_classes(settings.gpu_node_pools) if eks_mode else [],
+        ),
+        opts=opts,
+    )
+
 
 weights: ModelWeights | None = None
 gateway_after: list[pulumi.Resource] = []  # what the gateway's load balancer needs first
@@ -67,11 +86,16 @@ if eks_mode:
             system_instance_type=cluster_cfg.system_nodes.instance_type,
             system_min=cluster_cfg.system_nodes.min,
             system_max=cluster_cfg.system_nodes.max,
+            system_disk_gib=cluster_cfg.system_nodes.disk_size_gib,
             deletion_protection=prod,
             tags=stack_tags,
         ),
     )
     in_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster])
+    observability = monitoring(in_cluster)
+    after_monitoring = pulumi.ResourceOptions.merge(
+        in_cluster, pulumi.ResourceOptions(depends_on=[observability])
+    )
     cache = ModelCache(
         f"{cluster_cfg.name}-cache",
         ModelCacheArgs(
@@ -80,14 +104,15 @@ if eks_mode:
             fsx=settings.model_cache.fsx if settings.uses_fsx else None,
             vpc_id=network.vpc_id,
             subnet_id=network.private_subnet_ids[0],
+            reader=any(m.cache in ("s3", "nvme") for m in settings.models),
             tags=stack_tags,
         ),
         opts=in_cluster,
     )
     weights = ModelWeights(
         bucket_name=cache.bucket_name,
+        bucket_arn=cache.bucket_arn,
         reader_role_arn=cache.reader_role_arn,
-        loader_role_arn=cache.loader_role_arn,
         fsx_file_system_id=cache.fsx.file_system_id if cache.fsx else None,
         fsx_dns_name=cache.fsx.dns_name if cache.fsx else None,
         fsx_mount_name=cache.fsx.mount_name if cache.fsx else None,
@@ -98,7 +123,7 @@ if eks_mode:
         KarpenterArgs(
             cluster_name=cluster_cfg.name, region=region, tags=stack_tags, pools=settings.gpu_node_pools
         ),
-        opts=in_cluster,
+        opts=after_monitoring,
     )
     GpuNodePools(
         f"{cluster_cfg.name}-gpu",
@@ -136,34 +161,21 @@ else:
         ),
     )
     in_cluster = pulumi.ResourceOptions(providers=[cluster.provider])
+    observability = monitoring(in_cluster)
+    after_monitoring = pulumi.ResourceOptions.merge(
+        in_cluster, pulumi.ResourceOptions(depends_on=[observability])
+    )
 
 GpuOperator(
     f"{cluster_cfg.name}-gpu-operator",
     GpuOperatorArgs(mig_in_use=any(p.mig for p in settings.gpu_node_pools)),
-    opts=in_cluster,
+    opts=after_monitoring,
 )
-prometheus_retention, prometheus_gib = retention(environment)
-observability = Observability(
-    f"{cluster_cfg.name}-monitoring",
-    ObservabilityArgs(
-        grafana_admin_password=grafana_admin_password,
-        retention=prometheus_retention,
-        storage_gib=prometheus_gib,
-        create_storage_class=eks_mode,
-        reservation_node_classes=reservation_node_classes(settings.gpu_node_pools) if eks_mode else [],
-    ),
-    opts=in_cluster,
-)
-keda = Keda(
-    f"{cluster_cfg.name}-keda",
-    opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[observability])),
-)
+keda = Keda(f"{cluster_cfg.name}-keda", opts=after_monitoring)
 
 services: list[pulumi.Resource] = []
 if api_key is not None:
-    serving_opts = pulumi.ResourceOptions.merge(
-        in_cluster, pulumi.ResourceOptions(depends_on=[observability])
-    )
+    serving_opts = after_monitoring
     for model in settings.models:
         pool = settings.pool(model.node_pool)
         service = InferenceService(
@@ -176,6 +188,7 @@ if api_key is not None:
                 smallest_instance=pool.instances[0],
                 ami_family=pool.ami_family,
                 cold_start_seconds=expected_start_seconds(model, pool.instances[0]),
+                pool_headroom_gpus=pool_headroom_gpus(pool, settings.models),
                 cluster_name=cluster_cfg.name if eks_mode else None,
                 weights=weights,
                 tags=stack_tags,

@@ -29,6 +29,7 @@ class EksClusterArgs:
     system_instance_type: str
     system_min: int
     system_max: int
+    system_disk_gib: int
     deletion_protection: bool
     tags: dict[str, str]
 
@@ -116,6 +117,8 @@ class EksCluster(pulumi.ComponentResource):
             node_role_arn=system_node_role.arn,
             instance_types=[args.system_instance_type],
             capacity_type="ON_DEMAND",
+            # images, logs and the model loader's scratch space (EKS' 20 GiB default fits none of it)
+            disk_size=args.system_disk_gib,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=args.system_min, desired_size=args.system_min, max_size=args.system_max
             ),

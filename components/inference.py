@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pulumi
 
 from components import child_options
-from components.identity import pod_identity_association
+from components.identity import pod_identity_association, pod_identity_role
 from components.kubernetes import apply_manifest
 from components.specs import model_cache as cache_spec
 from components.specs import serving as spec
@@ -20,8 +21,9 @@ class ModelWeights:
     """What the model cache provides: the bucket and roles (EKS stacks), the FSx file system (if any)."""
 
     bucket_name: pulumi.Input[str]
-    reader_role_arn: pulumi.Input[str]
-    loader_role_arn: pulumi.Input[str]
+    bucket_arn: pulumi.Input[str]
+    reader_role_arn: pulumi.Input[str] | None
+    """Only when a model reads S3 itself (s3) or through the node sync (nvme)."""
     fsx_file_system_id: pulumi.Input[str] | None = None
     fsx_dns_name: pulumi.Input[str] | None = None
     fsx_mount_name: pulumi.Input[str] | None = None
@@ -37,6 +39,8 @@ class InferenceServiceArgs:
     smallest_instance: GpuInstance
     ami_family: str
     cold_start_seconds: float
+    pool_headroom_gpus: int
+    """GPUs the model's pool limit leaves free with every model at maxReplicas (decides the rollout)."""
     cluster_name: str | None = None
     """EKS cluster for Pod Identity associations; None on an existing cluster (hub cache only)."""
     weights: ModelWeights | None = None
@@ -58,7 +62,11 @@ class InferenceService(pulumi.ComponentResource):
         model = args.model
         namespace = spec.namespace_name(model)
         self.namespace = namespace
-        needs_token = args.hf_token is not None and (model.needs_hf_token or model.cache == "hub")
+        # the loader Job needs the token for a gated model; the vLLM container only when it downloads from
+        # the Hub itself (cache `hub`): offline caches (nvme, fsx, s3) never give it the token
+        loader_needs_token = model.needs_hf_token and model.cache != "hub"
+        serving_needs_token = model.cache == "hub"
+        needs_token = args.hf_token is not None and (loader_needs_token or serving_needs_token)
 
         ns = self._apply("ns", spec.namespace(model, args.environment, host_path=model.cache == "nvme"))
         prerequisites: list[pulumi.Resource] = [
@@ -90,8 +98,9 @@ class InferenceService(pulumi.ComponentResource):
                     fsx_claim=_fsx_claim(model) if model.cache == "fsx" else None,
                 ),
                 smallest=args.smallest_instance,
-                needs_hf_token=needs_token,
+                needs_hf_token=needs_token and serving_needs_token,
                 cold_start_seconds=args.cold_start_seconds,
+                pool_headroom_gpus=args.pool_headroom_gpus,
             )
         )
         apply_manifest(
@@ -123,11 +132,24 @@ class InferenceService(pulumi.ComponentResource):
         after_ns = child_options(self, self._opts, ns)
         out: list[pulumi.Resource] = []
         # least privilege per mode: the loader writes; only the pods that read S3 themselves get the reader
-        identities = [(cache_spec.LOADER_SERVICE_ACCOUNT, weights.loader_role_arn)]
-        if model.cache == "s3":
-            identities.append((spec.SERVICE_ACCOUNT, weights.reader_role_arn))
-        if model.cache == "nvme":
-            identities.append((cache_spec.SYNC_SERVICE_ACCOUNT, weights.reader_role_arn))
+        # the loader writes this model's prefix only: one model's loader can never overwrite another's weights
+        loader_role = pod_identity_role(
+            f"{name}-loader",
+            description=f"Copy {model.hugging_face_id} from the Hugging Face Hub into the model bucket",
+            policy=pulumi.Output.from_input(weights.bucket_arn).apply(
+                lambda arn: json.dumps(cache_spec.writer_policy(arn, cache_spec.weights_prefix(model)))
+            ),
+            tags=args.tags,
+            opts=after_ns,
+        )
+        identities: list[tuple[str, pulumi.Input[str]]] = [
+            (cache_spec.LOADER_SERVICE_ACCOUNT, loader_role.arn)
+        ]
+        readers = {"s3": spec.SERVICE_ACCOUNT, "nvme": cache_spec.SYNC_SERVICE_ACCOUNT}
+        if model.cache in readers:
+            if weights.reader_role_arn is None:
+                raise ValueError(f"model {model.name!r}: cache {model.cache!r} needs the model reader role")
+            identities.append((readers[model.cache], weights.reader_role_arn))
         for service_account, role_arn in identities:
             out.append(
                 pod_identity_association(

@@ -25,6 +25,8 @@ class ModelCacheArgs:
     vpc_id: pulumi.Input[str]
     subnet_id: pulumi.Input[str]
     """Lustre file systems live in one zone; the first private subnet's."""
+    reader: bool
+    """Whether any model reads the bucket itself (cache s3) or through the NVMe sync (cache nvme)."""
     tags: dict[str, str]
 
 
@@ -38,12 +40,12 @@ class FsxVolume:
 
 
 class ModelCache(pulumi.ComponentResource):
-    """A versioned, encrypted, private, TLS-only bucket; reader and loader roles limited to its model
-    prefix (used through EKS Pod Identity); and, when asked for, FSx for Lustre with its CSI driver."""
+    """A versioned, encrypted, private, TLS-only bucket; a reader role limited to its model prefix (used
+    through EKS Pod Identity) when a model reads S3; and, when asked for, FSx for Lustre with its CSI driver."""
 
     bucket_name: pulumi.Output[str]
-    reader_role_arn: pulumi.Output[str]
-    loader_role_arn: pulumi.Output[str]
+    bucket_arn: pulumi.Output[str]
+    reader_role_arn: pulumi.Output[str] | None
     fsx: FsxVolume | None
 
     def __init__(self, name: str, args: ModelCacheArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -106,25 +108,24 @@ class ModelCache(pulumi.ComponentResource):
             opts=child,
         )
 
-        reader = pod_identity_role(
-            f"{name}-model-reader",
-            description=f"Read model weights from the {args.cluster_name} model bucket (vLLM, NVMe sync)",
-            policy=bucket.arn.apply(lambda arn: json.dumps(spec.reader_policy(arn))),
-            tags=args.tags,
-            opts=child,
-        )
-        loader = pod_identity_role(
-            f"{name}-model-loader",
-            description=f"Copy models from the Hugging Face Hub into the {args.cluster_name} model bucket",
-            policy=bucket.arn.apply(lambda arn: json.dumps(spec.writer_policy(arn))),
-            tags=args.tags,
-            opts=child,
+        # the reader role exists only when a model reads S3 itself (s3) or through the node sync (nvme);
+        # each model's loader gets its own write-scoped role (components.inference)
+        reader = (
+            pod_identity_role(
+                f"{name}-model-reader",
+                description=f"Read model weights from the {args.cluster_name} model bucket (vLLM, NVMe sync)",
+                policy=bucket.arn.apply(lambda arn: json.dumps(spec.reader_policy(arn))),
+                tags=args.tags,
+                opts=child,
+            )
+            if args.reader
+            else None
         )
 
         self.fsx = self._lustre(name, args, bucket, opts) if args.fsx else None
         self.bucket_name = bucket.bucket
-        self.reader_role_arn = reader.arn
-        self.loader_role_arn = loader.arn
+        self.bucket_arn = bucket.arn
+        self.reader_role_arn = reader.arn if reader else None
         self.register_outputs(
             {
                 "bucketName": self.bucket_name,

@@ -12,16 +12,19 @@ from components.kubernetes import apply_manifest
 from components.specs import dashboards, reservations
 from components.specs import observability as spec
 from components.specs.common import namespace_manifest
+from config.schema import AlertingConfig
 from config.versions import KUBE_PROMETHEUS_STACK_REPO, KUBE_PROMETHEUS_STACK_VERSION
 
 
 @dataclass(frozen=True, kw_only=True)
 class ObservabilityArgs:
     grafana_admin_password: pulumi.Input[str]
-    retention: str
-    storage_gib: int
+    retention: spec.PrometheusSizing
     create_storage_class: bool
     """EKS: an encrypted gp3 class on the EBS CSI driver; an existing cluster: its default class."""
+    alerting: AlertingConfig
+    alert_receiver: pulumi.Input[str] | None
+    """The receiver's URL or routing key (Pulumi secret), when alerting.receiver is not none."""
     reservation_node_classes: list[str] = field(default_factory=list)
     """EC2NodeClasses selecting capacity reservations: their end dates and selection are exported and alerted on."""
 
@@ -49,6 +52,14 @@ class Observability(pulumi.ComponentResource):
                 child_options(self, opts, namespace),
             )
         )
+        if args.alert_receiver is not None:
+            waits.append(
+                apply_manifest(
+                    f"{name}-alert-receiver",
+                    spec.alert_receiver_secret(pulumi.Output.secret(args.alert_receiver)),
+                    child_options(self, opts, namespace),
+                )
+            )
         for key, board in (("vllm", dashboards.vllm_dashboard()), ("gpu", dashboards.gpu_dashboard())):
             apply_manifest(
                 f"{name}-dashboard-{key}",
@@ -63,9 +74,9 @@ class Observability(pulumi.ComponentResource):
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KUBE_PROMETHEUS_STACK_REPO),
             namespace=spec.NAMESPACE,
             values=spec.helm_values(
-                retention=args.retention,
-                storage_gib=args.storage_gib,
+                sizing=args.retention,
                 storage_class=spec.STORAGE_CLASS if args.create_storage_class else None,
+                alerting=args.alerting,
                 capacity_reservations=bool(args.reservation_node_classes),
             ),
             opts=child_options(self, opts, *waits),

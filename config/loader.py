@@ -15,9 +15,9 @@ from config.schema import StackConfig
 PROJECT = "llm-platform"
 ROOT = Path(__file__).resolve().parents[1]
 # the structured keys of the public contract, as they appear under `llm-platform:` in Pulumi.<stack>.yaml
-CONFIG_KEYS = ("environment", "cluster", "gpuNodePools", "models", "modelCache", "gateway")
+CONFIG_KEYS = ("environment", "cluster", "gpuNodePools", "models", "modelCache", "gateway", "alerting")
 # Pulumi secrets the program reads (never part of the validated plain-value schema)
-SECRET_KEYS = ("apiKey", "grafanaAdminPassword", "huggingFaceToken", "gatewayClientKeys")
+SECRET_KEYS = ("apiKey", "grafanaAdminPassword", "huggingFaceToken", "gatewayClientKeys", "alertReceiver")
 _SELF_LOCATED = re.compile(r"^[a-z][A-Za-z]*[\[.:]")
 
 

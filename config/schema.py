@@ -86,6 +86,9 @@ class SystemNodes(Schema):
     instance_type: str = "m6i.large"
     min: int = Field(default=2, ge=1)
     max: int = Field(default=3, ge=1)
+    # root volume of each system node: images, logs and the model loader's scratch space live there
+    # (EKS' default is 20 GiB, too small for the loader Job's one-shard-at-a-time copy)
+    disk_size_gib: int = Field(default=100, ge=40, le=16384, alias="diskSizeGiB")
 
     @model_validator(mode="after")
     def _bounds(self) -> SystemNodes:
@@ -394,6 +397,27 @@ class GatewayConfig(Schema):
         return self
 
 
+# ------------------------------------------------------------------------------------------ alerting
+
+
+class AlertingConfig(Schema):
+    """Where Alertmanager sends the platform's alerts. The receiver's URL (Slack incoming webhook, generic
+    webhook, e.g. an SNS HTTPS subscription bridge) or PagerDuty routing key is the `alertReceiver` Pulumi
+    secret; it reaches Alertmanager as a mounted Secret file, never as plain Helm values."""
+
+    receiver: Literal["none", "slack", "pagerduty", "webhook"] = "none"
+    slack_channel: Annotated[str, Field(pattern=r"^[#@]?[a-z0-9][a-z0-9._-]{0,79}$")] | None = None
+    send_resolved: bool = True
+
+    @model_validator(mode="after")
+    def _receiver_fields(self) -> AlertingConfig:
+        if self.receiver == "slack" and self.slack_channel is None:
+            raise ValueError("alerting.slackChannel: the slack receiver needs a channel, e.g. '#llm-alerts'")
+        if self.receiver != "slack" and self.slack_channel is not None:
+            raise ValueError(f"alerting.slackChannel: only used with receiver 'slack', not {self.receiver!r}")
+        return self
+
+
 # --------------------------------------------------------------------------------------------- stack
 
 
@@ -404,6 +428,7 @@ class StackConfig(Schema):
     models: list[ModelConfig] = []
     model_cache: ModelCacheConfig = Field(default_factory=ModelCacheConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    alerting: AlertingConfig = Field(default_factory=AlertingConfig)
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> StackConfig:
@@ -462,6 +487,11 @@ class StackConfig(Schema):
                 )
             if m.cache == "fsx" and self.model_cache.fsx is None:
                 raise ValueError(f"{where}.cache: 'fsx' needs modelCache.fsx settings, which are missing")
+        if self.environment is not Environment.DEV and self.alerting.receiver == "none":
+            raise ValueError(
+                f"alerting.receiver: 'none' is allowed in dev only; {self.environment.value} must notify "
+                "someone: use slack, pagerduty or webhook (its URL or key in the alertReceiver secret)"
+            )
         if self.gateway.enabled and not self.models:
             raise ValueError("gateway.enabled: true needs at least one model to route to")
         if prod and self.gateway.enabled and self.gateway.certificate_arn is None:

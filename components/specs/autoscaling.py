@@ -39,7 +39,10 @@ def _rules(rules: ScalingRules) -> dict[str, Any]:
 
 
 def fallback_replicas(model: ModelConfig) -> int:
-    """While the metrics are missing (Prometheus down, a renamed vLLM metric), hold half the ceiling."""
+    """While the metrics are missing although replicas serve (Prometheus down, a renamed vLLM metric), hold
+    half the ceiling. KEDA's fallback replaces the failing triggers' value after `failureThreshold` errors;
+    it never applies while no replica is available, because the queries then read 0 (see
+    `promql.until_a_replica_serves`): a first rollout stays at minReplicas while its pods load."""
     a = model.autoscaling
     return max(a.min_replicas, math.ceil(a.max_replicas / 2))
 
@@ -56,7 +59,9 @@ def triggers(model: ModelConfig) -> list[dict[str, Any]]:
             "metricType": "AverageValue",
             "metadata": {
                 **common,
-                "query": promql.queue_depth(namespace, name),
+                "query": promql.until_a_replica_serves(
+                    promql.queue_depth(namespace, name), namespace, model.name
+                ),
                 "threshold": _number(a.queue_depth_per_replica),
             },
         },
@@ -66,7 +71,9 @@ def triggers(model: ModelConfig) -> list[dict[str, Any]]:
             "metricType": "AverageValue",
             "metadata": {
                 **common,
-                "query": promql.kv_cache_usage(namespace, name),
+                "query": promql.until_a_replica_serves(
+                    promql.kv_cache_usage(namespace, name), namespace, model.name
+                ),
                 "threshold": _number(a.kv_cache_usage),
             },
         },

@@ -2,8 +2,8 @@
 EC2NodeClass/NodePool objects that turn a pending vLLM pod into a GPU node of the right family.
 
 The controller policy follows Karpenter v1's own CloudFormation reference (getting-started
-`cloudformation.yaml`), with every statement scoped to this cluster by tag or ARN; instance profiles are
-further limited to `instance-profile/*` of this account instead of `*`.
+`cloudformation.yaml` at the pinned version, kept as data in tools/preflight/iam_reference/, which
+preflight checks this policy against), with every statement scoped to this cluster by tag or ARN.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ NAMESPACE = "karpenter"
 NODE_CLASS_API = "karpenter.k8s.aws/v1"
 NODE_POOL_API = "karpenter.sh/v1"
 SERVICE_ACCOUNT = "karpenter"
+AL2023_ROOT_GIB = 40
 
 # EventBridge -> SQS: what Karpenter needs to drain a node before AWS takes it away.
 INTERRUPTION_EVENTS: dict[str, dict[str, list[str]]] = {
@@ -76,6 +77,7 @@ def controller_policy(
         )
     ]
     profiles = f"arn:{partition}:iam::{account}:instance-profile/*"
+    cluster_arn = f"arn:{partition}:eks:{region}:{account}:cluster/{cluster_name}"
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -89,6 +91,7 @@ def controller_policy(
                     f"{ec2}:{account}:security-group/*",
                     f"{ec2}:{account}:subnet/*",
                     f"{ec2}:{account}:capacity-reservation/*",
+                    f"{ec2}:{account}:placement-group/*",
                     *reservations.reservation_arns(list(pools), partition=partition, region=region),
                 ],
             },
@@ -158,9 +161,12 @@ def controller_policy(
                     "ec2:DescribeCapacityReservations",
                     "ec2:DescribeImages",
                     "ec2:DescribeInstances",
+                    # since 1.12: instance status checks, so unhealthy instances are drained and replaced
+                    "ec2:DescribeInstanceStatus",
                     "ec2:DescribeInstanceTypeOfferings",
                     "ec2:DescribeInstanceTypes",
                     "ec2:DescribeLaunchTemplates",
+                    "ec2:DescribePlacementGroups",
                     "ec2:DescribeSecurityGroups",
                     "ec2:DescribeSpotPriceHistory",
                     "ec2:DescribeSubnets",
@@ -244,16 +250,31 @@ def controller_policy(
                 },
             },
             {
+                # List* takes no resource ARN: scoped to instance-profile/* it is denied, and the EC2NodeClass
+                # finalizer, which lists the profiles it made, never completes
+                "Sid": "AllowUnscopedInstanceProfileListAction",
+                "Effect": "Allow",
+                "Action": "iam:ListInstanceProfiles",
+                "Resource": "*",
+            },
+            {
                 "Sid": "AllowInstanceProfileReadActions",
                 "Effect": "Allow",
-                "Action": ["iam:GetInstanceProfile", "iam:ListInstanceProfiles"],
+                "Action": "iam:GetInstanceProfile",
                 "Resource": profiles,
+            },
+            {
+                "Sid": "AllowZonalShiftStatusReadOnly",
+                "Effect": "Allow",
+                "Action": "arc-zonal-shift:GetManagedResource",
+                "Resource": "*",
+                "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster_arn}},
             },
             {
                 "Sid": "AllowAPIServerEndpointDiscovery",
                 "Effect": "Allow",
                 "Action": "eks:DescribeCluster",
-                "Resource": f"arn:{partition}:eks:{region}:{account}:cluster/{cluster_name}",
+                "Resource": cluster_arn,
             },
         ],
     }
@@ -346,8 +367,10 @@ def node_class(
             _ebs("/dev/xvdb", "150Gi", iops=6000, throughput=500),
         ]
     else:
-        # room for the ~12 GB (compressed) vLLM image unpacked, logs and the OS; weights live on NVMe/FSx/S3
-        block_devices = [_ebs("/dev/xvda", "150Gi", iops=6000, throughput=500)]
+        # `instanceStorePolicy: RAID0` makes nodeadm put containerd, kubelet and pod logs on the instance-store
+        # array (every catalog GPU instance has NVMe), so the root volume keeps only the OS and the journal:
+        # gp3's free baseline (3000 IOPS, 125 MB/s) is enough
+        block_devices = [_ebs("/dev/xvda", f"{AL2023_ROOT_GIB}Gi", iops=3000, throughput=125)]
     security_groups: list[dict[str, Any]] = [{"tags": {"aws:eks:cluster-name": cluster_name}}]
     security_groups += [{"id": sg} for sg in extra_security_group_ids or []]
     spec: dict[str, Any] = {

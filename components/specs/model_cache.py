@@ -35,6 +35,11 @@ LUSTRE_PORTS = [(988, 988), (1018, 1023)]  # TCP: Lustre server and client ports
 LOADER_SERVICE_ACCOUNT = "model-loader"
 SYNC_SERVICE_ACCOUNT = "model-sync"
 HUGGINGFACE_HUB_VERSION = "0.35.3"
+# The loader holds one file at a time in its scratch space: the largest file of a Hub repo (Llama-3.1-70B's
+# original/consolidated.*.pth are ~17.6 GB) plus pip's cache. It runs on a system node, whose root volume
+# (cluster.systemNodes.diskSizeGiB, 100 GiB by default) must leave this much allocatable.
+LOADER_SCRATCH_REQUEST_GIB = 20
+LOADER_SCRATCH_LIMIT_GIB = 40
 BOTO3_VERSION = "1.40.49"
 
 
@@ -66,36 +71,49 @@ def reader_policy(bucket_arn: str) -> dict[str, Any]:
     """Serving pods and node sync: read the model prefix of this one bucket, nothing else."""
     return {
         "Version": "2012-10-17",
+        "Statement": _read_statements(bucket_arn, MODELS_PREFIX),
+    }
+
+
+def writer_policy(bucket_arn: str, prefix: str) -> dict[str, Any]:
+    """One model's Hub-to-S3 loader: read and write under that model's prefix only."""
+    return {
+        "Version": "2012-10-17",
         "Statement": [
+            *_read_statements(bucket_arn, prefix),
             {
-                "Sid": "ListModels",
+                "Sid": "WriteModel",
                 "Effect": "Allow",
-                "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
-                "Resource": bucket_arn,
-                "Condition": {"StringLike": {"s3:prefix": [f"{MODELS_PREFIX}/*", MODELS_PREFIX]}},
-            },
-            {
-                "Sid": "ReadModels",
-                "Effect": "Allow",
-                "Action": "s3:GetObject",
-                "Resource": f"{bucket_arn}/{MODELS_PREFIX}/*",
+                "Action": ["s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
+                "Resource": f"{bucket_arn}/{prefix}/*",
             },
         ],
     }
 
 
-def writer_policy(bucket_arn: str) -> dict[str, Any]:
-    """The Hub-to-S3 loader: read and write under the model prefix only."""
-    read = reader_policy(bucket_arn)
-    read["Statement"].append(
+def _read_statements(bucket_arn: str, prefix: str) -> list[dict[str, Any]]:
+    return [
         {
-            "Sid": "WriteModels",
+            # GetBucketLocation never carries s3:prefix, so it cannot sit under the ListBucket condition
+            "Sid": "LocateBucket",
             "Effect": "Allow",
-            "Action": ["s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
-            "Resource": f"{bucket_arn}/{MODELS_PREFIX}/*",
-        }
-    )
-    return read
+            "Action": "s3:GetBucketLocation",
+            "Resource": bucket_arn,
+        },
+        {
+            "Sid": "ListModels",
+            "Effect": "Allow",
+            "Action": "s3:ListBucket",
+            "Resource": bucket_arn,
+            "Condition": {"StringLike": {"s3:prefix": [f"{prefix}/*", prefix]}},
+        },
+        {
+            "Sid": "ReadModels",
+            "Effect": "Allow",
+            "Action": "s3:GetObject",
+            "Resource": f"{bucket_arn}/{prefix}/*",
+        },
+    ]
 
 
 # ------------------------------------------------------------------------------------- pod wiring
@@ -319,8 +337,15 @@ def loader_job(model: ModelConfig, namespace: str, *, bucket: str, needs_hf_toke
                             "args": [f"{install} && python /opt/loader/load.py"],
                             "env": env,
                             "resources": {
-                                "requests": {"cpu": "1", "memory": "2Gi", "ephemeral-storage": "40Gi"},
-                                "limits": {"memory": "4Gi", "ephemeral-storage": "60Gi"},
+                                "requests": {
+                                    "cpu": "1",
+                                    "memory": "2Gi",
+                                    "ephemeral-storage": f"{LOADER_SCRATCH_REQUEST_GIB}Gi",
+                                },
+                                "limits": {
+                                    "memory": "4Gi",
+                                    "ephemeral-storage": f"{LOADER_SCRATCH_LIMIT_GIB}Gi",
+                                },
                             },
                             "volumeMounts": [
                                 {"name": "scratch", "mountPath": "/scratch"},
@@ -330,7 +355,7 @@ def loader_job(model: ModelConfig, namespace: str, *, bucket: str, needs_hf_toke
                         }
                     ],
                     "volumes": [
-                        {"name": "scratch", "emptyDir": {"sizeLimit": "60Gi"}},
+                        {"name": "scratch", "emptyDir": {"sizeLimit": f"{LOADER_SCRATCH_LIMIT_GIB}Gi"}},
                         {"name": "script", "configMap": {"name": "model-loader"}},
                     ],
                 },

@@ -3,10 +3,13 @@ persistent Prometheus storage, Grafana with its admin password from a Secret, an
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any
 
 from components.specs import reservations
 from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
+from config.schema import AlertingConfig
 
 NAMESPACE = "monitoring"
 RELEASE = "kube-prometheus-stack"
@@ -14,13 +17,31 @@ GRAFANA_SECRET = "grafana-admin"
 STORAGE_CLASS = "gp3-encrypted"
 
 
-# Prometheus keeps what each environment needs to look back on: a dev day, a staging week, a prod fortnight
-RETENTION = {"dev": ("3d", 20), "staging": ("7d", 50), "prod": ("15d", 100)}
+@dataclass(frozen=True)
+class PrometheusSizing:
+    retention: str
+    storage_gib: int
+    replicas: int
+
+    @property
+    def retention_size(self) -> str:
+        """Delete the oldest blocks before the volume fills: a full volume stops ingestion, and with it
+        every KEDA trigger and alert. Prometheus counts WAL and checkpoints in it (units are powers of 2)."""
+        return f"{math.floor(self.storage_gib * RETENTION_SIZE_SHARE)}GB"
 
 
-def retention(environment: str) -> tuple[str, int]:
-    """(retention, volume GiB) for an environment."""
-    return RETENTION[environment]
+RETENTION_SIZE_SHARE = 0.85
+# Prometheus keeps what each environment needs to look back on: a dev day, a staging week, a prod fortnight;
+# prod runs two replicas (each scrapes everything), so KEDA and the alerts survive one Prometheus restart
+SIZING = {
+    "dev": PrometheusSizing("3d", 20, 1),
+    "staging": PrometheusSizing("7d", 50, 1),
+    "prod": PrometheusSizing("15d", 100, 2),
+}
+
+
+def retention(environment: str) -> PrometheusSizing:
+    return SIZING[environment]
 
 
 def storage_class() -> dict[str, Any]:
@@ -41,11 +62,18 @@ def _system() -> dict[str, Any]:
 
 
 def helm_values(
-    *, retention: str, storage_gib: int, storage_class: str | None, capacity_reservations: bool = False
+    *,
+    sizing: PrometheusSizing,
+    storage_class: str | None,
+    alerting: AlertingConfig,
+    capacity_reservations: bool = False,
 ) -> dict[str, Any]:
     """`capacity_reservations`: kube-state-metrics also exports the EC2NodeClasses' reservations (end times)."""
     volume_claim: dict[str, Any] = {
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": f"{storage_gib}Gi"}}}
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": f"{sizing.storage_gib}Gi"}},
+        }
     }
     if storage_class:
         volume_claim["spec"]["storageClassName"] = storage_class
@@ -62,12 +90,14 @@ def helm_values(
                 "probeSelectorNilUsesHelmValues": False,
                 "scrapeConfigSelectorNilUsesHelmValues": False,
                 "ruleSelectorNilUsesHelmValues": False,
-                "retention": retention,
+                "retention": sizing.retention,
+                "retentionSize": sizing.retention_size,
+                "replicas": sizing.replicas,
                 "storageSpec": {"volumeClaimTemplate": volume_claim},
                 "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
             }
         },
-        "alertmanager": {"alertmanagerSpec": _system()},
+        "alertmanager": alertmanager_values(alerting),
         "grafana": {
             **_system(),
             "admin": {
@@ -93,3 +123,81 @@ def grafana_secret(password: Any) -> dict[str, Any]:
         "type": "Opaque",
         "stringData": {"admin-user": "admin", "admin-password": password},
     }
+
+
+# ------------------------------------------------------------------------------------------ alerting
+
+ALERT_RECEIVER_SECRET = "alert-receiver"
+ALERT_RECEIVER_KEY = "credential"
+# the operator mounts each `alertmanagerSpec.secrets` entry at /etc/alertmanager/secrets/<name>/
+ALERT_RECEIVER_FILE = f"/etc/alertmanager/secrets/{ALERT_RECEIVER_SECRET}/{ALERT_RECEIVER_KEY}"
+PLATFORM_RECEIVER = "platform"
+NULL_RECEIVER = "null"
+
+
+def alert_receiver_secret(credential: Any) -> dict[str, Any]:
+    """The receiver's URL or routing key, from the `alertReceiver` Pulumi secret."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": ALERT_RECEIVER_SECRET, "namespace": NAMESPACE},
+        "type": "Opaque",
+        "stringData": {ALERT_RECEIVER_KEY: credential},
+    }
+
+
+def _receiver(alerting: AlertingConfig) -> dict[str, Any]:
+    """Alertmanager receiver reading its credential from the mounted Secret (`*_file` fields): the URL or
+    key never appears in the Helm values, the release's state or the render."""
+    resolved = alerting.send_resolved
+    if alerting.receiver == "slack":
+        config = {"api_url_file": ALERT_RECEIVER_FILE, "channel": alerting.slack_channel}
+        return {"name": PLATFORM_RECEIVER, "slack_configs": [{**config, "send_resolved": resolved}]}
+    if alerting.receiver == "pagerduty":
+        config = {"routing_key_file": ALERT_RECEIVER_FILE, "send_resolved": resolved}
+        return {"name": PLATFORM_RECEIVER, "pagerduty_configs": [config]}
+    return {
+        "name": PLATFORM_RECEIVER,
+        "webhook_configs": [{"url_file": ALERT_RECEIVER_FILE, "send_resolved": resolved}],
+    }
+
+
+def alertmanager_values(alerting: AlertingConfig) -> dict[str, Any]:
+    """Route every alert to the stack's receiver (the chart's default routes everything to `null`), keep
+    the chart's Watchdog heartbeat on `null` and its inhibit rules; dev without a receiver keeps `null`."""
+    values: dict[str, Any] = {"alertmanagerSpec": _system()}
+    if alerting.receiver == "none":
+        return values
+    values["alertmanagerSpec"]["secrets"] = [ALERT_RECEIVER_SECRET]
+    values["config"] = {
+        "global": {"resolve_timeout": "5m"},
+        "route": {
+            "receiver": PLATFORM_RECEIVER,
+            "group_by": ["alertname", "namespace", "model_name"],
+            "group_wait": "30s",
+            "group_interval": "5m",
+            "repeat_interval": "4h",
+            "routes": [{"receiver": NULL_RECEIVER, "matchers": ['alertname = "Watchdog"']}],
+        },
+        "receivers": [{"name": NULL_RECEIVER}, _receiver(alerting)],
+        "inhibit_rules": [
+            {
+                "source_matchers": ["severity = critical"],
+                "target_matchers": ["severity =~ warning|info"],
+                "equal": ["namespace", "alertname"],
+            },
+            {
+                "source_matchers": ["severity = warning"],
+                "target_matchers": ["severity = info"],
+                "equal": ["namespace", "alertname"],
+            },
+            {
+                "source_matchers": ["alertname = InfoInhibitor"],
+                "target_matchers": ["severity = info"],
+                "equal": ["namespace"],
+            },
+            {"target_matchers": ["alertname = InfoInhibitor"]},
+        ],
+        "templates": ["/etc/alertmanager/config/*.tmpl"],
+    }
+    return values

@@ -19,6 +19,35 @@ GENERATION_TOKENS = "vllm:generation_tokens_total"
 PREEMPTIONS = "vllm:num_preemptions_total"
 
 
+# vLLM's fixed histogram buckets at the pinned image (vllm/v1/metrics/buckets.py: TIME_TO_FIRST_TOKEN_BUCKETS,
+# INTER_TOKEN_LATENCY_BUCKETS; the same lists since the V1 engine's loggers.py). An SLO alert can only tell
+# requests apart at these boundaries: inside a bucket, histogram_quantile interpolates linearly and is wrong
+# both ways. `--custom-histogram-buckets` (vLLM PR #48867) is newer than the pinned v0.30.0.
+TTFT_BUCKETS: tuple[float, ...] = (
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0,
+    80.0, 160.0, 640.0, 2560.0,
+)  # fmt: skip
+ITL_BUCKETS: tuple[float, ...] = (
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+)  # fmt: skip
+BUCKETS = {TTFT: TTFT_BUCKETS, ITL: ITL_BUCKETS}
+
+
+def bucket_at_or_above(histogram: str, seconds: float) -> float:
+    """The smallest bucket boundary of `histogram` at or above `seconds` (the SLO itself when it is one)."""
+    for bound in BUCKETS[histogram]:
+        if bound >= seconds - 1e-12:
+            return bound
+    raise ValueError(f"{seconds} s is above the largest {histogram} bucket {BUCKETS[histogram][-1]} s")
+
+
+def le_matcher(bound: float) -> str:
+    """`le` as Prometheus stores it, whichever way it was written: vLLM's client writes 1.0 as "1.0",
+    Prometheus 3 normalises classic-histogram `le` values to "1"."""
+    forms = sorted({f"{bound:g}", repr(float(bound))})
+    return "|".join(f.replace(".", "\\\\.") for f in forms)
+
+
 def selector(namespace: str, model_name: str) -> str:
     return f'{{namespace="{namespace}",model_name="{model_name}"}}'
 
@@ -40,3 +69,21 @@ def latency_quantile(
         f"histogram_quantile({quantile}, sum by (le) "
         f"(rate({histogram}_bucket{selector(namespace, model_name)}[{window}])))"
     )
+
+
+def until_a_replica_serves(query: str, namespace: str, deployment: str) -> str:
+    """`query`, or 0 while no replica of the Deployment is available (first rollout: every pod still loads,
+    no vLLM series exists yet). Once a replica is available a missing series stays empty, so a renamed
+    metric still errors loudly in KEDA instead of reading 0."""
+    available = (
+        f'kube_deployment_status_replicas_available{{namespace="{namespace}",deployment="{deployment}"}}'
+    )
+    return f"{query} or on() (vector(0) unless on() (sum({available}) > 0))"
+
+
+def share_slower_than(histogram: str, bound: float, namespace: str, model_name: str, window: str) -> str:
+    """Share of requests over `window` whose latency exceeded `bound`, a bucket boundary: exact, where a
+    histogram_quantile inside a bucket is an interpolation."""
+    sel = selector(namespace, model_name)
+    le = f'{sel[:-1]},le=~"{le_matcher(bound)}"}}'
+    return f"(1 - sum(rate({histogram}_bucket{le}[{window}])) / sum(rate({histogram}_count{sel}[{window}])))"

@@ -16,7 +16,7 @@ from components.specs.model_cache import COMPILE_CACHE_MOUNT, CacheWiring, non_r
 from config.catalog import GpuInstance
 from config.cold_start import cold_start_seconds
 from config.model_profiles import UnknownModelError, profile
-from config.schema import ModelConfig
+from config.schema import GpuNodePool, ModelConfig
 
 PORT = 8000
 HOME = "/home/vllm"
@@ -105,9 +105,6 @@ def vllm_args(model: ModelConfig, wiring: CacheWiring) -> list[str]:
         str(model.gpu_memory_utilization),
         "--port",
         str(PORT),
-        # Kubernetes expands $(VLLM_API_KEY) from the Secret-backed env var: no key in the manifest
-        "--api-key",
-        "$(VLLM_API_KEY)",
         "--shutdown-timeout",
         str(DRAIN_SECONDS),
         *wiring.extra_args,
@@ -127,6 +124,23 @@ def resources(model: ModelConfig, smallest: GpuInstance) -> dict[str, Any]:
         "requests": {"cpu": str(cpu), "memory": f"{memory_request}Gi", "nvidia.com/gpu": gpus},
         "limits": {"memory": f"{memory_limit}Gi", "nvidia.com/gpu": gpus},
     }
+
+
+def pool_headroom_gpus(pool: GpuNodePool, models: list[ModelConfig]) -> int:
+    """GPUs the pool's `nvidia.com/gpu` limit leaves free with every model of the pool at maxReplicas."""
+    used = sum(
+        m.autoscaling.max_replicas * m.tensor_parallel_size for m in models if m.node_pool == pool.name
+    )
+    return pool.gpu_limit - used
+
+
+def rollout_strategy(model: ModelConfig, headroom_gpus: int) -> dict[str, Any]:
+    """Add a replica before removing one when the pool's GPU limit has room for it even with every model
+    at maxReplicas; otherwise Karpenter could never launch the surge node and the rollout would hang, so
+    replace one replica at a time in place (the PodDisruptionBudget allows one down)."""
+    if headroom_gpus >= model.tensor_parallel_size:
+        return {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    return {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
 
 
 def shm_size_gib(model: ModelConfig) -> int:
@@ -160,8 +174,11 @@ def deployment(
     smallest: GpuInstance,
     needs_hf_token: bool,
     cold_start_seconds: float,
+    pool_headroom_gpus: int,
 ) -> dict[str, Any]:
     env: list[dict[str, Any]] = [
+        # vLLM reads VLLM_API_KEY itself (as --api-key's default): the key never reaches the command line,
+        # where /proc/<pid>/cmdline and `ps` would show it
         {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": API_KEY_SECRET, "key": "api-key"}}},
         {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
         # the image's user is root; as SERVING_UID, $HOME (Hugging Face, Triton, CUDA caches) is an emptyDir
@@ -221,8 +238,7 @@ def deployment(
         "spec": {
             # no `replicas`: KEDA's HPA owns the count, and `pulumi up` must not reset it
             "selector": {"matchLabels": selector(model)},
-            # a new replica needs a new GPU: add one before removing one
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "strategy": rollout_strategy(model, pool_headroom_gpus),
             "revisionHistoryLimit": 5,
             "template": {
                 "metadata": {

@@ -91,18 +91,31 @@ def kv_cache(t: Target, bad: bool) -> list[dict[str, str]]:
     ]
 
 
-def histogram(metric: str, slo: float) -> Callable[[Target, bool], list[dict[str, str]]]:
-    """Buckets around the SLO; healthy requests all finish under SLO/2, bad ones between 2 and 4 x SLO."""
+def latency_histogram(
+    t: Target, metric: str, shares: dict[float, float], pod_rate: float = 50
+) -> list[dict[str, str]]:
+    """vLLM's real histogram for two pods: `shares` maps a latency to the share of requests that take it;
+    buckets are vLLM's fixed boundaries, `le` written as vLLM's client writes it ("0.25", "1.0")."""
+    out = []
+    for pod in ("pod-0", "pod-1"):
+        for bound in [*promql.BUCKETS[metric], float("inf")]:
+            share = sum(v for latency, v in shares.items() if latency <= bound)
+            le = "+Inf" if bound == float("inf") else repr(float(bound))
+            out.append(vllm(t, f"{metric}_bucket", pod, counter(pod_rate * share), le=le))
+        out.append(vllm(t, f"{metric}_count", pod, counter(pod_rate)))
+    return out
+
+
+def slo_traffic(metric: str, slo: float) -> Callable[[Target, bool], list[dict[str, str]]]:
+    """Healthy: 20 % of requests just inside the SLO, the rest fast. Bad: 6 % just beyond it (inside the
+    next bucket), which a P95 histogram_quantile interpolates to below the SLO."""
+    bounds = promql.BUCKETS[metric]
+    i = bounds.index(promql.bucket_at_or_above(metric, slo))
+    fast, inside, beyond = bounds[0] / 2, (bounds[i - 1] + bounds[i]) / 2, (bounds[i] + bounds[i + 1]) / 2
 
     def build(t: Target, bad: bool) -> list[dict[str, str]]:
-        bounds = [slo / 2, slo, 2 * slo, 4 * slo]
-        out = []
-        for pod in ("pod-0", "pod-1"):
-            for bound in [*bounds, float("inf")]:
-                filled = bound >= 4 * slo if bad else True
-                le = "+Inf" if bound == float("inf") else f"{bound:g}"
-                out.append(vllm(t, f"{metric}_bucket", pod, counter(10 if filled else 0), le=le))
-        return out
+        shares = {fast: 0.94, beyond: 0.06} if bad else {fast: 0.8, inside: 0.2}
+        return latency_histogram(t, metric, shares)
 
     return build
 
@@ -165,8 +178,8 @@ def at_maximum(t: Target, bad: bool) -> list[dict[str, str]]:
 SCENARIOS: dict[str, Callable[[Target, bool], list[dict[str, str]]]] = {
     "VLLMQueueDepthHigh": queue_depth,
     "VLLMKVCacheNearlyFull": kv_cache,
-    "VLLMTimeToFirstTokenSLO": histogram(promql.TTFT, MODEL.slo.ttft_seconds),
-    "VLLMInterTokenLatencySLO": histogram(promql.ITL, MODEL.slo.itl_seconds),
+    "VLLMTimeToFirstTokenSLO": slo_traffic(promql.TTFT, MODEL.slo.ttft_seconds),
+    "VLLMInterTokenLatencySLO": slo_traffic(promql.ITL, MODEL.slo.itl_seconds),
     "VLLMMetricsMissing": metrics_missing,
     "VLLMKedaScalerErrors": keda_errors,
     "VLLMKedaTriggerNoData": keda_no_data,
@@ -259,10 +272,33 @@ def test_every_expression_is_scoped_to_the_model() -> None:
 
 def test_thresholds_come_from_the_config() -> None:
     by_alert = {r["alert"]: r for r in A.rule()["spec"]["groups"][0]["rules"]}
-    assert by_alert["VLLMTimeToFirstTokenSLO"]["expr"].endswith(f"> {MODEL.slo.ttft_seconds:g}")
-    assert by_alert["VLLMInterTokenLatencySLO"]["expr"].endswith(f"> {MODEL.slo.itl_seconds:g}")
+    ttft, itl = by_alert["VLLMTimeToFirstTokenSLO"]["expr"], by_alert["VLLMInterTokenLatencySLO"]["expr"]
+    assert promql.le_matcher(MODEL.slo.ttft_seconds) in ttft and ttft.endswith("> 0.05")
+    assert promql.le_matcher(MODEL.slo.itl_seconds) in itl and itl.endswith("> 0.05")
     assert by_alert["VLLMQueueDepthHigh"]["for"] == "2m" and by_alert["VLLMKVCacheNearlyFull"]["for"] == "1m"
-    assert "histogram_quantile(0.95," in by_alert["VLLMTimeToFirstTokenSLO"]["expr"]
+    # a quantile interpolated inside vLLM's fixed buckets is wrong both ways: never alert on one
+    assert "histogram_quantile" not in ttft + itl
+
+
+def test_slo_thresholds_sit_on_vllm_bucket_boundaries() -> None:
+    for model in STACK.models:
+        assert model.slo.ttft_seconds in promql.TTFT_BUCKETS, model.name
+        assert model.slo.itl_seconds in promql.ITL_BUCKETS, model.name
+
+
+def test_healthy_traffic_inside_a_bucket_does_not_fire_and_a_breach_beyond_the_boundary_does(
+    tmp_path: Path,
+) -> None:
+    """The audit's case with the prod model: 20 % of requests at 0.12 s is healthy (the old P95
+    histogram_quantile read 0.2125 s and fired against a 0.2 s SLO); 6 % beyond the SLO boundary is a
+    breach of the 5 % budget (the old P95 read 0.125 s for 6 % at 0.245 s and stayed silent). vLLM
+    v0.30.0's buckets cannot tell 0.245 s from 0.12 s at all (both in (0.1, 0.25]): an SLO must sit on a
+    boundary, and the prod SLO is 0.25 s."""
+    healthy = latency_histogram(A, promql.TTFT, {0.05: 0.8, 0.12: 0.2})
+    breach = latency_histogram(A, promql.TTFT, {0.05: 0.94, 0.3: 0.06})
+    alert = "VLLMTimeToFirstTokenSLO"
+    tests = [case(healthy, alert, []), case(breach, alert, [{"exp_labels": expected_labels(alert)}])]
+    promtool.unit_test_rules(without_annotations(A.rule()), tests, tmp_path)
 
 
 def test_fixed_size_model_has_no_ceiling_alert() -> None:

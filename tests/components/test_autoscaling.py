@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from components.specs import autoscaling, promql
+from tests.components import promtool
 from tests.conftest import load_fixture, stack_values
 
 
@@ -18,11 +21,15 @@ def test_triggers_are_queue_depth_and_kv_cache_as_average_values() -> None:
     model = _model("prod", "mistral-7b")
     triggers = _triggers(autoscaling.scaled_object(model, "prod"))
     queue, kv = triggers["queue-depth"], triggers["kv-cache-usage"]
+    loading = (
+        ' or on() (vector(0) unless on() (sum(kube_deployment_status_replicas_available{namespace="'
+        'model-mistral-7b",deployment="mistral-7b"}) > 0))'
+    )
     assert queue["metadata"]["query"] == (
-        'sum(vllm:num_requests_waiting{namespace="model-mistral-7b",model_name="mistral-7b"})'
+        'sum(vllm:num_requests_waiting{namespace="model-mistral-7b",model_name="mistral-7b"})' + loading
     )
     assert kv["metadata"]["query"] == (
-        'sum(vllm:kv_cache_usage_perc{namespace="model-mistral-7b",model_name="mistral-7b"})'
+        'sum(vllm:kv_cache_usage_perc{namespace="model-mistral-7b",model_name="mistral-7b"})' + loading
     )
     assert queue["metadata"]["threshold"] == "2" and kv["metadata"]["threshold"] == "0.04"
     for trigger in (queue, kv):
@@ -110,3 +117,39 @@ def test_rendered_scaled_objects_wait_for_keda(run_program) -> None:
         assert s.depends_on("kubernetes:apps/v1:Deployment")
     for rule in m.by_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule"):
         assert rule.depends_on("kubernetes:helm.sh/v3:Release", "llm-prod-monitoring-release")
+
+
+def test_first_rollout_reads_zero_and_a_renamed_metric_stays_loud(tmp_path: Path) -> None:
+    """KEDA's fallback replaces a failing trigger after failureThreshold errors. On a first rollout no pod
+    exports vLLM metrics yet: the query must read 0 (stay at minReplicas), not fail into the fallback
+    (half the ceiling) before anything serves. Once a replica is available, a missing series stays empty,
+    so a renamed metric still errors (and alerts) instead of silently reading 0."""
+    model = _model("prod", "mistral-7b")
+    query = _triggers(autoscaling.scaled_object(model, "prod"))["queue-depth"]["metadata"]["query"]
+    ns, labels = "model-mistral-7b", 'namespace="model-mistral-7b",model_name="mistral-7b"'
+    available = f'kube_deployment_status_replicas_available{{namespace="{ns}",deployment="mistral-7b"}}'
+    waiting = f"vllm:num_requests_waiting{{{labels},pod=%r}}"
+
+    def check(series: list[dict[str, str]], expected: list[dict[str, object]]) -> dict:
+        return {
+            "interval": "1m",
+            "input_series": series,
+            "promql_expr_test": [{"expr": query, "eval_time": "5m", "exp_samples": expected}],
+        }
+
+    tests = [
+        # first rollout: pods loading, none available, no vLLM series at all
+        check([{"series": available, "values": "0x10"}], [{"labels": "{}", "value": 0}]),
+        # serving: the sum of the replicas' queues
+        check(
+            [
+                {"series": available, "values": "2x10"},
+                {"series": waiting % "p0", "values": "3x10"},
+                {"series": waiting % "p1", "values": "4x10"},
+            ],
+            [{"labels": "{}", "value": 7}],
+        ),
+        # serving, but the metric was renamed: empty, so KEDA errors loudly
+        check([{"series": available, "values": "2x10"}], []),
+    ]
+    promtool.unit_test_rules({"groups": []}, tests, tmp_path)

@@ -113,7 +113,16 @@ def test_controller_policy_is_scoped_to_this_cluster() -> None:
     # wildcards only where AWS offers no resource-level scoping, and then region-conditioned or read-only
     for sid, s in statements.items():
         if s["Resource"] == "*":
-            assert sid in {"AllowRegionalReadActions", "AllowPricingReadActions"}, sid
+            assert sid in {
+                "AllowRegionalReadActions",
+                "AllowPricingReadActions",
+                "AllowUnscopedInstanceProfileListAction",
+                "AllowZonalShiftStatusReadOnly",
+            }, sid
+    assert statements["AllowUnscopedInstanceProfileListAction"]["Action"] == "iam:ListInstanceProfiles"
+    assert statements["AllowZonalShiftStatusReadOnly"]["Condition"]["StringEquals"] == {
+        "arc-zonal-shift:ResourceIdentifier": "arn:aws:eks:us-east-1:111122223333:cluster/llm-prod"
+    }
     assert statements["AllowRegionalReadActions"]["Condition"] == {
         "StringEquals": {"aws:RequestedRegion": "us-east-1"}
     }
@@ -130,6 +139,39 @@ def test_controller_policy_is_scoped_to_this_cluster() -> None:
         assert statements[sid]["Resource"] == "arn:aws:iam::111122223333:instance-profile/*"
     launches = statements["AllowScopedEC2InstanceActionsWithTags"]["Condition"]["StringEquals"]
     assert launches["aws:RequestTag/eks:eks-cluster-name"] == "llm-prod"
+
+
+def test_controller_can_check_instance_health_and_list_profiles() -> None:
+    """Karpenter >= 1.12 drains instances whose status checks fail (ec2:DescribeInstanceStatus); the
+    EC2NodeClass finalizer lists instance profiles, a call that takes no resource ARN."""
+    actions = {
+        (a, s["Resource"] if isinstance(s["Resource"], str) else tuple(s["Resource"]))
+        for s in _controller_policy()["Statement"]
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert ("ec2:DescribeInstanceStatus", "*") in actions
+    assert ("iam:ListInstanceProfiles", "*") in actions
+
+
+def test_karpenter_waits_for_the_monitoring_release(run_program) -> None:
+    """Its chart renders the ServiceMonitor only if monitoring.coreos.com/v1 exists at install time."""
+    m = run_program("prod")
+    karpenter = m.named("llm-prod-karpenter-controller", "kubernetes:helm.sh/v3:Release")
+    assert karpenter.depends_on("kubernetes:helm.sh/v3:Release", "llm-prod-monitoring-release")
+    gpu_operator = next(
+        r for r in m.by_type("kubernetes:helm.sh/v3:Release") if r.inputs.get("name") == "gpu-operator"
+    )
+    assert gpu_operator.depends_on("kubernetes:helm.sh/v3:Release", "llm-prod-monitoring-release")
+
+
+def test_gpu_root_volume_holds_only_the_os() -> None:
+    """RAID0 puts containerd and kubelet on the instance store; a 150 GiB gp3 root was mostly unused."""
+    node_class = spec.node_class(
+        ami_family="al2023", ami_version="v20260827", cluster_name="c", node_role_name="r", tags={}
+    )
+    assert node_class["spec"]["instanceStorePolicy"] == "RAID0"
+    (root,) = node_class["spec"]["blockDeviceMappings"]
+    assert root["ebs"]["volumeSize"] == f"{spec.AL2023_ROOT_GIB}Gi" and spec.AL2023_ROOT_GIB <= 50
 
 
 def test_rendered_controller_policy_and_queue_policy(run_program) -> None:

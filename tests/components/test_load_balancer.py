@@ -70,3 +70,16 @@ def test_stacks_without_a_gateway_install_no_controller(run_program) -> None:
     m = run_program("dev")
     assert not [r for r in m.by_type(RELEASE) if r.inputs["name"] == "aws-load-balancer-controller"]
     assert not [r for r in m.created if r.typ.startswith("llm-platform:gateway")]
+
+
+def test_listener_attributes_are_granted_on_listener_arns() -> None:
+    """ModifyListenerAttributes acts on a listener: granted only on load balancer and target group ARNs,
+    every call was denied."""
+    granted = [
+        r
+        for s in _policy()["Statement"]
+        if "elasticloadbalancing:ModifyListenerAttributes"
+        in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+        for r in ([s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"])
+    ]
+    assert granted and all(":listener/" in r for r in granted), granted

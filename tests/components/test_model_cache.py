@@ -8,6 +8,7 @@ import pytest
 
 from components.specs import model_cache as spec
 from tests.conftest import load_fixture
+from tools.preflight import nodes
 
 BUCKET_ARN = "arn:aws:s3:::llm-prod-models"
 
@@ -37,17 +38,43 @@ def test_bucket_is_private_versioned_encrypted_and_tls_only(run_program) -> None
 def test_reader_and_writer_are_limited_to_the_model_prefix() -> None:
     reader = spec.reader_policy(BUCKET_ARN)
     resources = [s["Resource"] for s in reader["Statement"]]
-    assert resources == [BUCKET_ARN, f"{BUCKET_ARN}/models/*"]
+    assert resources == [BUCKET_ARN, BUCKET_ARN, f"{BUCKET_ARN}/models/*"]
     actions = {
         a
         for s in reader["Statement"]
         for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
     }
     assert not {a for a in actions if a.startswith("s3:Put") or a.startswith("s3:Delete")}
-    writer = spec.writer_policy(BUCKET_ARN)
-    put = next(s for s in writer["Statement"] if s["Sid"] == "WriteModels")
-    assert put["Resource"] == f"{BUCKET_ARN}/models/*"
+    writer = spec.writer_policy(BUCKET_ARN, "models/org/model-a")
+    put = next(s for s in writer["Statement"] if s["Sid"] == "WriteModel")
+    assert put["Resource"] == f"{BUCKET_ARN}/models/org/model-a/*", (
+        "one model's loader writes its prefix only"
+    )
     assert "s3:DeleteObject" not in put["Action"]
+
+
+def test_get_bucket_location_is_not_under_the_prefix_condition() -> None:
+    """GetBucketLocation requests carry no s3:prefix: under that condition they are always denied."""
+    for policy in (spec.reader_policy(BUCKET_ARN), spec.writer_policy(BUCKET_ARN, "models/a/b")):
+        for s in policy["Statement"]:
+            actions = [s["Action"]] if isinstance(s["Action"], str) else s["Action"]
+            if "s3:GetBucketLocation" in actions:
+                assert "Condition" not in s
+
+
+def test_one_loader_role_per_model_and_no_unused_reader(run_program) -> None:
+    """prod serves both models from FSx: no role reads S3 for serving, and each loader writes its own prefix."""
+    m = run_program("prod")
+    roles = {r.name: r for r in m.by_type("aws:iam/role:Role")}
+    assert not [n for n in roles if "model-reader" in n], "prod has no s3/nvme model: no reader role"
+    policies = {r.name: json.loads(r.inputs["policy"]) for r in m.by_type("aws:iam/rolePolicy:RolePolicy")}
+    for model, prefix in (
+        ("mistral-7b", "models/TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"),
+        ("llama-70b", "models/meta-llama/Llama-3.1-70B-Instruct"),
+    ):
+        loader = policies[f"llm-prod-{model}-loader"]
+        writes = [s for s in loader["Statement"] if s["Sid"] == "WriteModel"]
+        assert [s["Resource"] for s in writes] == [f"arn:aws:s3:::llm-prod-cache-models-mock/{prefix}/*"]
 
 
 def test_pod_identity_per_cache_mode_is_least_privilege(run_program) -> None:
@@ -184,3 +211,28 @@ def test_sync_script_is_valid_shell() -> None:
     import subprocess
 
     subprocess.run(["sh", "-n", "-c", spec.SYNC_SCRIPT], check=True)
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_loader_job_fits_a_system_node(run_program, stack: str) -> None:
+    """The loader is pinned to the system nodes: its ephemeral-storage request must fit their allocatable
+    disk (EKS' default 20 GiB root leaves ~17 GiB; the old 40Gi request stayed Pending and every vLLM pod
+    waited for its weights forever)."""
+    m = run_program(stack)
+    (group,) = m.by_type("eks:index:ManagedNodeGroup")
+    node = nodes.system_node(
+        group.inputs["instanceTypes"][0],
+        group.inputs["diskSize"],
+        labels=group.inputs["labels"],
+        taints=group.inputs["taints"],
+        zones=[],
+        min_nodes=1,
+        max_nodes=1,
+    )
+    assert node is not None
+    jobs = [r.inputs for r in m.by_type("kubernetes:batch/v1:Job")]
+    assert jobs
+    for job in jobs:
+        (container,) = job["spec"]["template"]["spec"]["containers"]
+        request = container["resources"]["requests"]["ephemeral-storage"]
+        assert int(request.removesuffix("Gi")) * 1024 <= node.ephemeral_mib, (request, node.ephemeral_mib)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from components.specs import keda, observability
+from config.loader import ConfigError, parse
+from config.schema import AlertingConfig
+from tests.conftest import stack_values
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
+PROD = observability.retention("prod")
+NONE = AlertingConfig()
 
 
 def _release(m, name: str):
@@ -12,17 +19,17 @@ def _release(m, name: str):
 
 
 def test_prometheus_selects_every_monitor_and_rule() -> None:
-    spec = observability.helm_values(retention="15d", storage_gib=100, storage_class="gp3-encrypted")[
-        "prometheus"
-    ]["prometheusSpec"]
+    spec = observability.helm_values(sizing=PROD, storage_class="gp3-encrypted", alerting=NONE)["prometheus"][
+        "prometheusSpec"
+    ]
     for kind in ("serviceMonitor", "podMonitor", "probe", "scrapeConfig", "rule"):
         assert spec[f"{kind}SelectorNilUsesHelmValues"] is False
 
 
 def test_prometheus_storage_is_persistent() -> None:
-    spec = observability.helm_values(retention="15d", storage_gib=100, storage_class="gp3-encrypted")[
-        "prometheus"
-    ]["prometheusSpec"]
+    spec = observability.helm_values(sizing=PROD, storage_class="gp3-encrypted", alerting=NONE)["prometheus"][
+        "prometheusSpec"
+    ]
     claim = spec["storageSpec"]["volumeClaimTemplate"]["spec"]
     assert claim["resources"]["requests"]["storage"] == "100Gi"
     assert claim["storageClassName"] == "gp3-encrypted"
@@ -56,7 +63,9 @@ def test_dashboards_ship_as_sidecar_config_maps(run_program) -> None:
 
 def test_controllers_run_on_system_nodes() -> None:
     system = {"llm-platform/node-role": "system"}
-    values = observability.helm_values(retention="3d", storage_gib=20, storage_class=None)
+    values = observability.helm_values(
+        sizing=observability.retention("dev"), storage_class=None, alerting=NONE
+    )
     assert values["prometheus"]["prometheusSpec"]["nodeSelector"] == system
     assert values["grafana"]["nodeSelector"] == system
     assert values["prometheusOperator"]["nodeSelector"] == system
@@ -84,3 +93,52 @@ def test_releases_are_pinned_and_ordered(run_program) -> None:
     assert keda_release.depends_on(RELEASE, "llm-prod-monitoring-release"), (
         "KEDA's ServiceMonitors need the CRDs"
     )
+
+
+def test_prometheus_bounds_its_volume_and_prod_runs_two() -> None:
+    """A full volume stops ingestion, and with it every KEDA trigger and alert."""
+    prom = observability.helm_values(sizing=PROD, storage_class=None, alerting=NONE)["prometheus"]
+    spec = prom["prometheusSpec"]
+    assert spec["retentionSize"] == "85GB" and spec["replicas"] == 2
+    for env in ("dev", "staging", "prod"):
+        sizing = observability.retention(env)
+        assert int(sizing.retention_size.removesuffix("GB")) < sizing.storage_gib
+
+
+@pytest.mark.parametrize(
+    ("receiver", "field"),
+    [("slack", "slack_configs"), ("pagerduty", "pagerduty_configs"), ("webhook", "webhook_configs")],
+)
+def test_alerts_route_to_the_configured_receiver(receiver: str, field: str) -> None:
+    extra = {"slackChannel": "#llm-alerts"} if receiver == "slack" else {}
+    alerting = AlertingConfig.model_validate({"receiver": receiver, **extra})
+    values = observability.alertmanager_values(alerting)
+    config = values["config"]
+    assert config["route"]["receiver"] == "platform", "the chart's default sends everything to null"
+    (platform,) = [r for r in config["receivers"] if r["name"] == "platform"]
+    (target,) = platform[field]
+    # the credential is a mounted Secret file: never in the Helm values, the state or the render
+    assert next(v for k, v in target.items() if k.endswith("_file")) == observability.ALERT_RECEIVER_FILE
+    assert values["alertmanagerSpec"]["secrets"] == [observability.ALERT_RECEIVER_SECRET]
+
+
+def test_staging_and_prod_must_notify_someone() -> None:
+    values = stack_values("staging")
+    values.pop("alerting")
+    with pytest.raises(ConfigError, match=r"alerting.receiver: 'none' is allowed in dev only"):
+        parse(values)
+    assert parse(stack_values("dev")).alerting.receiver == "none"
+
+
+def test_rendered_receiver_credential_is_a_secret(run_program) -> None:
+    from pulumi.runtime import rpc
+
+    m = run_program("prod")
+    values = _release(m, "kube-prometheus-stack").inputs["values"]
+    assert values["alertmanager"]["config"]["route"]["receiver"] == "platform"
+    secret = next(
+        s
+        for s in m.by_type("kubernetes:core/v1:Secret")
+        if s.inputs["metadata"]["name"] == observability.ALERT_RECEIVER_SECRET
+    )
+    assert rpc.is_rpc_secret(secret.inputs["stringData"])

@@ -28,8 +28,9 @@ def _deployment(stack: str, name: str, cache_bucket: str = "models-bucket") -> d
         environment=stack,
         wiring=wiring,
         smallest=pool.instances[0],
-        needs_hf_token=model.needs_hf_token,
+        needs_hf_token=model.cache == "hub",
         cold_start_seconds=serving.expected_start_seconds(model, pool.instances[0]),
+        pool_headroom_gpus=serving.pool_headroom_gpus(pool, cfg.models),
     )
 
 
@@ -50,7 +51,7 @@ def test_arguments_come_from_config() -> None:
     assert _flag(args, "--max-model-len") == "16384"
     assert _flag(args, "--gpu-memory-utilization") == "0.9"
     assert _flag(args, "--port") == "8000"
-    assert _flag(args, "--api-key") == "$(VLLM_API_KEY)", "the key comes from the Secret, never the manifest"
+    assert not any("api-key" in a or "VLLM_API_KEY" in a for a in args), "vLLM reads VLLM_API_KEY itself"
     assert int(_flag(args, "--shutdown-timeout")) == serving.DRAIN_SECONDS
     assert "--disable-log-requests" not in args, "removed from current vLLM; passing it fails"
 
@@ -58,7 +59,7 @@ def test_arguments_come_from_config() -> None:
 def test_api_key_and_token_come_from_secrets() -> None:
     env = {e["name"]: e for e in _container(_deployment("prod", "llama-70b"))["env"]}
     assert env["VLLM_API_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "vllm-api-key", "key": "api-key"}
-    assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hf-token", "key": "token"}
+    assert "HF_TOKEN" not in env, "an offline (FSx) model never talks to the Hub"
     assert env["HF_HUB_OFFLINE"]["value"] == "1", "cached modes never reach the Hub at scale-out"
     assert all("value" not in e or "KEY" not in e["name"] for e in env.values())
 
@@ -223,3 +224,38 @@ def test_missing_api_key_stops_the_program_before_any_resource(run_program) -> N
 def test_gated_model_needs_the_hugging_face_token() -> None:
     values = stack_values("prod")
     assert parse(values).models[1].needs_hf_token
+
+
+def _rendered(m, kind: str, name: str) -> dict:
+    return next(
+        r.inputs for r in m.created if r.typ.endswith(f":{kind}") and r.inputs["metadata"]["name"] == name
+    )
+
+
+def test_api_key_never_reaches_argv_and_offline_models_get_no_hub_token(run_program) -> None:
+    """prod's llama-70b is gated (needsHfToken) and served from FSx: only its loader Job gets the token."""
+    m = run_program("prod")
+    deployment = _rendered(m, "Deployment", "llama-70b")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert not any("api-key" in a or "VLLM_API_KEY" in a for a in container["command"] + container["args"])
+    env = {e["name"] for e in container["env"]}
+    assert "VLLM_API_KEY" in env and "HF_TOKEN" not in env
+    job = _rendered(m, "Job", "llama-70b-load-weights")
+    (loader,) = job["spec"]["template"]["spec"]["containers"]
+    assert "HF_TOKEN" in {e["name"] for e in loader["env"]}
+
+
+def test_rollout_surges_only_into_gpu_headroom() -> None:
+    """A surge replica needs the pool's GPU limit to have room with every model at maxReplicas, else
+    Karpenter never launches it and the rollout hangs: replace in place instead."""
+    cfg = load_fixture("prod")
+    llama = _model("prod", "llama-70b")
+    pool = cfg.pool(llama.node_pool)
+    headroom = serving.pool_headroom_gpus(pool, cfg.models)
+    assert headroom >= llama.tensor_parallel_size, "prod's p4d limit leaves room for one more 8-GPU node"
+    surge = serving.rollout_strategy(llama, headroom)["rollingUpdate"]
+    assert surge == {"maxSurge": 1, "maxUnavailable": 0}
+    tight = pool.model_copy(update={"gpu_limit": 16})  # the old prod limit: 2 x 8 GPUs and no room
+    assert serving.pool_headroom_gpus(tight, cfg.models) == 0
+    in_place = serving.rollout_strategy(llama, serving.pool_headroom_gpus(tight, cfg.models))
+    assert in_place["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
