@@ -6,6 +6,7 @@ from components.autoscaling import ModelAutoscaling, ModelAutoscalingArgs
 from components.cluster import EksCluster, EksClusterArgs, ExistingCluster, ExistingClusterArgs
 from components.gateway import Gateway, GatewayArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.headroom import GpuHeadroom, GpuHeadroomArgs
 from components.inference import InferenceService, InferenceServiceArgs, ModelWeights
 from components.karpenter import GpuNodePools, GpuNodePoolsArgs, Karpenter, KarpenterArgs
 from components.keda import Keda
@@ -173,9 +174,17 @@ GpuOperator(
 )
 keda = Keda(f"{cluster_cfg.name}-keda", opts=after_monitoring)
 
+headroom = GpuHeadroom(
+    f"{cluster_cfg.name}-headroom",
+    GpuHeadroomArgs(pools=settings.gpu_node_pools, models=settings.models, keda=keda),
+    opts=in_cluster,
+)
+
 services: list[pulumi.Resource] = []
 if api_key is not None:
-    serving_opts = after_monitoring
+    serving_opts = pulumi.ResourceOptions.merge(
+        after_monitoring, pulumi.ResourceOptions(depends_on=[headroom.serving_priority_class])
+    )
     for model in settings.models:
         pool = settings.pool(model.node_pool)
         service = InferenceService(

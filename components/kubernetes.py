@@ -26,6 +26,7 @@ _TYPED: dict[tuple[str, str], Any] = {
     ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
     ("networking.k8s.io/v1", "NetworkPolicy"): k8s.networking.v1.NetworkPolicy,
     ("storage.k8s.io/v1", "StorageClass"): k8s.storage.v1.StorageClass,
+    ("scheduling.k8s.io/v1", "PriorityClass"): k8s.scheduling.v1.PriorityClass,
 }
 
 # manifest fields whose keyword argument in the typed resources is spelled differently
@@ -36,6 +37,8 @@ _KEYWORDS = {
     "allowVolumeExpansion": "allow_volume_expansion",
     "reclaimPolicy": "reclaim_policy",
     "volumeBindingMode": "volume_binding_mode",
+    "globalDefault": "global_default",
+    "preemptionPolicy": "preemption_policy",
 }
 
 

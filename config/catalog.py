@@ -2,7 +2,8 @@
 
 Source: ../shared/reference/README.md ("AWS GPU instances", us-east-1 on-demand, Karpenter's generated
 price table of 2026-07-20). vCPU and memory are from the EC2 instance-type pages; dense FP16 tensor
-TFLOPS from the NVIDIA datasheets (A10G per the survey in shared/research/autoscaling_sim.md §5.3).
+TFLOPS from the NVIDIA datasheets; the A10G is not an A10: 70 dense BF16 TFLOPS (Baseten's A10 vs A10G
+spec table; NVIDIA publishes no A10G datasheet; shared/research/vllm_capacity_points.md §2), not the A10's 125.
 Only instances listed here can be launched: each NodePool restricts Karpenter to the catalog's sizes, so
 every node the platform creates has a known price and GPU count.
 """
@@ -44,7 +45,7 @@ class GpuInstance:
         return self.nvme_disks * self.nvme_disk_gb
 
 
-A10G = GpuModel("A10G", 24, 600, 125)
+A10G = GpuModel("A10G", 24, 600, 70)
 L4 = GpuModel("L4", 24, 300, 121)
 L40S = GpuModel("L40S", 48, 864, 362)
 A100_40 = GpuModel("A100-40GB", 40, 1555, 312)

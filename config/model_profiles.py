@@ -96,6 +96,29 @@ PROFILES: dict[str, ModelProfile] = {
             head_dim=128,
             vocab_size=128256,
         ),
+        # Qwen/Qwen2.5-0.5B-Instruct config.json: 24 layers, hidden 896, 14 heads, 2 KV heads (head dim 64),
+        # tied embeddings; the model of the L4 concurrency sweep (simulator/calibration.py).
+        ModelProfile(
+            "Qwen/Qwen2.5-0.5B-Instruct",
+            parameters=0.494e9,
+            layers=24,
+            hidden_size=896,
+            kv_heads=2,
+            head_dim=64,
+            vocab_size=151936,
+            tied_embeddings=True,
+        ),
+        # Qwen/Qwen2-7B-Instruct config.json: 28 layers, hidden 3584, 28 heads, 4 KV heads; the model of the
+        # A100 burst sweep (simulator/calibration.py; 57,344 KV bytes/token, vllm_capacity_points.md §3.5).
+        ModelProfile(
+            "Qwen/Qwen2-7B-Instruct",
+            parameters=7.62e9,
+            layers=28,
+            hidden_size=3584,
+            kv_heads=4,
+            head_dim=128,
+            vocab_size=152064,
+        ),
         # Llama-3/3.1-8B: the model of the published capacity measurements (autoscaling_sim.md §5.1, §5.4).
         _llama3_8b("meta-llama/Meta-Llama-3-8B-Instruct"),
         _llama3_8b("meta-llama/Llama-3.1-8B-Instruct"),

@@ -12,11 +12,13 @@ import re
 from enum import StrEnum
 from ipaddress import IPv4Network
 from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from config.catalog import DEDICATED_FAMILIES, GpuInstance, families, instances
+from config.cron import Cron as CronExpression
 from config.versions import VLLM_IMAGE
 
 DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -47,8 +49,27 @@ def _duration(value: str) -> str:
 
 
 def _cron(value: str) -> str:
-    if not CRON.match(value):
-        raise ValueError(f"{value!r} is not a 5-field cron expression such as '0 7 * * 1-5'")
+    problem = "" if CRON.match(value) else "it needs 5 fields"
+    if not problem:
+        try:
+            CronExpression.parse(value)
+        except ValueError as exc:
+            problem = str(exc)
+    if problem:
+        raise ValueError(
+            f"{value!r} is not a 5-field cron expression (minute hour day-of-month month day-of-week) "
+            f"such as '0 7 * * 1-5': {problem}"
+        )
+    return value
+
+
+def _timezone(value: str) -> str:
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"{value!r} is not an IANA time zone; use a name such as 'UTC', 'America/New_York' or 'Europe/Paris'"
+        ) from None
     return value
 
 
@@ -69,6 +90,7 @@ def _pinned_image(value: str) -> str:
 
 Duration = Annotated[str, AfterValidator(_duration)]
 Cron = Annotated[str, AfterValidator(_cron)]
+Timezone = Annotated[str, AfterValidator(_timezone)]
 
 
 class Environment(StrEnum):
@@ -170,6 +192,27 @@ class CapacityReservationTerm(Schema):
         return None
 
 
+class HeadroomWindow(Schema):
+    """Warm GPUs held during a cron window (a KEDA cron trigger on the pool's placeholder Deployment)."""
+
+    start: Cron
+    end: Cron
+    timezone: Timezone = "UTC"
+    gpus: int = Field(ge=0)
+
+
+class Headroom(Schema):
+    """GPUs kept warm in a pool by low-priority placeholder pods, so a burst shorter than a cold start
+    lands on a running node: `gpus` outside any window, `schedule` windows raise it."""
+
+    gpus: int = Field(default=0, ge=0)
+    schedule: list[HeadroomWindow] = []
+
+    @property
+    def peak_gpus(self) -> int:
+        return max([self.gpus, *(w.gpus for w in self.schedule)])
+
+
 class GpuNodePool(Schema):
     name: Annotated[str, _dns_label(40)]
     instance_families: list[str] = Field(min_length=1)
@@ -180,6 +223,7 @@ class GpuNodePool(Schema):
     consolidate_after: Duration = "5m"
     expire_after: Duration = "720h"
     mig: bool = False
+    headroom: Headroom | None = None
     capacity_reservations: list[CapacityReservationTerm] = []
 
     @model_validator(mode="after")
@@ -274,7 +318,7 @@ class PrewarmWindow(Schema):
     name: Annotated[str, _dns_label(30)]
     start: Cron
     end: Cron
-    timezone: str = "UTC"
+    timezone: Timezone = "UTC"
     replicas: int = Field(gt=0)
 
 
@@ -487,6 +531,9 @@ class StackConfig(Schema):
                 )
             if m.cache == "fsx" and self.model_cache.fsx is None:
                 raise ValueError(f"{where}.cache: 'fsx' needs modelCache.fsx settings, which are missing")
+        for i, pool in enumerate(self.gpu_node_pools):
+            if pool.headroom is not None:
+                _check_headroom(f"gpuNodePools[{i}] ({pool.name}).headroom", pool, self.models)
         if self.environment is not Environment.DEV and self.alerting.receiver == "none":
             raise ValueError(
                 f"alerting.receiver: 'none' is allowed in dev only; {self.environment.value} must notify "
@@ -515,6 +562,52 @@ class StackConfig(Schema):
     @property
     def ami_families(self) -> list[str]:
         return sorted({p.ami_family for p in self.gpu_node_pools})
+
+
+def replica_gpus(pool: GpuNodePool, models: list[ModelConfig]) -> int:
+    """GPUs of one headroom placeholder: the largest replica (tensor-parallel size) among the pool's models,
+    so preempting one placeholder frees room for any one replica of the pool."""
+    return max((m.tensor_parallel_size for m in models if m.node_pool == pool.name), default=0)
+
+
+def _check_headroom(where: str, pool: GpuNodePool, models: list[ModelConfig]) -> None:
+    """Headroom the placeholders can hold: whole replicas, raised (never lowered) by windows, and within
+    the pool's GPU limit next to what the pool's models hold at their minimum."""
+    headroom = pool.headroom
+    assert headroom is not None
+    served = [m for m in models if m.node_pool == pool.name]
+    if not served:
+        raise ValueError(
+            f"{where}: pool {pool.name!r} serves no model, so warm GPUs there would never be used; "
+            "remove headroom or point a model's nodePool at it"
+        )
+    if headroom.peak_gpus == 0:
+        raise ValueError(f"{where}.gpus: 0 with no window above 0 keeps nothing warm; remove headroom")
+    unit = replica_gpus(pool, models)
+    largest = max(served, key=lambda m: m.tensor_parallel_size)
+    fields = [("gpus", headroom.gpus)] + [
+        (f"schedule[{j}].gpus", w.gpus) for j, w in enumerate(headroom.schedule)
+    ]
+    for field, gpus in fields:
+        if gpus % unit:
+            raise ValueError(
+                f"{where}.{field}: {gpus} is not a multiple of {unit}, the GPUs of one {largest.name} replica "
+                f"(tensorParallelSize {unit}); placeholders hold whole replicas"
+            )
+    for j, w in enumerate(headroom.schedule):
+        if w.gpus < headroom.gpus:
+            raise ValueError(
+                f"{where}.schedule[{j}].gpus: {w.gpus} is below headroom.gpus {headroom.gpus}; a window can "
+                "only raise the warm GPUs (KEDA's cron trigger adds replicas), so set gpus to the lowest level"
+            )
+    at_minimum = sum(m.autoscaling.min_replicas * m.tensor_parallel_size for m in served)
+    if headroom.peak_gpus + at_minimum > pool.gpu_limit:
+        held = ", ".join(f"{m.name} {m.autoscaling.min_replicas}x{m.tensor_parallel_size}" for m in served)
+        raise ValueError(
+            f"{where}: {headroom.peak_gpus} warm GPUs plus the {at_minimum} GPUs the pool's models hold at "
+            f"minReplicas ({held}) exceed gpuLimit {pool.gpu_limit}; the placeholders could never all run. "
+            f"Allowed: at most {max(0, pool.gpu_limit - at_minimum)} warm GPUs, or raise gpuLimit"
+        )
 
 
 def _unique(field: str, names: list[str]) -> None:

@@ -33,3 +33,7 @@ KARPENTER_CRD_CHART = "oci://public.ecr.aws/karpenter/karpenter-crd"
 # AWS Load Balancer Controller: provisions the gateway's Network Load Balancer
 AWS_LOAD_BALANCER_CONTROLLER_REPO = "https://aws.github.io/eks-charts"
 AWS_LOAD_BALANCER_CONTROLLER_VERSION = "1.17.0"
+
+# The pause container of the headroom placeholders and of the image pre-pull DaemonSet: does nothing, holds
+# the pod's resources; the version Kubernetes 1.34 ships (kubernetes/kubernetes#130713).
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"

@@ -1,4 +1,7 @@
-"""`python -m simulator`: cost per day and SLO misses of autoscaling strategies, before deploying them."""
+"""`python -m simulator`: cost per day and SLO misses of autoscaling strategies, before deploying them.
+
+Commands: (none) simulate a day; `capacity` one replica at a concurrency; `calibrate` the calibration table.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from simulator import report
+from simulator import capacity_cmd, report
 from simulator.engine import Result
 from simulator.scenarios import (
     Setup,
@@ -64,6 +67,18 @@ def _run(setup: Setup, strategies: Sequence[Strategy], quiet: bool) -> list[Resu
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = {"capacity": capacity_cmd.run, "calibrate": capacity_cmd.calibrate}
+    if argv and argv[0] in commands:
+        try:
+            return commands[argv[0]](argv[1:])
+        except (ValueError, KeyError, OSError) as exc:
+            print(f"python -m simulator {argv[0]}: error: {exc}", file=sys.stderr)
+            return 2
+    return _day(argv)
+
+
+def _day(argv: Sequence[str]) -> int:
     args = _parser().parse_args(argv)
     console = Console()
     quiet = args.json or not sys.stderr.isatty()

@@ -22,7 +22,7 @@ from simulator.capacity import CapacityConfig, Cluster
 from simulator.cron import active_minutes
 from simulator.hpa import HPA, SYNC_PERIOD_SECONDS, pods_average_value_replicas
 from simulator.keda import CronTrigger, Keda
-from simulator.replica import KV_BLOCK_TOKENS, ReplicaTable, ttft
+from simulator.replica import KV_BLOCK_TOKENS, ReplicaTable
 from simulator.strategies import Strategy
 from simulator.traffic import Traffic
 
@@ -238,15 +238,8 @@ def _summarise(
     wait = np.where(never, T - t_arr, wait)
     admit = np.minimum((t_arr + wait).astype(np.int64), T - 1)
     state = table.at(lam_s)
-    ttft_s = wait + ttft(
-        traffic.input_tokens.astype(np.float64),
-        state["rho_prefill"][admit],
-        state["decode_step"][admit],
-        state["step_overhead"][admit],
-        state["running"][admit],
-        table.model.seconds_per_token,
-        rng,
-    )
+    admitted = {name: values[admit] for name, values in state.items()}
+    ttft_s = wait + table.ttft_seconds(traffic.input_tokens.astype(np.float64), admitted, rng)
     itl = state["itl"][admit]
     violated = (ttft_s > cfg.slo.ttft_seconds) | (itl > cfg.slo.itl_seconds) | never
     n = len(t_arr)

@@ -26,7 +26,7 @@ from config.model_profiles import profile
 from config.schema import Autoscaling, PrewarmWindow, ScalingPolicy, ScalingRules
 from simulator.capacity import CapacityConfig
 from simulator.engine import Result, SimConfig, Slo, simulate
-from simulator.replica import ReplicaModel, ReplicaTable, TokenStats, ttft
+from simulator.replica import EngineConfig, ReplicaModel, ReplicaTable, TokenStats
 from simulator.strategies import Strategy, hpa_gpu_memory, keda, static
 from simulator.traffic import Traffic, seed_day
 
@@ -76,15 +76,8 @@ def slo_rate_per_replica(
 
     def misses(lam: float) -> float:
         s = table.at(lam)
-        t = ttft(
-            prompts,
-            np.full(take, float(s["rho_prefill"])),
-            np.full(take, float(s["decode_step"])),
-            np.full(take, float(s["step_overhead"])),
-            np.full(take, float(s["running"])),
-            table.model.seconds_per_token,
-            np.random.default_rng(2),
-        )
+        state = {name: np.full(take, float(value)) for name, value in s.items()}
+        t = table.ttft_seconds(prompts, state, np.random.default_rng(2))
         return float(((t > slo.ttft_seconds) | (float(s["itl"]) > slo.itl_seconds)).mean())
 
     lo, hi = 0.0, table.capacity_rps
@@ -286,7 +279,8 @@ def stack_run(
     pool = cfg.pool(m.node_pool)
     instance = instance_for(pool.instances, m.tensor_parallel_size)
     prof = profile(m.hugging_face_id)
-    model = ReplicaModel(prof, instance.gpu, m.tensor_parallel_size, m.gpu_memory_utilization)
+    engine = EngineConfig(gpu_memory_utilization=m.gpu_memory_utilization, max_model_len=m.max_model_len)
+    model = ReplicaModel(prof, instance.gpu, m.tensor_parallel_size, engine)
     table = model.table(TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens))
     spot = "spot" in pool.capacity_types
     capacity = CapacityConfig(

@@ -63,3 +63,9 @@ def namespace_manifest(name: str, pod_security: str, **labels: str) -> dict[str,
         "kind": "Namespace",
         "metadata": {"name": name, "labels": {"pod-security.kubernetes.io/enforce": pod_security, **labels}},
     }
+
+
+# Pod priorities on GPU nodes (the Kubernetes overprovisioning pattern): a pending vLLM pod preempts a
+# headroom placeholder and starts on its already-running node; placeholders never preempt anything.
+SERVING_PRIORITY_CLASS = "llm-serving"
+HEADROOM_PRIORITY_CLASS = "llm-headroom"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from components.specs.common import GPU_TOLERATION, POOL_LABEL
+from components.specs.common import GPU_TOLERATION, POOL_LABEL, SERVING_PRIORITY_CLASS
 from components.specs.model_cache import COMPILE_CACHE_MOUNT, CacheWiring, non_root_pod
 from config.catalog import GpuInstance
 from config.cold_start import cold_start_seconds
@@ -249,6 +249,8 @@ def deployment(
                 "spec": {
                     "serviceAccountName": SERVICE_ACCOUNT,
                     "automountServiceAccountToken": False,  # no Kubernetes API calls; Pod Identity has its own
+                    # above the GPU headroom placeholders: a pending replica preempts one on a warm node
+                    "priorityClassName": SERVING_PRIORITY_CLASS,
                     "securityContext": non_root_pod(),
                     "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
                     "nodeSelector": {POOL_LABEL: model.node_pool},

@@ -1,0 +1,60 @@
+"""GPU headroom: the serving and placeholder PriorityClasses, and per pool the placeholders that keep
+warm GPU nodes up (resized on a schedule by KEDA)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components import child_options
+from components.kubernetes import apply_manifest
+from components.specs import headroom as spec
+from components.specs.common import namespace_manifest
+from config.schema import GpuNodePool, ModelConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuHeadroomArgs:
+    pools: list[GpuNodePool]
+    models: list[ModelConfig]
+    keda: pulumi.Resource | None = None
+    """The KEDA release (its CRDs): needed first when a pool's headroom has a schedule."""
+
+
+class GpuHeadroom(pulumi.ComponentResource):
+    """Registers the vLLM pods' PriorityClass (always: the serving Deployments name it) and, for pools
+    with `headroom`, the placeholder PriorityClass, the `llm-headroom` namespace, a placeholder Deployment
+    per pool and a KEDA cron ScaledObject when the headroom has a schedule."""
+
+    serving_priority_class: pulumi.Resource
+
+    def __init__(self, name: str, args: GpuHeadroomArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llm-platform:headroom:GpuHeadroom", name, None, opts)
+        self.serving_priority_class = apply_manifest(
+            f"{name}-serving-priority", spec.serving_priority_class(), child_options(self, opts)
+        )
+        pools = [p for p in args.pools if p.headroom is not None]
+        placeholders: list[str] = []
+        if pools:
+            priority = apply_manifest(
+                f"{name}-placeholder-priority", spec.headroom_priority_class(), child_options(self, opts)
+            )
+            ns = apply_manifest(
+                f"{name}-ns", namespace_manifest(spec.NAMESPACE, "restricted"), child_options(self, opts)
+            )
+            for pool in pools:
+                deployment = apply_manifest(
+                    f"{name}-{pool.name}",
+                    spec.placeholder_deployment(pool, args.models),
+                    child_options(self, opts, ns, priority),
+                )
+                placeholders.append(spec.placeholder_name(pool))
+                if pool.headroom is not None and pool.headroom.schedule:
+                    after = [deployment] + ([args.keda] if args.keda is not None else [])
+                    apply_manifest(
+                        f"{name}-{pool.name}-schedule",
+                        spec.scaled_object(pool, args.models),
+                        child_options(self, opts, *after),
+                    )
+        self.register_outputs({"placeholders": placeholders})

@@ -1,0 +1,241 @@
+"""GPU headroom: placeholders that hold exactly one replica's room on the pool's nodes, below the vLLM pods'
+priority, resized on the schedule; headroom that could never run is refused before anything is registered."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.specs import headroom as spec
+from components.specs.model_cache import cache_wiring
+from components.specs.serving import deployment, pool_headroom_gpus
+from config import loader
+from config.loader import PROJECT, ROOT, ConfigError, parse
+from config.schema import StackConfig
+from tools import render
+
+FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.headroom.yaml"
+SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def _values() -> dict[str, Any]:
+    raw = yaml.safe_load(FIXTURE.read_text())["config"]
+    return copy.deepcopy({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith(f"{PROJECT}:")})
+
+
+def _config(values: dict[str, Any] | None = None) -> StackConfig:
+    return parse(values or _values())
+
+
+def _error(values: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse(values)
+    return str(info.value)
+
+
+# ------------------------------------------------------------------------------------------- schema
+
+
+def test_fixture_headroom_parses() -> None:
+    g5 = _config().pool("g5")
+    assert g5.headroom is not None
+    assert g5.headroom.gpus == 1 and g5.headroom.peak_gpus == 4
+    assert g5.headroom.schedule[0].timezone == "America/New_York"
+
+
+def test_headroom_that_can_never_fit_the_gpu_limit_is_refused() -> None:
+    v = _values()
+    v["gpuNodePools"][0]["headroom"]["schedule"][0]["gpus"] = 8  # + mistral's 1 at minReplicas > gpuLimit 8
+    msg = _error(v)
+    assert "gpuNodePools[0] (g5).headroom" in msg
+    assert "8 warm GPUs" in msg and "gpuLimit 8" in msg and "mistral-7b 1x1" in msg
+    assert "at most 7 warm GPUs" in msg
+
+
+def test_headroom_at_the_gpu_limit_is_fine() -> None:
+    v = _values()
+    v["gpuNodePools"][0]["headroom"]["schedule"][0]["gpus"] = 7
+    assert _config(v).pool("g5").headroom.peak_gpus == 7  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("cron", "problem"),
+    [("0 8 * *", "5 fields"), ("0 25 * * 1-5", "out of range 0-23"), ("0 8 * * mon", "invalid literal")],
+)
+def test_headroom_window_cron_is_checked(cron: str, problem: str) -> None:
+    v = _values()
+    v["gpuNodePools"][0]["headroom"]["schedule"][0]["start"] = cron
+    msg = _error(v)
+    assert "headroom.schedule[0].start" in msg and repr(cron) in msg and problem in msg
+
+
+def test_headroom_window_timezone_must_exist() -> None:
+    v = _values()
+    v["gpuNodePools"][0]["headroom"]["schedule"][0]["timezone"] = "America/Gotham"
+    msg = _error(v)
+    assert "headroom.schedule[0].timezone" in msg and "'America/Gotham'" in msg and "IANA" in msg
+
+
+def test_headroom_holds_whole_replicas() -> None:
+    v = _values()
+    v["gpuNodePools"][1]["headroom"]["gpus"] = 4  # llama-70b replicas take 8 GPUs
+    msg = _error(v)
+    assert "gpuNodePools[1] (p4d).headroom.gpus: 4 is not a multiple of 8" in msg and "llama-70b" in msg
+
+
+def test_a_window_only_raises_headroom() -> None:
+    v = _values()
+    v["gpuNodePools"][0]["headroom"] = {
+        "gpus": 2,
+        "schedule": [{"start": "0 22 * * *", "end": "0 6 * * *", "gpus": 0}],
+    }
+    msg = _error(v)
+    assert "headroom.schedule[0].gpus: 0 is below headroom.gpus 2" in msg
+
+
+def test_headroom_on_a_pool_without_models_is_refused() -> None:
+    v = _values()
+    v["models"] = [m for m in v["models"] if m["nodePool"] != "p4d"]
+    msg = _error(v)
+    assert "gpuNodePools[1] (p4d).headroom" in msg and "serves no model" in msg
+
+
+def test_empty_headroom_is_refused() -> None:
+    v = _values()
+    v["gpuNodePools"][1]["headroom"] = {"gpus": 0}
+    assert "keeps nothing warm" in _error(v)
+
+
+# ---------------------------------------------------------------------------------------- manifests
+
+
+def _vllm_pod(cfg: StackConfig, model_name: str) -> dict[str, Any]:
+    model = next(m for m in cfg.models if m.name == model_name)
+    pool = cfg.pool(model.node_pool)
+    manifest = deployment(
+        model,
+        environment="staging",
+        wiring=cache_wiring(model, bucket="b", ami_family=pool.ami_family),
+        smallest=pool.instances[0],
+        needs_hf_token=False,
+        cold_start_seconds=100,
+        pool_headroom_gpus=pool_headroom_gpus(pool, cfg.models),
+    )
+    return manifest["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize(("pool", "model"), [("g5", "mistral-7b"), ("p4d", "llama-70b")])
+def test_a_placeholder_frees_exactly_what_one_replica_needs(pool: str, model: str) -> None:
+    """Preempting one placeholder must free the GPUs, CPU and memory of a replica on the same kind of node."""
+    cfg = _config()
+    placeholder = spec.placeholder_deployment(cfg.pool(pool), cfg.models)["spec"]["template"]["spec"]
+    replica = _vllm_pod(cfg, model)
+    (pause,) = placeholder["containers"]
+    (vllm,) = replica["containers"]
+    assert pause["resources"]["requests"] == vllm["resources"]["requests"]
+    assert placeholder["nodeSelector"] == replica["nodeSelector"]
+    assert placeholder["tolerations"] == replica["tolerations"]
+
+
+def test_replicas_preempt_placeholders_and_placeholders_preempt_nothing() -> None:
+    cfg = _config()
+    serving, holding = spec.serving_priority_class(), spec.headroom_priority_class()
+    placeholder = spec.placeholder_deployment(cfg.pool("g5"), cfg.models)["spec"]["template"]["spec"]
+    assert _vllm_pod(cfg, "mistral-7b")["priorityClassName"] == serving["metadata"]["name"]
+    assert placeholder["priorityClassName"] == holding["metadata"]["name"]
+    assert serving["value"] > 0 > holding["value"], "below pods without a class (0), above none"
+    assert serving["preemptionPolicy"] == "PreemptLowerPriority"
+    assert holding["preemptionPolicy"] == "Never"
+    assert not serving["globalDefault"] and not holding["globalDefault"]
+
+
+def test_the_schedule_resizes_the_placeholders_through_keda() -> None:
+    cfg = _config()
+    g5 = cfg.pool("g5")
+    placeholder = spec.placeholder_deployment(g5, cfg.models)
+    assert "replicas" not in placeholder["spec"], "KEDA's HPA owns the count; pulumi up must not reset it"
+    so = spec.scaled_object(g5, cfg.models)["spec"]
+    assert so["scaleTargetRef"]["name"] == placeholder["metadata"]["name"]
+    assert (so["minReplicaCount"], so["maxReplicaCount"]) == (1, 4)
+    (trigger,) = so["triggers"]
+    assert trigger["type"] == "cron"
+    assert trigger["metadata"] == {
+        "timezone": "America/New_York",
+        "start": "0 8 * * 1-5",
+        "end": "0 18 * * 1-5",
+        "desiredReplicas": "4",
+    }
+
+
+def test_without_a_schedule_the_deployment_holds_the_placeholders() -> None:
+    cfg = _config()
+    p4d = cfg.pool("p4d")
+    assert spec.placeholder_deployment(p4d, cfg.models)["spec"]["replicas"] == 1  # 8 GPUs, one 8-GPU replica
+    with pytest.raises(ValueError, match="no headroom schedule"):
+        spec.scaled_object(p4d, cfg.models)
+
+
+# ------------------------------------------------------------------------------------------ program
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture stack rendered exactly as `python -m tools.render` renders a stack file."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(loader, "stack_file", lambda stack: FIXTURE)
+        out = tmp_path_factory.mktemp("render") / "headroom"
+        assert render.main(["headroom", "--out", str(out)]) == 0
+    return out
+
+
+@pytest.mark.skipif(not SHARED_CHECK.exists(), reason="shared/tools/check_render.py sits beside the repo")
+def test_fixture_render_passes_the_pinned_crds_and_schemas(rendered: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(SHARED_CHECK), str(rendered)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout
+    kinds = {d["kind"] for d in yaml.safe_load_all((rendered / "manifests.yaml").read_text()) if d}
+    assert {"PriorityClass", "ScaledObject", "Deployment"} <= kinds
+
+
+def test_the_program_registers_headroom_after_keda(run_program) -> None:
+    m = run_program("staging", overrides=_values())
+    placeholders = {
+        d.inputs["metadata"]["name"]: d
+        for d in m.by_type(DEPLOYMENT)
+        if d.inputs["metadata"].get("namespace") == spec.NAMESPACE
+    }
+    assert set(placeholders) == {"headroom-g5", "headroom-p4d"}
+    (schedule,) = [s for s in m.by_type(SCALED_OBJECT) if s.inputs["metadata"]["namespace"] == spec.NAMESPACE]
+    assert schedule.depends_on(RELEASE, "llm-headroom-test-keda-release"), (
+        "the ScaledObject needs KEDA's CRDs"
+    )
+    assert {p.inputs["metadata"]["name"] for p in m.by_type(PRIORITY_CLASS)} == {
+        "llm-serving",
+        "llm-headroom",
+    }
+    for name, placeholder in placeholders.items():
+        assert placeholder.depends_on(PRIORITY_CLASS), f"{name}: pods need their PriorityClass first"
+    vllm = [
+        d for d in m.by_type(DEPLOYMENT) if d.inputs["metadata"].get("namespace", "").startswith("model-")
+    ]
+    assert len(vllm) == 2
+    for d in vllm:
+        assert d.inputs["spec"]["template"]["spec"]["priorityClassName"] == "llm-serving"
+        assert d.depends_on(PRIORITY_CLASS), "vLLM pods are refused until their PriorityClass exists"
+
+
+def test_a_stack_without_headroom_registers_no_placeholder(run_program) -> None:
+    m = run_program("dev")
+    assert [p.inputs["metadata"]["name"] for p in m.by_type(PRIORITY_CLASS)] == ["llm-serving"]
+    assert not [d for d in m.by_type(DEPLOYMENT) if d.inputs["metadata"].get("namespace") == spec.NAMESPACE]
