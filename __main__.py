@@ -227,13 +227,16 @@ if gateway_cfg.enabled and api_key is not None and gateway_keys is not None:
             internal=gateway_cfg.internal,
             certificate_arn=gateway_cfg.certificate_arn,
             replicas=gateway_cfg.replicas,
-            max_inflight_per_replica=gateway_cfg.max_inflight_per_replica,
             max_pending_per_replica=gateway_cfg.max_pending_per_replica,
             depends_on_models=services,
         ),
-        opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=gateway_after)),
+        # monitors and alert rules of the pickers need the Prometheus Operator's CRDs
+        opts=pulumi.ResourceOptions.merge(
+            in_cluster, pulumi.ResourceOptions(depends_on=[*gateway_after, observability])
+        ),
     )
-    pulumi.export("gatewayHostname", gateway.hostname)
+    # the NLB's DNS name: kubectl -n llm-gateway get gateway llm-gateway -o jsonpath='{.status.addresses[0].value}'
+    pulumi.export("gatewayNamespace", gateway.namespace)
 
 pulumi.export("clusterName", cluster_cfg.name)
 pulumi.export("environment", environment)

@@ -12,6 +12,7 @@ from components.kubernetes import apply_manifest
 from components.specs import dashboards, reservations
 from components.specs import observability as spec
 from components.specs.common import namespace_manifest
+from components.specs.gateway_monitoring import epp_dashboard
 from config.schema import AlertingConfig
 from config.versions import KUBE_PROMETHEUS_STACK_REPO, KUBE_PROMETHEUS_STACK_VERSION
 
@@ -60,7 +61,12 @@ class Observability(pulumi.ComponentResource):
                     child_options(self, opts, namespace),
                 )
             )
-        for key, board in (("vllm", dashboards.vllm_dashboard()), ("gpu", dashboards.gpu_dashboard())):
+        boards = (
+            ("vllm", dashboards.vllm_dashboard()),
+            ("gpu", dashboards.gpu_dashboard()),
+            ("endpoint-picker", epp_dashboard()),
+        )
+        for key, board in boards:
             apply_manifest(
                 f"{name}-dashboard-{key}",
                 dashboards.dashboard_configmap(f"llm-platform-{key}", spec.NAMESPACE, board),

@@ -358,6 +358,9 @@ class ModelConfig(Schema):
     extra_args: list[str] = []
     autoscaling: Autoscaling = Field(default_factory=Autoscaling)
     slo: Slo
+    # the gateway's endpoint picker learns which replica holds a prompt prefix from vLLM's own KV-cache
+    # events (ZMQ) and a tokenizer sidecar instead of estimating it; costs are in the README's gateway section
+    precise_prefix_routing: bool = False
 
     @property
     def served_model_name(self) -> str:
@@ -418,6 +421,16 @@ class GatewayClient(Schema):
     requests_per_minute: int = Field(gt=0)
 
 
+# keys of the hand-written Envoy gateway that the inference gateway replaced: what to write instead
+REMOVED_GATEWAY_KEYS = {
+    "maxInflightPerReplica": (
+        "the endpoint picker now decides when a vLLM replica is saturated from vLLM's own queue and KV "
+        "cache (thresholds derived from each model's autoscaling targets); delete the key, and use "
+        "gateway.maxPendingPerReplica to bound the gateway's queue"
+    ),
+}
+
+
 class GatewayConfig(Schema):
     enabled: bool = False
     internal: bool = True
@@ -425,9 +438,19 @@ class GatewayConfig(Schema):
         Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/.+$")] | None
     ) = None
     replicas: int = Field(default=2, ge=1)
-    max_inflight_per_replica: int = Field(default=64, ge=1)
-    max_pending_per_replica: int = Field(default=32, ge=0)
+    # requests the gateway holds per vLLM replica (at autoscaling.maxReplicas) once the model's replicas are
+    # saturated; past it, or after the queue timeout, it answers 429. 0 would mean "unbounded" to the EPP.
+    max_pending_per_replica: int = Field(default=32, ge=1)
     clients: list[GatewayClient] = []
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_keys(cls, data: object) -> object:
+        if isinstance(data, dict):
+            for key, instead in REMOVED_GATEWAY_KEYS.items():
+                if key in data:
+                    raise ValueError(f"gateway.{key} is no longer a setting: {instead}")
+        return data
 
     @model_validator(mode="after")
     def _rules(self) -> GatewayConfig:

@@ -34,6 +34,22 @@ KARPENTER_CRD_CHART = "oci://public.ecr.aws/karpenter/karpenter-crd"
 AWS_LOAD_BALANCER_CONTROLLER_REPO = "https://aws.github.io/eks-charts"
 AWS_LOAD_BALANCER_CONTROLLER_VERSION = "1.17.0"
 
+# Inference gateway (../shared/reference/GATEWAY.md): Gateway API standard CRDs, the InferencePool CRD, Envoy
+# Gateway with Envoy AI Gateway as its extension server, and one llm-d router endpoint picker (EPP) per model.
+# AIGW v1.1.x is tested with EG v1.8.1+ and Gateway API v1.5.x; EG v1.9 needs Gateway API v1.6: bump together.
+GATEWAY_API_VERSION = "v1.5.1"  # installed by gateway-crds-helm (crds.gatewayAPI.channel=standard)
+ENVOY_GATEWAY_CHART_REPO = "oci://docker.io/envoyproxy"
+ENVOY_GATEWAY_VERSION = "v1.8.3"  # charts gateway-crds-helm and gateway-helm
+ENVOY_AI_GATEWAY_VERSION = "v1.1.0"  # charts ai-gateway-crds-helm and ai-gateway-helm
+INFERENCE_POOL_CRD_URL = "https://github.com/kubernetes-sigs/gateway-api-inference-extension/releases/download/v1.6.0/v1-manifests.yaml"
+LLM_D_ROUTER_CHART_REPO = "oci://ghcr.io/llm-d/charts"
+LLM_D_ROUTER_VERSION = "v0.10.0"  # chart llm-d-router-gateway and the EPP image below
+LLM_D_EPP_IMAGE_REGISTRY = "ghcr.io/llm-d"
+LLM_D_EPP_IMAGE_REPOSITORY = "llm-d-router-endpoint-picker"
+# the EPP's tokenizer sidecar for precise prefix routing (`vllm launch render`), the chart's default tag
+VLLM_RENDER_IMAGE_REPOSITORY = "vllm/vllm-openai-cpu"
+VLLM_RENDER_IMAGE_TAG = "v0.19.1"
+
 # The pause container of the headroom placeholders and of the image pre-pull DaemonSet: does nothing, holds
 # the pod's resources; the version Kubernetes 1.34 ships (kubernetes/kubernetes#130713).
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"

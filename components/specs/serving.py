@@ -30,6 +30,7 @@ DRAIN_SECONDS = 45
 TERMINATION_GRACE_SECONDS = PRESTOP_SLEEP_SECONDS + DRAIN_SECONDS + 15
 # on top of the startup probe's budget: a new GPU node and the first copy of the weights
 NODE_AND_WEIGHTS_SECONDS = 1800
+KV_EVENTS_PORT = 5557  # vLLM's ZMQ KV-cache event publisher (precise prefix routing)
 MONITORING_NAMESPACE = "monitoring"
 GATEWAY_NAMESPACE = "llm-gateway"
 
@@ -107,8 +108,30 @@ def vllm_args(model: ModelConfig, wiring: CacheWiring) -> list[str]:
         str(PORT),
         "--shutdown-timeout",
         str(DRAIN_SECONDS),
+        *kv_events_args(model),
         *wiring.extra_args,
         *model.extra_args,
+    ]
+
+
+def kv_events_args(model: ModelConfig) -> list[str]:
+    """Precise prefix routing: vLLM publishes KV-cache block events on ZMQ for the gateway's endpoint picker,
+    which dials each pod (topic `kv@<pod ip>:<port>@<model>`, GATEWAY.md)."""
+    if not model.precise_prefix_routing:
+        return []
+    config = (
+        '{"enable_kv_cache_events":true,"publisher":"zmq",'
+        f'"endpoint":"tcp://*:{KV_EVENTS_PORT}","topic":"kv@$(POD_IP):$(POD_PORT)@{model.served_model_name}"}}'
+    )
+    return ["--kv-events-config", config]
+
+
+def kv_events_env(model: ModelConfig) -> list[dict[str, Any]]:
+    if not model.precise_prefix_routing:
+        return []
+    return [
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        {"name": "POD_PORT", "value": str(PORT)},
     ]
 
 
@@ -185,6 +208,7 @@ def deployment(
         {"name": "HOME", "value": HOME},
         {"name": "VLLM_CACHE_ROOT", "value": COMPILE_CACHE_MOUNT},
         *wiring.env,
+        *kv_events_env(model),
     ]
     if needs_hf_token:
         env.append(
@@ -197,7 +221,14 @@ def deployment(
         "command": ["vllm", "serve"],
         "args": vllm_args(model, wiring),
         "env": env,
-        "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
+        "ports": [
+            {"name": "http", "containerPort": PORT, "protocol": "TCP"},
+            *(
+                [{"name": "kv-events", "containerPort": KV_EVENTS_PORT, "protocol": "TCP"}]
+                if model.precise_prefix_routing
+                else []
+            ),
+        ],
         "resources": resources(model, smallest),
         "startupProbe": {
             **health,

@@ -53,15 +53,12 @@ def test_prod_installs_the_controller_before_the_gateway(run_program) -> None:
     assert controller.depends_on(
         "aws:eks/podIdentityAssociation:PodIdentityAssociation", "llm-prod-lb-controller"
     )
-    (gateway_service,) = [
-        s
-        for s in m.by_type("kubernetes:core/v1:Service")
-        if s.inputs["metadata"]["namespace"] == "llm-gateway"
-    ]
-    assert gateway_service.depends_on(RELEASE, "llm-prod-lb-controller-release"), (
-        "the controller makes the NLB"
-    )
-    annotations = gateway_service.inputs["metadata"]["annotations"]
+    # Envoy Gateway makes the NLB Service from the EnvoyProxy; the controller must exist first
+    (proxy,) = m.by_type("kubernetes:gateway.envoyproxy.io/v1alpha1:EnvoyProxy")
+    assert proxy.depends_on(RELEASE, "llm-prod-lb-controller-release"), "the controller makes the NLB"
+    service = proxy.inputs["spec"]["provider"]["kubernetes"]["envoyService"]
+    assert service["loadBalancerClass"] == "service.k8s.aws/nlb"
+    annotations = service["annotations"]
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internal"
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"].startswith("arn:aws:acm:")
 

@@ -57,7 +57,11 @@ def test_dashboards_ship_as_sidecar_config_maps(run_program) -> None:
         for c in m.by_type("kubernetes:core/v1:ConfigMap")
         if c.inputs["metadata"]["namespace"] == "monitoring"
     ]
-    assert {c.inputs["metadata"]["name"] for c in maps} == {"llm-platform-vllm", "llm-platform-gpu"}
+    assert {c.inputs["metadata"]["name"] for c in maps} == {
+        "llm-platform-vllm",
+        "llm-platform-gpu",
+        "llm-platform-endpoint-picker",
+    }
     assert all(c.inputs["metadata"]["labels"]["grafana_dashboard"] == "1" for c in maps)
 
 
