@@ -10,7 +10,6 @@ No cloud credentials, Pulumi CLI or cluster are needed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import runpy
 import shutil
@@ -33,9 +32,9 @@ from config.loader import (
     Stack,
     load_stack,
     raw_stack_config,
-    stack_arg,
     stack_name,
 )
+from tools import cli
 from tools import mocks as platform_mocks
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -181,11 +180,11 @@ def summary(stack: str, render: Render) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog="python -m tools.render", description="Render a stack offline under Pulumi mocks."
     )
     parser.add_argument(
-        "stack", type=stack_arg, help="stack name (reads Pulumi.<stack>.yaml) or the path of a stack file"
+        "stack", type=cli.stack, help="stack name (reads Pulumi.<stack>.yaml) or the path of a stack file"
     )
     parser.add_argument("--out", type=Path, required=True, help="folder to write the render to")
     args = parser.parse_args(argv)

@@ -15,7 +15,6 @@ from components.specs.common import GPU_TOLERATION, POOL_LABEL, SERVING_PRIORITY
 from components.specs.model_cache import COMPILE_CACHE_MOUNT, CacheWiring, non_root_pod
 from config.catalog import GpuInstance
 from config.cold_start import cold_start_seconds
-from config.model_profiles import UnknownModelError, profile
 from config.schema import GpuNodePool, ModelConfig
 
 PORT = 8000
@@ -171,17 +170,9 @@ def shm_size_gib(model: ModelConfig) -> int:
     return min(16, 2 + 2 * model.tensor_parallel_size)
 
 
-# a model the profile catalog does not know: assume a 70B-class start (weights, engine warm-up) on a warm node
-UNKNOWN_MODEL_START_SECONDS = 600.0
-
-
 def expected_start_seconds(model: ModelConfig, instance: GpuInstance) -> float:
     """Warm-node start of one replica (weights and engine init), from the shared cold-start budget."""
-    try:
-        weights_gb = profile(model.hugging_face_id).weights_gb
-    except UnknownModelError:
-        return UNKNOWN_MODEL_START_SECONDS
-    return cold_start_seconds(model.cache, instance, weights_gb, new_node=False)
+    return cold_start_seconds(model.cache, instance, model.profile.weights_gb, new_node=False)
 
 
 def startup_failure_threshold(cold_start_seconds: float, period: int = 10) -> int:

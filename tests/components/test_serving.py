@@ -197,6 +197,8 @@ def test_a_second_model_gets_its_own_complete_set(run_program) -> None:
         "name": "qwen-7b",
         "huggingFaceId": "Qwen/Qwen2.5-7B-Instruct",
         "cache": "hub",
+        # not in the built-in profile table: described from its config.json
+        "geometry": {"parameters": 7.62e9, "layers": 28, "kvHeads": 4, "headDim": 128},
     }
     m = run_program("dev", {"models": [*values["models"], second]})
     assert _kinds(m, "model-qwen-1-5b") >= EXPECTED_PER_MODEL

@@ -75,13 +75,22 @@ def test_bad_config_exits_non_zero_and_writes_nothing(tmp_path: Path, capsys) ->
     assert render.main([str(stack_file), "--out", str(out)]) == 2
     assert not out.exists()
     err = capsys.readouterr().err
-    assert "models[0].autoscaling.kvCacheUsage: 1.5 is not allowed" in err
+    line = next(
+        i for i, text in enumerate(stack_file.read_text().splitlines(), 1) if "kvCacheUsage: 1.5" in text
+    )
+    assert (
+        f"Pulumi.broken.yaml:{line}: models[0] (qwen-1-5b).autoscaling.kvCacheUsage: 1.5 is not allowed"
+        in err
+    )
 
 
 def test_unknown_stack_is_a_clear_error(tmp_path: Path, capsys) -> None:
-    assert render.main(["nope", "--out", str(tmp_path / "x")]) == 2
+    with pytest.raises(SystemExit) as exit_:
+        render.main(["nope", "--out", str(tmp_path / "x")])
+    assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert "Pulumi.nope.yaml does not exist" in err and f"stacks: {', '.join(stack_names())}" in err
+    assert err.count("\n") == 1 and "Pulumi.nope.yaml does not exist" in err
+    assert f"stacks: {', '.join(stack_names())}" in err
 
 
 @pytest.mark.skipif(
