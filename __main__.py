@@ -176,7 +176,9 @@ keda = Keda(f"{cluster_cfg.name}-keda", opts=after_monitoring)
 
 headroom = GpuHeadroom(
     f"{cluster_cfg.name}-headroom",
-    GpuHeadroomArgs(pools=settings.gpu_node_pools, models=settings.models, keda=keda),
+    GpuHeadroomArgs(
+        pools=settings.gpu_node_pools, models=settings.models, keda=keda, monitoring=observability.release
+    ),
     opts=in_cluster,
 )
 

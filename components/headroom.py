@@ -9,6 +9,7 @@ import pulumi
 
 from components import child_options
 from components.kubernetes import apply_manifest
+from components.specs import dashboards, observability
 from components.specs import headroom as spec
 from components.specs.common import namespace_manifest
 from config.schema import GpuNodePool, ModelConfig
@@ -20,12 +21,16 @@ class GpuHeadroomArgs:
     models: list[ModelConfig]
     keda: pulumi.Resource | None = None
     """The KEDA release (its CRDs): needed first when a pool's headroom has a schedule."""
+    monitoring: pulumi.Resource | None = None
+    """kube-prometheus-stack (the PrometheusRule CRD and the Grafana namespace): for the buffer's alert
+    and dashboard."""
 
 
 class GpuHeadroom(pulumi.ComponentResource):
-    """Registers the vLLM pods' PriorityClass (always: the serving Deployments name it) and, for pools
-    with `headroom`, the placeholder PriorityClass, the `llm-headroom` namespace, a placeholder Deployment
-    per pool and a KEDA cron ScaledObject when the headroom has a schedule."""
+    """Registers the vLLM pods' PriorityClass (always: the serving Deployments name it), the `llm-headroom`
+    namespace with an image pre-pull DaemonSet per pool that serves a model, and, for pools with `headroom`,
+    the placeholder PriorityClass, a placeholder Deployment per pool and a KEDA cron ScaledObject when the
+    headroom has a schedule."""
 
     serving_priority_class: pulumi.Resource
 
@@ -34,14 +39,24 @@ class GpuHeadroom(pulumi.ComponentResource):
         self.serving_priority_class = apply_manifest(
             f"{name}-serving-priority", spec.serving_priority_class(), child_options(self, opts)
         )
-        pools = [p for p in args.pools if p.headroom is not None]
+        serving = [p for p in args.pools if any(m.node_pool == p.name for m in args.models)]
         placeholders: list[str] = []
+        if not serving:  # no model, no warm node to prepare (headroom needs a served pool: the schema)
+            self.register_outputs({"placeholders": placeholders})
+            return
+        ns = apply_manifest(
+            f"{name}-ns", namespace_manifest(spec.NAMESPACE, "restricted"), child_options(self, opts)
+        )
+        for pool in serving:
+            apply_manifest(
+                f"{name}-{pool.name}-prepull",
+                spec.prepull_daemonset(pool, args.models),
+                child_options(self, opts, ns),
+            )
+        pools = [p for p in serving if p.headroom is not None]
         if pools:
             priority = apply_manifest(
                 f"{name}-placeholder-priority", spec.headroom_priority_class(), child_options(self, opts)
-            )
-            ns = apply_manifest(
-                f"{name}-ns", namespace_manifest(spec.NAMESPACE, "restricted"), child_options(self, opts)
             )
             for pool in pools:
                 deployment = apply_manifest(
@@ -57,4 +72,15 @@ class GpuHeadroom(pulumi.ComponentResource):
                         spec.scaled_object(pool, args.models),
                         child_options(self, opts, *after),
                     )
+        if pools:
+            monitoring = [args.monitoring] if args.monitoring is not None else []
+            apply_manifest(
+                f"{name}-alerts", spec.prometheus_rule(pools), child_options(self, opts, ns, *monitoring)
+            )
+            board = dashboards.headroom_dashboard(spec.NAMESPACE)
+            apply_manifest(
+                f"{name}-dashboard",
+                dashboards.dashboard_configmap("llm-platform-headroom", observability.NAMESPACE, board),
+                child_options(self, opts, *monitoring),
+            )
         self.register_outputs({"placeholders": placeholders})

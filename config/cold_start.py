@@ -2,6 +2,7 @@
 
     new node:  node ready + max(image pull, node prefetch) + pod fetch + weight load + engine init + readiness
     warm node: pod fetch + weight load + engine init + readiness (image and node-local caches already there)
+    headroom:  preemption of a placeholder + warm node (the pool's pre-pull DaemonSet and weights sync ran)
 
 Every number is from shared/research/autoscaling_sim.md (§3.1 node boot and bandwidth, §4 cold start);
 "Unverified" marks defaults that no primary source measured, so they stay visible and overridable.
@@ -56,6 +57,11 @@ ENGINE_INIT_COLD_SECONDS = 200.0
 ENGINE_INIT_CACHED_SECONDS = 64.0
 # readinessProbe periodSeconds 10 -> on average 5 s between "serving" and "Ready".
 READINESS_SECONDS = 5.0
+# A replica that preempts a GPU headroom placeholder: the scheduler picks the placeholder as the victim and
+# nominates the node, the placeholder (terminationGracePeriodSeconds 0, pause exits on SIGTERM) is gone and
+# the device plugin frees its GPUs, the next scheduling cycle binds the replica (Kubernetes docs, "Pod
+# Priority and Preemption"). No public measurement of the whole step (Unverified): a couple of seconds.
+PREEMPTION_SECONDS = 2.0
 
 
 @dataclass(frozen=True)

@@ -358,6 +358,85 @@ def gpu_dashboard() -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------- shipping
 
 
+# --------------------------------------------------------------------------------------- GPU headroom
+
+HEADROOM_NOTE = """\
+**Warm GPU headroom.** Placeholder pods (`headroom-<pool>`, priority below every vLLM pod) hold GPUs on
+running nodes. A replica that finds no free GPU preempts one and starts on its node in about a warm-node
+start instead of a new node's minutes; the evicted placeholder turns Pending until Karpenter has launched a
+node for it. Pending placeholders for longer than a node launch mean the buffer is not refilling: the pool's
+`gpuLimit` is reached (the models hold it) or EC2 has no capacity of the pool's instances.
+"""
+
+
+def headroom_dashboard(namespace: str) -> dict[str, Any]:
+    """The headroom buffer per pool: warm GPUs held, placeholders wanted, running and pending."""
+    deployment = f'namespace="{namespace}", deployment=~"headroom-$pool"'
+    pods = f'namespace="{namespace}", pod=~"headroom-$pool-.*"'
+
+    running = f'(kube_pod_status_phase{{{pods}, phase="Running"}} == 1)'
+    gpus = f'kube_pod_container_resource_requests{{{pods}, resource="nvidia_com_gpu"}}'
+    panels = [
+        {
+            "type": "text",
+            "title": "Read me",
+            "options": {"mode": "markdown", "content": HEADROOM_NOTE},
+            "gridPos": {"w": 24, "h": 5},
+        },
+        _panel(
+            "Warm GPUs held by placeholders",
+            [(f"sum({gpus} * on (namespace, pod) group_left () {running})", "warm GPUs")],
+            unit="none",
+            description="GPUs of Running placeholders: what the next replicas can take at once.",
+            width=8,
+        ),
+        _panel(
+            "Placeholders: wanted vs running",
+            [
+                (
+                    f"sum by (deployment) (kube_deployment_spec_replicas{{{deployment}}})",
+                    "{{deployment}} wanted",
+                ),
+                (
+                    f"sum by (deployment) (kube_deployment_status_replicas_available{{{deployment}}})",
+                    "{{deployment}} running",
+                ),
+            ],
+            unit="none",
+            description="Wanted follows the schedule (KEDA cron); running drops when replicas preempt them.",
+            width=8,
+        ),
+        _panel(
+            "Placeholder pods by phase",
+            [
+                (
+                    f'sum by (phase) (kube_pod_status_phase{{{pods}, phase=~"Pending|Running"}} == 1)',
+                    "{{phase}}",
+                )
+            ],
+            unit="none",
+            description="Pending placeholders were preempted by replicas (or never placed) and wait for a node.",
+            width=8,
+        ),
+    ]
+    variables = [
+        _query_variable(
+            "pool",
+            "GPU pool",
+            f'label_values(kube_deployment_spec_replicas{{namespace="{namespace}"}}, deployment)',
+            multi=True,
+        )
+    ]
+    variables[0]["regex"] = "/headroom-(.*)/"
+    return _dashboard(
+        "llm-platform-headroom",
+        "LLM platform / GPU headroom",
+        "The warm GPU buffer per pool: warm GPUs, placeholders wanted, running and pending.",
+        variables,
+        panels,
+    )
+
+
 def _panels(panels: list[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
     for panel in panels:
         yield panel

@@ -13,19 +13,27 @@
   the buffer (Karpenter skips the preempting pod itself: it is nominated to the warm node).
 - A KEDA ScaledObject with one cron trigger per schedule window resizes the placeholders; without a
   schedule the Deployment holds `gpus / replica GPUs` placeholders itself.
+- Warm nodes are really warm: a pre-pull DaemonSet on every GPU node of a pool that serves a model pulls the
+  images its vLLM pods run (vLLM and the weights wait), so a node Karpenter launched for a placeholder has
+  them before a replica lands there; the `nvme` cache's sync DaemonSet already copies the weights to every
+  node of the pool. A replica that preempts a placeholder then pays only weight load and engine start.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from components.specs.common import (
     GPU_TOLERATION,
     HEADROOM_PRIORITY_CLASS,
+    NODE_CRITICAL_PRIORITY_CLASS,
     POOL_LABEL,
     SERVING_PRIORITY_CLASS,
 )
+from components.specs.model_cache import cache_wiring
 from components.specs.serving import resources
+from config.cold_start import KARPENTER_LAUNCH_SECONDS, NODE_READY_SECONDS
 from config.schema import GpuNodePool, ModelConfig, replica_gpus
 from config.versions import PAUSE_IMAGE
 
@@ -217,4 +225,147 @@ def scaled_object(pool: GpuNodePool, models: list[ModelConfig]) -> dict[str, Any
                 for j, w in enumerate(headroom.schedule)
             ],
         },
+    }
+
+
+# ------------------------------------------------------------------------------------ image pre-pull
+
+PREPULL_RESOURCES = {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "32Mi"}}
+
+
+def prepull_name(pool: GpuNodePool) -> str:
+    return f"prepull-{pool.name}"
+
+
+def serving_images(pool: GpuNodePool, models: list[ModelConfig]) -> list[str]:
+    """Every image a vLLM pod of the pool runs: the model's vLLM image and its cache mode's init containers."""
+    images: set[str] = set()
+    for model in models:
+        if model.node_pool != pool.name:
+            continue
+        images.add(model.image)
+        # only the images matter here: the wiring's bucket and claim names do not change them
+        wiring = cache_wiring(model, bucket="", ami_family=pool.ami_family, fsx_claim="")
+        images.update(c["image"] for c in wiring.init_containers)
+    return sorted(images)
+
+
+def prepull_daemonset(pool: GpuNodePool, models: list[ModelConfig]) -> dict[str, Any]:
+    """On every node of the pool: one init container per serving image that exits at once (the pull is
+    the point), then a pause container that keeps the pod, so kubelet's image GC keeps the images in use."""
+    images = serving_images(pool, models)
+    if not images:
+        raise ValueError(f"pool {pool.name!r} serves no model: nothing to pre-pull")
+    labels = {
+        "app.kubernetes.io/name": "image-prepull",
+        "app.kubernetes.io/instance": pool.name,
+        COMPONENT_LABEL: "headroom",
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {
+            "name": prepull_name(pool),
+            "namespace": NAMESPACE,
+            "labels": {**labels, "app.kubernetes.io/managed-by": "pulumi"},
+            "annotations": {
+                "checkov.io/skip1": f"CKV_K8S_8={NO_PROBE_REASON}",
+                "checkov.io/skip2": f"CKV_K8S_9={NO_PROBE_REASON}",
+            },
+        },
+        "spec": {
+            "selector": {"matchLabels": labels},
+            # a new vLLM tag is pulled on every node at once, ahead of the model's own rollout
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%"}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    # like the weights sync: runs on every node of the pool, whatever fills it
+                    "priorityClassName": NODE_CRITICAL_PRIORITY_CLASS,
+                    "terminationGracePeriodSeconds": 0,
+                    "automountServiceAccountToken": False,
+                    "securityContext": _non_root_pod(),
+                    "nodeSelector": {POOL_LABEL: pool.name},
+                    "tolerations": [GPU_TOLERATION],
+                    "initContainers": [
+                        {
+                            "name": f"pull-{i}",
+                            "image": image,
+                            "imagePullPolicy": "IfNotPresent",
+                            "command": ["true"],
+                            "resources": PREPULL_RESOURCES,
+                            "securityContext": _restricted(),
+                        }
+                        for i, image in enumerate(images)
+                    ],
+                    "containers": [
+                        {
+                            "name": "pause",
+                            "image": PAUSE_IMAGE,
+                            "resources": PREPULL_RESOURCES,
+                            "securityContext": _restricted(),
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+# ------------------------------------------------------------------------------------------- alerting
+
+RULE_NAME = "gpu-headroom"
+RUNBOOK = "README.md#warm-gpu-headroom-bursts-shorter-than-a-cold-start"
+# beyond the node launch itself: pulling the pause image and the placeholder's scheduling
+EMPTY_SLACK_SECONDS = 60
+
+
+def node_launch_seconds(pool: GpuNodePool) -> float:
+    """Pending placeholder to Ready node of the pool's slowest family (config/cold_start.py)."""
+    return KARPENTER_LAUNCH_SECONDS + max(NODE_READY_SECONDS.get(f, 100) for f in pool.instance_families)
+
+
+def empty_for(pool: GpuNodePool) -> str:
+    return f"{math.ceil((node_launch_seconds(pool) + EMPTY_SLACK_SECONDS) / 60)}m"
+
+
+def alert_rules(pools: list[GpuNodePool]) -> list[dict[str, Any]]:
+    """GpuHeadroomEmpty: placeholders are wanted but none runs for longer than the pool needs to launch a
+    node, so Karpenter is not refilling the buffer (the pool's gpuLimit is held by replicas, or EC2 has no
+    capacity): the next burst waits a whole cold start."""
+    rules = []
+    for pool in pools:
+        sel = f'namespace="{NAMESPACE}", deployment="{placeholder_name(pool)}"'
+        available = f"sum by (namespace, deployment) (kube_deployment_status_replicas_available{{{sel}}})"
+        wanted = f"sum by (namespace, deployment) (kube_deployment_spec_replicas{{{sel}}})"
+        rules.append(
+            {
+                "alert": "GpuHeadroomEmpty",
+                "expr": f"({available} == 0) and on (namespace, deployment) ({wanted} > 0)",
+                "for": empty_for(pool),
+                "labels": {"severity": "warning", "pool": pool.name},
+                "annotations": {
+                    "summary": f"GPU headroom of pool {pool.name} is empty",
+                    "description": (
+                        f"No headroom placeholder of pool {pool.name} has run for {empty_for(pool)}, longer than "
+                        "a node launch: replicas hold the pool's gpuLimit or EC2 has no capacity of its "
+                        "instances, so the next burst waits a full cold start."
+                    ),
+                    "runbook": RUNBOOK,
+                },
+            }
+        )
+    return rules
+
+
+def prometheus_rule(pools: list[GpuNodePool]) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": RULE_NAME,
+            "namespace": NAMESPACE,
+            "labels": {"app.kubernetes.io/name": "gpu-headroom", COMPONENT_LABEL: "alerting"},
+        },
+        "spec": {"groups": [{"name": "gpu-headroom", "rules": alert_rules(pools)}]},
     }

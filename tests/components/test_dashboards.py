@@ -15,13 +15,18 @@ from components.specs.dashboards import (
     dashboard_configmap,
     dashboard_expressions,
     gpu_dashboard,
+    headroom_dashboard,
     vllm_dashboard,
 )
 from tests.components import promtool
 from tests.conftest import load_fixture
 
 K8S_VERSION = load_fixture("prod").cluster.kubernetes_version
-DASHBOARDS = {"vllm": vllm_dashboard(), "gpu": gpu_dashboard()}
+DASHBOARDS = {
+    "vllm": vllm_dashboard(),
+    "gpu": gpu_dashboard(),
+    "headroom": headroom_dashboard("llm-headroom"),
+}
 VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
 
 

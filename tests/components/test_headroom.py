@@ -13,16 +13,18 @@ import pytest
 import yaml
 
 from components.specs import headroom as spec
-from components.specs.model_cache import cache_wiring
+from components.specs.model_cache import cache_wiring, nvme_daemonset
 from components.specs.serving import deployment, pool_headroom_gpus
 from config import loader
 from config.loader import PROJECT, ROOT, ConfigError, parse
 from config.schema import StackConfig
+from tests.components import promtool
 from tools import render
 
 FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.headroom.yaml"
 SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -185,6 +187,31 @@ def test_without_a_schedule_the_deployment_holds_the_placeholders() -> None:
         spec.scaled_object(p4d, cfg.models)
 
 
+@pytest.mark.parametrize(("pool", "model"), [("g5", "mistral-7b"), ("p4d", "llama-70b")])
+def test_every_node_of_a_serving_pool_pulls_what_its_replicas_run(pool: str, model: str) -> None:
+    """A node Karpenter launched for a placeholder must already hold every image a replica needs."""
+    cfg = _config()
+    daemonset = spec.prepull_daemonset(cfg.pool(pool), cfg.models)["spec"]["template"]["spec"]
+    replica = _vllm_pod(cfg, model)
+    needed = {c["image"] for c in replica["containers"] + replica.get("initContainers", [])}
+    assert {c["image"] for c in daemonset["initContainers"]} == needed
+    assert all(c["command"] == ["true"] for c in daemonset["initContainers"]), "pull, then exit"
+    assert daemonset["nodeSelector"] == replica["nodeSelector"]
+    assert daemonset["tolerations"] == replica["tolerations"]
+    for c in daemonset["initContainers"] + daemonset["containers"]:
+        assert c["resources"]["requests"] == {"cpu": "1m", "memory": "8Mi"}, "tiny: never crowds a replica"
+
+
+def test_nvme_weights_are_synced_on_the_same_nodes_as_the_pre_pull() -> None:
+    cfg = _config()
+    mistral = cfg.models[0]
+    assert mistral.cache == "nvme"
+    sync = nvme_daemonset(mistral, "model-mistral-7b", bucket="b", ami_family="al2023")["spec"]["template"]
+    prepull = spec.prepull_daemonset(cfg.pool("g5"), cfg.models)["spec"]["template"]
+    assert sync["spec"]["nodeSelector"] == prepull["spec"]["nodeSelector"]
+    assert sync["spec"]["tolerations"] == prepull["spec"]["tolerations"]
+
+
 # ------------------------------------------------------------------------------------------ program
 
 
@@ -205,7 +232,13 @@ def test_fixture_render_passes_the_pinned_crds_and_schemas(rendered: Path) -> No
     )
     assert result.returncode == 0, result.stdout
     kinds = {d["kind"] for d in yaml.safe_load_all((rendered / "manifests.yaml").read_text()) if d}
-    assert {"PriorityClass", "ScaledObject", "Deployment"} <= kinds
+    assert {"PriorityClass", "ScaledObject", "Deployment", "DaemonSet", "PrometheusRule"} <= kinds
+    boards = [
+        d
+        for d in yaml.safe_load_all((rendered / "manifests.yaml").read_text())
+        if d and d["kind"] == "ConfigMap" and d["metadata"]["name"] == "llm-platform-headroom"
+    ]
+    assert boards and boards[0]["metadata"]["labels"]["grafana_dashboard"] == "1"
 
 
 def test_the_program_registers_headroom_after_keda(run_program) -> None:
@@ -239,3 +272,60 @@ def test_a_stack_without_headroom_registers_no_placeholder(run_program) -> None:
     m = run_program("dev")
     assert [p.inputs["metadata"]["name"] for p in m.by_type(PRIORITY_CLASS)] == ["llm-serving"]
     assert not [d for d in m.by_type(DEPLOYMENT) if d.inputs["metadata"].get("namespace") == spec.NAMESPACE]
+    # its pool still pre-pulls the vLLM image on every node
+    (prepull,) = [d for d in m.by_type(DAEMONSET) if d.inputs["metadata"].get("namespace") == spec.NAMESPACE]
+    assert prepull.inputs["metadata"]["name"] == "prepull-gpu-spot"
+
+
+# ------------------------------------------------------------------------------------------ alerting
+
+
+def _deployment_series(metric: str, pool: str, values: str) -> dict[str, str]:
+    labels = f'namespace="{spec.NAMESPACE}",deployment="headroom-{pool}",job="kube-state-metrics"'
+    return {"series": f"{metric}{{{labels}}}", "values": values}
+
+
+def test_empty_buffer_alert_waits_a_node_launch_per_pool() -> None:
+    cfg = _config()
+    (g5_rule, p4d_rule) = spec.alert_rules(cfg.gpu_node_pools)
+    assert (g5_rule["for"], p4d_rule["for"]) == ("3m", "7m"), "g5 nodes launch in ~102 s, p4d in ~302 s"
+
+
+def test_empty_buffer_alert_fires_only_when_placeholders_are_wanted_and_none_runs(tmp_path: Path) -> None:
+    cfg = _config()
+    g5 = cfg.pool("g5")
+    rule = spec.prometheus_rule([g5])
+    promtool.check_rule_file(rule["spec"], tmp_path)
+    spec_replicas, available = "kube_deployment_spec_replicas", "kube_deployment_status_replicas_available"
+    labels = {"severity": "warning", "pool": "g5", "namespace": spec.NAMESPACE, "deployment": "headroom-g5"}
+    annotations = rule["spec"]["groups"][0]["rules"][0]["annotations"]
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": [
+                # wanted 4 all along; all preempted at minute 10; one back at minute 12 (a node launch),
+                # all gone again from minute 20 and never refilled
+                _deployment_series(spec_replicas, "g5", "4x40"),
+                _deployment_series(available, "g5", "4x9 0 0 1x7 0x20"),
+            ],
+            "alert_rule_test": [
+                {"eval_time": "12m", "alertname": "GpuHeadroomEmpty", "exp_alerts": []},
+                {"eval_time": "22m", "alertname": "GpuHeadroomEmpty", "exp_alerts": []},
+                {
+                    "eval_time": "24m",
+                    "alertname": "GpuHeadroomEmpty",
+                    "exp_alerts": [{"exp_labels": labels, "exp_annotations": annotations}],
+                },
+            ],
+        },
+        {
+            "interval": "1m",
+            # outside the schedule nothing is wanted: an empty buffer is no alert
+            "input_series": [
+                _deployment_series(spec_replicas, "g5", "0x40"),
+                _deployment_series(available, "g5", "0x40"),
+            ],
+            "alert_rule_test": [{"eval_time": "30m", "alertname": "GpuHeadroomEmpty", "exp_alerts": []}],
+        },
+    ]
+    promtool.unit_test_rules(rule["spec"], tests, tmp_path)
