@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -136,7 +136,7 @@ def read_stack_file(path: Path) -> tuple[dict[str, Any], StackSource]:
 
 def path_of(loc: tuple[Any, ...], raw: dict[str, Any]) -> str:
     """`models[1] (llama-8b).autoscaling.kvCacheUsage` for ('models', 1, 'autoscaling', 'kvCacheUsage')."""
-    out, value = "", raw
+    out, value = "", cast(Any, raw)
     for part in loc:
         if isinstance(part, int):
             value = value[part] if isinstance(value, list) and 0 <= part < len(value) else None
