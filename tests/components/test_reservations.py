@@ -191,7 +191,7 @@ def pool_error(**changes: Any) -> str:
     [
         (
             {"capacityReservations": []},
-            "gpuNodePools[p5-odcr].capacityTypes ['reserved', 'on-demand']: 'reserved' needs capacityReservations",
+            "gpuNodePools[1] (p5-odcr).capacityTypes ['reserved', 'on-demand']: 'reserved' needs capacityReservations",
         ),
         ({"capacityTypes": ["on-demand"]}, "does not include 'reserved'"),
         (
