@@ -270,6 +270,17 @@ class Cluster:
             total += instance_cost(n.price_per_hour, n.launched_at, end, n.preexisting)
         return total
 
+    def cost_curve(self, times: np.ndarray) -> np.ndarray:
+        """Cumulative cost at each time (the 60 s minimum counts from launch)."""
+        total = np.zeros(len(times))
+        for n in self.nodes:
+            end = n.terminated_at if n.terminated_at is not None else np.inf
+            run = np.clip(np.minimum(times, end) - n.launched_at, 0.0, None)
+            if not n.preexisting:
+                run = np.where(times > n.launched_at, np.maximum(run, MINIMUM_BILLED_SECONDS), 0.0)
+            total += run * n.price_per_hour / 3600
+        return total
+
     def node_seconds(self, horizon: float) -> float:
         return sum(
             max(

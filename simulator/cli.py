@@ -1,6 +1,7 @@
 """`python -m simulator`: cost per day and SLO misses of autoscaling strategies, before deploying them.
 
-Commands: (none) simulate a day; `capacity` one replica at a concurrency; `calibrate` the calibration table.
+Commands: (none) simulate a day; `capacity` one replica at a concurrency; `calibrate` the calibration table;
+`tune` the cheapest config under a miss target on every given day (simulator/tune.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from simulator import capacity_cmd, report
+from simulator.args import OneLineParser, fraction, non_negative_float, png_path, positive_float, positive_int
 from simulator.engine import Result
 from simulator.scenarios import (
     Setup,
@@ -21,39 +23,91 @@ from simulator.scenarios import (
     run_all,
     seed_setup,
     seed_strategies,
+    slo_rate_per_replica,
     stack_run,
 )
 from simulator.strategies import Strategy
-from simulator.traffic import TokenMix, load
+from simulator.traffic import HistogramMix, TokenMix, histogram_mix, load
 from simulator.yaml_out import autoscaling_yaml
+
+RATE_ONLY = ("input_tokens", "output_tokens", "input_spread", "output_spread", "token_histogram", "scale")
+STACK_ONLY = ("model", "image", "spot_discount", "spot_interruptions_per_hour", "scrape_interval")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m simulator", description=__doc__)
+    p = OneLineParser(prog="python -m simulator", description=__doc__)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--stack", help="stack name (reads Pulumi.<stack>.yaml)")
     src.add_argument("--scenario", choices=["seed-benchmark"], help="a built-in scenario")
     p.add_argument("--model", help="model name in the stack (default: the first)")
-    p.add_argument("--traffic", default="builtin:seed-day", help="builtin:seed-day or a CSV file")
     p.add_argument(
-        "--input-tokens", type=float, default=128, help="median uncached prompt tokens (built-in mix)"
-    )
-    p.add_argument("--output-tokens", type=float, default=96, help="median output tokens (built-in mix)")
-    p.add_argument("--scale", type=float, default=1.0, help="multiply the built-in day's request rate")
+        "--traffic", help="builtin:seed-day (default), a CSV (minute,requests_per_second or a request trace) "
+        "or a Prometheus query_range JSON export",
+    )  # fmt: skip
     p.add_argument(
-        "--image",
-        choices=["registry", "soci", "prebaked"],
-        default="registry",
-        help="vLLM image on new nodes",
+        "--input-tokens", type=positive_float, help="median prompt tokens (rate traffic; default 128)"
     )
-    p.add_argument("--spot-discount", type=float, default=0.6, help="spot price = on-demand x (1 - discount)")
-    p.add_argument("--spot-interruptions-per-hour", type=float, default=0.0, help="per spot node")
-    p.add_argument("--scrape-interval", type=int, default=15, help="Prometheus scrape interval, seconds")
-    p.add_argument("--memory-target", type=float, default=0.9, help="HPA-on-GPU-memory target (fraction)")
+    p.add_argument(
+        "--output-tokens", type=positive_float, help="median output tokens (rate traffic; default 96)"
+    )
+    p.add_argument("--input-spread", type=non_negative_float, help="lognormal sigma of prompt lengths (0.6)")
+    p.add_argument("--output-spread", type=non_negative_float, help="lognormal sigma of output lengths (0.5)")
+    p.add_argument(
+        "--token-histogram", help="Prometheus JSON of vllm:request_prompt_tokens_bucket and "
+        "vllm:request_generation_tokens_bucket: lengths drawn from those histograms",
+    )  # fmt: skip
+    p.add_argument("--scale", type=positive_float, help="multiply the traffic's request rate (rate traffic)")
+    p.add_argument("--prefix-hit-rate", type=fraction, default=0.0, help="fraction of prompt tokens cached")
+    p.add_argument(
+        "--image", choices=["registry", "soci", "prebaked"], help="vLLM image on new nodes (stack)"
+    )
+    p.add_argument(
+        "--spot-discount", type=fraction, help="spot = on-demand x (1 - discount); spot pools only"
+    )
+    p.add_argument(
+        "--spot-interruptions-per-hour", type=non_negative_float, help="per spot node; spot pools only"
+    )
+    p.add_argument(
+        "--scrape-interval", type=positive_int, help="Prometheus scrape interval, seconds (stack; 15)"
+    )
+    p.add_argument("--memory-target", type=fraction, default=0.9, help="HPA-on-GPU-memory target (fraction)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", action="store_true", help="print JSON rows instead of the table")
-    p.add_argument("--plot", help="write traffic, replicas and latency over the day to this PNG")
+    p.add_argument(
+        "--json", action="store_true", help="JSON rows with per-day figures and the per-minute timeline"
+    )
+    p.add_argument("--plot", type=png_path, help="write the day's timeline to this PNG")
     return p
+
+
+def _mix(args: argparse.Namespace) -> TokenMix | HistogramMix | None:
+    if args.token_histogram:
+        spread = [
+            f for f in ("input_tokens", "output_tokens", "input_spread", "output_spread") if getattr(args, f)
+        ]
+        if spread:
+            raise ValueError(f"--token-histogram sets the lengths; drop --{spread[0].replace('_', '-')}")
+        return histogram_mix(args.token_histogram)
+    given = {f: getattr(args, f) for f in ("input_tokens", "output_tokens", "input_spread", "output_spread")}
+    if all(v is None for v in given.values()):
+        return None
+    base = TokenMix()
+    return TokenMix(
+        input_median=given["input_tokens"] or base.input_median,
+        input_sigma=base.input_sigma if given["input_spread"] is None else given["input_spread"],
+        output_median=given["output_tokens"] or base.output_median,
+        output_sigma=base.output_sigma if given["output_spread"] is None else given["output_spread"],
+    )
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """A flag that does not apply to the chosen mode is an error, never silently ignored."""
+    if args.scenario:
+        for name in STACK_ONLY:
+            if getattr(args, name) is not None:
+                raise ValueError(
+                    f"--{name.replace('_', '-')} applies to --stack; the seed scenario is the article's setup "
+                    "(Mistral-7B GPTQ, g5.2xlarge on-demand, pre-baked image, 5 s scrape)"
+                )
 
 
 def _run(setup: Setup, strategies: Sequence[Strategy], quiet: bool) -> list[Result]:
@@ -68,7 +122,7 @@ def _run(setup: Setup, strategies: Sequence[Strategy], quiet: bool) -> list[Resu
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"capacity": capacity_cmd.run, "calibrate": capacity_cmd.calibrate}
+    commands = {"capacity": capacity_cmd.run, "calibrate": capacity_cmd.calibrate, "tune": _tune}
     if argv and argv[0] in commands:
         try:
             return commands[argv[0]](argv[1:])
@@ -78,42 +132,65 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _day(argv)
 
 
+def _tune(argv: Sequence[str]) -> int:
+    from simulator import tune
+
+    return tune.run(argv)
+
+
 def _day(argv: Sequence[str]) -> int:
     args = _parser().parse_args(argv)
-    console = Console()
     quiet = args.json or not sys.stderr.isatty()
     try:
+        _check_flags(args)
+        mix = _mix(args)
+        spec = args.traffic or "builtin:seed-day"
+        traffic = load(spec, args.seed, mix, args.scale or 1.0)
+        if traffic.is_trace and (mix is not None or args.scale is not None):
+            raise ValueError(
+                f"{spec} is a request trace: --scale and token-length flags apply to rate traffic"
+            )
         if args.scenario == "seed-benchmark":
-            setup = seed_setup(args.seed)
+            setup = seed_setup(args.seed, traffic, args.prefix_hit_rate)
             strategies = seed_strategies(setup)
-            title = "seed benchmark: Mistral-7B GPTQ on g5.2xlarge, SLO TTFT<200 ms ITL<30 ms"
-            recommendation = recommended_for(setup)
-            note = ""
+            title = f"seed benchmark: Mistral-7B GPTQ on g5.2xlarge, SLO TTFT<200 ms ITL<30 ms, traffic {traffic.name}"
+            recommendation, path, cap, note = recommended_for(setup), "models[].autoscaling", 10, ""
         else:
-            mix = TokenMix(input_median=args.input_tokens, output_median=args.output_tokens)
-            traffic = load(args.traffic, args.seed, mix, args.scale)
             run = stack_run(
-                args.stack, args.model, traffic, args.seed, args.image, args.spot_discount,
-                args.spot_interruptions_per_hour, args.scrape_interval, args.memory_target,
+                args.stack, args.model, traffic, args.seed, args.image or "registry",
+                0.6 if args.spot_discount is None else args.spot_discount,
+                args.spot_interruptions_per_hour or 0.0, args.scrape_interval or 15, args.memory_target,
+                args.prefix_hit_rate,
             )  # fmt: skip
+            if not run.setup.config.capacity.spot:
+                for name in ("spot_discount", "spot_interruptions_per_hour"):
+                    if getattr(args, name) is not None:
+                        raise ValueError(
+                            f"--{name.replace('_', '-')}: the pool of {run.model_name} allows no spot"
+                        )
             setup, strategies = run.setup, run.strategies
             title = f"{args.stack}/{run.model_name} on {run.instance.instance_type}, traffic {traffic.name}"
-            recommendation = None
-            note = run.note
+            recommendation, path, cap, note = run.recommendation, run.model_path, run.max_replicas, run.note
     except (ValueError, KeyError, OSError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        print(
+            f"python -m simulator: error: {str(exc).splitlines()[0] if str(exc) else exc!r}", file=sys.stderr
+        )
         return 2
     results = _run(setup, strategies, quiet)
     if args.json:
-        print(report.to_json(results))
+        print(report.to_json(results, recommendation))
     else:
+        console = report.console()
         report.print_table(results, title, console)
+        lam_slo = slo_rate_per_replica(setup.table, setup.traffic, setup.config.slo)
         console.print(capacity_summary(setup.table, setup.traffic, setup.config.slo), markup=False)
+        for line in report.cap_notes(results, setup.traffic, lam_slo, cap):
+            console.print(line, markup=False)
         if note:
             console.print(note, markup=False)
         if recommendation is not None:
-            console.print("recommended config (stack YAML, models[].autoscaling):")
-            console.print(autoscaling_yaml(recommendation), markup=False)
+            console.print(f"recommended config: paste under {path} in the stack file", markup=False)
+            console.print(autoscaling_yaml(recommendation), markup=False, soft_wrap=True)
     if args.plot:
-        report.plot(results, args.plot, title)
+        report.plot(results, args.plot, title, setup.config.slo)
     return 0

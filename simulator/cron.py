@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from config.cron import Cron
 
@@ -17,7 +17,12 @@ def window_active(start: Cron, end: Cron, when: datetime) -> bool:
 
 def active_minutes(start: str, end: str, timezone: str, day_start_utc: datetime, minutes: int) -> list[bool]:
     """Whether a cron window is active at each minute of a simulated span (precomputed once per run)."""
-    zone = ZoneInfo(timezone)
+    try:
+        zone = ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"pre-warm timezone {timezone!r} does not exist; use an IANA name such as Europe/Paris"
+        ) from None
     s, e = Cron.parse(start), Cron.parse(end)
     out: list[bool] = []
     next_s = s.next_after(day_start_utc.astimezone(zone) - timedelta(minutes=1))

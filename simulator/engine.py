@@ -51,7 +51,7 @@ class Result:
     offpeak_replicas: int
     p95_ttft_ms: float
     slo_violation_pct: float
-    gpu_cost_usd_per_day: float
+    gpu_cost_usd_per_day: float  # averaged over the simulated days
     requests: int
     node_hours: float
     minute_rate: np.ndarray = field(repr=False)
@@ -59,16 +59,49 @@ class Result:
     minute_desired: np.ndarray = field(repr=False)
     minute_p95_ttft_ms: np.ndarray = field(repr=False)
     minute_violation_pct: np.ndarray = field(repr=False)
+    p95_itl_ms: float = 0.0
+    max_replicas: int = 0
+    days: float = 1.0
+    minute_queue: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    minute_kv_usage: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    minute_p95_itl_ms: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    minute_cost_usd: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # cumulative
+    per_day: list[dict[str, float]] = field(default_factory=list, repr=False)
+    oracle: dict[str, float] = field(default_factory=dict, repr=False)
 
-    def row(self) -> dict[str, float | int | str]:
+    @property
+    def cost_vs_oracle(self) -> float | None:
+        bound = self.oracle.get("whole_nodes_usd_per_day")
+        return self.gpu_cost_usd_per_day / bound if bound else None
+
+    def row(self) -> dict[str, float | int | str | None]:
+        vs = self.cost_vs_oracle
         return {
             "strategy": self.strategy,
             "peak_replicas": self.peak_replicas,
             "offpeak_replicas": self.offpeak_replicas,
             "p95_ttft_ms": round(self.p95_ttft_ms, 1),
+            "p95_itl_ms": round(self.p95_itl_ms, 2),
             "slo_violation_pct": round(self.slo_violation_pct, 3),
             "gpu_cost_usd_per_day": round(self.gpu_cost_usd_per_day, 2),
+            "oracle_usd_per_day": round(self.oracle["whole_nodes_usd_per_day"], 2) if self.oracle else None,
+            "oracle_per_second_usd_per_day": (
+                round(self.oracle["per_second_usd_per_day"], 2) if self.oracle else None
+            ),
+            "cost_vs_oracle": None if vs is None else round(vs, 3),
         }
+
+    def timeline(self) -> list[dict[str, float]]:
+        """Per-minute series (the JSON timeline and the plot)."""
+        keys = (
+            ("rate_rps", self.minute_rate), ("desired_replicas", self.minute_desired),
+            ("ready_replicas", self.minute_ready), ("queue_depth", self.minute_queue),
+            ("kv_cache_usage", self.minute_kv_usage), ("p95_ttft_ms", self.minute_p95_ttft_ms),
+            ("p95_itl_ms", self.minute_p95_itl_ms), ("slo_violation_pct", self.minute_violation_pct),
+            ("cumulative_cost_usd", self.minute_cost_usd),
+        )  # fmt: skip
+        n = len(self.minute_rate)
+        return [{"minute": m, **{k: round(float(v[m]), 4) for k, v in keys if len(v) == n}} for m in range(n)]
 
 
 def simulate(
@@ -96,7 +129,9 @@ def simulate(
         assert strategy.scaled_object is not None
         so = strategy.scaled_object
         crons = {
-            t.name: _cron_table(t, cfg.day_start_utc, T) for t in so.triggers if isinstance(t, CronTrigger)
+            t.name: _cron_table(t, traffic.start_utc or cfg.day_start_utc, T)
+            for t in so.triggers
+            if isinstance(t, CronTrigger)
         }
 
         def cron_active(trigger: CronTrigger, now: float) -> bool:
@@ -244,17 +279,35 @@ def _summarise(
     violated = (ttft_s > cfg.slo.ttft_seconds) | (itl > cfg.slo.itl_seconds) | never
     n = len(t_arr)
     p95 = float(np.percentile(ttft_s, 95)) * 1000 if n else 0.0
+    p95_itl = float(np.percentile(itl, 95)) * 1000 if n else 0.0
 
     minutes = T // 60
     bounds = np.searchsorted(t_arr, np.arange(minutes + 1) * 60.0)
     minute_rate = np.diff(bounds) / 60.0
     minute_p95 = np.zeros(minutes)
+    minute_itl = np.zeros(minutes)
     minute_violation = np.zeros(minutes)
     for m in range(minutes):
         lo, hi = bounds[m], bounds[m + 1]
         if hi > lo:
             minute_p95[m] = np.percentile(np.minimum(ttft_s[lo:hi], 1e3), 95) * 1000
+            minute_itl[m] = np.percentile(itl[lo:hi], 95) * 1000
             minute_violation[m] = violated[lo:hi].mean() * 100
+    by_minute = lambda x: x[: minutes * 60].reshape(minutes, 60).mean(axis=1)  # noqa: E731
+    minute_queue = by_minute(queue_start)
+    minute_kv = by_minute(np.where(queue_start > 0, 1.0, state["kv_usage"]) * (ready_s > 0))
+    minute_cost = cluster.cost_curve(np.arange(1, minutes + 1) * 60.0)
+    days = T / 86_400
+    per_day = []
+    for d in range(max(1, int(np.ceil(days - 1e-9)))):
+        lo, hi = bounds[min(d * 1440, minutes)], bounds[min((d + 1) * 1440, minutes)]
+        start_cost = minute_cost[d * 1440 - 1] if d > 0 else 0.0
+        end_cost = minute_cost[min((d + 1) * 1440, minutes) - 1]
+        per_day.append({
+            "day": d, "requests": int(hi - lo),
+            "slo_violation_pct": float(violated[lo:hi].mean() * 100) if hi > lo else 0.0,
+            "gpu_cost_usd": float(end_cost - start_cost),
+        })  # fmt: skip
     minute_ready = ready_s[: minutes * 60].reshape(minutes, 60).mean(axis=1)
     minute_desired = desired_s[: minutes * 60].reshape(minutes, 60).max(axis=1)
     quiet = minute_rate <= np.quantile(minute_rate, 0.25)
@@ -266,7 +319,7 @@ def _summarise(
         offpeak,
         p95,
         float(violated.mean() * 100) if n else 0.0,
-        cluster.cost(T),
+        cluster.cost(T) / days,
         n,
         cluster.node_seconds(T) / 3600,
         minute_rate,
@@ -274,4 +327,12 @@ def _summarise(
         minute_desired,
         minute_p95,
         minute_violation,
+        p95_itl,
+        strategy.max_replicas,
+        days,
+        minute_queue,
+        minute_kv,
+        minute_itl,
+        minute_cost,
+        per_day,
     )

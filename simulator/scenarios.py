@@ -24,6 +24,7 @@ from config.catalog import GPU_INSTANCES, GpuInstance
 from config.cold_start import cold_start_seconds
 from config.model_profiles import profile
 from config.schema import Autoscaling, PrewarmWindow, ScalingPolicy, ScalingRules
+from simulator import oracle
 from simulator.capacity import CapacityConfig
 from simulator.engine import Result, SimConfig, Slo, simulate
 from simulator.replica import EngineConfig, ReplicaModel, ReplicaTable, TokenStats
@@ -66,13 +67,13 @@ def capacity_summary(table: ReplicaTable, traffic: Traffic, slo: Slo) -> str:
     )
 
 
-def slo_rate_per_replica(
-    table: ReplicaTable, traffic: Traffic, slo: Slo, target: float = SLO_TARGET
-) -> float:
-    """Largest per-replica rate whose modelled SLO-miss fraction stays <= target (no autoscaling lag)."""
+def _miss_share(table: ReplicaTable, traffic: Traffic, slo: Slo):
+    """Steady-state share of requests missing the SLO at a per-replica rate (sampled prompts, fixed seed)."""
     rng = np.random.default_rng(1)
-    take = min(len(traffic), 20_000)
-    prompts = rng.choice(traffic.input_tokens, take).astype(np.float64)
+    take = min(len(traffic), 20_000) or 1
+    prompts = (
+        rng.choice(traffic.input_tokens, take).astype(np.float64) if len(traffic) else np.full(take, 128.0)
+    )
 
     def misses(lam: float) -> float:
         s = table.at(lam)
@@ -80,6 +81,24 @@ def slo_rate_per_replica(
         t = table.ttft_seconds(prompts, state, np.random.default_rng(2))
         return float(((t > slo.ttft_seconds) | (float(s["itl"]) > slo.itl_seconds)).mean())
 
+    return misses
+
+
+def miss_curve(
+    table: ReplicaTable, traffic: Traffic, slo: Slo, points: int = 48
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rate grid up to saturation, miss share at each rate), made monotone for interpolation."""
+    misses = _miss_share(table, traffic, slo)
+    lam = np.linspace(0.0, table.capacity_rps, points)
+    frac = np.maximum.accumulate(np.array([misses(float(x)) for x in lam]))
+    return lam, frac
+
+
+def slo_rate_per_replica(
+    table: ReplicaTable, traffic: Traffic, slo: Slo, target: float = SLO_TARGET
+) -> float:
+    """Largest per-replica rate whose modelled SLO-miss fraction stays <= target (no autoscaling lag)."""
+    misses = _miss_share(table, traffic, slo)
     lo, hi = 0.0, table.capacity_rps
     for _ in range(40):
         mid = (lo + hi) / 2
@@ -163,10 +182,12 @@ def recommend(
     )  # fmt: skip
 
 
-def seed_setup(seed: int = 0) -> Setup:
-    traffic = seed_day(seed)
+def seed_setup(seed: int = 0, traffic: Traffic | None = None, prefix_hit_rate: float = 0.0) -> Setup:
+    traffic = traffic or seed_day(seed)
     instance = GPU_INSTANCES[SEED_INSTANCE]
-    model = ReplicaModel(profile(SEED_MODEL), instance.gpu)
+    model = ReplicaModel(
+        profile(SEED_MODEL), instance.gpu, engine=EngineConfig(prefix_hit_rate=prefix_hit_rate)
+    )
     table = model.table(TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens))
     capacity = CapacityConfig(
         instance,
@@ -181,7 +202,7 @@ def seed_setup(seed: int = 0) -> Setup:
 def seed_strategies(setup: Setup) -> list[Strategy]:
     lam_slo = slo_rate_per_replica(setup.table, setup.traffic, setup.config.slo)
     rates = minute_rates(setup.traffic)
-    business = rates[9 * 60 : 17 * 60]
+    business = rates[9 * 60 : 17 * 60] if len(rates) >= 17 * 60 else rates  # the article's 09-17 window
     b_min = min(8, math.ceil(float(np.median(business)) / lam_slo))
     cold = cold_start_seconds(
         setup.config.capacity.cache_mode,
@@ -213,7 +234,26 @@ def _renamed(s: Strategy, name: str) -> Strategy:
 def run_all(
     setup: Setup, strategies: list[Strategy], progress: Callable[[int], None] | None = None
 ) -> list[Result]:
-    return [simulate(setup.traffic, setup.table, s, setup.config, progress) for s in strategies]
+    results = [simulate(setup.traffic, setup.table, s, setup.config, progress) for s in strategies]
+    curve = miss_curve(setup.table, setup.traffic, setup.config.slo)
+    for r in results:
+        r.oracle = oracle_for(setup, r.slo_violation_pct, curve)
+    return results
+
+
+def oracle_for(
+    setup: Setup, miss_pct: float, curve: tuple[np.ndarray, np.ndarray] | None = None
+) -> dict[str, float]:
+    """The perfect-foresight bound at a miss rate, on the setup's instance and cold start (simulator/oracle.py)."""
+    c = setup.config.capacity
+    lam, frac = curve or miss_curve(setup.table, setup.traffic, setup.config.slo)
+    minutes = setup.traffic.duration // 60
+    counts = np.bincount((setup.traffic.arrivals // 60).astype(np.int64), minlength=minutes)[:minutes]
+    lead = cold_start_seconds(c.cache_mode, c.instance, c.weights_gb, True, c.image)
+    return oracle.bound(
+        counts.astype(np.float64), lam, frac, miss_pct, c.price_per_hour, c.slots_per_node, lead,
+        setup.traffic.days,
+    )  # fmt: skip
 
 
 def recommended_for(setup: Setup) -> Autoscaling:
@@ -249,6 +289,9 @@ class StackRun:
     model_name: str
     instance: GpuInstance
     note: str = ""
+    recommendation: Autoscaling | None = None
+    model_path: str = ""  # where the autoscaling block goes in the stack file
+    max_replicas: int = 0
 
 
 def stack_run(
@@ -261,6 +304,7 @@ def stack_run(
     spot_interruptions_per_hour: float = 0.0,
     scrape_interval: int = 15,
     memory_target: float = 0.9,
+    prefix_hit_rate: float = 0.0,
 ) -> StackRun:
     """Strategies for one model of a stack file, on that model's pool, cache mode and SLO."""
     from config.loader import load_stack
@@ -279,7 +323,11 @@ def stack_run(
     pool = cfg.pool(m.node_pool)
     instance = instance_for(pool.instances, m.tensor_parallel_size)
     prof = m.profile  # the stack file's geometry, else the built-in table
-    engine = EngineConfig(gpu_memory_utilization=m.gpu_memory_utilization, max_model_len=m.max_model_len)
+    engine = EngineConfig(
+        gpu_memory_utilization=m.gpu_memory_utilization,
+        max_model_len=m.max_model_len,
+        prefix_hit_rate=prefix_hit_rate,
+    )
     model = ReplicaModel(prof, instance.gpu, m.tensor_parallel_size, engine)
     table = model.table(TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens))
     spot = "spot" in pool.capacity_types
@@ -299,9 +347,11 @@ def stack_run(
     strategies = for_stack(m.autoscaling, memory_target)
     cold = cold_start_seconds(m.cache, instance, prof.weights_gb, True, capacity.image)
     note = ""
+    rec = None
     try:
         rec = recommend(table, traffic, slo, cold, m.autoscaling.max_replicas, m.autoscaling.min_replicas)
         strategies.append(keda("recommended", rec, kv="sum"))
     except ValueError as exc:
         note = f"no recommendation: {exc}"
-    return StackRun(setup, strategies, m.name, instance, note)
+    path = f"models[{names.index(m.name)}] ({m.name}).autoscaling"
+    return StackRun(setup, strategies, m.name, instance, note, rec, path, m.autoscaling.max_replicas)

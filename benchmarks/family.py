@@ -1,0 +1,71 @@
+"""Autoscaling strategies over the seed day and a family of generated days (prints figures, asserts nothing).
+
+For each day (simulator/family.py: seed, flat, spiky, bursty, growing, shifted) and each strategy (static at
+maxReplicas, the seed article's KEDA config, the stack's own config, and the config `simulator tune` finds on
+the family's training days), prints GPU $/day, SLO misses and cost vs the oracle bound in the same run.
+
+    uv run python benchmarks/family.py [--stack prod] [--model mistral-7b] [--scale 0.1] [--days seed,spiky]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(var, "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from simulator import family  # noqa: E402
+from simulator.engine import simulate  # noqa: E402
+from simulator.scenarios import SEED_C, oracle_for, stack_run  # noqa: E402
+from simulator.strategies import keda, static  # noqa: E402
+from simulator.traffic import load  # noqa: E402
+from simulator.tune import Tuner  # noqa: E402
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--stack", default="prod")
+    p.add_argument("--model")
+    p.add_argument("--scale", type=float, default=0.1, help="multiply every day's rate (fit the stack's max)")
+    p.add_argument("--days", default=",".join(family.KINDS))
+    p.add_argument("--max-miss-pct", type=float, default=5.0)
+    args = p.parse_args()
+    kinds = args.days.split(",")
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {
+            k: family.write(k, Path(tmp) / f"{k}.csv", seed=i, scale=args.scale) for i, k in enumerate(kinds)
+        }
+        runs = {k: stack_run(args.stack, args.model, load(str(f))) for k, f in files.items()}
+        first = next(iter(runs.values()))
+        tuner = Tuner(list(runs.values()), args.max_miss_pct, False, first.max_replicas, 1)
+        tuned = {i: tuner.config(tuner.search(), i) for i in range(len(kinds))}
+        print(
+            f"{args.stack}/{first.model_name}, days x{args.scale:g} of the family, target misses <= {args.max_miss_pct}%"
+        )
+        print(f"{'day':<9} {'strategy':<14} {'$/day':>9} {'misses %':>9} {'vs oracle':>10}")
+        for i, (kind, run) in enumerate(runs.items()):
+            s = run.setup
+            stack_cfg = next(x for x in run.strategies if x.name == "stack-config")
+            seed_c = SEED_C.model_copy(update={"max_replicas": run.max_replicas})
+            strategies = [
+                static(run.max_replicas),
+                keda("seed-keda", seed_c, kv="max", queue_activation=1),
+                stack_cfg,
+                keda("tuned", tuned[i], kv="sum"),
+            ]
+            for st in strategies:
+                r = simulate(s.traffic, s.table, st, s.config)
+                bound = oracle_for(s, r.slo_violation_pct)["whole_nodes_usd_per_day"]
+                vs = r.gpu_cost_usd_per_day / bound if bound else float("nan")
+                print(
+                    f"{kind:<9} {st.name:<14} {r.gpu_cost_usd_per_day:>9.2f} {r.slo_violation_pct:>9.2f} {vs:>9.2f}x"
+                )
+
+
+if __name__ == "__main__":
+    main()

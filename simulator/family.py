@@ -1,0 +1,62 @@
+"""A family of generated traffic days to tune and benchmark autoscaling on (a config fitted to one day is a fit).
+
+Every day is a per-minute rate (req/s) built from the seed article's profile (traffic.SEED_DAY_KNOTS) or from
+scratch, deterministic for a seed:
+- seed: the article's profile;
+- flat: the seed day's mean rate all day;
+- spiky: the seed profile with a 4x lunchtime spike (12:00-12:20);
+- bursty: a weekend: low base with random 5-15 minute bursts of 3-6x, ~8 a day;
+- growing: the seed profile growing linearly to 1.5x by midnight;
+- shifted: the seed profile two hours later (a surge a fixed pre-warm window misses).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from simulator.traffic import SEED_DAY_KNOTS, rate_curve
+
+KINDS = ("seed", "flat", "spiky", "bursty", "growing", "shifted")
+MINUTES = 1440
+
+
+def seed_minutes() -> np.ndarray:
+    return rate_curve(SEED_DAY_KNOTS)[30::60][:MINUTES]
+
+
+def day(kind: str, seed: int = 0, scale: float = 1.0) -> np.ndarray:
+    """Requests/s per minute for one generated day."""
+    base = seed_minutes()
+    rng = np.random.default_rng(seed)
+    if kind == "seed":
+        rate = base
+    elif kind == "flat":
+        rate = np.full(MINUTES, base.mean())
+    elif kind == "spiky":
+        rate = base.copy()
+        rate[12 * 60 : 12 * 60 + 20] *= 4
+    elif kind == "bursty":
+        rate = np.full(MINUTES, 0.3 * base.mean())
+        for _ in range(rng.poisson(8)):
+            start, length = int(rng.integers(0, MINUTES - 15)), int(rng.integers(5, 16))
+            rate[start : start + length] *= rng.uniform(3, 6)
+    elif kind == "growing":
+        rate = base * np.linspace(1.0, 1.5, MINUTES)
+    elif kind == "shifted":
+        rate = np.roll(base, 120)
+    else:
+        raise ValueError(f"unknown day kind {kind!r}; allowed: {', '.join(KINDS)}")
+    return rate * scale
+
+
+def write(kind: str, path: str | Path, seed: int = 0, scale: float = 1.0) -> Path:
+    path = Path(path)
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["minute", "requests_per_second"])
+        for m, r in enumerate(day(kind, seed, scale)):
+            w.writerow([m, round(float(r), 4)])
+    return path

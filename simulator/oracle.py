@@ -1,0 +1,113 @@
+"""The oracle bound: the lowest GPU cost that serves the same traffic at the same miss rate with perfect foresight.
+
+A config's cost means little alone; `cost_vs_oracle` says how far it is from the best any autoscaler could do.
+The oracle knows every minute's request rate in advance:
+- each minute it runs the fewest replicas such that the day's misses, from the replica model's steady-state
+  miss share at each per-replica rate, stay within the config's own miss count (greedy on the marginal
+  misses one more replica saves; no autoscaling lag, no queue carried between minutes);
+- `per_second`: GPU time billed per second, per GPU slot, no start-up delay (the floor of all floors);
+- `whole_nodes`: whole nodes of the stack's instance, each launched one full cold start (node boot + pod start
+  on a new node) before it serves and billed per second with EC2's 60 s minimum; a node idle for less than a
+  cold start is kept rather than relaunched.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+from simulator.capacity import MINIMUM_BILLED_SECONDS
+
+
+def replicas_needed(
+    minute_requests: np.ndarray, lam: np.ndarray, miss_fraction: np.ndarray, miss_budget: float
+) -> np.ndarray:
+    """Fewest replicas per minute whose total misses stay within `miss_budget` requests (perfect foresight).
+
+    `miss_fraction(lam)` is the replica model's steady-state share of requests that miss the SLO at a
+    per-replica rate (1 past saturation). Start at saturation, then add replicas greedily where one more
+    replica saves the most missed requests, until the misses fit the budget; budget left over drops whole
+    minutes, those where a replica-minute serves the fewest requests first.
+    """
+    mu = float(lam[-1])
+
+    def misses(m: int, n: int) -> float:
+        if minute_requests[m] <= 0:
+            return 0.0
+        if n <= 0:
+            return float(minute_requests[m])
+        rate = minute_requests[m] / 60 / n
+        return float(minute_requests[m] * (1.0 if rate > mu else np.interp(rate, lam, miss_fraction)))
+
+    need = np.ceil(minute_requests / 60 / mu - 1e-9).astype(np.int64)
+    current = np.array([misses(m, int(need[m])) for m in range(len(need))])
+    total = float(current.sum())
+    heap = [(-(current[m] - misses(m, int(need[m]) + 1)), m) for m in range(len(need)) if current[m] > 0]
+    heapq.heapify(heap)
+    while total > miss_budget and heap:
+        gain, m = heapq.heappop(heap)
+        if -gain <= 0:
+            break
+        need[m] += 1
+        after = misses(m, int(need[m]))
+        total -= current[m] - after
+        current[m] = after
+        if after > 0:
+            heapq.heappush(heap, (-(after - misses(m, int(need[m]) + 1)), m))
+    # budget left over (a config that misses a lot): drop whole minutes where a replica serves the fewest
+    spare = miss_budget - total
+    lost = minute_requests - current
+    for m in np.argsort(np.where(need > 0, lost / np.maximum(need, 1), np.inf), kind="stable"):
+        if need[m] <= 0 or lost[m] > spare:
+            continue
+        spare -= lost[m]
+        need[m] = 0
+    return need
+
+
+def whole_node_seconds(nodes_per_minute: np.ndarray, lead_seconds: float) -> float:
+    """Billed node-seconds for a per-minute node count, each node launched `lead_seconds` ahead."""
+    total = 0.0
+    for j in range(1, int(nodes_per_minute.max(initial=0)) + 1):
+        active = np.flatnonzero(nodes_per_minute >= j)
+        start = prev_end = None
+        for m in active:
+            begin, end = m * 60.0, (m + 1) * 60.0
+            if start is None or prev_end is None:
+                start, prev_end = begin, end
+            elif begin - prev_end <= lead_seconds:  # cheaper to keep it than to relaunch it
+                prev_end = end
+            else:
+                total += max(prev_end - start + lead_seconds, MINIMUM_BILLED_SECONDS)
+                start, prev_end = begin, end
+        if start is not None and prev_end is not None:
+            total += max(prev_end - start + lead_seconds, MINIMUM_BILLED_SECONDS)
+    return total
+
+
+def bound(
+    minute_requests: np.ndarray,
+    lam: np.ndarray,
+    miss_fraction: np.ndarray,
+    miss_pct: float,
+    price_per_hour: float,
+    slots_per_node: int,
+    cold_start_seconds: float,
+    days: float,
+) -> dict[str, float]:
+    """Both oracle costs per day for a per-minute request count, at a miss rate (percent)."""
+    budget = miss_pct / 100 * float(minute_requests.sum())
+    need = replicas_needed(minute_requests, lam, miss_fraction, budget)
+    per_second = need.sum() * 60 * price_per_hour / slots_per_node / 3600
+    nodes = np.ceil(need / slots_per_node).astype(np.int64)
+    whole = whole_node_seconds(nodes, cold_start_seconds) * price_per_hour / 3600
+    return {
+        "per_second_usd_per_day": per_second / days,
+        "whole_nodes_usd_per_day": whole / days,
+        "miss_pct": miss_pct,
+        "saturation_rps": float(lam[-1]),
+        "peak_replicas": float(need.max(initial=0)),
+        "peak_nodes": float(math.ceil(need.max(initial=0) / slots_per_node)),
+    }

@@ -1,0 +1,36 @@
+"""The oracle bound: never above what a real config pays at the same miss rate, and tight on flat traffic."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simulator import oracle
+
+
+def curve(mu: float = 10.0):
+    lam = np.linspace(0, mu, 11)
+    return lam, np.where(lam < 0.8 * mu, 0.0, (lam - 0.8 * mu) / (0.2 * mu))
+
+
+def test_flat_load_needs_the_replicas_that_keep_misses_in_budget():
+    lam, frac = curve()
+    minutes = np.full(60, 7.5 * 60 * 4)  # 30 req/s: 4 replicas at 7.5 each miss nothing
+    assert oracle.replicas_needed(minutes, lam, frac, 0).tolist() == [4] * 60
+    cheaper = oracle.replicas_needed(minutes, lam, frac, 0.5 * minutes.sum())
+    assert cheaper.sum() < 4 * 60
+
+
+def test_whole_nodes_launch_a_cold_start_ahead_and_bridge_short_gaps():
+    nodes = np.array([0] * 10 + [1] * 10 + [0] * 2 + [1] * 10 + [0] * 30)
+    # one node from minute 10 to 32 (the 2-minute gap is shorter than the 300 s lead), plus the lead
+    assert oracle.whole_node_seconds(nodes, 300) == pytest.approx(22 * 60 + 300)
+    assert oracle.whole_node_seconds(nodes, 60) == pytest.approx(20 * 60 + 2 * 60)
+
+
+def test_bound_reports_both_variants_per_day():
+    lam, frac = curve()
+    minutes = np.concatenate([np.full(720, 600.0), np.full(720, 6000.0)])
+    b = oracle.bound(minutes, lam, frac, 0.0, 1.212, 1, 400, 1.0)
+    assert 0 < b["per_second_usd_per_day"] <= b["whole_nodes_usd_per_day"]
+    assert b["peak_replicas"] == 13  # 100 req/s at <= 8 req/s per replica

@@ -1,0 +1,80 @@
+"""`simulator tune` on short generated days: meets the target on every training day, never places a day's
+pre-warm windows from that same day, reports holdout days and the oracle, and prints YAML to paste."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from simulator import family
+from simulator.cli import main
+from simulator.scenarios import stack_run
+from simulator.traffic import load
+from simulator.tune import Tuner
+
+STACK = "prod"  # the behaviour does not depend on the stack's numbers: only its model and pool are read
+
+
+def short_day(tmp_path, name: str, surge_at: int) -> str:
+    """A 3-hour day at a prod-sized rate with a surge that outruns a cold start."""
+    rate = np.full(180, 4.0)
+    rate[surge_at : surge_at + 30] = 40.0
+    f = tmp_path / f"{name}.csv"
+    f.write_text("minute,requests_per_second\n" + "".join(f"{m},{r}\n" for m, r in enumerate(rate)))
+    return str(f)
+
+
+def test_windows_for_a_day_never_come_from_that_day(tmp_path):
+    runs = [stack_run(STACK, None, load(short_day(tmp_path, n, at))) for n, at in (("a", 60), ("b", 120))]
+    tuner = Tuner(runs, 5.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
+    own = [{w.name for w in ws} for ws in tuner.windows]
+    assert own[0] and own[1] and own[0] != own[1]
+    assert {w.name for w in tuner.windows_for(0)} == own[1]
+    assert {w.name for w in tuner.windows_for(1)} == own[0]
+    assert {w.name for w in tuner.windows_for(None)} == own[0] | own[1]
+    known = Tuner(runs, 5.0, surge_known=True, stack_max=runs[0].max_replicas, stack_min=1)
+    assert {w.name for w in known.windows_for(0)} == own[0] | own[1]
+
+
+def test_tune_json_reports_every_day_with_oracle_and_yaml(tmp_path, capsys):
+    a, b, c = (short_day(tmp_path, n, at) for n, at in (("a", 60), ("b", 90), ("c", 75)))
+    argv = [
+        "tune",
+        "--stack",
+        STACK,
+        "--traffic",
+        a,
+        b,
+        "--holdout",
+        c,
+        "--max-miss-pct",
+        "50",
+        "--passes",
+        "1",
+        "--json",
+    ]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [d["holdout"] for d in out["days"]] == [False, False, True]
+    assert all(d["cost_vs_oracle"] is not None and d["cost_vs_oracle"] > 0 for d in out["days"])
+    assert out["yaml"].startswith("autoscaling:") and out["path"].startswith("models[0]")
+    if out["meets_target_on_every_training_day"]:
+        assert all(d["slo_violation_pct"] <= 50 for d in out["days"] if not d["holdout"])
+
+
+@pytest.mark.parametrize("kind", family.KINDS)
+def test_family_days_are_distinct_and_positive(kind):
+    day = family.day(kind, seed=1)
+    assert len(day) == 1440 and day.min() > 0
+    if kind != "seed":
+        assert not np.allclose(day, family.day("seed"))
+
+
+def test_tune_rejects_a_miss_target_over_100(tmp_path, capsys):
+    assert (
+        main(["tune", "--stack", STACK, "--traffic", short_day(tmp_path, "a", 60), "--max-miss-pct", "150"])
+        == 2
+    )
+    assert "percentage" in capsys.readouterr().err
