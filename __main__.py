@@ -1,4 +1,4 @@
-"""llm-platform: read the stack's config, validate it, and compose the platform's components."""
+"""llm-platform: read the stack's config, resolve it into the plan, and compose the platform's components."""
 
 import pulumi
 
@@ -14,31 +14,28 @@ from components.load_balancer import LoadBalancerController, LoadBalancerControl
 from components.model_cache import ModelCache, ModelCacheArgs
 from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
-from components.specs import gateway as gateway_spec
-from components.specs.common import tags
-from components.specs.karpenter import al2023_user_data, reservation_node_classes
-from components.specs.observability import retention
-from components.specs.serving import expected_start_seconds, pool_headroom_gpus
 from config.loader import PROJECT, load_from_pulumi
-from config.schema import Environment
+from plan import resolve
 
-settings = load_from_pulumi()  # raises ConfigError (field, value, what is allowed) before any resource exists
+# raises ConfigError (field, value, what is allowed) before any resource exists
+plan = resolve(load_from_pulumi(), pulumi.get_stack())
 # Pulumi secrets, read before anything is registered so a missing one stops the program first
 secrets = pulumi.Config(PROJECT)
 grafana_admin_password = secrets.require_secret("grafanaAdminPassword")
-api_key = secrets.require_secret("apiKey") if settings.models else None
-needs_hf_token = any(m.needs_hf_token for m in settings.models)
+api_key = secrets.require_secret("apiKey") if plan.models else None
 hf_token = (
-    secrets.require_secret("huggingFaceToken") if needs_hf_token else secrets.get_secret("huggingFaceToken")
+    secrets.require_secret("huggingFaceToken")
+    if plan.needs_hf_token
+    else secrets.get_secret("huggingFaceToken")
 )
-gateway_cfg = settings.gateway
+gateway_cfg = plan.gateway
 gateway_keys = secrets.require_secret_object("gatewayClientKeys") if gateway_cfg.enabled else None
-alert_receiver = secrets.require_secret("alertReceiver") if settings.alerting.receiver != "none" else None
-cluster_cfg = settings.cluster
-environment = settings.environment.value
-prod = settings.environment is Environment.PROD
-eks_mode = cluster_cfg.mode == "eks"
-stack_tags = tags(cluster_cfg.name, environment, **{"llm-platform/stack": pulumi.get_stack()})
+alert_receiver = secrets.require_secret("alertReceiver") if plan.alerting.receiver != "none" else None
+cluster_cfg = plan.cluster
+environment = plan.environment
+prod = plan.prod
+eks_mode = plan.eks
+stack_tags = plan.tags
 
 
 def monitoring(opts: pulumi.ResourceOptions) -> Observability:
@@ -48,11 +45,11 @@ def monitoring(opts: pulumi.ResourceOptions) -> Observability:
         f"{cluster_cfg.name}-monitoring",
         ObservabilityArgs(
             grafana_admin_password=grafana_admin_password,
-            retention=retention(environment),
+            retention=plan.monitoring.prometheus,
             create_storage_class=eks_mode,
-            alerting=settings.alerting,
+            alerting=plan.alerting,
             alert_receiver=alert_receiver,
-            reservation_node_classes=reservation_node_classes(settings.gpu_node_pools) if eks_mode else [],
+            reservation_node_classes=list(plan.reservation_node_classes) if eks_mode else [],
         ),
         opts=opts,
     )
@@ -101,11 +98,11 @@ if eks_mode:
         f"{cluster_cfg.name}-cache",
         ModelCacheArgs(
             cluster_name=cluster_cfg.name,
-            bucket=settings.model_cache.s3_bucket,
-            fsx=settings.model_cache.fsx if settings.uses_fsx else None,
+            bucket=plan.model_cache.s3_bucket,
+            fsx=plan.model_cache.fsx if plan.uses_fsx else None,
             vpc_id=network.vpc_id,
             subnet_id=network.private_subnet_ids[0],
-            reader=any(m.cache in ("s3", "nvme") for m in settings.models),
+            reader=plan.needs_weights_reader,
             tags=stack_tags,
         ),
         opts=in_cluster,
@@ -122,7 +119,7 @@ if eks_mode:
     karpenter = Karpenter(
         f"{cluster_cfg.name}-karpenter",
         KarpenterArgs(
-            cluster_name=cluster_cfg.name, region=region, tags=stack_tags, pools=settings.gpu_node_pools
+            cluster_name=cluster_cfg.name, region=region, tags=stack_tags, pools=plan.gpu_node_pools
         ),
         opts=after_monitoring,
     )
@@ -130,14 +127,13 @@ if eks_mode:
         f"{cluster_cfg.name}-gpu",
         GpuNodePoolsArgs(
             cluster_name=cluster_cfg.name,
-            pools=settings.gpu_node_pools,
-            ami_versions=cluster_cfg.ami_versions.model_dump(),
+            pools=plan.gpu_node_pools,
+            node_classes=plan.node_classes,
             zones=cluster_cfg.availability_zones,
             node_role_name=karpenter.node_role_name,
             prod=prod,
             tags=stack_tags,
             extra_security_group_ids=[cache.fsx.client_security_group_id] if cache.fsx else [],
-            user_data={"al2023": al2023_user_data(lustre_client=cache.fsx is not None)},
         ),
         opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter]),
     )
@@ -169,7 +165,7 @@ else:
 
 GpuOperator(
     f"{cluster_cfg.name}-gpu-operator",
-    GpuOperatorArgs(mig_in_use=any(p.mig for p in settings.gpu_node_pools)),
+    GpuOperatorArgs(mig_in_use=plan.mig_in_use),
     opts=after_monitoring,
 )
 keda = Keda(f"{cluster_cfg.name}-keda", opts=after_monitoring)
@@ -177,7 +173,10 @@ keda = Keda(f"{cluster_cfg.name}-keda", opts=after_monitoring)
 headroom = GpuHeadroom(
     f"{cluster_cfg.name}-headroom",
     GpuHeadroomArgs(
-        pools=settings.gpu_node_pools, models=settings.models, keda=keda, monitoring=observability.release
+        pools=list(plan.gpu_node_pools),
+        models=[m.model for m in plan.models],
+        keda=keda,
+        monitoring=observability.release,
     ),
     opts=in_cluster,
 )
@@ -187,8 +186,7 @@ if api_key is not None:
     serving_opts = pulumi.ResourceOptions.merge(
         after_monitoring, pulumi.ResourceOptions(depends_on=[headroom.serving_priority_class])
     )
-    for model in settings.models:
-        pool = settings.pool(model.node_pool)
+    for model in plan.models:
         service = InferenceService(
             f"{cluster_cfg.name}-{model.name}",
             InferenceServiceArgs(
@@ -196,10 +194,6 @@ if api_key is not None:
                 environment=environment,
                 api_key=api_key,
                 hf_token=hf_token,
-                smallest_instance=pool.instances[0],
-                ami_family=pool.ami_family,
-                cold_start_seconds=expected_start_seconds(model, pool.instances[0]),
-                pool_headroom_gpus=pool_headroom_gpus(pool, settings.models),
                 cluster_name=cluster_cfg.name if eks_mode else None,
                 weights=weights,
                 tags=stack_tags,
@@ -220,8 +214,8 @@ if gateway_cfg.enabled and api_key is not None and gateway_keys is not None:
     gateway = Gateway(
         f"{cluster_cfg.name}-gateway",
         GatewayArgs(
-            models=settings.models,
-            clients=[gateway_spec.Client(c.name, c.requests_per_minute) for c in gateway_cfg.clients],
+            models=[m.model for m in plan.models],
+            clients=gateway_cfg.clients,
             client_keys=gateway_keys,
             vllm_api_key=api_key,
             environment=environment,

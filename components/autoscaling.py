@@ -10,13 +10,12 @@ from components import child_options
 from components.kubernetes import apply_manifest
 from components.specs import alerts
 from components.specs import autoscaling as spec
-from components.specs.serving import namespace_name
-from config.schema import ModelConfig
+from plan import ModelPlan
 
 
 @dataclass(frozen=True, kw_only=True)
 class ModelAutoscalingArgs:
-    model: ModelConfig
+    model: ModelPlan
     environment: str
 
 
@@ -32,11 +31,5 @@ class ModelAutoscaling(pulumi.ComponentResource):
         model = args.model
         scaled_object = spec.scaled_object(model, args.environment)
         apply_manifest(f"{name}-scaledobject", scaled_object, child_options(self, opts))
-        rule = alerts.prometheus_rule(
-            model,
-            namespace_name(model),
-            deployment=model.name,
-            scaled_object=scaled_object["metadata"]["name"],
-        )
-        apply_manifest(f"{name}-alerts", rule, child_options(self, opts))
-        self.register_outputs({"scaledObject": scaled_object["metadata"]["name"]})
+        apply_manifest(f"{name}-alerts", alerts.prometheus_rule(model), child_options(self, opts))
+        self.register_outputs({"scaledObject": model.names.scaled_object})

@@ -12,8 +12,8 @@ from components.identity import pod_identity_association, pod_identity_role
 from components.kubernetes import apply_manifest
 from components.specs import model_cache as cache_spec
 from components.specs import serving as spec
-from config.catalog import GpuInstance
-from config.schema import ModelConfig
+from plan import ModelPlan
+from plan.naming import API_KEY_SECRET_KEY, HF_TOKEN_SECRET_KEY
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,15 +32,10 @@ class ModelWeights:
 
 @dataclass(frozen=True, kw_only=True)
 class InferenceServiceArgs:
-    model: ModelConfig
+    model: ModelPlan
     environment: str
     api_key: pulumi.Input[str]
     hf_token: pulumi.Input[str] | None
-    smallest_instance: GpuInstance
-    ami_family: str
-    cold_start_seconds: float
-    pool_headroom_gpus: int
-    """GPUs the model's pool limit leaves free with every model at maxReplicas (decides the rollout)."""
     cluster_name: str | None = None
     """EKS cluster for Pod Identity associations; None on an existing cluster (hub cache only)."""
     weights: ModelWeights | None = None
@@ -59,31 +54,35 @@ class InferenceService(pulumi.ComponentResource):
     ) -> None:
         super().__init__("llm-platform:inference:InferenceService", name, None, opts)
         self._name, self._opts, self._args = name, opts, args
-        model = args.model
-        namespace = spec.namespace_name(model)
+        model, names = args.model, args.model.names
+        namespace = names.namespace
+        self.namespace = namespace
+        model, names = args.model, args.model.names
+        namespace = names.namespace
         self.namespace = namespace
         # the loader Job needs the token for a gated model; the vLLM container only when it downloads from
         # the Hub itself (cache `hub`): offline caches (nvme, fsx, s3) never give it the token
-        loader_needs_token = model.needs_hf_token and model.cache != "hub"
-        serving_needs_token = model.cache == "hub"
-        needs_token = args.hf_token is not None and (loader_needs_token or serving_needs_token)
+        needs_token = args.hf_token is not None and (
+            model.loader_uses_hf_token or model.serving_uses_hf_token
+        )
 
-        ns = self._apply("ns", spec.namespace(model, args.environment, host_path=model.cache == "nvme"))
+        ns = self._apply("ns", spec.namespace(model, args.environment))
+        api_key = pulumi.Output.secret(args.api_key)
         prerequisites: list[pulumi.Resource] = [
             ns,
             self._apply("sa", spec.service_account(model), ns),
             self._apply(
-                "api-key",
-                spec.secret(spec.API_KEY_SECRET, namespace, "api-key", pulumi.Output.secret(args.api_key)),
-                ns,
+                "api-key", spec.secret(names.api_key_secret, namespace, API_KEY_SECRET_KEY, api_key), ns
             ),
         ]
         if needs_token:
             token = pulumi.Output.secret(args.hf_token)
             prerequisites.append(
-                self._apply("hf-token", spec.secret(spec.HF_TOKEN_SECRET, namespace, "token", token), ns)
+                self._apply(
+                    "hf-token", spec.secret(names.hf_token_secret, namespace, HF_TOKEN_SECRET_KEY, token), ns
+                )
             )
-        if model.cache != "hub":
+        if model.cache.loads_from_s3:
             prerequisites += self._weights_pipeline(ns, prerequisites)
 
         bucket = pulumi.Output.from_input(args.weights.bucket_name if args.weights else "")
@@ -91,16 +90,8 @@ class InferenceService(pulumi.ComponentResource):
             lambda b: spec.deployment(
                 model,
                 environment=args.environment,
-                wiring=cache_spec.cache_wiring(
-                    model,
-                    bucket=b,
-                    ami_family=args.ami_family,
-                    fsx_claim=_fsx_claim(model) if model.cache == "fsx" else None,
-                ),
-                smallest=args.smallest_instance,
-                needs_hf_token=needs_token and serving_needs_token,
-                cold_start_seconds=args.cold_start_seconds,
-                pool_headroom_gpus=args.pool_headroom_gpus,
+                wiring=cache_spec.cache_wiring(model, bucket=b),
+                mounts_hf_token=needs_token and model.serving_uses_hf_token,
             )
         )
         apply_manifest(
@@ -116,7 +107,7 @@ class InferenceService(pulumi.ComponentResource):
         self._apply("deny-ingress", spec.default_deny_ingress(model), ns)
         self._apply("netpol", spec.network_policy(model), ns)
 
-        self.service_host = f"{model.name}.{namespace}.svc.cluster.local"
+        self.service_host = names.service_host
         self.register_outputs({"namespace": namespace, "service": self.service_host})
 
     def _apply(self, suffix: str, manifest: dict, *after: pulumi.Resource) -> pulumi.CustomResource:
@@ -126,30 +117,29 @@ class InferenceService(pulumi.ComponentResource):
         """Pod Identity for the model's service accounts, the Hub -> S3 loader Job, then the NVMe sync
         DaemonSet or the FSx volume."""
         args, model, name, namespace = self._args, self._args.model, self._name, self.namespace
+        names, mode = model.names, model.cache.mode
         weights = args.weights
         if weights is None or args.cluster_name is None:
-            raise ValueError(f"model {model.name!r}: cache {model.cache!r} needs the model cache's bucket")
+            raise ValueError(f"model {model.name!r}: cache {mode!r} needs the model cache's bucket")
         after_ns = child_options(self, self._opts, ns)
         out: list[pulumi.Resource] = []
         # least privilege per mode: the loader writes; only the pods that read S3 themselves get the reader
         # the loader writes this model's prefix only: one model's loader can never overwrite another's weights
         loader_role = pod_identity_role(
             f"{name}-loader",
-            description=f"Copy {model.hugging_face_id} from the Hugging Face Hub into the model bucket",
+            description=f"Copy {model.model.hugging_face_id} from the Hugging Face Hub into the model bucket",
             policy=pulumi.Output.from_input(weights.bucket_arn).apply(
-                lambda arn: json.dumps(cache_spec.writer_policy(arn, cache_spec.weights_prefix(model)))
+                lambda arn: json.dumps(cache_spec.writer_policy(arn, model.cache.weights_prefix))
             ),
             tags=args.tags,
             opts=after_ns,
         )
-        identities: list[tuple[str, pulumi.Input[str]]] = [
-            (cache_spec.LOADER_SERVICE_ACCOUNT, loader_role.arn)
-        ]
-        readers = {"s3": spec.SERVICE_ACCOUNT, "nvme": cache_spec.SYNC_SERVICE_ACCOUNT}
-        if model.cache in readers:
+        identities: list[tuple[str, pulumi.Input[str]]] = [(names.loader_service_account, loader_role.arn)]
+        reader = model.cache.reader_service_account
+        if reader is not None:
             if weights.reader_role_arn is None:
-                raise ValueError(f"model {model.name!r}: cache {model.cache!r} needs the model reader role")
-            identities.append((readers[model.cache], weights.reader_role_arn))
+                raise ValueError(f"model {model.name!r}: cache {mode!r} needs the model reader role")
+            identities.append((reader, weights.reader_role_arn))
         for service_account, role_arn in identities:
             out.append(
                 pod_identity_association(
@@ -162,7 +152,7 @@ class InferenceService(pulumi.ComponentResource):
                     opts=after_ns,
                 )
             )
-            if service_account != spec.SERVICE_ACCOUNT:
+            if service_account != names.service_account:
                 out.append(
                     self._apply(
                         service_account,
@@ -176,9 +166,7 @@ class InferenceService(pulumi.ComponentResource):
                 )
         out.append(self._apply("loader-script", cache_spec.loader_configmap(namespace), ns))
         bucket = pulumi.Output.from_input(weights.bucket_name)
-        job = bucket.apply(
-            lambda b: cache_spec.loader_job(model, namespace, bucket=b, needs_hf_token=model.needs_hf_token)
-        )
+        job = bucket.apply(lambda b: cache_spec.loader_job(model, bucket=b))
         apply_manifest(
             f"{name}-load-weights",
             job,
@@ -186,10 +174,8 @@ class InferenceService(pulumi.ComponentResource):
             api_version="batch/v1",
             kind="Job",
         )
-        if model.cache == "nvme":
-            daemonset = bucket.apply(
-                lambda b: cache_spec.nvme_daemonset(model, namespace, bucket=b, ami_family=args.ami_family)
-            )
+        if mode == "nvme":
+            daemonset = bucket.apply(lambda b: cache_spec.nvme_daemonset(model, bucket=b))
             out.append(
                 apply_manifest(
                     f"{name}-weights",
@@ -199,8 +185,8 @@ class InferenceService(pulumi.ComponentResource):
                     kind="DaemonSet",
                 )
             )
-        if model.cache == "fsx":
-            volume_name = f"{namespace}-fsx"
+        if mode == "fsx":
+            volume_name = names.fsx_volume
             volume = pulumi.Output.all(
                 fs=weights.fsx_file_system_id, dns=weights.fsx_dns_name, mount=weights.fsx_mount_name
             ).apply(
@@ -214,11 +200,7 @@ class InferenceService(pulumi.ComponentResource):
             )
             pv = apply_manifest(f"{name}-fsx-pv", volume, after_ns, api_version="v1", kind="PersistentVolume")
             claim = cache_spec.fsx_persistent_volume_claim(
-                _fsx_claim(model), namespace, volume=volume_name, capacity_gib=weights.fsx_capacity_gib
+                names.fsx_claim, namespace, volume=volume_name, capacity_gib=weights.fsx_capacity_gib
             )
             out += [pv, self._apply("fsx-pvc", claim, ns, pv)]
         return out
-
-
-def _fsx_claim(model: ModelConfig) -> str:
-    return f"{model.name}-fsx"

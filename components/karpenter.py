@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -14,10 +15,11 @@ from components import child_options
 from components.identity import account_policy, node_role, service_account_identity
 from components.kubernetes import apply_manifest
 from components.specs import karpenter as spec
-from components.specs import reservations
 from components.specs.common import namespace_manifest
 from config.schema import GpuNodePool
 from config.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
+from plan import NodeClassPlan
+from plan.nodes import pool_node_class_name, uses_reservations
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,7 +27,7 @@ class KarpenterArgs:
     cluster_name: str
     region: str
     tags: dict[str, str]
-    pools: list[GpuNodePool] = field(default_factory=list)
+    pools: Sequence[GpuNodePool] = field(default_factory=list)
     """The GPU pools: their capacity reservations shape the controller's IAM, events and feature gates."""
 
 
@@ -42,7 +44,7 @@ class Karpenter(pulumi.ComponentResource):
         super().__init__("llm-platform:karpenter:Karpenter", name, None, opts)
         child = child_options(self, opts)
         cluster = args.cluster_name
-        uses_reservations = any(reservations.uses_reservations(p) for p in args.pools)
+        reserved = any(uses_reservations(p) for p in args.pools)
 
         gpu_node_role = node_role(
             f"{name}-node", description=f"Karpenter GPU nodes of {cluster}", tags=args.tags, opts=child
@@ -70,7 +72,7 @@ class Karpenter(pulumi.ComponentResource):
             policy=queue.arn.apply(lambda arn: json.dumps(spec.queue_policy(arn))),
             opts=child,
         )
-        for event, pattern in spec.interruption_events(uses_reservations).items():
+        for event, pattern in spec.interruption_events(reserved).items():
             rule = aws.cloudwatch.EventRule(
                 f"{name}-{event}",
                 name=spec.interruption_rule_name(cluster, event),
@@ -121,9 +123,7 @@ class Karpenter(pulumi.ComponentResource):
             version=KARPENTER_VERSION,
             namespace=spec.NAMESPACE,
             skip_crds=True,
-            values=queue.name.apply(
-                lambda q: spec.helm_values(cluster, q, capacity_reservations=uses_reservations)
-            ),
+            values=queue.name.apply(lambda q: spec.helm_values(cluster, q, capacity_reservations=reserved)),
             opts=child_options(self, opts, crds, association, node_access),
         )
 
@@ -138,15 +138,14 @@ class Karpenter(pulumi.ComponentResource):
 @dataclass(frozen=True, kw_only=True)
 class GpuNodePoolsArgs:
     cluster_name: str
-    pools: list[GpuNodePool]
-    ami_versions: dict[str, str]
+    pools: Sequence[GpuNodePool]
+    node_classes: Sequence[NodeClassPlan]
+    """Per AMI family in use: AMI version and what its EC2NodeClasses add at boot (plan.NodeClassPlan)."""
     zones: list[str]
     node_role_name: pulumi.Input[str]
     prod: bool
     tags: dict[str, str]
     extra_security_group_ids: list[pulumi.Input[str]] = field(default_factory=list)
-    user_data: dict[str, str] = field(default_factory=dict)
-    """AMI family -> EC2NodeClass userData (e.g. fast image pull, Lustre client)."""
 
 
 class GpuNodePools(pulumi.ComponentResource):
@@ -160,21 +159,24 @@ class GpuNodePools(pulumi.ComponentResource):
         # class name -> (AMI family, the reservation pool it belongs to, if any)
         wanted: dict[str, tuple[str, GpuNodePool | None]] = {}
         for pool in args.pools:
-            owner = pool if reservations.uses_reservations(pool) else None
-            wanted[spec.pool_node_class_name(pool)] = (pool.ami_family, owner)
+            owner = pool if uses_reservations(pool) else None
+            wanted[pool_node_class_name(pool)] = (pool.ami_family, owner)
         classes: dict[str, pulumi.CustomResource] = {}
+        boot = {c.ami_family: c for c in args.node_classes}
         for class_name, (family, owner) in sorted(wanted.items()):
+            # Bottlerocket takes TOML settings, not a shell: only AL2023 gets user data of ours
+            user_data = spec.al2023_user_data(boot[family]) if family == "al2023" else None
             body = pulumi.Output.all(
                 role=args.node_role_name, sgs=pulumi.Output.all(*args.extra_security_group_ids)
             ).apply(
-                lambda o, family=family, owner=owner: spec.node_class(
+                lambda o, family=family, owner=owner, user_data=user_data: spec.node_class(
                     ami_family=family,
-                    ami_version=args.ami_versions[family],
+                    ami_version=boot[family].ami_version,
                     cluster_name=args.cluster_name,
                     node_role_name=o["role"],
                     tags=args.tags,
                     extra_security_group_ids=list(o["sgs"]),
-                    user_data=args.user_data.get(family),
+                    user_data=user_data,
                     pool=owner,
                 )
             )
@@ -189,7 +191,7 @@ class GpuNodePools(pulumi.ComponentResource):
         self.node_pools = {}
         for pool in args.pools:
             manifest = spec.node_pool(pool, zones=args.zones, prod=args.prod)
-            node_class = classes[spec.pool_node_class_name(pool)]
+            node_class = classes[pool_node_class_name(pool)]
             self.node_pools[pool.name] = apply_manifest(
                 f"{name}-{pool.name}", manifest, child_options(self, opts, node_class)
             )

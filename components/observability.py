@@ -15,12 +15,13 @@ from components.specs.common import namespace_manifest
 from components.specs.gateway_monitoring import epp_dashboard
 from config.schema import AlertingConfig
 from config.versions import KUBE_PROMETHEUS_STACK_REPO, KUBE_PROMETHEUS_STACK_VERSION
+from plan import PrometheusSizing
 
 
 @dataclass(frozen=True, kw_only=True)
 class ObservabilityArgs:
     grafana_admin_password: pulumi.Input[str]
-    retention: spec.PrometheusSizing
+    retention: PrometheusSizing
     create_storage_class: bool
     """EKS: an encrypted gp3 class on the EBS CSI driver; an existing cluster: its default class."""
     alerting: AlertingConfig

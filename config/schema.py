@@ -681,10 +681,6 @@ class StackConfig(Schema):
     def uses_fsx(self) -> bool:
         return any(m.cache == "fsx" for m in self.models)
 
-    @property
-    def ami_families(self) -> list[str]:
-        return sorted({p.ami_family for p in self.gpu_node_pools})
-
 
 def replica_gpus(pool: GpuNodePool, models: list[ModelConfig]) -> int:
     """GPUs of one headroom placeholder: the largest replica (tensor-parallel size) among the pool's models,

@@ -34,6 +34,15 @@ KARPENTER_CRD_CHART = "oci://public.ecr.aws/karpenter/karpenter-crd"
 AWS_LOAD_BALANCER_CONTROLLER_REPO = "https://aws.github.io/eks-charts"
 AWS_LOAD_BALANCER_CONTROLLER_VERSION = "1.17.0"
 
+# The Hub -> S3 loader Job installs these into PYTHON_IMAGE at start (pip, pinned)
+LOADER_HUGGINGFACE_HUB_VERSION = "0.35.3"
+LOADER_BOTO3_VERSION = "1.40.49"
+
+
+# The Lustre client GPU nodes install when a model reads from FSx: AL2023's own `lustre-client` package,
+# so its version follows the pinned AMI release (cluster.amiVersions) rather than a version of its own.
+LUSTRE_CLIENT_PACKAGE = "lustre-client"
+
 # Inference gateway (../shared/reference/GATEWAY.md): Gateway API standard CRDs, the InferencePool CRD, Envoy
 # Gateway with Envoy AI Gateway as its extension server, and one llm-d router endpoint picker (EPP) per model.
 # AIGW v1.1.x is tested with EG v1.8.1+ and Gateway API v1.5.x; EG v1.9 needs Gateway API v1.6: bump together.

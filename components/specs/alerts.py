@@ -4,7 +4,7 @@ Every expression is filtered to the model's namespace and `model_name` (`promql.
 model's own Deployment, ScaledObject and KEDA-made HPA, so one model's trouble never pages for another.
 
 What the alerts watch, and where the series come from:
-- vLLM's own gauges and histograms (current names, `components.specs.promql`): queue depth, KV-cache
+- vLLM's own gauges and histograms (current names, `plan.promql`): queue depth, KV-cache
   fill, TTFT and ITL against the model's SLO;
 - kube-state-metrics (kube-prometheus-stack scrapes it with `honorLabels: true`, so `namespace` is the
   object's namespace): ready replicas, to notice vLLM metrics that vanished (a renamed metric after a
@@ -24,8 +24,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.specs import promql
 from config.schema import ModelConfig
+from plan import ModelPlan, promql
+from plan.naming import keda_hpa_name
 
 # The seed articles' thresholds, on current metric names.
 QUEUE_DEPTH_THRESHOLD = 10
@@ -53,11 +54,6 @@ KEDA_EMPTY_RESPONSES = "keda_scaler_empty_upstream_responses_total"
 VALUE = "{{ $value | humanize }}"
 PERCENT = "{{ $value | humanizePercentage }}"
 DURATION = "{{ $value | humanizeDuration }}"
-
-
-def keda_hpa_name(scaled_object: str) -> str:
-    """The HPA KEDA creates for a ScaledObject (unless `advanced.horizontalPodAutoscalerConfig.name`)."""
-    return f"keda-hpa-{scaled_object}"
 
 
 def _num(value: float) -> str:
@@ -199,7 +195,7 @@ def alert_rules(
             "blind. A vLLM upgrade that renamed metrics, a broken PodMonitor/ServiceMonitor or "
             "a NetworkPolicy blocking /metrics are the usual causes.",
             f"curl a pod's /metrics ({kubectl} port-forward deploy/{deployment} 8000) and compare the "
-            "metric names with components/specs/promql.py; check the target in Prometheus "
+            "metric names with plan/promql.py; check the target in Prometheus "
             "(Status > Targets).",
         ),
         _rule(
@@ -253,28 +249,22 @@ def alert_rules(
     return rules
 
 
-def prometheus_rule(
-    model: ModelConfig,
-    namespace: str,
-    *,
-    deployment: str,
-    scaled_object: str,
-    labels: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+def prometheus_rule(m: ModelPlan, *, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The model's PrometheusRule manifest.
 
     `labels` are added to metadata.labels, e.g. `{"release": "<kube-prometheus-stack release>"}` when
     Prometheus' ruleSelector keeps its chart default (`ruleSelectorNilUsesHelmValues: true`).
     """
+    names = m.names
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": {
-            "name": f"{model.name}-vllm",
-            "namespace": namespace,
+            "name": names.prometheus_rule,
+            "namespace": names.namespace,
             "labels": {
                 "app.kubernetes.io/name": "vllm",
-                "app.kubernetes.io/instance": model.name,
+                "app.kubernetes.io/instance": m.name,
                 "app.kubernetes.io/component": "alerting",
                 **(labels or {}),
             },
@@ -282,9 +272,12 @@ def prometheus_rule(
         "spec": {
             "groups": [
                 {
-                    "name": f"vllm.{model.name}",
+                    "name": f"vllm.{m.name}",
                     "rules": alert_rules(
-                        model, namespace, deployment=deployment, scaled_object=scaled_object
+                        m.model,
+                        names.namespace,
+                        deployment=names.deployment,
+                        scaled_object=names.scaled_object,
                     ),
                 }
             ]

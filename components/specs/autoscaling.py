@@ -9,14 +9,10 @@ memory and keeps the GPU busy while requests queue, so neither says whether user
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from components.specs import promql
-from components.specs.serving import namespace_name
-from config.schema import ModelConfig, ScalingRules
-
-PROMETHEUS_URL = "http://kube-prometheus-stack-prometheus.monitoring.svc.cluster.local:9090"
+from config.schema import ScalingRules
+from plan import ModelPlan
 
 
 def _number(value: float) -> str:
@@ -38,84 +34,56 @@ def _rules(rules: ScalingRules) -> dict[str, Any]:
     return out
 
 
-def fallback_replicas(model: ModelConfig) -> int:
-    """While the metrics are missing although replicas serve (Prometheus down, a renamed vLLM metric), hold
-    half the ceiling. KEDA's fallback replaces the failing triggers' value after `failureThreshold` errors;
-    it never applies while no replica is available, because the queries then read 0 (see
-    `promql.until_a_replica_serves`): a first rollout stays at minReplicas while its pods load."""
-    a = model.autoscaling
-    return max(a.min_replicas, math.ceil(a.max_replicas / 2))
-
-
-def triggers(model: ModelConfig) -> list[dict[str, Any]]:
-    namespace = namespace_name(model)
-    name = model.served_model_name
-    a = model.autoscaling
-    common = {"serverAddress": PROMETHEUS_URL, "ignoreNullValues": "false"}
+def triggers(m: ModelPlan) -> list[dict[str, Any]]:
+    s = m.scaling
+    common = {"serverAddress": s.prometheus_url, "ignoreNullValues": str(s.ignore_null_values).lower()}
     out: list[dict[str, Any]] = [
         {
-            "type": "prometheus",
-            "name": "queue-depth",
-            "metricType": "AverageValue",
-            "metadata": {
-                **common,
-                "query": promql.until_a_replica_serves(
-                    promql.queue_depth(namespace, name), namespace, model.name
-                ),
-                "threshold": _number(a.queue_depth_per_replica),
-            },
-        },
-        {
-            "type": "prometheus",
-            "name": "kv-cache-usage",
-            "metricType": "AverageValue",
-            "metadata": {
-                **common,
-                "query": promql.until_a_replica_serves(
-                    promql.kv_cache_usage(namespace, name), namespace, model.name
-                ),
-                "threshold": _number(a.kv_cache_usage),
-            },
-        },
+            "type": t.type,
+            "name": t.name,
+            "metricType": t.metric_type,
+            "metadata": {**common, "query": t.query, "threshold": _number(t.threshold)},
+        }
+        for t in s.triggers
     ]
-    for window in a.prewarm:
+    for p in s.prewarm:
         out.append(
             {
                 "type": "cron",
-                "name": f"prewarm-{window.name}",
+                "name": p.name,
                 "metadata": {
-                    "timezone": window.timezone,
-                    "start": window.start,
-                    "end": window.end,
-                    "desiredReplicas": str(window.replicas),
+                    "timezone": p.window.timezone,
+                    "start": p.window.start,
+                    "end": p.window.end,
+                    "desiredReplicas": str(p.window.replicas),
                 },
             }
         )
     return out
 
 
-def scaled_object(model: ModelConfig, environment: str) -> dict[str, Any]:
-    a = model.autoscaling
+def scaled_object(m: ModelPlan, environment: str) -> dict[str, Any]:
+    s = m.scaling
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
         "metadata": {
-            "name": model.name,
-            "namespace": namespace_name(model),
-            "labels": {"app.kubernetes.io/instance": model.name, "llm-platform/environment": environment},
+            "name": m.names.scaled_object,
+            "namespace": m.names.namespace,
+            "labels": {"app.kubernetes.io/instance": m.name, "llm-platform/environment": environment},
         },
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": model.name},
-            "minReplicaCount": a.min_replicas,
-            "maxReplicaCount": a.max_replicas,
-            "pollingInterval": a.polling_interval,
-            "cooldownPeriod": a.cooldown_period,
-            "fallback": {"failureThreshold": 3, "replicas": fallback_replicas(model)},
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": m.names.deployment},
+            "minReplicaCount": s.min_replicas,
+            "maxReplicaCount": s.max_replicas,
+            "pollingInterval": s.polling_interval_s,
+            "cooldownPeriod": s.cooldown_period_s,
+            "fallback": {"failureThreshold": s.fallback_failure_threshold, "replicas": s.fallback_replicas},
             "advanced": {
                 "horizontalPodAutoscalerConfig": {
-                    "behavior": {"scaleUp": _rules(a.scale_up), "scaleDown": _rules(a.scale_down)}
+                    "behavior": {"scaleUp": _rules(s.scale_up), "scaleDown": _rules(s.scale_down)}
                 }
             },
-            "triggers": triggers(model),
+            "triggers": triggers(m),
         },
     }

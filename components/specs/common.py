@@ -1,4 +1,4 @@
-"""Shared, pure helpers: tags, IAM trust documents and label conventions every component uses."""
+"""Shared, pure helpers: IAM trust documents, taints and label conventions every component uses."""
 
 from __future__ import annotations
 
@@ -15,8 +15,6 @@ GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 POOL_LABEL = "llm-platform/gpu-pool"
 
-MANAGED_BY = "pulumi-llm-platform"
-
 # Every node role (system node group and Karpenter's GPU nodes): join the cluster, pull images, run the
 # VPC CNI, and be reachable by SSM Session Manager instead of SSH.
 NODE_POLICY_ARNS = [
@@ -25,16 +23,6 @@ NODE_POLICY_ARNS = [
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
 ]
-
-
-def tags(cluster_name: str, environment: str, **extra: str) -> dict[str, str]:
-    """Tags on every AWS resource: who owns it, which stack, and Karpenter's discovery key."""
-    return {
-        "llm-platform/cluster": cluster_name,
-        "llm-platform/environment": environment,
-        "managed-by": MANAGED_BY,
-        **extra,
-    }
 
 
 def assume_role_policy(service: str, *, tag_session: bool = False) -> str:
@@ -50,10 +38,6 @@ def assume_role_policy(service: str, *, tag_session: bool = False) -> str:
 def pod_identity_trust_policy() -> str:
     """Trust policy of a role used through EKS Pod Identity (the agent needs AssumeRole and TagSession)."""
     return assume_role_policy("pods.eks.amazonaws.com", tag_session=True)
-
-
-def policy_document(statements: list[dict[str, Any]]) -> str:
-    return json.dumps({"Version": "2012-10-17", "Statement": statements}, sort_keys=False)
 
 
 def namespace_manifest(name: str, pod_security: str, **labels: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ The chart's sidecar (`grafana.sidecar.dashboards`, label `grafana_dashboard: "1"
 picks up every ConfigMap carrying the label; each `data` key is one dashboard file.
 
 - `vllm_dashboard()`: one model at a time, chosen with the `namespace` and `model_name` variables; the
-  queries are the project's own (`components.specs.promql`), so the dashboard and the KEDA triggers
+  queries are the project's own (`plan.promql`), so the dashboard and the KEDA triggers
   agree on metric names.
 - `gpu_dashboard()`: DCGM exporter metrics per node (`Hostname`) and GPU. The GPU Operator's exporter is
   scraped with `honorLabels: false`, so the pod a GPU serves shows as `exported_pod`/`exported_namespace`.
@@ -18,14 +18,9 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from components.specs import promql
-from components.specs.alerts import (
-    DEPLOYMENT_READY,
-    HPA_CURRENT,
-    HPA_DESIRED,
-    HPA_MAX,
-    keda_hpa_name,
-)
+from components.specs.alerts import DEPLOYMENT_READY, HPA_CURRENT, HPA_DESIRED, HPA_MAX
+from plan import promql
+from plan.naming import keda_hpa_name
 
 SIDECAR_LABEL = "grafana_dashboard"
 SIDECAR_LABEL_VALUE = "1"

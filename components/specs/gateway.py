@@ -17,11 +17,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
-from components.specs.serving import GATEWAY_NAMESPACE, MONITORING_NAMESPACE
+from config.schema import GatewayClient
+from plan.naming import GATEWAY_NAMESPACE, MONITORING_NAMESPACE
 
 NAMESPACE = GATEWAY_NAMESPACE  # Envoy Gateway's controller, the Envoy proxies, the Gateway and its policies
 AI_GATEWAY_NAMESPACE = "envoy-ai-gateway-system"
@@ -68,18 +68,12 @@ MIN_KEY_LENGTH = 16
 _KEY_CHARS = re.compile(r"^[\x21-\x7e]+$")  # visible ASCII: a header value without spaces
 
 
-@dataclass(frozen=True)
-class Client:
-    """A caller of the gateway: its name (the client-ID header, logs) and its rate limit."""
-
-    name: str
-    requests_per_minute: int
-
-
 # ------------------------------------------------------------------------------------------ validation
 
 
-def check_clients(clients: Sequence[Client], client_keys: Mapping[str, str], vllm_api_key: str) -> None:
+def check_clients(
+    clients: Sequence[GatewayClient], client_keys: Mapping[str, str], vllm_api_key: str
+) -> None:
     """Every client has exactly one usable key, no key is shared, no stray key is left over. Messages name
     the client, never the key."""
     if not clients:
@@ -421,7 +415,7 @@ def security_policy() -> dict[str, Any]:
     }
 
 
-def rate_limit_policy(clients: Sequence[Client], envoy_replicas: int) -> dict[str, Any]:
+def rate_limit_policy(clients: Sequence[GatewayClient], envoy_replicas: int) -> dict[str, Any]:
     """One local bucket per client, keyed on the client-ID header the API key filter set (which runs first,
     and whose value a client cannot choose). Each replica enforces its share (per_replica_limit)."""
     rules = [

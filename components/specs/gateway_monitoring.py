@@ -12,8 +12,8 @@ from typing import Any
 from components.specs import dashboards
 from components.specs.alerts import DEPLOYMENT_AVAILABLE, VALUE, _rule
 from components.specs.inference_pool import EPP_REPLICAS, epp_name, release_name
-from components.specs.serving import namespace_name
 from config.schema import ModelConfig
+from plan.naming import model_namespace
 
 READY_ENDPOINTS = "llm_d_epp_ready_endpoints"
 SCHEDULER_ATTEMPTS = "llm_d_epp_scheduler_attempts_total"
@@ -36,7 +36,7 @@ WINDOW = "5m"
 
 
 def epp_alert_rules(model: ModelConfig) -> list[dict[str, Any]]:
-    ns = namespace_name(model)
+    ns = model_namespace(model.name)
     pool = release_name(model)
     epp = epp_name(model)
     labels = {"namespace": ns, "inference_pool": pool}
@@ -121,7 +121,7 @@ def epp_prometheus_rule(model: ModelConfig) -> dict[str, Any]:
         "kind": "PrometheusRule",
         "metadata": {
             "name": f"{model.name}-endpoint-picker",
-            "namespace": namespace_name(model),
+            "namespace": model_namespace(model.name),
             "labels": {"app.kubernetes.io/name": "llm-d-router", "app.kubernetes.io/component": "alerting"},
         },
         "spec": {"groups": [{"name": f"endpoint-picker.{model.name}", "rules": epp_alert_rules(model)}]},

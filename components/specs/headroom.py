@@ -32,10 +32,12 @@ from components.specs.common import (
     SERVING_PRIORITY_CLASS,
 )
 from components.specs.model_cache import cache_wiring
-from components.specs.serving import resources
+from components.specs.serving import pod_resources
 from config.cold_start import KARPENTER_LAUNCH_SECONDS, NODE_READY_SECONDS
 from config.schema import GpuNodePool, ModelConfig, replica_gpus
 from config.versions import PAUSE_IMAGE
+from plan.model import pod_instance, resolve_model
+from plan.naming import restricted_container
 
 NAMESPACE = "llm-headroom"
 SERVING_PRIORITY = 1000
@@ -98,22 +100,13 @@ def placeholder_resources(pool: GpuNodePool, models: list[ModelConfig]) -> dict[
     served = [m for m in models if m.node_pool == pool.name]
     if not served:
         raise ValueError(f"pool {pool.name!r} serves no model: no replica to size a headroom placeholder on")
-    largest = max(served, key=lambda m: m.tensor_parallel_size)
-    return resources(largest, pool.instances[0])
+    gpus = max(m.tensor_parallel_size for m in served)
+    return pod_resources(gpus, pod_instance(pool, gpus))
 
 
 def placeholder_replicas(pool: GpuNodePool, models: list[ModelConfig], gpus: int) -> int:
     """Placeholders that hold `gpus` warm GPUs (the schema keeps `gpus` a multiple of one replica's)."""
     return gpus // replica_gpus(pool, models)
-
-
-def _restricted() -> dict[str, Any]:
-    return {
-        "allowPrivilegeEscalation": False,
-        "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
-        "readOnlyRootFilesystem": True,
-    }
 
 
 def _non_root_pod() -> dict[str, Any]:
@@ -164,7 +157,7 @@ def placeholder_deployment(pool: GpuNodePool, models: list[ModelConfig]) -> dict
                         "name": "pause",
                         "image": PAUSE_IMAGE,
                         "resources": placeholder_resources(pool, models),
-                        "securityContext": _restricted(),
+                        "securityContext": restricted_container(),
                     }
                 ],
             },
@@ -245,7 +238,7 @@ def serving_images(pool: GpuNodePool, models: list[ModelConfig]) -> list[str]:
             continue
         images.add(model.image)
         # only the images matter here: the wiring's bucket and claim names do not change them
-        wiring = cache_wiring(model, bucket="", ami_family=pool.ami_family, fsx_claim="")
+        wiring = cache_wiring(resolve_model(model, pool, models), bucket="")
         images.update(c["image"] for c in wiring.init_containers)
     return sorted(images)
 
@@ -294,7 +287,7 @@ def prepull_daemonset(pool: GpuNodePool, models: list[ModelConfig]) -> dict[str,
                             "imagePullPolicy": "IfNotPresent",
                             "command": ["true"],
                             "resources": PREPULL_RESOURCES,
-                            "securityContext": _restricted(),
+                            "securityContext": restricted_container(),
                         }
                         for i, image in enumerate(images)
                     ],
@@ -303,7 +296,7 @@ def prepull_daemonset(pool: GpuNodePool, models: list[ModelConfig]) -> dict[str,
                             "name": "pause",
                             "image": PAUSE_IMAGE,
                             "resources": PREPULL_RESOURCES,
-                            "securityContext": _restricted(),
+                            "securityContext": restricted_container(),
                         }
                     ],
                 },

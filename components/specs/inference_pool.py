@@ -29,7 +29,7 @@ import yaml
 
 from components.specs import gateway as gw
 from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
-from components.specs.serving import HF_TOKEN_SECRET, KV_EVENTS_PORT, PORT, namespace_name, selector
+from components.specs.serving import KV_EVENTS_PORT, PORT
 from config.schema import ModelConfig
 from config.versions import (
     LLM_D_EPP_IMAGE_REGISTRY,
@@ -38,6 +38,7 @@ from config.versions import (
     VLLM_RENDER_IMAGE_REPOSITORY,
     VLLM_RENDER_IMAGE_TAG,
 )
+from plan.naming import HF_TOKEN_SECRET, model_namespace, model_selector
 
 EPP_REPLICAS = 2
 EXT_PROC_PORT = 9002  # gRPC ext_proc (TLS, self-signed; AI Gateway does not verify it)
@@ -238,7 +239,7 @@ def helm_values(model: ModelConfig, *, max_pending_per_replica: int) -> dict[str
             "type": "vllm",
             "protocol": "http",
             "targetPorts": [{"number": PORT}],
-            "matchLabels": selector(model),
+            "matchLabels": model_selector(model.name),
         },
         # what actually happens when no picker answers (AI Gateway v1.1.0 ignores FailOpen)
         "inferencePool": {"create": True, "failureMode": "FailClose"},
@@ -307,7 +308,7 @@ def credential_secret(model: ModelConfig, credential: Any) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": CREDENTIAL_SECRET, "namespace": namespace_name(model)},
+        "metadata": {"name": CREDENTIAL_SECRET, "namespace": model_namespace(model.name)},
         "type": "Opaque",
         "stringData": {"credential": credential},
     }
@@ -326,7 +327,7 @@ def credential_filter(model: ModelConfig) -> dict[str, Any]:
     return {
         "apiVersion": "gateway.envoyproxy.io/v1alpha1",
         "kind": "HTTPRouteFilter",
-        "metadata": {"name": f"{model.name}-vllm-key", "namespace": namespace_name(model)},
+        "metadata": {"name": f"{model.name}-vllm-key", "namespace": model_namespace(model.name)},
         "spec": {"credentialInjection": _credential_injection()},
     }
 
@@ -339,7 +340,7 @@ def model_route_filter(model: ModelConfig) -> dict[str, Any]:
         "kind": "HTTPRouteFilter",
         "metadata": {
             "name": f"{AI_GATEWAY_HOST_REWRITE_FILTER}-{model.name}",
-            "namespace": namespace_name(model),
+            "namespace": model_namespace(model.name),
         },
         "spec": {
             "urlRewrite": {"hostname": {"type": "Backend"}},
@@ -354,7 +355,7 @@ def model_field_route(model: ModelConfig) -> dict[str, Any]:
     return {
         "apiVersion": "aigateway.envoyproxy.io/v1beta1",
         "kind": "AIGatewayRoute",
-        "metadata": {"name": model.name, "namespace": namespace_name(model)},
+        "metadata": {"name": model.name, "namespace": model_namespace(model.name)},
         "spec": {
             "parentRefs": _gateway_parent(),
             "rules": [
@@ -385,7 +386,7 @@ def path_route(model: ModelConfig) -> dict[str, Any]:
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "HTTPRoute",
-        "metadata": {"name": f"{model.name}-by-path", "namespace": namespace_name(model)},
+        "metadata": {"name": f"{model.name}-by-path", "namespace": model_namespace(model.name)},
         "spec": {
             "parentRefs": _gateway_parent(),
             "rules": [
@@ -423,7 +424,7 @@ def epp_pod_disruption_budget(model: ModelConfig) -> dict[str, Any]:
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": {"name": epp_name(model), "namespace": namespace_name(model)},
+        "metadata": {"name": epp_name(model), "namespace": model_namespace(model.name)},
         "spec": {"maxUnavailable": 1, "selector": {"matchLabels": epp_labels(model)}},
     }
 
@@ -434,7 +435,7 @@ def epp_network_policy(model: ModelConfig, vpc_cidr: str) -> dict[str, Any]:
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": {"name": f"{epp_name(model)}-ingress", "namespace": namespace_name(model)},
+        "metadata": {"name": f"{epp_name(model)}-ingress", "namespace": model_namespace(model.name)},
         "spec": {
             "podSelector": {"matchLabels": epp_labels(model)},
             "policyTypes": ["Ingress"],
@@ -456,9 +457,9 @@ def vllm_from_picker_network_policy(model: ModelConfig) -> dict[str, Any]:
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": {"name": f"{model.name}-from-epp", "namespace": namespace_name(model)},
+        "metadata": {"name": f"{model.name}-from-epp", "namespace": model_namespace(model.name)},
         "spec": {
-            "podSelector": {"matchLabels": selector(model)},
+            "podSelector": {"matchLabels": model_selector(model.name)},
             "policyTypes": ["Ingress"],
             "ingress": [
                 {

@@ -14,6 +14,9 @@ from typing import Any
 from components.specs import reservations
 from components.specs.common import GPU_TAINT, POOL_LABEL, SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
 from config.schema import GpuNodePool
+from config.versions import LUSTRE_CLIENT_PACKAGE
+from plan import NodeClassPlan
+from plan.nodes import node_class_name, pool_node_class_name, uses_reservations
 
 NAMESPACE = "karpenter"
 NODE_CLASS_API = "karpenter.k8s.aws/v1"
@@ -328,24 +331,6 @@ def helm_values(cluster_name: str, queue_name: str, *, capacity_reservations: bo
 # ------------------------------------------------------------------------------ EC2NodeClass / NodePool
 
 
-def node_class_name(ami_family: str) -> str:
-    """The EC2NodeClass pools without reservations share, one per AMI family."""
-    return f"gpu-{ami_family}"
-
-
-def pool_node_class_name(pool: GpuNodePool) -> str:
-    """A pool with capacity reservations gets an EC2NodeClass of its own: the selector terms are per class, and
-    another pool sharing the class would otherwise see (and price as free) reservations bought for this one."""
-    if reservations.uses_reservations(pool):
-        return f"{node_class_name(pool.ami_family)}-{pool.name}"
-    return node_class_name(pool.ami_family)
-
-
-def reservation_node_classes(pools: Sequence[GpuNodePool]) -> list[str]:
-    """The EC2NodeClasses that select capacity reservations (what the reservation alerts watch)."""
-    return sorted(pool_node_class_name(p) for p in pools if reservations.uses_reservations(p))
-
-
 def node_class(
     *,
     ami_family: str,
@@ -388,7 +373,7 @@ def node_class(
         },
         "tags": {**tags, "llm-platform/node-class": name},
     }
-    if pool is not None and reservations.uses_reservations(pool):
+    if pool is not None and uses_reservations(pool):
         spec["capacityReservationSelectorTerms"] = reservations.selector_terms(pool)
     if user_data:
         spec["userData"] = user_data
@@ -491,21 +476,25 @@ def node_pool(pool: GpuNodePool, *, zones: list[str], prod: bool) -> dict[str, A
     }
 
 
-def al2023_user_data(*, lustre_client: bool) -> str:
+def al2023_user_data(node_class: NodeClassPlan) -> str | None:
     """AL2023 user data Karpenter merges with its own NodeConfig (MIME multipart).
 
     - nodeadm's FastImagePull (SOCI parallel pull and unpack): the ~12 GB vLLM image is the largest
       single part of a new node's cold start.
     - the Lustre client, which the EKS AL2023 AMIs lack, when a model reads its weights from FSx.
     """
-    parts = [
-        "Content-Type: application/node.eks.aws\n\n"
-        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  featureGates:\n    FastImagePull: true\n"
-    ]
-    if lustre_client:
+    parts = []
+    if node_class.fast_image_pull:
+        parts.append(
+            "Content-Type: application/node.eks.aws\n\n"
+            "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  featureGates:\n    FastImagePull: true\n"
+        )
+    if node_class.lustre_client:
         parts.append(
             'Content-Type: text/x-shellscript; charset="us-ascii"\n\n#!/bin/bash\nset -euo pipefail\n'
-            "dnf install -y lustre-client\n"
+            f"dnf install -y {LUSTRE_CLIENT_PACKAGE}\n"
         )
+    if not parts:
+        return None
     body = "".join(f"--//\n{part}\n" for part in parts)
     return f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n{body}--//--\n'

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
+from plan.naming import KEDA_NAMESPACE
 
-NAMESPACE = "keda"
+NAMESPACE = KEDA_NAMESPACE
 
 
 def helm_values() -> dict[str, Any]:

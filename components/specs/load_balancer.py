@@ -50,6 +50,8 @@ def controller_policy(*, partition: str, region: str, account: str) -> dict[str,
                     "ec2:GetCoipPoolUsage",
                     "ec2:DescribeCoipPools",
                     "ec2:GetSecurityGroupsForVpc",
+                    "ec2:DescribeIpamPools",
+                    "ec2:DescribeRouteTables",
                     "elasticloadbalancing:DescribeLoadBalancers",
                     "elasticloadbalancing:DescribeLoadBalancerAttributes",
                     "elasticloadbalancing:DescribeListeners",
@@ -82,6 +84,19 @@ def controller_policy(*, partition: str, region: str, account: str) -> dict[str,
                 "Condition": {
                     "StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"},
                     "Null": {f"aws:RequestTag/{CLUSTER_TAG}": "false"},
+                },
+            },
+            {
+                # re-tag (never claim) security groups the controller created, as upstream
+                "Sid": "RetagOwnSecurityGroups",
+                "Effect": "Allow",
+                "Action": ["ec2:CreateTags", "ec2:DeleteTags"],
+                "Resource": security_groups,
+                "Condition": {
+                    "Null": {
+                        f"aws:RequestTag/{CLUSTER_TAG}": "true",
+                        f"aws:ResourceTag/{CLUSTER_TAG}": "false",
+                    }
                 },
             },
             {
@@ -148,6 +163,7 @@ def controller_policy(*, partition: str, region: str, account: str) -> dict[str,
                     "elasticloadbalancing:AddListenerCertificates",
                     "elasticloadbalancing:RemoveListenerCertificates",
                     "elasticloadbalancing:ModifyRule",
+                    "elasticloadbalancing:SetRulePriorities",
                 ],
                 "Resource": [f"{elb}:loadbalancer/*", f"{elb}:listener/*", f"{elb}:listener-rule/*"],
             },
@@ -207,4 +223,9 @@ def helm_values(*, cluster_name: str, region: str, vpc_id: str) -> dict[str, Any
         "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
         "nodeSelector": dict(SYSTEM_NODE_LABEL),
         "tolerations": [SYSTEM_TOLERATION],
+        # ALB-only add-ons: the platform makes one NLB for a Service, never an Ingress; off, so the
+        # controller never calls Shield or WAF (not in its policy: see tools/preflight/iam_reference)
+        "enableShield": False,
+        "enableWaf": False,
+        "enableWafv2": False,
     }

@@ -17,34 +17,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.specs.common import GPU_TOLERATION, POOL_LABEL, SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
-from config.schema import ModelConfig
-from config.versions import AWS_CLI_IMAGE, PYTHON_IMAGE
+from config.versions import AWS_CLI_IMAGE, LOADER_BOTO3_VERSION, LOADER_HUGGINGFACE_HUB_VERSION, PYTHON_IMAGE
+from plan import ModelPlan
+from plan.naming import (
+    HF_TOKEN_SECRET_KEY,
+    MODELS_PREFIX,
+    PLATFORM_UID,
+    READY_MARKER,
+    non_root_container,
+    non_root_pod,
+    restricted_container,
+)
 
-MODELS_PREFIX = "models"
-READY_MARKER = ".llm-platform-complete"
-# Where Karpenter's `instanceStorePolicy: RAID0` mounts the NVMe array: AL2023's nodeadm mounts it at
-# /mnt/k8s-disks/0 (and bind-mounts containerd and kubelet there); Bottlerocket's ephemeral-storage
-# support mounts it at /mnt/.ephemeral.
-NVME_ROOT = {"al2023": "/mnt/k8s-disks/0", "bottlerocket": "/mnt/.ephemeral"}
-NVME_DIR = "llm-platform"  # holds models/<huggingFaceId>/ and vllm-cache/<model>/
-# vLLM and the helper containers run as this unprivileged user; the NVMe sync prepares its directories
-SERVING_UID = 10001
 MODEL_MOUNT = "/models"
 COMPILE_CACHE_MOUNT = "/var/cache/vllm"
 LUSTRE_PORTS = [(988, 988), (1018, 1023)]  # TCP: Lustre server and client ports (FSx for Lustre user guide)
-LOADER_SERVICE_ACCOUNT = "model-loader"
-SYNC_SERVICE_ACCOUNT = "model-sync"
-HUGGINGFACE_HUB_VERSION = "0.35.3"
 # The loader holds one file at a time in its scratch space: the largest file of a Hub repo (Llama-3.1-70B's
 # original/consolidated.*.pth are ~17.6 GB) plus pip's cache. It runs on a system node, whose root volume
 # (cluster.systemNodes.diskSizeGiB, 100 GiB by default) must leave this much allocatable.
 LOADER_SCRATCH_REQUEST_GIB = 20
 LOADER_SCRATCH_LIMIT_GIB = 40
-BOTO3_VERSION = "1.40.49"
-
-
-def weights_prefix(model: ModelConfig) -> str:
-    return f"{MODELS_PREFIX}/{model.hugging_face_id}"
 
 
 # ------------------------------------------------------------------------------------------------ IAM
@@ -132,7 +124,6 @@ class CacheWiring:
     # torch.compile / CUDA-graph artefacts: on the node's NVMe for nvme (a warm node starts faster),
     # otherwise in the pod's own emptyDir (which also lives on the NVMe-backed ephemeral storage)
     compile_cache: dict[str, Any] = field(default_factory=lambda: {"emptyDir": {"sizeLimit": "20Gi"}})
-    host_path: bool = False
 
 
 OFFLINE = [{"name": "HF_HUB_OFFLINE", "value": "1"}]
@@ -150,7 +141,7 @@ def _wait_for_file(marker: str, volume: str, sub_path: str | None = None) -> dic
         "args": [f'until [ -f "{marker}" ]; do echo "waiting for {marker}"; sleep 10; done'],
         "volumeMounts": [mount],
         "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
-        "securityContext": _restricted_container(),
+        "securityContext": restricted_container(),
     }
 
 
@@ -167,23 +158,14 @@ def _wait_for_object(bucket: str, key: str) -> dict[str, Any]:
         "env": [{"name": "HOME", "value": "/tmp"}],
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
-        "securityContext": _restricted_container(),
+        "securityContext": restricted_container(),
     }
 
 
-def nvme_root(ami_family: str) -> str:
-    return f"{NVME_ROOT[ami_family]}/{NVME_DIR}"
-
-
-def nvme_compile_cache(ami_family: str, model: ModelConfig) -> str:
-    return f"{nvme_root(ami_family)}/vllm-cache/{model.name}"
-
-
-def cache_wiring(
-    model: ModelConfig, *, bucket: str, ami_family: str, fsx_claim: str | None = None
-) -> CacheWiring:
-    mode = model.cache
-    if mode == "nvme":
+def cache_wiring(m: ModelPlan, *, bucket: str) -> CacheWiring:
+    model, cache = m.model, m.cache
+    if cache.mode == "nvme":
+        assert cache.nvme_root is not None and cache.compile_cache_host_path is not None
         local = f"{MODEL_MOUNT}/{model.hugging_face_id}"
         marker = f"{local}/{READY_MARKER}"
         return CacheWiring(
@@ -192,22 +174,20 @@ def cache_wiring(
             volumes=[
                 {
                     "name": "weights",
-                    "hostPath": {"path": f"{nvme_root(ami_family)}/{MODELS_PREFIX}", "type": "Directory"},
+                    "hostPath": {"path": f"{cache.nvme_root}/{MODELS_PREFIX}", "type": "Directory"},
                 }
             ],
             volume_mounts=[{"name": "weights", "mountPath": MODEL_MOUNT, "readOnly": True}],
             init_containers=[_wait_for_file(marker, "weights")],
-            # prepared (and handed to SERVING_UID) by the sync DaemonSet
-            compile_cache={"hostPath": {"path": nvme_compile_cache(ami_family, model), "type": "Directory"}},
-            host_path=True,
+            # prepared (and handed to PLATFORM_UID) by the sync DaemonSet
+            compile_cache={"hostPath": {"path": cache.compile_cache_host_path, "type": "Directory"}},
         )
-    if mode == "fsx":
-        if fsx_claim is None:
-            raise ValueError(f"model {model.name!r} uses the fsx cache but no FSx claim was provided")
+    if cache.mode == "fsx":
+        claim = m.names.fsx_claim
         return CacheWiring(
             model_path=f"{MODEL_MOUNT}/{model.hugging_face_id}",
             env=OFFLINE,
-            volumes=[{"name": "fsx", "persistentVolumeClaim": {"claimName": fsx_claim, "readOnly": True}}],
+            volumes=[{"name": "fsx", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}}],
             # the data repository association imports s3://<bucket>/models to /models on the file system
             volume_mounts=[
                 {"name": "fsx", "mountPath": MODEL_MOUNT, "subPath": MODELS_PREFIX, "readOnly": True}
@@ -217,45 +197,28 @@ def cache_wiring(
                 _wait_for_file(f"{MODEL_MOUNT}/{model.hugging_face_id}/{READY_MARKER}", "fsx", MODELS_PREFIX)
             ],
         )
-    if mode == "s3":
+    if cache.mode == "s3":
         return CacheWiring(
-            model_path=f"s3://{bucket}/{weights_prefix(model)}",
+            model_path=f"s3://{bucket}/{cache.weights_prefix}",
             extra_args=["--load-format", "runai_streamer"],
             env=OFFLINE,
-            init_containers=[_wait_for_object(bucket, f"{weights_prefix(model)}/{READY_MARKER}")],
+            init_containers=[_wait_for_object(bucket, cache.marker_key)],
         )
     return CacheWiring(model_path=model.hugging_face_id)
 
 
-def _restricted_container() -> dict[str, Any]:
-    return {
-        "allowPrivilegeEscalation": False,
-        "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
-        "readOnlyRootFilesystem": True,
-    }
-
-
-def non_root_pod() -> dict[str, Any]:
-    """Pod security context of every pod the platform writes, but the NVMe sync's."""
-    return {
-        "runAsNonRoot": True,
-        "runAsUser": SERVING_UID,
-        "runAsGroup": SERVING_UID,
-        "fsGroup": SERVING_UID,
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
-
-
 # -------------------------------------------------------------------------- Hub -> S3 loader Job
 
-LOADER_SCRIPT = """\
+LOADER_SCRIPT = (
+    """\
 import os, sys, tempfile
 import boto3
 from huggingface_hub import HfApi, hf_hub_download
 
 repo, bucket, prefix = os.environ["HF_REPO"], os.environ["BUCKET"], os.environ["PREFIX"]
-marker = f"{prefix}/.llm-platform-complete"
+marker = f"{prefix}/"""
+    + READY_MARKER
+    + """"
 s3 = boto3.client("s3")
 api = HfApi(token=os.environ.get("HF_TOKEN") or None)
 revision = api.model_info(repo).sha
@@ -277,6 +240,7 @@ with tempfile.TemporaryDirectory(dir="/scratch") as tmp:
 s3.put_object(Bucket=bucket, Key=marker, Body=revision.encode())
 print(f"{repo}@{revision} copied to s3://{bucket}/{prefix}")
 """
+)
 
 
 def loader_configmap(namespace: str) -> dict[str, Any]:
@@ -288,26 +252,31 @@ def loader_configmap(namespace: str) -> dict[str, Any]:
     }
 
 
-def loader_job(model: ModelConfig, namespace: str, *, bucket: str, needs_hf_token: bool) -> dict[str, Any]:
+def loader_job(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
     """Copy the model from the Hub into S3 once (idempotent: a marker holds the copied revision)."""
+    model, names = m.model, m.names
     env: list[dict[str, Any]] = [
         {"name": "HF_REPO", "value": model.hugging_face_id},
         {"name": "BUCKET", "value": bucket},
-        {"name": "PREFIX", "value": weights_prefix(model)},
+        {"name": "PREFIX", "value": m.cache.weights_prefix},
         {"name": "HF_HOME", "value": "/scratch/hf-home"},
         {"name": "PIP_CACHE_DIR", "value": "/scratch/pip"},
         {"name": "HOME", "value": "/scratch"},
         {"name": "TMPDIR", "value": "/scratch"},
     ]
-    if needs_hf_token:
-        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}})
-    install = f"pip install --quiet --user huggingface_hub=={HUGGINGFACE_HUB_VERSION} boto3=={BOTO3_VERSION}"
+    if m.loader_uses_hf_token:
+        token = {"secretKeyRef": {"name": names.hf_token_secret, "key": HF_TOKEN_SECRET_KEY}}
+        env.append({"name": "HF_TOKEN", "valueFrom": token})
+    install = (
+        f"pip install --quiet --user huggingface_hub=={LOADER_HUGGINGFACE_HUB_VERSION} "
+        f"boto3=={LOADER_BOTO3_VERSION}"
+    )
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": f"{model.name}-load-weights",
-            "namespace": namespace,
+            "name": names.loader_job,
+            "namespace": names.namespace,
             "labels": {"app.kubernetes.io/name": "model-loader", "app.kubernetes.io/instance": model.name},
             # a 70B copy outlasts any deploy timeout; the serving pods wait for its marker instead
             "annotations": {"pulumi.com/skipAwait": "true"},
@@ -322,7 +291,7 @@ def loader_job(model: ModelConfig, namespace: str, *, bucket: str, needs_hf_toke
                     }
                 },
                 "spec": {
-                    "serviceAccountName": LOADER_SERVICE_ACCOUNT,
+                    "serviceAccountName": names.loader_service_account,
                     "restartPolicy": "OnFailure",
                     # a short copy job: it may use the system nodes, never a GPU
                     "nodeSelector": dict(SYSTEM_NODE_LABEL),
@@ -351,7 +320,7 @@ def loader_job(model: ModelConfig, namespace: str, *, bucket: str, needs_hf_toke
                                 {"name": "scratch", "mountPath": "/scratch"},
                                 {"name": "script", "mountPath": "/opt/loader", "readOnly": True},
                             ],
-                            "securityContext": _restricted_container(),
+                            "securityContext": restricted_container(),
                         }
                     ],
                     "volumes": [
@@ -372,7 +341,7 @@ src="s3://${{BUCKET}}/${{PREFIX}}/"
 dst="/nvme/${{PREFIX}}"
 cache="/nvme/vllm-cache/${{MODEL}}"
 mkdir -p "$dst" "$cache"
-chown {SERVING_UID}:{SERVING_UID} "$cache"
+chown {PLATFORM_UID}:{PLATFORM_UID} "$cache"
 until aws s3api head-object --bucket "$BUCKET" --key "${{PREFIX}}/{READY_MARKER}" >/dev/null 2>&1; do
   echo "waiting for the loader job to finish ${{src}}"; sleep 30
 done
@@ -391,7 +360,7 @@ NVME_SYNC_CAPABILITIES_REASON = (
 )
 
 
-def nvme_daemonset(model: ModelConfig, namespace: str, *, bucket: str, ami_family: str) -> dict[str, Any]:
+def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
     """Keep the model's weights on every GPU node of its pool, on the RAID0 instance store.
 
     The sync runs as an init container, as root with only CAP_CHOWN and CAP_DAC_OVERRIDE (the host
@@ -399,14 +368,16 @@ def nvme_daemonset(model: ModelConfig, namespace: str, *, bucket: str, ami_famil
     idles unprivileged, Ready only while the completion marker is there; the vLLM pod's init container
     waits for the same marker on the host path.
     """
-    marker = f"/nvme/{weights_prefix(model)}/{READY_MARKER}"
+    model, names = m.model, m.names
+    assert m.cache.nvme_root is not None
+    marker = f"/nvme/{m.cache.marker_key}"
     labels = {"app.kubernetes.io/name": "model-sync", "app.kubernetes.io/instance": model.name}
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
         "metadata": {
-            "name": f"{model.name}-weights",
-            "namespace": namespace,
+            "name": names.sync_daemonset,
+            "namespace": names.namespace,
             "labels": labels,
             # listed and justified with the other suppressions in security/checkov.yaml
             "annotations": {"checkov.io/skip1": f"CKV_K8S_25={NVME_SYNC_CAPABILITIES_REASON}"},
@@ -417,7 +388,7 @@ def nvme_daemonset(model: ModelConfig, namespace: str, *, bucket: str, ami_famil
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "serviceAccountName": SYNC_SERVICE_ACCOUNT,
+                    "serviceAccountName": names.sync_service_account,
                     "automountServiceAccountToken": False,  # EKS Pod Identity brings its own token
                     "nodeSelector": {POOL_LABEL: model.node_pool},
                     "tolerations": [GPU_TOLERATION],
@@ -430,7 +401,7 @@ def nvme_daemonset(model: ModelConfig, namespace: str, *, bucket: str, ami_famil
                             "command": ["/bin/sh", "-c", SYNC_SCRIPT],
                             "env": [
                                 {"name": "BUCKET", "value": bucket},
-                                {"name": "PREFIX", "value": weights_prefix(model)},
+                                {"name": "PREFIX", "value": m.cache.weights_prefix},
                                 {"name": "MODEL", "value": model.name},
                                 {"name": "AWS_RETRY_MODE", "value": "adaptive"},
                                 {"name": "HOME", "value": "/tmp"},
@@ -474,18 +445,13 @@ def nvme_daemonset(model: ModelConfig, namespace: str, *, bucket: str, ami_famil
                                 "exec": {"command": ["test", "-d", "/nvme"]},
                                 "periodSeconds": 60,
                             },
-                            "securityContext": {
-                                **_restricted_container(),
-                                "runAsNonRoot": True,
-                                "runAsUser": SERVING_UID,
-                                "runAsGroup": SERVING_UID,
-                            },
+                            "securityContext": non_root_container(),
                         }
                     ],
                     "volumes": [
                         {
                             "name": "nvme",
-                            "hostPath": {"path": nvme_root(ami_family), "type": "DirectoryOrCreate"},
+                            "hostPath": {"path": m.cache.nvme_root, "type": "DirectoryOrCreate"},
                         },
                         {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
                     ],

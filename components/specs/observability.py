@@ -3,45 +3,18 @@ persistent Prometheus storage, Grafana with its admin password from a Secret, an
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
 from components.specs import reservations
 from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
 from config.schema import AlertingConfig
+from plan import PrometheusSizing
+from plan.naming import MONITORING_NAMESPACE, PROMETHEUS_RELEASE
 
-NAMESPACE = "monitoring"
-RELEASE = "kube-prometheus-stack"
+NAMESPACE = MONITORING_NAMESPACE
+RELEASE = PROMETHEUS_RELEASE
 GRAFANA_SECRET = "grafana-admin"
 STORAGE_CLASS = "gp3-encrypted"
-
-
-@dataclass(frozen=True)
-class PrometheusSizing:
-    retention: str
-    storage_gib: int
-    replicas: int
-
-    @property
-    def retention_size(self) -> str:
-        """Delete the oldest blocks before the volume fills: a full volume stops ingestion, and with it
-        every KEDA trigger and alert. Prometheus counts WAL and checkpoints in it (units are powers of 2)."""
-        return f"{math.floor(self.storage_gib * RETENTION_SIZE_SHARE)}GB"
-
-
-RETENTION_SIZE_SHARE = 0.85
-# Prometheus keeps what each environment needs to look back on: a dev day, a staging week, a prod fortnight;
-# prod runs two replicas (each scrapes everything), so KEDA and the alerts survive one Prometheus restart
-SIZING = {
-    "dev": PrometheusSizing("3d", 20, 1),
-    "staging": PrometheusSizing("7d", 50, 1),
-    "prod": PrometheusSizing("15d", 100, 2),
-}
-
-
-def retention(environment: str) -> PrometheusSizing:
-    return SIZING[environment]
 
 
 def storage_class() -> dict[str, Any]:

@@ -38,10 +38,6 @@ RULE_NAME = "karpenter-capacity-reservations"
 RUNBOOK = "README.md#capacity-reservations-and-capacity-blocks"
 
 
-def uses_reservations(pool: GpuNodePool) -> bool:
-    return bool(pool.capacity_reservations)
-
-
 def selector_terms(pool: GpuNodePool) -> list[dict[str, Any]]:
     """The pool's `capacityReservationSelectorTerms` (terms are ORed)."""
     terms: list[dict[str, Any]] = []

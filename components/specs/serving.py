@@ -1,5 +1,5 @@
 """What a served model looks like: its namespace, secrets, vLLM Deployment, Service, PDB, PodMonitor and
-NetworkPolicy, built from the model's config and the cache mode's wiring (components.specs.model_cache).
+NetworkPolicy, built from the model's plan and the cache mode's wiring (components.specs.model_cache).
 
 Facts about current vLLM (shared/reference/README.md): `/health` answers once the server is up,
 `--api-key` guards `/v1/*` only (so `/metrics` and `/health` stay reachable for probes and Prometheus),
@@ -12,17 +12,24 @@ import math
 from typing import Any
 
 from components.specs.common import GPU_TOLERATION, POOL_LABEL, SERVING_PRIORITY_CLASS
-from components.specs.model_cache import COMPILE_CACHE_MOUNT, CacheWiring, non_root_pod
+from components.specs.model_cache import COMPILE_CACHE_MOUNT, CacheWiring
 from config.catalog import GpuInstance
-from config.cold_start import cold_start_seconds
-from config.schema import GpuNodePool, ModelConfig
+from config.schema import ModelConfig
+from plan import ModelPlan
+from plan.model import STARTUP_PROBE_PERIOD_SECONDS
+from plan.naming import (
+    API_KEY_SECRET_KEY,
+    GATEWAY_NAMESPACE,
+    HF_TOKEN_SECRET_KEY,
+    MONITORING_NAMESPACE,
+    model_selector,
+    non_root_pod,
+    restricted_container,
+)
 
 PORT = 8000
 HOME = "/home/vllm"
 CONTAINER = "vllm"
-SERVICE_ACCOUNT = "vllm"
-API_KEY_SECRET = "vllm-api-key"
-HF_TOKEN_SECRET = "hf-token"
 # graceful shutdown: the endpoint leaves the Service during the preStop sleep, then vLLM drains
 PRESTOP_SLEEP_SECONDS = 15
 DRAIN_SECONDS = 45
@@ -30,36 +37,30 @@ TERMINATION_GRACE_SECONDS = PRESTOP_SLEEP_SECONDS + DRAIN_SECONDS + 15
 # on top of the startup probe's budget: a new GPU node and the first copy of the weights
 NODE_AND_WEIGHTS_SECONDS = 1800
 KV_EVENTS_PORT = 5557  # vLLM's ZMQ KV-cache event publisher (precise prefix routing)
-MONITORING_NAMESPACE = "monitoring"
-GATEWAY_NAMESPACE = "llm-gateway"
 
 
-def namespace_name(model: ModelConfig) -> str:
-    return f"model-{model.name}"
-
-
-def labels(model: ModelConfig, environment: str) -> dict[str, str]:
+def labels(m: ModelPlan, environment: str) -> dict[str, str]:
     return {
         "app.kubernetes.io/name": "vllm",
-        "app.kubernetes.io/instance": model.name,
+        "app.kubernetes.io/instance": m.name,
         "app.kubernetes.io/component": "inference",
         "app.kubernetes.io/managed-by": "pulumi",
         "llm-platform/environment": environment,
     }
 
 
-def selector(model: ModelConfig) -> dict[str, str]:
-    return {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": model.name}
+def selector(m: ModelPlan) -> dict[str, str]:
+    return model_selector(m.name)
 
 
-def namespace(model: ModelConfig, environment: str, *, host_path: bool) -> dict[str, Any]:
+def namespace(m: ModelPlan, environment: str) -> dict[str, Any]:
     """Pod Security: baseline, or privileged where the cache mode reads the node's NVMe through hostPath."""
-    level = "privileged" if host_path else "baseline"
+    level = "privileged" if m.cache.reads_host_path else "baseline"
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
-            "name": namespace_name(model),
+            "name": m.names.namespace,
             "labels": {
                 "pod-security.kubernetes.io/enforce": level,
                 "pod-security.kubernetes.io/warn": "restricted",
@@ -81,24 +82,25 @@ def secret(name: str, namespace_: str, key: str, value: Any) -> dict[str, Any]:
     }
 
 
-def service_account(model: ModelConfig) -> dict[str, Any]:
+def service_account(m: ModelPlan) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
-        "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace_name(model)},
+        "metadata": {"name": m.names.service_account, "namespace": m.names.namespace},
         # vLLM needs no Kubernetes API access
         "automountServiceAccountToken": False,
     }
 
 
-def vllm_args(model: ModelConfig, wiring: CacheWiring) -> list[str]:
+def vllm_args(m: ModelPlan, wiring: CacheWiring) -> list[str]:
+    model = m.model
     return [
         "--model",
         wiring.model_path,
         "--served-model-name",
         model.served_model_name,
         "--tensor-parallel-size",
-        str(model.tensor_parallel_size),
+        str(m.gpus),
         "--max-model-len",
         str(model.max_model_len),
         "--gpu-memory-utilization",
@@ -134,83 +136,69 @@ def kv_events_env(model: ModelConfig) -> list[dict[str, Any]]:
     ]
 
 
-def resources(model: ModelConfig, smallest: GpuInstance) -> dict[str, Any]:
-    """GPUs = tensor-parallel size; CPU and memory sized so the pod fits the pool's smallest instance
-    (per-GPU share of the instance, leaving room for kubelet, system daemons and the GPU operator)."""
-    share = model.tensor_parallel_size / smallest.gpus
-    cpu = max(1, math.floor(smallest.vcpus * share * 0.5))
-    memory_request = max(4, math.floor(smallest.memory_gib * share * 0.6))
-    memory_limit = max(memory_request, math.floor(smallest.memory_gib * share * 0.85))
-    gpus = str(model.tensor_parallel_size)
+def resources(m: ModelPlan) -> dict[str, Any]:
+    return pod_resources(m.gpus, m.instance)
+
+
+def pod_resources(gpus: int, instance: GpuInstance) -> dict[str, Any]:
+    """GPUs = tensor-parallel size; CPU and memory sized so the pod fits the instance Karpenter launches for
+    it (per-GPU share of the instance, leaving room for kubelet, system daemons and the GPU operator)."""
+    share = gpus / instance.gpus
+    cpu = max(1, math.floor(instance.vcpus * share * 0.5))
+    memory_request = max(4, math.floor(instance.memory_gib * share * 0.6))
+    memory_limit = max(memory_request, math.floor(instance.memory_gib * share * 0.85))
     return {
-        "requests": {"cpu": str(cpu), "memory": f"{memory_request}Gi", "nvidia.com/gpu": gpus},
-        "limits": {"memory": f"{memory_limit}Gi", "nvidia.com/gpu": gpus},
+        "requests": {"cpu": str(cpu), "memory": f"{memory_request}Gi", "nvidia.com/gpu": str(gpus)},
+        "limits": {"memory": f"{memory_limit}Gi", "nvidia.com/gpu": str(gpus)},
     }
 
 
-def pool_headroom_gpus(pool: GpuNodePool, models: list[ModelConfig]) -> int:
-    """GPUs the pool's `nvidia.com/gpu` limit leaves free with every model of the pool at maxReplicas."""
-    used = sum(
-        m.autoscaling.max_replicas * m.tensor_parallel_size for m in models if m.node_pool == pool.name
-    )
-    return pool.gpu_limit - used
-
-
-def rollout_strategy(model: ModelConfig, headroom_gpus: int) -> dict[str, Any]:
+def rollout_strategy(m: ModelPlan) -> dict[str, Any]:
     """Add a replica before removing one when the pool's GPU limit has room for it even with every model
     at maxReplicas; otherwise Karpenter could never launch the surge node and the rollout would hang, so
     replace one replica at a time in place (the PodDisruptionBudget allows one down)."""
-    if headroom_gpus >= model.tensor_parallel_size:
+    if m.pool_headroom_gpus >= m.gpus:
         return {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
     return {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
 
 
-def shm_size_gib(model: ModelConfig) -> int:
+def shm_size_gib(m: ModelPlan) -> int:
     """NCCL between tensor-parallel ranks goes through /dev/shm; Docker's 64 MiB default is far too small."""
-    return min(16, 2 + 2 * model.tensor_parallel_size)
-
-
-def expected_start_seconds(model: ModelConfig, instance: GpuInstance) -> float:
-    """Warm-node start of one replica (weights and engine init), from the shared cold-start budget."""
-    return cold_start_seconds(model.cache, instance, model.profile.weights_gb, new_node=False)
-
-
-def startup_failure_threshold(cold_start_seconds: float, period: int = 10) -> int:
-    """Allow three times the expected warm-node start (weights, engine warm-up) before restarting."""
-    return max(30, math.ceil(3 * cold_start_seconds / period))
+    return min(16, 2 + 2 * m.gpus)
 
 
 def deployment(
-    model: ModelConfig,
-    *,
-    environment: str,
-    wiring: CacheWiring,
-    smallest: GpuInstance,
-    needs_hf_token: bool,
-    cold_start_seconds: float,
-    pool_headroom_gpus: int,
+    m: ModelPlan, *, environment: str, wiring: CacheWiring, mounts_hf_token: bool
 ) -> dict[str, Any]:
+    """`mounts_hf_token`: the model uses the Hub and the stack holds the token (`m.uses_hf_token` and a secret)."""
+    model, names = m.model, m.names
     env: list[dict[str, Any]] = [
         # vLLM reads VLLM_API_KEY itself (as --api-key's default): the key never reaches the command line,
         # where /proc/<pid>/cmdline and `ps` would show it
-        {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": API_KEY_SECRET, "key": "api-key"}}},
+        {
+            "name": "VLLM_API_KEY",
+            "valueFrom": {"secretKeyRef": {"name": names.api_key_secret, "key": API_KEY_SECRET_KEY}},
+        },
         {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
-        # the image's user is root; as SERVING_UID, $HOME (Hugging Face, Triton, CUDA caches) is an emptyDir
+        # the image's user is root; as PLATFORM_UID, $HOME (Hugging Face, Triton, CUDA caches) is an emptyDir
         {"name": "HOME", "value": HOME},
         {"name": "VLLM_CACHE_ROOT", "value": COMPILE_CACHE_MOUNT},
         *wiring.env,
         *kv_events_env(model),
     ]
-    if needs_hf_token:
+    if mounts_hf_token:
         env.append(
-            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_TOKEN_SECRET, "key": "token"}}}
+            {
+                "name": "HF_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": names.hf_token_secret, "key": HF_TOKEN_SECRET_KEY}},
+            }
         )
     health = {"httpGet": {"path": "/health", "port": "http"}}
     container = {
         "name": CONTAINER,
         "image": model.image,
         "command": ["vllm", "serve"],
-        "args": vllm_args(model, wiring),
+        "args": vllm_args(m, wiring),
         "env": env,
         "ports": [
             {"name": "http", "containerPort": PORT, "protocol": "TCP"},
@@ -220,12 +208,12 @@ def deployment(
                 else []
             ),
         ],
-        "resources": resources(model, smallest),
+        "resources": resources(m),
         "startupProbe": {
             **health,
-            "periodSeconds": 10,
+            "periodSeconds": STARTUP_PROBE_PERIOD_SECONDS,
             "timeoutSeconds": 5,
-            "failureThreshold": startup_failure_threshold(cold_start_seconds),
+            "failureThreshold": m.cold_start.startup_failure_threshold,
         },
         "readinessProbe": {**health, "periodSeconds": 5, "timeoutSeconds": 3, "failureThreshold": 3},
         "livenessProbe": {**health, "periodSeconds": 15, "timeoutSeconds": 5, "failureThreshold": 4},
@@ -238,29 +226,24 @@ def deployment(
             *wiring.volume_mounts,
         ],
         # everything vLLM, torch, Triton and CUDA write goes to $HOME, /tmp, /dev/shm or the compile cache
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-            "readOnlyRootFilesystem": True,
-        },
+        "securityContext": restricted_container(),
     }
-    pod_labels = labels(model, environment)
-    startup_budget = startup_failure_threshold(cold_start_seconds) * 10
+    pod_labels = labels(m, environment)
+    startup_budget = m.cold_start.startup_probe_seconds
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {
-            "name": model.name,
-            "namespace": namespace_name(model),
+            "name": names.deployment,
+            "namespace": names.namespace,
             "labels": pod_labels,
             # `pulumi up` waits for the rollout: a GPU node, the weights, and the startup probe's budget
             "annotations": {"pulumi.com/timeoutSeconds": str(startup_budget + NODE_AND_WEIGHTS_SECONDS)},
         },
         "spec": {
             # no `replicas`: KEDA's HPA owns the count, and `pulumi up` must not reset it
-            "selector": {"matchLabels": selector(model)},
-            "strategy": rollout_strategy(model, pool_headroom_gpus),
+            "selector": {"matchLabels": selector(m)},
+            "strategy": rollout_strategy(m),
             "revisionHistoryLimit": 5,
             "template": {
                 "metadata": {
@@ -269,7 +252,7 @@ def deployment(
                     "annotations": {"karpenter.sh/do-not-disrupt": "true"},
                 },
                 "spec": {
-                    "serviceAccountName": SERVICE_ACCOUNT,
+                    "serviceAccountName": names.service_account,
                     "automountServiceAccountToken": False,  # no Kubernetes API calls; Pod Identity has its own
                     # above the GPU headroom placeholders: a pending replica preempts one on a warm node
                     "priorityClassName": SERVING_PRIORITY_CLASS,
@@ -282,13 +265,13 @@ def deployment(
                             "maxSkew": 1,
                             "topologyKey": "topology.kubernetes.io/zone",
                             "whenUnsatisfiable": "ScheduleAnyway",
-                            "labelSelector": {"matchLabels": selector(model)},
+                            "labelSelector": {"matchLabels": selector(m)},
                         },
                         {
                             "maxSkew": 1,
                             "topologyKey": "kubernetes.io/hostname",
                             "whenUnsatisfiable": "ScheduleAnyway",
-                            "labelSelector": {"matchLabels": selector(model)},
+                            "labelSelector": {"matchLabels": selector(m)},
                         },
                     ],
                     **({"initContainers": wiring.init_containers} if wiring.init_containers else {}),
@@ -296,7 +279,7 @@ def deployment(
                     "volumes": [
                         {
                             "name": "dshm",
-                            "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm_size_gib(model)}Gi"},
+                            "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm_size_gib(m)}Gi"},
                         },
                         {"name": "home", "emptyDir": {"sizeLimit": "20Gi"}},
                         {"name": "tmp", "emptyDir": {"sizeLimit": "10Gi"}},
@@ -309,81 +292,67 @@ def deployment(
     }
 
 
-def service(model: ModelConfig, environment: str) -> dict[str, Any]:
+def service(m: ModelPlan, environment: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
-            "name": model.name,
-            "namespace": namespace_name(model),
-            "labels": labels(model, environment),
+            "name": m.names.service,
+            "namespace": m.names.namespace,
+            "labels": labels(m, environment),
         },
         "spec": {
             "type": "ClusterIP",
-            "selector": selector(model),
+            "selector": selector(m),
             "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}],
         },
     }
 
 
-def pod_disruption_budget(model: ModelConfig) -> dict[str, Any]:
+def pod_disruption_budget(m: ModelPlan) -> dict[str, Any]:
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": {"name": model.name, "namespace": namespace_name(model)},
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector(model)}},
+        "metadata": {"name": m.names.pod_disruption_budget, "namespace": m.names.namespace},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector(m)}},
     }
 
 
-def pod_monitor(model: ModelConfig, interval: str = "5s") -> dict[str, Any]:
+def pod_monitor(m: ModelPlan) -> dict[str, Any]:
     """vLLM's /metrics every few seconds: KEDA's decisions are only as fresh as the last scrape."""
+    endpoint = {"port": "http", "path": "/metrics", "interval": f"{m.scaling.scrape_interval_s}s"}
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PodMonitor",
-        "metadata": {"name": model.name, "namespace": namespace_name(model), "labels": selector(model)},
-        "spec": {
-            "selector": {"matchLabels": selector(model)},
-            "podMetricsEndpoints": [{"port": "http", "path": "/metrics", "interval": interval}],
-        },
+        "metadata": {"name": m.names.pod_monitor, "namespace": m.names.namespace, "labels": selector(m)},
+        "spec": {"selector": {"matchLabels": selector(m)}, "podMetricsEndpoints": [endpoint]},
     }
 
 
-def default_deny_ingress(model: ModelConfig) -> dict[str, Any]:
+def default_deny_ingress(m: ModelPlan) -> dict[str, Any]:
     """Nothing reaches the model's namespace (loader Job, NVMe sync) unless a policy below admits it."""
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": {"name": "default-deny-ingress", "namespace": namespace_name(model)},
+        "metadata": {"name": "default-deny-ingress", "namespace": m.names.namespace},
         "spec": {"podSelector": {}, "policyTypes": ["Ingress"]},
     }
 
 
-def network_policy(model: ModelConfig) -> dict[str, Any]:
+def network_policy(m: ModelPlan) -> dict[str, Any]:
     """Only the serving entry point (the gateway namespace) and Prometheus may reach vLLM."""
+    gateway = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": GATEWAY_NAMESPACE}}}
+    prometheus = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}},
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+    }
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": {"name": f"{model.name}-ingress", "namespace": namespace_name(model)},
+        "metadata": {"name": m.names.network_policy, "namespace": m.names.namespace},
         "spec": {
-            "podSelector": {"matchLabels": selector(model)},
+            "podSelector": {"matchLabels": selector(m)},
             "policyTypes": ["Ingress"],
-            "ingress": [
-                {
-                    "from": [
-                        {
-                            "namespaceSelector": {
-                                "matchLabels": {"kubernetes.io/metadata.name": GATEWAY_NAMESPACE}
-                            }
-                        },
-                        {
-                            "namespaceSelector": {
-                                "matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}
-                            },
-                            "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
-                        },
-                    ],
-                    "ports": [{"port": PORT, "protocol": "TCP"}],
-                }
-            ],
+            "ingress": [{"from": [gateway, prometheus], "ports": [{"port": PORT, "protocol": "TCP"}]}],
         },
     }

@@ -8,6 +8,7 @@ namespace or to the same model name in another namespace. Thresholds come from t
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,13 @@ import jsonschema
 import pytest
 import yaml
 
-from components.specs import alerts, promql
-from components.specs.alerts import keda_hpa_name, prometheus_rule, rule_expressions
+from components.specs import alerts
+from components.specs.alerts import prometheus_rule, rule_expressions
 from config.loader import ROOT
 from config.schema import ModelConfig
+from plan import promql
+from plan.model import resolve_model
+from plan.naming import keda_hpa_name
 from tests.components import promtool
 from tests.conftest import load_fixture
 
@@ -42,11 +46,15 @@ class Target:
         self.namespace = namespace
         self.deployment = f"vllm-{model.name}"
         self.scaled_object = f"{model.name}-autoscaler"
+        # the rules must follow whatever names the plan gives, so these differ from the platform's own
+        plan = resolve_model(model, STACK.pool(model.node_pool))
+        names = dataclasses.replace(
+            plan.names, namespace=namespace, deployment=self.deployment, scaled_object=self.scaled_object
+        )
+        self.plan = dataclasses.replace(plan, names=names)
 
     def rule(self) -> dict[str, Any]:
-        return prometheus_rule(
-            self.model, self.namespace, deployment=self.deployment, scaled_object=self.scaled_object
-        )
+        return prometheus_rule(self.plan)
 
     def labels(self, **extra: str) -> str:
         pairs = {"namespace": self.namespace, "model_name": self.name, **extra}
@@ -250,9 +258,7 @@ def test_rule_manifest_shape() -> None:
 
 
 def test_extra_labels_reach_the_manifest() -> None:
-    rule = prometheus_rule(
-        MODEL, NS, deployment="d", scaled_object="s", labels={"release": "kube-prometheus-stack"}
-    )
+    rule = prometheus_rule(A.plan, labels={"release": "kube-prometheus-stack"})
     assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
 

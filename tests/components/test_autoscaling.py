@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components.specs import autoscaling, promql
+from components.specs import autoscaling
+from plan import promql
 from tests.components import promtool
-from tests.conftest import load_fixture, stack_values
+from tests.conftest import stack_values
+from tests.plans import model_plan, stack_plan
 
 
 def _model(stack: str, name: str):
-    return next(m for m in load_fixture(stack).models if m.name == name)
+    return model_plan(stack, name)
 
 
 def _triggers(scaled: dict) -> dict[str, dict]:
@@ -46,14 +48,14 @@ def test_thresholds_follow_the_config() -> None:
     values["models"][0]["autoscaling"] |= {"queueDepthPerReplica": 7.5, "kvCacheUsage": 0.65}
     from config.loader import parse
 
-    triggers = _triggers(autoscaling.scaled_object(parse(values).models[0], "dev"))
+    triggers = _triggers(autoscaling.scaled_object(stack_plan(parse(values)).models[0], "dev"))
     assert triggers["queue-depth"]["metadata"]["threshold"] == "7.5"
     assert triggers["kv-cache-usage"]["metadata"]["threshold"] == "0.65"
 
 
 def test_never_cpu_or_gpu_utilisation() -> None:
     for stack in ("dev", "staging", "prod"):
-        for model in load_fixture(stack).models:
+        for model in stack_plan(stack).models:
             for trigger in autoscaling.scaled_object(model, stack)["spec"]["triggers"]:
                 assert trigger["type"] in {"prometheus", "cron"}
                 query = trigger["metadata"].get("query", "")
@@ -89,7 +91,7 @@ def test_unset_behaviour_fields_take_kubernetes_defaults() -> None:
     values["models"][0]["autoscaling"]["scaleUp"] = {"selectPolicy": "Max"}
     from config.loader import parse
 
-    behavior = autoscaling.scaled_object(parse(values).models[0], "dev")["spec"]["advanced"][
+    behavior = autoscaling.scaled_object(stack_plan(parse(values)).models[0], "dev")["spec"]["advanced"][
         "horizontalPodAutoscalerConfig"
     ]["behavior"]
     assert behavior["scaleUp"] == {"selectPolicy": "Max"}
@@ -98,7 +100,7 @@ def test_unset_behaviour_fields_take_kubernetes_defaults() -> None:
 def test_fallback_holds_capacity_while_metrics_are_missing() -> None:
     spec = autoscaling.scaled_object(_model("prod", "mistral-7b"), "prod")["spec"]
     assert spec["fallback"] == {"failureThreshold": 3, "replicas": 5}
-    assert autoscaling.fallback_replicas(_model("prod", "llama-70b")) == 2
+    assert _model("prod", "llama-70b").scaling.fallback_replicas == 2
 
 
 def test_queries_use_current_metric_names() -> None:

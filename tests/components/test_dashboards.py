@@ -10,7 +10,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.specs import alerts, dashboards, promql
+from components.specs import alerts, dashboards
 from components.specs.dashboards import (
     dashboard_configmap,
     dashboard_expressions,
@@ -18,6 +18,7 @@ from components.specs.dashboards import (
     headroom_dashboard,
     vllm_dashboard,
 )
+from plan import promql
 from tests.components import promtool
 from tests.conftest import load_fixture
 

@@ -21,6 +21,7 @@ from components.specs import gateway as gw
 from components.specs import gateway_monitoring as monitoring
 from components.specs import inference_pool as pool
 from config.loader import PROJECT, ROOT, SECRET_KEYS, ConfigError, parse
+from config.schema import GatewayClient
 from tests.components import promtool
 from tools import mocks as platform_mocks
 from tools import render
@@ -299,7 +300,10 @@ def test_api_keys_authenticate_and_set_an_unspoofable_client_header(run: Run) ->
 
 @pytest.mark.parametrize("replicas", [1, 2, 3, 7])
 def test_rate_limits_divide_each_clients_limit_over_the_envoy_replicas(replicas: int) -> None:
-    clients = [gw.Client("web", 600), gw.Client("batch", 100)]
+    clients = [
+        GatewayClient(name="web", requests_per_minute=600),
+        GatewayClient(name="batch", requests_per_minute=100),
+    ]
     rules = gw.rate_limit_policy(clients, replicas)["spec"]["rateLimit"]["local"]["rules"]
     for client, rule in zip(clients, rules, strict=True):
         assert rule["clientSelectors"] == [
@@ -336,7 +340,10 @@ def test_keys_never_appear_in_the_render(run: Run, tmp_path: Path) -> None:
     ],
 )
 def test_bad_client_keys_are_refused_without_echoing_them(keys: dict[str, str], message: str) -> None:
-    clients = [gw.Client("web", 600), gw.Client("batch", 100)]
+    clients = [
+        GatewayClient(name="web", requests_per_minute=600),
+        GatewayClient(name="batch", requests_per_minute=100),
+    ]
     with pytest.raises(ValueError, match=message) as err:
         gw.check_clients(clients, keys, VLLM_KEY)
     assert not any(k in str(err.value) for k in keys.values())

@@ -14,10 +14,11 @@ import yaml
 
 from components.specs import headroom as spec
 from components.specs.model_cache import cache_wiring, nvme_daemonset
-from components.specs.serving import deployment, pool_headroom_gpus
+from components.specs.serving import deployment
 from config.loader import PROJECT, ROOT, ConfigError, parse
 from config.schema import StackConfig
 from tests.components import promtool
+from tests.plans import model_plan
 from tools import render
 
 FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.headroom.yaml"
@@ -121,16 +122,9 @@ def test_empty_headroom_is_refused() -> None:
 
 
 def _vllm_pod(cfg: StackConfig, model_name: str) -> dict[str, Any]:
-    model = next(m for m in cfg.models if m.name == model_name)
-    pool = cfg.pool(model.node_pool)
+    model = model_plan(cfg, model_name)
     manifest = deployment(
-        model,
-        environment="staging",
-        wiring=cache_wiring(model, bucket="b", ami_family=pool.ami_family),
-        smallest=pool.instances[0],
-        needs_hf_token=False,
-        cold_start_seconds=100,
-        pool_headroom_gpus=pool_headroom_gpus(pool, cfg.models),
+        model, environment="staging", wiring=cache_wiring(model, bucket="b"), mounts_hf_token=False
     )
     return manifest["spec"]["template"]["spec"]
 
@@ -203,9 +197,9 @@ def test_every_node_of_a_serving_pool_pulls_what_its_replicas_run(pool: str, mod
 
 def test_nvme_weights_are_synced_on_the_same_nodes_as_the_pre_pull() -> None:
     cfg = _config()
-    mistral = cfg.models[0]
-    assert mistral.cache == "nvme"
-    sync = nvme_daemonset(mistral, "model-mistral-7b", bucket="b", ami_family="al2023")["spec"]["template"]
+    mistral = model_plan(cfg, cfg.models[0].name)
+    assert mistral.cache.mode == "nvme"
+    sync = nvme_daemonset(mistral, bucket="b")["spec"]["template"]
     prepull = spec.prepull_daemonset(cfg.pool("g5"), cfg.models)["spec"]["template"]
     assert sync["spec"]["nodeSelector"] == prepull["spec"]["nodeSelector"]
     assert sync["spec"]["tolerations"] == prepull["spec"]["tolerations"]

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from components.specs import karpenter as spec
+from plan import NodeClassPlan
 from tests.conftest import load_fixture, stack_values
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -239,8 +240,13 @@ def test_karpenter_release_order(run_program) -> None:
 
 
 def test_al2023_nodes_pull_images_fast_and_get_lustre_only_with_fsx() -> None:
-    with_fsx = spec.al2023_user_data(lustre_client=True)
-    without = spec.al2023_user_data(lustre_client=False)
+    with_fsx = spec.al2023_user_data(
+        NodeClassPlan("al2023", "latest", fast_image_pull=True, lustre_client=True)
+    )
+    without = spec.al2023_user_data(
+        NodeClassPlan("al2023", "latest", fast_image_pull=True, lustre_client=False)
+    )
+    assert with_fsx is not None and without is not None
     assert "FastImagePull: true" in with_fsx and "FastImagePull: true" in without
     assert "lustre-client" in with_fsx and "lustre-client" not in without
     for data in (with_fsx, without):

@@ -7,14 +7,13 @@ import json
 import pytest
 
 from components.specs import model_cache as spec
+from plan.model import resolve_model
+from plan.naming import READY_MARKER
 from tests.conftest import load_fixture
+from tests.plans import model_plan as _model
 from tools.preflight import nodes
 
 BUCKET_ARN = "arn:aws:s3:::llm-prod-models"
-
-
-def _model(stack: str, name: str):
-    return next(m for m in load_fixture(stack).models if m.name == name)
 
 
 def test_bucket_is_private_versioned_encrypted_and_tls_only(run_program) -> None:
@@ -135,11 +134,10 @@ def test_static_pv_and_claim_bind_read_only_for_vllm() -> None:
     assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
     claim = spec.fsx_persistent_volume_claim("x-fsx", "model-x", volume="model-x-fsx", capacity_gib=2400)
     assert claim["spec"]["volumeName"] == "model-x-fsx" and claim["spec"]["storageClassName"] == ""
-    wiring = spec.cache_wiring(
-        _model("prod", "mistral-7b"), bucket="b", ami_family="al2023", fsx_claim="x-fsx"
-    )
+    model = _model("prod", "mistral-7b")
+    wiring = spec.cache_wiring(model, bucket="b")
     assert wiring.volumes == [
-        {"name": "fsx", "persistentVolumeClaim": {"claimName": "x-fsx", "readOnly": True}}
+        {"name": "fsx", "persistentVolumeClaim": {"claimName": model.names.fsx_claim, "readOnly": True}}
     ]
     assert all(m["readOnly"] for m in wiring.volume_mounts)
     assert wiring.model_path == "/models/TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
@@ -149,18 +147,21 @@ def test_static_pv_and_claim_bind_read_only_for_vllm() -> None:
     ("ami_family", "root"), [("al2023", "/mnt/k8s-disks/0"), ("bottlerocket", "/mnt/.ephemeral")]
 )
 def test_nvme_sync_and_vllm_meet_at_the_same_marker(ami_family: str, root: str) -> None:
-    model = _model("staging", "mistral-7b")
-    daemonset = spec.nvme_daemonset(model, "model-mistral-7b", bucket="b", ami_family=ami_family)
+    config = load_fixture("staging")
+    model_config = next(m for m in config.models if m.name == "mistral-7b")
+    pool = config.pool(model_config.node_pool).model_copy(update={"ami_family": ami_family})
+    model = resolve_model(model_config, pool)
+    daemonset = spec.nvme_daemonset(model, bucket="b")
     pod = daemonset["spec"]["template"]["spec"]
     (host,) = [v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v]
     assert host == f"{root}/llm-platform"
     assert pod["nodeSelector"] == {"llm-platform/gpu-pool": "g5"}
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
     (sync,) = pod["initContainers"]
-    assert f"{spec.READY_MARKER}" in sync["command"][-1]
+    assert READY_MARKER in sync["command"][-1]
     ready_marker = pod["containers"][0]["readinessProbe"]["exec"]["command"][-1]
 
-    wiring = spec.cache_wiring(model, bucket="b", ami_family=ami_family)
+    wiring = spec.cache_wiring(model, bucket="b")
     (wait,) = wiring.init_containers
     vllm_marker = wait["args"][0].split('"')[1]
     # the DaemonSet sees the host directory at /nvme, vLLM sees its models/ subdirectory at /models
@@ -173,7 +174,7 @@ def test_nvme_sync_and_vllm_meet_at_the_same_marker(ami_family: str, root: str) 
 
 def test_s3_mode_streams_with_runai_and_waits_for_the_loader() -> None:
     model = _model("dev", "qwen-1-5b")
-    wiring = spec.cache_wiring(model, bucket="models-b", ami_family="al2023")
+    wiring = spec.cache_wiring(model, bucket="models-b")
     assert wiring.model_path == "s3://models-b/models/Qwen/Qwen2.5-1.5B-Instruct"
     assert wiring.extra_args == ["--load-format", "runai_streamer"]
     (wait,) = wiring.init_containers
@@ -182,14 +183,15 @@ def test_s3_mode_streams_with_runai_and_waits_for_the_loader() -> None:
 
 def test_loader_job_is_idempotent_and_uses_the_token_only_when_needed() -> None:
     gated = _model("prod", "llama-70b")
-    job = spec.loader_job(gated, "model-llama-70b", bucket="b", needs_hf_token=True)
+    assert gated.model.needs_hf_token
+    job = spec.loader_job(gated, bucket="b")
     container = job["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e for e in container["env"]}
     assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "hf-token"
     assert env["PREFIX"]["value"] == "models/meta-llama/Llama-3.1-70B-Instruct"
     assert "already in s3://" in spec.LOADER_SCRIPT and "if done == revision" in spec.LOADER_SCRIPT
     assert job["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
-    public = spec.loader_job(_model("dev", "qwen-1-5b"), "model-qwen-1-5b", bucket="b", needs_hf_token=False)
+    public = spec.loader_job(_model("dev", "qwen-1-5b"), bucket="b")
     assert "HF_TOKEN" not in {e["name"] for e in public["spec"]["template"]["spec"]["containers"][0]["env"]}
 
 
@@ -203,7 +205,7 @@ def test_hub_mode_downloads_at_start() -> None:
 
     values = stack_values("dev")
     values["models"][0]["cache"] = "hub"
-    wiring = spec.cache_wiring(parse(values).models[0], bucket="b", ami_family="al2023")
+    wiring = spec.cache_wiring(_model(parse(values), "qwen-1-5b"), bucket="b")
     assert wiring.model_path == "Qwen/Qwen2.5-1.5B-Instruct" and not wiring.init_containers
 
 

@@ -7,10 +7,11 @@ import pytest
 from components.specs import keda, observability
 from config.loader import ConfigError, parse
 from config.schema import AlertingConfig
+from plan.stack import PROMETHEUS_SIZING
 from tests.conftest import stack_values
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
-PROD = observability.retention("prod")
+PROD = PROMETHEUS_SIZING["prod"]
 NONE = AlertingConfig()
 
 
@@ -67,9 +68,7 @@ def test_dashboards_ship_as_sidecar_config_maps(run_program) -> None:
 
 def test_controllers_run_on_system_nodes() -> None:
     system = {"llm-platform/node-role": "system"}
-    values = observability.helm_values(
-        sizing=observability.retention("dev"), storage_class=None, alerting=NONE
-    )
+    values = observability.helm_values(sizing=PROMETHEUS_SIZING["dev"], storage_class=None, alerting=NONE)
     assert values["prometheus"]["prometheusSpec"]["nodeSelector"] == system
     assert values["grafana"]["nodeSelector"] == system
     assert values["prometheusOperator"]["nodeSelector"] == system
@@ -105,7 +104,7 @@ def test_prometheus_bounds_its_volume_and_prod_runs_two() -> None:
     spec = prom["prometheusSpec"]
     assert spec["retentionSize"] == "85GB" and spec["replicas"] == 2
     for env in ("dev", "staging", "prod"):
-        sizing = observability.retention(env)
+        sizing = PROMETHEUS_SIZING[env]
         assert int(sizing.retention_size.removesuffix("GB")) < sizing.storage_gib
 
 

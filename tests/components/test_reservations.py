@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components.specs import karpenter as spec
 from components.specs import reservations
 from config.loader import ROOT, ConfigError, parse
+from plan.nodes import pool_node_class_name
 from tests.components import promtool
 from tests.conftest import fixture_stack, stack_values
 from tools import render
@@ -320,4 +320,4 @@ def test_selector_terms_pass_the_crd_rules() -> None:
     terms = reservations.selector_terms(pool)
     assert all("tags" in t or "id" in t for t in terms)
     assert all(set(t) == {"id"} for t in terms if "id" in t)
-    assert spec.pool_node_class_name(pool) == ODCR
+    assert pool_node_class_name(pool) == ODCR

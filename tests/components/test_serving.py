@@ -7,30 +7,18 @@ import pytest
 from components.specs import model_cache, serving
 from config.catalog import GPU_INSTANCES
 from config.loader import parse
+from plan.model import resolve_model
 from tests.conftest import load_fixture, stack_values
+from tests.plans import model_plan as _model
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
 
-def _model(stack: str, name: str):
-    return next(m for m in load_fixture(stack).models if m.name == name)
-
-
 def _deployment(stack: str, name: str, cache_bucket: str = "models-bucket") -> dict:
-    cfg = load_fixture(stack)
     model = _model(stack, name)
-    pool = cfg.pool(model.node_pool)
-    wiring = model_cache.cache_wiring(
-        model, bucket=cache_bucket, ami_family=pool.ami_family, fsx_claim=f"{model.name}-fsx"
-    )
+    wiring = model_cache.cache_wiring(model, bucket=cache_bucket)
     return serving.deployment(
-        model,
-        environment=stack,
-        wiring=wiring,
-        smallest=pool.instances[0],
-        needs_hf_token=model.cache == "hub",
-        cold_start_seconds=serving.expected_start_seconds(model, pool.instances[0]),
-        pool_headroom_gpus=serving.pool_headroom_gpus(pool, cfg.models),
+        model, environment=stack, wiring=wiring, mounts_hf_token=model.serving_uses_hf_token
     )
 
 
@@ -93,9 +81,9 @@ def test_probes_allow_for_weight_loading() -> None:
     startup = container["startupProbe"]
     assert startup["httpGet"] == {"path": "/health", "port": "http"}
     budget = startup["failureThreshold"] * startup["periodSeconds"]
-    assert budget >= 3 * serving.expected_start_seconds(
-        _model("prod", "llama-70b"), GPU_INSTANCES["p4d.24xlarge"]
-    )
+    plan = _model("prod", "llama-70b")
+    assert plan.instance is GPU_INSTANCES["p4d.24xlarge"]
+    assert budget >= 3 * plan.cold_start.warm_node_seconds
     assert container["readinessProbe"]["httpGet"]["path"] == "/health"
     assert container["livenessProbe"]["httpGet"]["path"] == "/health"
 
@@ -152,16 +140,12 @@ def test_pod_monitor_scrapes_metrics_every_few_seconds() -> None:
 def test_namespace_pod_security_follows_the_cache_mode() -> None:
     staging = _model("staging", "mistral-7b")  # nvme: reads the node's instance store through hostPath
     assert (
-        serving.namespace(staging, "staging", host_path=True)["metadata"]["labels"][
-            "pod-security.kubernetes.io/enforce"
-        ]
+        serving.namespace(staging, "staging")["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
         == "privileged"
     )
     prod = _model("prod", "mistral-7b")
     assert (
-        serving.namespace(prod, "prod", host_path=False)["metadata"]["labels"][
-            "pod-security.kubernetes.io/enforce"
-        ]
+        serving.namespace(prod, "prod")["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
         == "baseline"
     )
 
@@ -252,12 +236,11 @@ def test_rollout_surges_only_into_gpu_headroom() -> None:
     Karpenter never launches it and the rollout hangs: replace in place instead."""
     cfg = load_fixture("prod")
     llama = _model("prod", "llama-70b")
-    pool = cfg.pool(llama.node_pool)
-    headroom = serving.pool_headroom_gpus(pool, cfg.models)
-    assert headroom >= llama.tensor_parallel_size, "prod's p4d limit leaves room for one more 8-GPU node"
-    surge = serving.rollout_strategy(llama, headroom)["rollingUpdate"]
+    assert llama.pool_headroom_gpus >= llama.gpus, "prod's p4d limit leaves room for one more 8-GPU node"
+    surge = serving.rollout_strategy(llama)["rollingUpdate"]
     assert surge == {"maxSurge": 1, "maxUnavailable": 0}
-    tight = pool.model_copy(update={"gpu_limit": 16})  # the old prod limit: 2 x 8 GPUs and no room
-    assert serving.pool_headroom_gpus(tight, cfg.models) == 0
-    in_place = serving.rollout_strategy(llama, serving.pool_headroom_gpus(tight, cfg.models))
+    tight = llama.pool.model_copy(update={"gpu_limit": 16})  # the old prod limit: 2 x 8 GPUs and no room
+    tight_llama = resolve_model(llama.model, tight, cfg.models)
+    assert tight_llama.pool_headroom_gpus == 0
+    in_place = serving.rollout_strategy(tight_llama)
     assert in_place["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}

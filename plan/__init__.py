@@ -1,0 +1,18 @@
+"""The resolved plan: one definition of every name and fact, between `config/` and everything else."""
+
+from plan.model import ColdStartBudget, MetricTrigger, ModelNames, ModelPlan, PrewarmTrigger, ScalingPlan
+from plan.stack import MonitoringPlan, NodeClassPlan, Plan, PrometheusSizing, resolve
+
+__all__ = [
+    "ColdStartBudget",
+    "MetricTrigger",
+    "ModelNames",
+    "ModelPlan",
+    "MonitoringPlan",
+    "NodeClassPlan",
+    "Plan",
+    "PrewarmTrigger",
+    "PrometheusSizing",
+    "ScalingPlan",
+    "resolve",
+]
