@@ -339,7 +339,7 @@ def stack_run(
         raise ValueError(f"stack {stack!r} has no model {model_name!r}; models: {', '.join(names)}")
     pool = cfg.pool(m.node_pool)
     instance = instance_for(pool.instances, m.tensor_parallel_size)
-    prof = profile(m.hugging_face_id)
+    prof = m.profile  # the stack file's geometry, else the built-in table
     engine = EngineConfig(
         gpu_memory_utilization=m.gpu_memory_utilization,
         max_model_len=m.max_model_len,
