@@ -1,92 +1,156 @@
-"""Read the stack configuration from Pulumi config (or a stack file) and validate it in one go."""
+"""Read the stack configuration from Pulumi config (or a stack file) and validate it in one go.
+
+Both ways in, the offline tools reading `Pulumi.<stack>.yaml` and the program run by `pulumi preview`/`up`,
+go through `parse`: every `llm-platform:` key is checked (an unknown one is an error, never ignored), and a
+bad stack stops before any resource is registered with one line per problem: file and line, field path,
+value, what is allowed (config/errors.py).
+"""
 
 from __future__ import annotations
 
 import json
-import re
+import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
+from config.errors import (
+    PROJECT,
+    ConfigError,
+    StackSource,
+    config_keys,
+    format_errors,
+    read_stack_file,
+    unknown_key,
+)
 from config.schema import StackConfig
 
-PROJECT = "llm-platform"
+__all__ = ["PROJECT", "ConfigError"]
+
 ROOT = Path(__file__).resolve().parents[1]
 # the structured keys of the public contract, as they appear under `llm-platform:` in Pulumi.<stack>.yaml
-CONFIG_KEYS = ("environment", "cluster", "gpuNodePools", "models", "modelCache", "gateway", "alerting")
+CONFIG_KEYS = config_keys()
 # Pulumi secrets the program reads (never part of the validated plain-value schema)
 SECRET_KEYS = ("apiKey", "grafanaAdminPassword", "huggingFaceToken", "gatewayClientKeys", "alertReceiver")
-_SELF_LOCATED = re.compile(r"^[a-z][A-Za-z]*[\[.:]")
+NOT_UNDER_PULUMI = (
+    "__main__.py is the Pulumi program and runs under the Pulumi CLI: `pulumi preview -s <stack>` or "
+    "`pulumi up -s <stack>`; to see what a stack deploys without the CLI: "
+    "`uv run python -m tools.render <stack> --out build/<stack>`"
+)
 
 
-class ConfigError(ValueError):
-    """Bad stack configuration: one line per problem, each naming the field, the value and what is allowed."""
-
-
-def parse(raw: dict[str, Any], region: str | None = None) -> StackConfig:
-    """Validate plain config values (camelCase keys without the project prefix); `region` (`aws:region`)
+def parse(raw: dict[str, Any], source: StackSource | None = None, region: str | None = None) -> StackConfig:
+    """Validate `llm-platform:` values (keys without the prefix, secrets allowed and skipped); `source`, the
+    stack file the values were read from, adds the file and line to each problem; `region` (`aws:region`)
     adds the rules that need it (zones in the region, instances sold there)."""
-    unknown = sorted(set(raw) - set(CONFIG_KEYS))
+    allowed = CONFIG_KEYS + SECRET_KEYS
+    unknown = sorted(set(raw) - set(allowed))
     if unknown:
-        raise ConfigError(
-            f"{PROJECT}:{unknown[0]}: unknown config key; allowed: {', '.join(CONFIG_KEYS + SECRET_KEYS)}"
-        )
+        where = source.where(source.key_line((unknown[0],))) if source else ""
+        raise ConfigError(where + unknown_key(f"{PROJECT}:{unknown[0]}", unknown[0], allowed, "config key"))
+    plain = {k: v for k, v in raw.items() if k not in SECRET_KEYS}
     try:
-        return StackConfig.model_validate(raw, context={"region": region})
+        return StackConfig.model_validate(plain, context={"region": region})
     except ValidationError as exc:
-        raise ConfigError(format_errors(exc)) from None
+        raise ConfigError(format_errors(exc, plain, source)) from None
 
 
-def format_errors(exc: ValidationError) -> str:
-    lines = []
-    for err in exc.errors():
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "value_error" and _SELF_LOCATED.match(msg):
-            lines.append(msg)
-            continue
-        path = _path(err["loc"])
-        value = err.get("input")
-        shown = "" if err["type"] == "missing" else f" {json.dumps(value, default=str)[:120]} is not allowed:"
-        lines.append(f"{path}:{shown} {msg}")
-    return "\n".join(lines)
+# A stack is named (`prod`: Pulumi.prod.yaml beside Pulumi.yaml) or given as the path of a stack file
+# (`tests/fixtures/stacks/Pulumi.prod.yaml`: the fixture stacks the behaviour tests run on).
+Stack = str | Path
 
 
-def _path(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(stack)"
+def stack_arg(text: str) -> Stack:
+    """A stack as given on a command line: a name, or the path of a stack file (`*.yaml`)."""
+    return Path(text) if text.endswith((".yaml", ".yml")) or "/" in text else text
 
 
-def stack_file(stack: str) -> Path:
+def stack_file(stack: Stack) -> Path:
+    if isinstance(stack, Path):
+        return stack
     return ROOT / f"Pulumi.{stack}.yaml"
 
 
-def raw_stack_config(stack: str) -> dict[str, Any]:
+def stack_name(stack: Stack) -> str:
+    """The Pulumi stack name: `prod` for both `prod` and `.../Pulumi.prod.yaml`."""
+    if isinstance(stack, Path):
+        return stack.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    return stack
+
+
+def stack_names(folder: Path = ROOT) -> list[str]:
+    """The stacks that have a stack file in `folder`."""
+    return sorted(stack_name(p) for p in folder.glob("Pulumi.*.yaml"))
+
+
+def read_stack(stack: Stack) -> tuple[dict[str, Any], StackSource]:
+    """The `llm-platform:` entries of a stack file (keys without the prefix) and the file's source."""
+    path = stack_file(stack)
+    if not path.exists():
+        known = ", ".join(stack_names(path.parent)) or "none"
+        raise ConfigError(f"stack {stack_name(stack)!r}: {path.name} does not exist; stacks: {known}")
+    entries, source = read_stack_file(path)
+    ours = {k.split(":", 1)[1]: v for k, v in entries.items() if k.startswith(f"{PROJECT}:")}
+    return ours, source
+
+
+def raw_stack_config(stack: Stack) -> dict[str, Any]:
     """All `config:` entries of Pulumi.<stack>.yaml, fully qualified keys (`llm-platform:models`)."""
     path = stack_file(stack)
     if not path.exists():
-        raise ConfigError(f"stack {stack!r}: {path.name} does not exist")
-    return (yaml.safe_load(path.read_text()) or {}).get("config", {}) or {}
+        read_stack(stack)  # the error that lists the stacks
+    return read_stack_file(path)[0]
 
 
-def load_stack(stack: str) -> StackConfig:
+def load_stack(stack: Stack) -> StackConfig:
     """Validated config of a stack file, for offline tools (render, simulator) and tests."""
-    raw = raw_stack_config(stack)
-    ours = {k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith(f"{PROJECT}:")}
-    return parse({k: v for k, v in ours.items() if k not in SECRET_KEYS}, region=raw.get("aws:region"))
+    ours, source = read_stack(stack)
+    return parse(ours, source, region=raw_stack_config(stack).get("aws:region"))
 
 
 def load_from_pulumi() -> StackConfig:
-    """Validated config of the running stack; raises ConfigError before anything is registered."""
-    import pulumi
+    """Validated config of the stack `pulumi preview`/`up` runs, every `llm-platform:` key of it included.
 
-    cfg = pulumi.Config(PROJECT)
-    raw: dict[str, Any] = {}
-    for key in CONFIG_KEYS:
-        value = cfg.get_object(key) if key != "environment" else cfg.get(key)
-        if value is not None:
-            raw[key] = value
-    return parse(raw, region=pulumi.Config("aws").get("region"))
+    A bad config stops the program before any resource with the problems and no traceback
+    (`pulumi.RunError`); run outside the Pulumi CLI, it prints how to run it and exits 2.
+    """
+    import pulumi
+    from pulumi.runtime import config as engine_config
+    from pulumi.runtime import settings
+
+    if settings.get_monitor() is None:
+        print(NOT_UNDER_PULUMI, file=sys.stderr)
+        raise SystemExit(2)
+    stack = pulumi.get_stack()
+    # every key the engine handed over (the CLI sets PULUMI_CONFIG; mocks set the config map)
+    keys = sorted({*engine_config.CONFIG.get(), *engine_config.get_config_env()})
+    raw = {
+        key.split(":", 1)[1]: _decoded(engine_config.get_config(key))
+        for key in keys
+        if key.startswith(f"{PROJECT}:") and key.split(":", 1)[1] not in SECRET_KEYS
+    }
+    try:
+        return parse(raw, _source_of(stack, raw), region=pulumi.Config("aws").get("region"))
+    except ConfigError as exc:
+        raise pulumi.RunError(f"invalid config for stack {stack!r}, nothing was deployed:\n{exc}") from None
+
+
+def _decoded(value: Any) -> Any:
+    """The engine hands config over as strings, objects JSON-encoded."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _source_of(stack: str, raw: dict[str, Any]) -> StackSource | None:
+    """The stack file, when it holds exactly the values the engine handed over (so its lines are right)."""
+    try:
+        ours, source = read_stack(stack)
+    except ConfigError:
+        return None
+    plain = {k: v for k, v in ours.items() if k not in SECRET_KEYS}
+    return source if json.loads(json.dumps(plain, default=str)) == raw else None

@@ -8,17 +8,28 @@ with the field path, the bad value and what is allowed.
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Sequence
 from enum import StrEnum
 from ipaddress import IPv4Network
-from typing import Annotated, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
-from config.catalog import DEDICATED_FAMILIES, KNOWN_REGIONS, GpuInstance, families, instances
+from config.catalog import DEDICATED_FAMILIES, KNOWN_REGIONS, GpuInstance, GpuModel, families, instances
 from config.cron import Cron as CronExpression
+from config.model_profiles import PROFILES, ModelProfile
 from config.versions import VLLM_IMAGE
 
 DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -28,6 +39,31 @@ CRON = re.compile(r"^(\S+\s+){4}\S+$")
 
 class Schema(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class RuleError(ValueError):
+    """A rule broken at `loc` (the field path below the object that raises it, YAML spelling) by `value`.
+
+    config/errors.py prefixes the file, line and full path and shows the value as written, so every message
+    reads `models[1] (llama-8b).tensorParallelSize: 1 <message>`; `message` says why and what is allowed.
+    """
+
+    def __init__(self, loc: tuple[str | int, ...], value: Any, message: str) -> None:
+        super().__init__(f"{'.'.join(map(str, loc))}: {value!r} {message}")
+        self.loc = loc
+        self.value = value
+        self.message = message
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 GPU`, `4 GPUs`."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    """` (did you mean 'gateway'?)` for the closest choice, or nothing."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _dns_label(max_len: int):
@@ -68,8 +104,21 @@ def _timezone(value: str) -> str:
         ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError(
-            f"{value!r} is not an IANA time zone; use a name such as 'UTC', 'America/New_York' or 'Europe/Paris'"
+            f"{value!r} is not an IANA time zone{did_you_mean(value, sorted(available_timezones()))}; "
+            "use a name such as 'UTC', 'America/New_York' or 'Europe/Paris'"
         ) from None
+    return value
+
+
+def _version_text(value: Any) -> Any:
+    """YAML reads `1.30` as the number 1.3: a version must be quoted to survive."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise RuleError(
+            (),
+            value,
+            "is a number in YAML, which drops trailing zeros (1.30 becomes 1.3); write the version in quotes, "
+            'e.g. kubernetesVersion: "1.30"',
+        )
     return value
 
 
@@ -131,7 +180,9 @@ class AmiVersions(Schema):
 class ClusterConfig(Schema):
     mode: Literal["eks", "existing"] = "eks"
     name: Annotated[str, _dns_label(40)]
-    kubernetes_version: Annotated[str, Field(pattern=r"^1\.[0-9]{2}$")] = "1.34"
+    kubernetes_version: Annotated[str, BeforeValidator(_version_text), Field(pattern=r"^1\.[0-9]{2}$")] = (
+        "1.34"
+    )
     vpc_cidr: IPv4Network = IPv4Network("10.0.0.0/16")
     availability_zones: list[str] = Field(min_length=2, max_length=3)
     system_nodes: SystemNodes = Field(default_factory=SystemNodes)
@@ -348,6 +399,21 @@ class Slo(Schema):
     itl_seconds: float = Field(gt=0)
 
 
+class ModelGeometry(Schema):
+    """A model the built-in table (config/model_profiles.py) does not know, described from its Hugging Face
+    `config.json` and model card, so the platform (GPU fit, cold start) and the simulator can size it."""
+
+    parameters: float = Field(gt=0)  # total parameter count, e.g. 7.62e9
+    layers: int = Field(gt=0)  # num_hidden_layers
+    kv_heads: int = Field(gt=0)  # num_key_value_heads
+    head_dim: int = Field(gt=0)  # head_dim, else hidden_size / num_attention_heads
+    weight_bits: Literal[4, 8, 16] = 16  # 16: FP16/BF16 checkpoint; 8 or 4: quantized (GPTQ, AWQ)
+    # only for quantized checkpoints, whose embeddings and LM head stay FP16 (0: counted as quantized)
+    hidden_size: int = Field(default=0, ge=0)
+    vocab_size: int = Field(default=0, ge=0)
+    tied_embeddings: bool = False
+
+
 class ModelConfig(Schema):
     name: Annotated[str, _dns_label(30)]
     hugging_face_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")]
@@ -364,10 +430,30 @@ class ModelConfig(Schema):
     # the gateway's endpoint picker learns which replica holds a prompt prefix from vLLM's own KV-cache
     # events (ZMQ) and a tokenizer sidecar instead of estimating it; costs are in the README's gateway section
     precise_prefix_routing: bool = False
+    # for a Hugging Face id the built-in profile table does not know (or to override its entry)
+    geometry: ModelGeometry | None = None
 
     @property
     def served_model_name(self) -> str:
         return self.name
+
+    @property
+    def profile(self) -> ModelProfile:
+        """The model's geometry: the stack file's `geometry`, else the built-in table (checked at load)."""
+        g = self.geometry
+        if g is None:
+            return PROFILES[self.hugging_face_id]
+        return ModelProfile(
+            self.hugging_face_id,
+            parameters=g.parameters,
+            layers=g.layers,
+            hidden_size=g.hidden_size,
+            kv_heads=g.kv_heads,
+            head_dim=g.head_dim,
+            vocab_size=g.vocab_size,
+            tied_embeddings=g.tied_embeddings,
+            weight_bits=g.weight_bits,
+        )
 
 
 # ---------------------------------------------------------------------------------------- model cache
@@ -457,7 +543,7 @@ class GatewayConfig(Schema):
 
     @model_validator(mode="after")
     def _rules(self) -> GatewayConfig:
-        _unique("gateway.clients", [c.name for c in self.clients])
+        _unique(("clients",), [c.name for c in self.clients])
         if self.enabled and not self.clients:
             raise ValueError("gateway.clients: an enabled gateway needs at least one client")
         if self.enabled and not self.internal and self.certificate_arn is None:
@@ -537,8 +623,8 @@ class StackConfig(Schema):
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> StackConfig:
-        _unique("gpuNodePools", [p.name for p in self.gpu_node_pools])
-        _unique("models", [m.name for m in self.models])
+        _unique(("gpuNodePools",), [p.name for p in self.gpu_node_pools])
+        _unique(("models",), [m.name for m in self.models])
         pools = {p.name: p for p in self.gpu_node_pools}
         prod = self.environment is Environment.PROD
         if prod and len(self.cluster.availability_zones) < 2:
@@ -551,47 +637,68 @@ class StackConfig(Schema):
                         f"{self.environment.value}"
                     )
         for i, m in enumerate(self.models):
-            where = f"models[{i}] ({m.name})"
+            at = ("models", i)
             pool = pools.get(m.node_pool)
             if pool is None:
-                raise ValueError(
-                    f"{where}.nodePool: {m.node_pool!r} does not exist; allowed: {', '.join(pools)}"
+                raise RuleError(
+                    (*at, "nodePool"), m.node_pool, f"does not exist; allowed: {', '.join(pools)}"
                 )
             if m.tensor_parallel_size > pool.max_gpus_per_node:
-                raise ValueError(
-                    f"{where}.tensorParallelSize: {m.tensor_parallel_size} is larger than the "
-                    f"{pool.max_gpus_per_node} GPUs of the largest instance pool {pool.name!r} allows "
-                    f"({pool.instances[-1].instance_type}); tensor parallelism must stay within one node"
+                raise RuleError(
+                    (*at, "tensorParallelSize"),
+                    m.tensor_parallel_size,
+                    f"is larger than the {plural(pool.max_gpus_per_node, 'GPU')} of the largest instance "
+                    f"pool {pool.name!r} allows ({pool.instances[-1].instance_type}); tensor parallelism must "
+                    "stay within one node",
                 )
+            if m.geometry is None and m.hugging_face_id not in PROFILES:
+                raise RuleError(
+                    (*at, "huggingFaceId"),
+                    m.hugging_face_id,
+                    "has no built-in geometry (config/model_profiles.py), so its GPU fit and start time "
+                    "cannot be sized; describe it from its config.json under the model's `geometry:` "
+                    "{parameters, layers, kvHeads, headDim, weightBits}; built-in: "
+                    + ", ".join(sorted(PROFILES)),
+                )
+            _check_fits_gpus(at, m, pool)
             a = m.autoscaling
             if a.min_replicas > a.max_replicas:
-                raise ValueError(
-                    f"{where}.autoscaling.minReplicas: {a.min_replicas} is larger than maxReplicas "
-                    f"{a.max_replicas}"
+                raise RuleError(
+                    (*at, "autoscaling", "minReplicas"),
+                    a.min_replicas,
+                    f"is larger than maxReplicas {a.max_replicas}",
                 )
-            for w in a.prewarm:
+            for j, w in enumerate(a.prewarm):
                 if not a.min_replicas <= w.replicas <= a.max_replicas:
-                    raise ValueError(
-                        f"{where}.autoscaling.prewarm[{w.name}].replicas: {w.replicas} must be between "
-                        f"minReplicas {a.min_replicas} and maxReplicas {a.max_replicas}"
+                    raise RuleError(
+                        (*at, "autoscaling", "prewarm", j, "replicas"),
+                        w.replicas,
+                        f"must be between minReplicas {a.min_replicas} and maxReplicas {a.max_replicas}",
                     )
             if prod and a.min_replicas < 2:
-                raise ValueError(
-                    f"{where}.autoscaling.minReplicas: {a.min_replicas} is not allowed in prod; "
-                    "use at least 2 so one node loss or rollout keeps the model up"
+                raise RuleError(
+                    (*at, "autoscaling", "minReplicas"),
+                    a.min_replicas,
+                    "is not allowed in prod; use at least 2 so one node loss or rollout keeps the model up",
                 )
             if m.cache == "hub" and self.environment is not Environment.DEV:
-                raise ValueError(
-                    f"{where}.cache: 'hub' is allowed in dev only ({self.environment.value} would download "
-                    "weights from the Hugging Face Hub at every scale-out); use nvme, fsx or s3"
+                raise RuleError(
+                    (*at, "cache"),
+                    m.cache,
+                    f"is allowed in dev only ({self.environment.value} would download weights from the "
+                    "Hugging Face Hub at every scale-out); use nvme, fsx or s3",
                 )
             if self.cluster.mode == "existing" and m.cache != "hub":
-                raise ValueError(
-                    f"{where}.cache: {m.cache!r} needs the model bucket, which an 'existing' cluster does not "
-                    "get (that mode creates no AWS resources); allowed there: 'hub'"
+                raise RuleError(
+                    (*at, "cache"),
+                    m.cache,
+                    "needs the model bucket, which an 'existing' cluster does not get (that mode creates no "
+                    "AWS resources); allowed there: 'hub'",
                 )
             if m.cache == "fsx" and self.model_cache.fsx is None:
-                raise ValueError(f"{where}.cache: 'fsx' needs modelCache.fsx settings, which are missing")
+                raise RuleError((*at, "cache"), m.cache, "needs modelCache.fsx settings, which are missing")
+        for i, pool in enumerate(self.gpu_node_pools):
+            _check_pool_limit(("gpuNodePools", i), pool, self.models)
         for i, pool in enumerate(self.gpu_node_pools):
             if pool.headroom is not None:
                 _check_headroom(f"gpuNodePools[{i}] ({pool.name}).headroom", pool, self.models)
@@ -667,9 +774,60 @@ def _check_headroom(where: str, pool: GpuNodePool, models: list[ModelConfig]) ->
         )
 
 
-def _unique(field: str, names: list[str]) -> None:
+def _unique(at: tuple[str, ...], names: list[str]) -> None:
     seen: set[str] = set()
-    for name in names:
+    for i, name in enumerate(names):
         if name in seen:
-            raise ValueError(f"{field}: duplicate name {name!r}; names must be unique")
+            raise RuleError((*at, i, "name"), name, "is used twice; names must be unique")
         seen.add(name)
+
+
+GIB = 2**30
+
+
+def _check_fits_gpus(at: tuple[str | int, ...], m: ModelConfig, pool: GpuNodePool) -> None:
+    """Weights plus the KV cache of one maxModelLen sequence, split over the tensor-parallel GPUs, must fit
+    in gpuMemoryUtilization of the smallest GPU the pool may give a replica (vLLM refuses to start otherwise;
+    activations and CUDA graphs need a little more, so this is the floor)."""
+    tp = m.tensor_parallel_size
+    gpu: GpuModel = min((i.gpu for i in pool.instances if i.gpus >= tp), key=lambda g: g.memory_gib)
+    prof = m.profile
+    weights = prof.weight_bytes / GIB
+    kv = prof.kv_bytes_per_token * m.max_model_len / GIB
+    usable = gpu.memory_gib * m.gpu_memory_utilization
+    if (weights + kv) / tp <= usable:
+        return
+    fitting_tp = next((t for t in (2, 4, 8) if t > tp and (weights + kv) / t <= usable), None)
+    longest = int((usable * tp - weights) * GIB / prof.kv_bytes_per_token)
+    options = (
+        [f"tensorParallelSize {fitting_tp} on a pool with {fitting_tp}-GPU instances"] if fitting_tp else []
+    )
+    if longest >= 1:
+        options.append(f"maxModelLen {longest} or less")
+    options.append("a pool with larger GPUs")
+    raise RuleError(
+        (*at, "tensorParallelSize"),
+        tp,
+        f"is too small for {m.hugging_face_id} at maxModelLen {m.max_model_len}: {weights:.1f} GiB of weights "
+        f"+ {kv:.1f} GiB of KV cache for one {m.max_model_len}-token sequence = {weights + kv:.1f} GiB, "
+        f"{(weights + kv) / tp:.1f} GiB per GPU over {plural(tp, 'GPU')}, but one {gpu.name} of pool "
+        f"{pool.name!r} gives {gpu.memory_gib} GiB x gpuMemoryUtilization {m.gpu_memory_utilization} = "
+        f"{usable:.1f} GiB; allowed: {', or '.join(options)}",
+    )
+
+
+def _check_pool_limit(at: tuple[str | int, ...], pool: GpuNodePool, models: list[ModelConfig]) -> None:
+    """The NodePool's GPU limit must let every model of the pool reach maxReplicas at once."""
+    served = [m for m in models if m.node_pool == pool.name]
+    needed = sum(m.autoscaling.max_replicas * m.tensor_parallel_size for m in served)
+    if pool.gpu_limit >= needed:
+        return
+    parts = ", ".join(
+        f"{m.name} {m.autoscaling.max_replicas} x {plural(m.tensor_parallel_size, 'GPU')}" for m in served
+    )
+    raise RuleError(
+        (*at, "gpuLimit"),
+        pool.gpu_limit,
+        f"is less than the {plural(needed, 'GPU')} the pool's models reach at maxReplicas ({parts}); "
+        f"Karpenter would stop adding nodes before them; allowed: gpuLimit {needed} or more, or lower maxReplicas",
+    )

@@ -14,7 +14,6 @@ from typing import Literal
 
 from config.catalog import GpuInstance
 from config.cold_start import CACHE_BEHAVIOUR, CacheBehaviour, CacheMode, ColdStart, ImageMode, cold_start
-from config.model_profiles import UnknownModelError, profile
 from config.schema import Autoscaling, GpuNodePool, ModelConfig, PrewarmWindow, ScalingRules
 from plan import naming, promql
 
@@ -154,10 +153,9 @@ class ColdStartBudget:
 
 
 def cold_start_budget(model: ModelConfig, instance: GpuInstance, image_pull: ImageMode) -> ColdStartBudget:
-    try:
-        weights_gb = profile(model.hugging_face_id).weights_gb
-    except UnknownModelError:
-        return ColdStartBudget(None, None, None)
+    weights_gb = (
+        model.profile.weights_gb
+    )  # the stack file's geometry, else the built-in table (checked at load)
     return ColdStartBudget(
         new_node=cold_start(model.cache, instance, weights_gb, new_node=True, image=image_pull),
         warm_node=cold_start(model.cache, instance, weights_gb, new_node=False, image=image_pull),

@@ -6,6 +6,13 @@
 - Scale-down deletes pods in the ReplicaSet's order (unbound, then not Ready, then the newest Ready); the GPU
   is free after the pod drains; an empty node is deleted `consolidateAfter` later if still empty
   (Karpenter's empty-node consolidation; budgets not modelled).
+- GPU headroom (the pool's placeholders): placeholder pods hold one replica's slot each. A replica that finds
+  no free slot on a Ready node preempts a Running placeholder there (PREEMPTION_SECONDS, then the start of a
+  node whose image and weights the pre-pull and sync DaemonSets already put there) or takes a launching
+  node's slot before the placeholder waiting for it; the evicted placeholder goes Pending and Karpenter
+  launches a node for it, within the pool's `gpu_limit`. Pending pods are retried as capacity frees.
+- A node's image (and NVMe weights) are there `max(image pull, prefetch)` after it is Ready, whoever asked for
+  it; the compile cache only once a replica has started there.
 - Spot nodes are interrupted at a Poisson rate: the 2-minute notice evicts the pod at once (Karpenter cordons
   and drains on the notice) and the instance bills until it is reclaimed.
 - Billing: EC2 Linux per-second with a 60-second minimum per instance (§3.2), on-demand price from the
@@ -28,7 +35,8 @@ from itertools import count
 import numpy as np
 
 from config.catalog import GpuInstance
-from config.cold_start import CacheMode, ImageMode, cold_start
+from config.cold_start import PREEMPTION_SECONDS, CacheMode, ImageMode, cold_start
+from config.schema import Headroom
 
 MINIMUM_BILLED_SECONDS = 60
 SPOT_NOTICE_SECONDS = 120
@@ -58,6 +66,8 @@ class CapacityConfig:
     spot: bool = False
     spot_discount: float = 0.6
     spot_interruptions_per_hour: float = 0.0
+    gpu_limit: int | None = None  # the NodePool's nvidia.com/gpu limit left to this model; None: unlimited
+    headroom: Headroom | None = None  # the pool's warm GPUs (placeholders of gpus_per_pod GPUs each)
     reserved_nodes: int = 0
     reserved_usd_per_hour: float | None = None
     """Prepaid rate of one reserved instance; None: the on-demand price (what an ODCR bills)."""
@@ -89,7 +99,8 @@ class Node:
     price_per_hour: float
     slots: int
     preexisting: bool = False
-    image_cached: bool = False
+    image_cached: bool = False  # a replica has started here: node-local caches (compile cache) exist
+    image_ready_at: float = 0.0  # the vLLM image (and NVMe weights) are on the node from then on
     pods: list[Pod] = field(default_factory=list)
     terminated_at: float | None = None
     empty_since: float | None = None
@@ -108,29 +119,47 @@ class Pod:
     node: Node | None = None
     ready_at: float | None = None  # scheduled readiness (None until it has a node that is up)
     ready: bool = False
+    placeholder: bool = False  # a GPU headroom placeholder (pause pod, lowest priority)
 
 
 class Cluster:
     """Pods of one Deployment and the nodes Karpenter gives them; advance(t) applies due events."""
 
-    def __init__(self, cfg: CapacityConfig, rng: np.random.Generator, initial_replicas: int = 0):
+    def __init__(
+        self,
+        cfg: CapacityConfig,
+        rng: np.random.Generator,
+        initial_replicas: int = 0,
+        initial_placeholders: int = 0,
+    ):
         self.cfg = cfg
         self.rng = rng
         self.nodes: list[Node] = []
         self.pods: list[Pod] = []
+        self.placeholders: list[Pod] = []
+        self.preemptions = 0
         self._events: list[tuple[float, int, str, object]] = []
         self._seq = count()
         self._ids = count()
         cold_new = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, True, cfg.image)
         cold_warm = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, False, cfg.image)
         self.node_boot = cold_new.node_ready
+        self.image_wait = max(cold_new.image_pull, cold_new.node_prefetch)
         self.start_on_new_node = cold_new.total - cold_new.node_ready
+        # image and weights on the node, no replica has run there yet (a headroom node's first replica)
+        self.start_on_fresh_node = self.start_on_new_node - self.image_wait
         self.start_on_warm_node = cold_warm.total
         for _ in range(initial_replicas):
             node = self._new_node(0.0, preexisting=True)
             pod = Pod(next(self._ids), 0.0, node, 0.0, True)
             node.pods.append(pod)
             self.pods.append(pod)
+        for _ in range(initial_placeholders):
+            free = [n for n in self.nodes if n.free > 0]
+            node = free[0] if free else self._new_node(0.0, preexisting=True, replica=False)
+            pod = Pod(next(self._ids), 0.0, node, 0.0, True, placeholder=True)
+            node.pods.append(pod)
+            self.placeholders.append(pod)
 
     # --- queries -----------------------------------------------------------------------------------------
 
@@ -149,6 +178,15 @@ class Cluster:
     @property
     def live_nodes(self) -> int:
         return sum(1 for n in self.nodes if n.terminated_at is None)
+
+    @property
+    def warm_placeholders(self) -> int:
+        """Placeholders Running on Ready nodes: replicas that can start without a new node."""
+        return sum(1 for p in self.placeholders if p.ready)
+
+    @property
+    def pending(self) -> bool:
+        return any(p.node is None for p in self.pods) or any(p.node is None for p in self.placeholders)
 
     # --- events ------------------------------------------------------------------------------------------
 
@@ -197,8 +235,24 @@ class Cluster:
             for pod in victims:
                 self._delete(now, pod)
 
+    def set_placeholders(self, now: float, count: int) -> None:
+        """The placeholder Deployment resized (KEDA cron): create Pending ones, or delete the least useful
+        first (Pending, then on launching nodes, then the newest Running)."""
+        while len(self.placeholders) < count:
+            pod = Pod(next(self._ids), now, placeholder=True)
+            self.placeholders.append(pod)
+            self._schedule(now, pod)
+        if len(self.placeholders) > count:
+            victims = sorted(
+                self.placeholders, key=lambda p: (p.node is not None, p.ready, -p.created_at, -p.id)
+            )[: len(self.placeholders) - count]
+            for pod in victims:
+                self.placeholders.remove(pod)
+                self._unbind(now, pod)
+
     def reschedule_pending(self, now: float) -> None:
-        for pod in self.pods:
+        """Pending pods retried, replicas before placeholders (the scheduler's priority queue)."""
+        for pod in [*self.pods, *self.placeholders]:
             if pod.node is None:
                 self._schedule(now, pod)
 
@@ -208,12 +262,13 @@ class Cluster:
     def reserved_in_use(self) -> int:
         return sum(1 for n in self.nodes if n.reserved and n.terminated_at is None)
 
-    def _new_node(self, now: float, preexisting: bool = False) -> Node:
+    def _new_node(self, now: float, preexisting: bool = False, replica: bool = True) -> Node:
         ready_at = now if preexisting else now + self.node_boot
         reserved = self.reserved_in_use < self.cfg.reserved_nodes
         node = Node(
             next(self._ids), now, ready_at, 0.0 if reserved else self.cfg.price_per_hour,
-            self.cfg.slots_per_node, preexisting=preexisting, image_cached=preexisting, reserved=reserved,
+            self.cfg.slots_per_node, preexisting=preexisting, image_cached=preexisting and replica,
+            image_ready_at=ready_at if preexisting else ready_at + self.image_wait, reserved=reserved,
         )  # fmt: skip
         self.nodes.append(node)
         if not preexisting:
@@ -224,21 +279,59 @@ class Cluster:
             )
         return node
 
+    def _can_launch(self) -> bool:
+        if self.cfg.gpu_limit is None:
+            return True
+        live = sum(self.cfg.instance.gpus for n in self.nodes if n.terminated_at is None)
+        return live + self.cfg.instance.gpus <= self.cfg.gpu_limit
+
     def _schedule(self, now: float, pod: Pod) -> None:
-        usable = [n for n in self.nodes if n.terminated_at is None and not n.cordoned and n.free > 0]
+        """Bind to a Ready node's free slot; a replica next preempts a Running placeholder; then a launching
+        node's free slot (a replica also before a placeholder waiting for it); else Karpenter launches a node
+        within the limit, or the pod stays Pending."""
+        usable = [n for n in self.nodes if n.terminated_at is None and not n.cordoned]
         ready = [n for n in usable if n.ready_at <= now]
         launching = [n for n in usable if n.ready_at > now]
-        node = ready[0] if ready else (launching[0] if launching else self._new_node(now))
+        node = next((n for n in ready if n.free > 0), None)
+        victim = None
+        if node is None and not pod.placeholder:
+            node, victim = self._placeholder_on(ready)
+        if node is None:
+            node = next((n for n in launching if n.free > 0), None)
+        if node is None and not pod.placeholder:
+            node, victim = self._placeholder_on(launching)
+        if node is None and self._can_launch():
+            node = self._new_node(now)
+        if node is None:
+            return
+        if victim is not None:  # preempted: Pending again, scheduled once the replica holds its slot
+            node.pods.remove(victim)
+            victim.node, victim.ready, victim.ready_at = None, False, None
+            self.preemptions += 1
         node.pods.append(pod)
         node.empty_since = None
         pod.node = node
         if node.ready_at <= now:
-            self._start(now, pod)
+            self._start(now, pod, PREEMPTION_SECONDS if victim is not None else 0.0)
+        if victim is not None:
+            self._schedule(now, victim)
 
-    def _start(self, now: float, pod: Pod) -> None:
+    @staticmethod
+    def _placeholder_on(nodes: list[Node]) -> tuple[Node | None, Pod | None]:
+        for node in nodes:
+            victim = next((p for p in node.pods if p.placeholder), None)
+            if victim is not None:
+                return node, victim
+        return None, None
+
+    def _start(self, now: float, pod: Pod, extra: float = 0.0) -> None:
         node = pod.node
         assert node is not None
-        delay = self.start_on_warm_node if node.image_cached else self.start_on_new_node
+        if pod.placeholder:  # a pause container: Running at once
+            pod.ready_at, pod.ready = now, True
+            return
+        start = self.start_on_warm_node if node.image_cached else self.start_on_fresh_node
+        delay = extra + max(0.0, node.image_ready_at - now) + start
         node.image_cached = True
         pod.ready_at = now + delay
         self._push(pod.ready_at, "pod-ready", pod)
@@ -259,6 +352,9 @@ class Cluster:
             self._push(now + (POD_DRAIN_SECONDS if pod.ready_at is not None else 0.0), "pod-gone", pod)
 
     def _release(self, now: float, pod: Pod) -> None:
+        self._unbind(now, pod)
+
+    def _unbind(self, now: float, pod: Pod) -> None:
         node = pod.node
         if node is None or pod not in node.pods:
             return
@@ -283,6 +379,8 @@ class Cluster:
             if pod in self.pods:
                 self.pods.remove(pod)
             node.pods.remove(pod)
+            if pod.placeholder:  # Pending again: Karpenter replaces the node
+                pod.node, pod.ready, pod.ready_at = None, False, None
         self._push(now + SPOT_NOTICE_SECONDS, "reclaimed", node)
 
     # --- cost --------------------------------------------------------------------------------------------

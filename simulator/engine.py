@@ -26,6 +26,9 @@ from simulator.replica import KV_BLOCK_TOKENS, ReplicaTable
 from simulator.strategies import Strategy
 from simulator.traffic import Traffic
 
+# pending pods are tried again this often (Karpenter's batching window, the scheduler's backoff)
+RETRY_SECONDS = 10
+
 
 @dataclass(frozen=True)
 class Slo:
@@ -118,7 +121,8 @@ def simulate(
     kv_per_seq = (table.stats.mean_decode_context + KV_BLOCK_TOKENS / 2) / table.model.kv_capacity_tokens
     fb = table.model.framebuffer_used_fraction
 
-    cluster = Cluster(cfg.capacity, rng, strategy.replicas)
+    placeholders = _placeholder_targets(cfg.capacity, cfg.day_start_utc, T)
+    cluster = Cluster(cfg.capacity, rng, strategy.replicas, int(placeholders[0]))
     spec = strategy.replicas
     hpa: HPA | None = None
     keda: Keda | None = None
@@ -206,6 +210,10 @@ def simulate(
                         )
                     ]
                 spec = hpa.reconcile_proposals(now, spec, proposals)
+        if t % 60 == 0 and len(cluster.placeholders) != placeholders[t // 60]:
+            cluster.set_placeholders(now, int(placeholders[t // 60]))  # the headroom's KEDA cron
+        if t % RETRY_SECONDS == 0 and cluster.pending:
+            cluster.reschedule_pending(now)
         if len(cluster.pods) != spec:
             cluster.set_replicas(now, spec)
             ready = cluster.ready
@@ -226,6 +234,19 @@ def simulate(
     return _summarise(
         traffic, table, strategy, cfg, rng, cluster, ready_s, desired_s, queue_start, capacity_s, lam_s
     )
+
+
+def _placeholder_targets(capacity: CapacityConfig, day_start: datetime, seconds: int) -> np.ndarray:
+    """Headroom placeholders wanted at each minute: `gpus` outside windows, a window's `gpus` inside."""
+    minutes = seconds // 60 + 1
+    headroom = capacity.headroom
+    if headroom is None:
+        return np.zeros(minutes, dtype=np.int64)
+    target = np.full(minutes, headroom.gpus // capacity.gpus_per_pod, dtype=np.int64)
+    for w in headroom.schedule:
+        active = np.array(active_minutes(w.start, w.end, w.timezone, day_start, minutes))
+        target = np.where(active, np.maximum(target, w.gpus // capacity.gpus_per_pod), target)
+    return target
 
 
 def _cron_table(trigger: CronTrigger, day_start: datetime, seconds: int) -> list[bool]:

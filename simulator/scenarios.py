@@ -23,7 +23,14 @@ import numpy as np
 from config.catalog import GPU_INSTANCES, GpuInstance
 from config.cold_start import cold_start_seconds
 from config.model_profiles import profile
-from config.schema import Autoscaling, GpuNodePool, PrewarmWindow, ScalingPolicy, ScalingRules
+from config.schema import (
+    Autoscaling,
+    GpuNodePool,
+    ModelConfig,
+    PrewarmWindow,
+    ScalingPolicy,
+    ScalingRules,
+)
 from simulator import oracle
 from simulator.capacity import CapacityConfig
 from simulator.engine import Result, SimConfig, Slo, simulate
@@ -298,6 +305,16 @@ def parse_duration(text: str) -> float:
     return total
 
 
+def gpus_left_to(model: ModelConfig, pool: GpuNodePool, models: list[ModelConfig]) -> int:
+    """The pool's GPU limit less what its other models hold at minReplicas (they are not simulated)."""
+    others = sum(
+        o.autoscaling.min_replicas * o.tensor_parallel_size
+        for o in models
+        if o.node_pool == pool.name and o.name != model.name
+    )
+    return pool.gpu_limit - others
+
+
 @dataclass(frozen=True)
 class StackRun:
     setup: Setup
@@ -341,7 +358,7 @@ def stack_run(
         raise ValueError(f"stack {stack!r} has no model {model_name!r}; models: {', '.join(names)}")
     pool = cfg.pool(m.node_pool)
     instance = instance_for(pool.instances, m.tensor_parallel_size)
-    prof = profile(m.hugging_face_id)
+    prof = m.profile  # the stack file's geometry, else the built-in table
     engine = EngineConfig(
         gpu_memory_utilization=m.gpu_memory_utilization,
         max_model_len=m.max_model_len,
@@ -362,6 +379,8 @@ def stack_run(
         spot_interruptions_per_hour=spot_interruptions_per_hour if spot else 0.0,
         reserved_nodes=reserved_instances,
         reserved_usd_per_hour=reserved_usd_per_hour,
+        gpu_limit=gpus_left_to(m, pool, cfg.models),
+        headroom=pool.headroom,
     )
     slo = Slo(m.slo.ttft_seconds, m.slo.itl_seconds)
     setup = Setup(table, SimConfig(capacity, slo, scrape_interval=scrape_interval, seed=seed), traffic)

@@ -1,4 +1,10 @@
-"""Shared fixtures: a fresh event loop and Pulumi mocks per test, and stack configs to start from."""
+"""Shared fixtures: a fresh event loop and Pulumi mocks per test, and stack configs to start from.
+
+Behaviour tests run on the FIXTURE stacks in tests/fixtures/stacks/ (`Pulumi.<name>.yaml`), never on the
+real Pulumi.<stack>.yaml files, which teams edit: a stack name given to the helpers below (`"prod"`) is the
+fixture of that name, read through the same loader and render path as a real stack. The real stack files
+are checked only by tests/stacks/ (renders, 0 schema problems, policies pass, also with a model added).
+"""
 
 from __future__ import annotations
 
@@ -6,20 +12,38 @@ import copy
 import json
 import runpy
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
 
-from config.loader import PROJECT, ROOT, raw_stack_config
+from config.loader import PROJECT, ROOT, ConfigError, load_stack, raw_stack_config
+from config.schema import StackConfig
 from tools import mocks as platform_mocks
 from tools.render import stack_config
+
+FIXTURE_STACKS = ROOT / "tests" / "fixtures" / "stacks"
+
+
+def fixture_stack(name: str) -> Path:
+    """The stack file of fixture `name`; an unknown name fails listing the fixtures."""
+    path = FIXTURE_STACKS / f"Pulumi.{name}.yaml"
+    if not path.exists():
+        known = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in FIXTURE_STACKS.iterdir())
+        raise ConfigError(f"no fixture stack {name!r} in {FIXTURE_STACKS}; fixtures: {', '.join(known)}")
+    return path
+
+
+def load_fixture(name: str) -> StackConfig:
+    """Validated config of fixture stack `name` (config.loader.load_stack on its file)."""
+    return load_stack(fixture_stack(name))
 
 
 @pytest.fixture
 def mocks() -> Iterator[platform_mocks.PlatformMocks]:
-    """Mocks with the dev stack's config; components under test are constructed inside the test."""
-    config, secret_keys = stack_config("dev")
+    """Mocks with the dev fixture's config; components under test are constructed inside the test."""
+    config, secret_keys = stack_config(fixture_stack("dev"))
     m, loop = platform_mocks.install("dev", config, secret_keys)
     yield m
     platform_mocks.uninstall(loop)
@@ -31,7 +55,7 @@ _UNCHANGED_STACKS: dict[str, platform_mocks.PlatformMocks] = {}
 
 @pytest.fixture
 def run_program() -> Iterator[Callable[[str], platform_mocks.PlatformMocks]]:
-    """Evaluate the real __main__.py with a stack's config; returns the mocks that recorded it."""
+    """Evaluate the real __main__.py with a fixture stack's config; returns the mocks that recorded it."""
     loops = []
 
     def run(
@@ -40,7 +64,7 @@ def run_program() -> Iterator[Callable[[str], platform_mocks.PlatformMocks]]:
         unchanged = not overrides and not drop_secrets
         if unchanged and stack in _UNCHANGED_STACKS:
             return _UNCHANGED_STACKS[stack]
-        config, secret_keys = stack_config(stack)
+        config, secret_keys = stack_config(fixture_stack(stack))
         for key in drop_secrets or []:
             config.pop(f"{PROJECT}:{key}")
         for key, value in (overrides or {}).items():
@@ -65,6 +89,6 @@ def run_program() -> Iterator[Callable[[str], platform_mocks.PlatformMocks]]:
 
 
 def stack_values(stack: str) -> dict[str, Any]:
-    """The plain `llm-platform:` values of a stack file, keyed without the prefix, safe to mutate."""
-    raw = raw_stack_config(stack)
+    """The plain `llm-platform:` values of fixture stack `stack`, keyed without the prefix, safe to mutate."""
+    raw = raw_stack_config(fixture_stack(stack))
     return copy.deepcopy({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith(f"{PROJECT}:")})

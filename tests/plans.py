@@ -1,14 +1,15 @@
-"""Resolved plans of stack files and of configs built in a test (the specs render from these)."""
+"""Resolved plans of fixture stacks (tests/fixtures/stacks) and of configs built in a test (the specs render
+from these)."""
 
 from __future__ import annotations
 
-from config.loader import load_stack
 from config.schema import StackConfig
 from plan import ModelPlan, Plan, resolve
+from tests.conftest import load_fixture
 
 
 def stack_plan(stack: str | StackConfig) -> Plan:
-    return resolve(load_stack(stack) if isinstance(stack, str) else stack)
+    return resolve(load_fixture(stack) if isinstance(stack, str) else stack)
 
 
 def model_plan(stack: str | StackConfig, name: str) -> ModelPlan:

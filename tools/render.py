@@ -10,7 +10,6 @@ No cloud credentials, Pulumi CLI or cluster are needed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import runpy
 import shutil
@@ -25,7 +24,17 @@ from typing import Any
 import pulumi
 import yaml
 
-from config.loader import PROJECT, ROOT, SECRET_KEYS, ConfigError, load_stack, raw_stack_config
+from config.loader import (
+    PROJECT,
+    ROOT,
+    SECRET_KEYS,
+    ConfigError,
+    Stack,
+    load_stack,
+    raw_stack_config,
+    stack_name,
+)
+from tools import cli
 from tools import mocks as platform_mocks
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -44,7 +53,7 @@ class Render:
     seconds: float
 
 
-def stack_config(stack: str) -> tuple[dict[str, str], list[str]]:
+def stack_config(stack: Stack) -> tuple[dict[str, str], list[str]]:
     """Pulumi.<stack>.yaml as the engine hands it to the program: strings, objects JSON-encoded."""
     config: dict[str, str] = {}
     for key, value in raw_stack_config(stack).items():
@@ -62,12 +71,12 @@ def stack_config(stack: str) -> tuple[dict[str, str], list[str]]:
     return config, secret_keys
 
 
-def evaluate(stack: str) -> Render:
+def evaluate(stack: Stack) -> Render:
     """Validate the stack file, then run __main__.py under mocks and collect every registration."""
     load_stack(stack)  # a bad config stops here with the field, the value and what is allowed
     started = time.perf_counter()
     config, secret_keys = stack_config(stack)
-    mocks, loop = platform_mocks.install(stack, config, secret_keys)
+    mocks, loop = platform_mocks.install(stack_name(stack), config, secret_keys)
     try:
 
         @pulumi.runtime.test
@@ -171,20 +180,22 @@ def summary(stack: str, render: Render) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog="python -m tools.render", description="Render a stack offline under Pulumi mocks."
     )
-    parser.add_argument("stack", help="stack name: reads Pulumi.<stack>.yaml")
+    parser.add_argument(
+        "stack", type=cli.stack, help="stack name (reads Pulumi.<stack>.yaml) or the path of a stack file"
+    )
     parser.add_argument("--out", type=Path, required=True, help="folder to write the render to")
     args = parser.parse_args(argv)
     try:
         render = evaluate(args.stack)
     except ConfigError as exc:
-        print(f"invalid config for stack {args.stack!r}:\n{exc}", file=sys.stderr)
+        print(f"invalid config for stack {stack_name(args.stack)!r}:\n{exc}", file=sys.stderr)
         return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write(render, args.out)
-    print(summary(args.stack, render))
+    print(summary(stack_name(args.stack), render))
     return 0
 
 

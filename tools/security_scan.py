@@ -3,6 +3,8 @@
     uv run python -m tools.security_scan dev staging prod            # scan existing renders
     uv run python -m tools.security_scan prod --render               # render first, then scan
 
+A render older than its stack file or the program is refused (exit 2): scan it again after `--render`.
+
 Suppressions live in one file, security/checkov.yaml, one check id a line with its justification as a
 comment; a skip without one stops the scan. checkov is pinned and run through `uvx`, so it never enters
 the project's environment. A render with no Kubernetes manifests passes with a note. JUnit XML results go to
@@ -11,7 +13,6 @@ build/<stack>/checkov.xml for CI to upload. Exit code: 0 clean, 1 failed checks,
 
 from __future__ import annotations
 
-import argparse
 import re
 import shutil
 import subprocess
@@ -19,6 +20,9 @@ import sys
 from pathlib import Path
 
 import yaml
+
+from config.loader import ConfigError, Stack, stack_name
+from tools import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKOV_VERSION = "3.3.30"
@@ -44,7 +48,7 @@ def unjustified_skips(config: Path) -> list[str]:
 
 def checkov_command(manifests: Path, results: Path) -> list[str]:
     if shutil.which("uvx") is None:
-        raise SystemExit("uvx is not on PATH; install uv (https://docs.astral.sh/uv/) to run checkov")
+        cli.fail("uvx is not on PATH; install uv (https://docs.astral.sh/uv/) to run checkov")
     return [
         "uvx",
         f"checkov=={CHECKOV_VERSION}",
@@ -63,35 +67,44 @@ def checkov_command(manifests: Path, results: Path) -> list[str]:
     ]
 
 
-def render(stack: str, out: Path) -> None:
+def render(stack: Stack, out: Path) -> None:
     from tools.render import evaluate, write  # imported late: scanning an existing render needs no Pulumi
 
     out.parent.mkdir(parents=True, exist_ok=True)
     write(evaluate(stack), out)
 
 
-def scan(stack: str, build: Path, *, do_render: bool) -> int:
-    folder = build / stack
+def scan(stack: Stack, build: Path, *, do_render: bool) -> int:
+    name = stack_name(stack)
+    folder = build / name
     manifests = folder / "manifests.yaml"
-    if do_render or not manifests.exists():
-        print(f"== rendering {stack} into {folder}")
-        render(stack, folder)
+    if do_render:
+        print(f"== rendering {name} into {folder}")
+        try:
+            render(stack, folder)
+        except ConfigError as exc:
+            cli.fail(f"invalid config for stack {name!r}:\n{exc}")
+    stale = cli.stale_render(stack, manifests)
+    if stale:
+        cli.fail(f"{name}: {stale} (or pass --render)")
     documents = [d for d in yaml.safe_load_all(manifests.read_text()) if d]
     if not documents:
-        print(f"== {stack}: {manifests} holds no Kubernetes manifests; nothing for checkov to scan")
+        print(f"== {name}: {manifests} holds no Kubernetes manifests; nothing for checkov to scan")
         return 0
     kinds = sorted({str(d.get("kind")) for d in documents})
     print(
-        f"== checkov {CHECKOV_VERSION}: {stack}, {len(documents)} manifests ({', '.join(kinds)})", flush=True
+        f"== checkov {CHECKOV_VERSION}: {name}, {len(documents)} manifests ({', '.join(kinds)})", flush=True
     )
     return subprocess.run(checkov_command(manifests, folder / "checkov.xml"), check=False).returncode
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog="python -m tools.security_scan", description="checkov over the offline render of each stack"
     )
-    parser.add_argument("stacks", nargs="+", help="stack names (dev, staging, prod)")
+    parser.add_argument(
+        "stacks", nargs="+", type=cli.stack, help="stack names (dev, staging, prod) or stack-file paths"
+    )
     parser.add_argument("--build", type=Path, default=ROOT / "build", help="render folder (default: build/)")
     parser.add_argument(
         "--render", action="store_true", help="render the stack first, even if a render exists"
@@ -107,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     for stack in args.stacks:
         code = scan(stack, args.build, do_render=args.render)
         if code:
-            print(f"== {stack}: checkov failed (exit {code})", file=sys.stderr)
+            print(f"== {stack_name(stack)}: checkov failed (exit {code})", file=sys.stderr)
         worst = max(worst, code)
     return worst
 

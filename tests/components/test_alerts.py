@@ -19,14 +19,15 @@ import yaml
 
 from components.specs import alerts
 from components.specs.alerts import prometheus_rule, rule_expressions
-from config.loader import ROOT, load_stack
+from config.loader import ROOT
 from config.schema import ModelConfig
 from plan import promql
 from plan.model import resolve_model
 from plan.naming import keda_hpa_name
 from tests.components import promtool
+from tests.conftest import load_fixture
 
-STACK = load_stack("prod")
+STACK = load_fixture("prod")
 MODEL = STACK.models[0]  # mistral-7b: autoscaled 2..10, SLO TTFT 0.2 s, ITL 0.03 s
 OTHER = STACK.models[1]  # llama-70b: fixed at 2 replicas
 NS = "llm-serving"

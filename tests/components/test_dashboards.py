@@ -18,11 +18,11 @@ from components.specs.dashboards import (
     headroom_dashboard,
     vllm_dashboard,
 )
-from config.loader import load_stack
 from plan import promql
 from tests.components import promtool
+from tests.conftest import load_fixture
 
-K8S_VERSION = load_stack("prod").cluster.kubernetes_version
+K8S_VERSION = load_fixture("prod").cluster.kubernetes_version
 DASHBOARDS = {
     "vllm": vllm_dashboard(),
     "gpu": gpu_dashboard(),

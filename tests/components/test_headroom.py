@@ -15,7 +15,6 @@ import yaml
 from components.specs import headroom as spec
 from components.specs.model_cache import cache_wiring, nvme_daemonset
 from components.specs.serving import deployment
-from config import loader
 from config.loader import PROJECT, ROOT, ConfigError, parse
 from config.schema import StackConfig
 from tests.components import promtool
@@ -212,10 +211,8 @@ def test_nvme_weights_are_synced_on_the_same_nodes_as_the_pre_pull() -> None:
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fixture stack rendered exactly as `python -m tools.render` renders a stack file."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(loader, "stack_file", lambda stack: FIXTURE)
-        out = tmp_path_factory.mktemp("render") / "headroom"
-        assert render.main(["headroom", "--out", str(out)]) == 0
+    out = tmp_path_factory.mktemp("render") / "headroom"
+    assert render.main([str(FIXTURE), "--out", str(out)]) == 0
     return out
 
 

@@ -7,9 +7,8 @@ import json
 import pytest
 
 from components.specs import karpenter as spec
-from config.loader import load_stack
 from plan import NodeClassPlan
-from tests.conftest import stack_values
+from tests.conftest import load_fixture, stack_values
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
@@ -45,7 +44,7 @@ def test_dev_renders_a_spot_pool(run_program) -> None:
 
 @pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
 def test_every_pool_is_tainted_limited_and_consolidates_when_empty(run_program, stack: str) -> None:
-    cfg = load_stack(stack)
+    cfg = load_fixture(stack)
     m = run_program(stack)
     pools = {p.inputs["metadata"]["name"]: p.inputs["spec"] for p in m.by_type(NODE_POOL)}
     for pool in cfg.gpu_node_pools:
@@ -60,7 +59,7 @@ def test_every_pool_is_tainted_limited_and_consolidates_when_empty(run_program, 
 
 
 def test_on_demand_only_pools_weigh_less_than_spot_pools() -> None:
-    cfg = load_stack("prod")
+    cfg = load_fixture("prod")
     assert spec.pool_weight(cfg.pool("g5")) > spec.pool_weight(cfg.pool("p4d"))
 
 

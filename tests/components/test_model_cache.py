@@ -7,9 +7,9 @@ import json
 import pytest
 
 from components.specs import model_cache as spec
-from config.loader import load_stack
 from plan.model import resolve_model
 from plan.naming import READY_MARKER
+from tests.conftest import load_fixture
 from tests.plans import model_plan as _model
 from tools.preflight import nodes
 
@@ -147,7 +147,7 @@ def test_static_pv_and_claim_bind_read_only_for_vllm() -> None:
     ("ami_family", "root"), [("al2023", "/mnt/k8s-disks/0"), ("bottlerocket", "/mnt/.ephemeral")]
 )
 def test_nvme_sync_and_vllm_meet_at_the_same_marker(ami_family: str, root: str) -> None:
-    config = load_stack("staging")
+    config = load_fixture("staging")
     model_config = next(m for m in config.models if m.name == "mistral-7b")
     pool = config.pool(model_config.node_pool).model_copy(update={"ami_family": ami_family})
     model = resolve_model(model_config, pool)

@@ -14,30 +14,27 @@ import pytest
 import yaml
 
 from components.specs import reservations
-from config import loader
-from config.loader import PROJECT, ROOT, ConfigError, parse
+from config.loader import ROOT, ConfigError, parse
 from plan.nodes import pool_node_class_name
 from tests.components import promtool
+from tests.conftest import fixture_stack, stack_values
 from tools import render
 
-FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.reservations.yaml"
+FIXTURE = fixture_stack("reservations")
 SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
 ODCR = "gpu-al2023-p5-odcr"
 BLOCK = "gpu-al2023-p4de-block"
 
 
 def fixture_values() -> dict[str, Any]:
-    raw = yaml.safe_load(FIXTURE.read_text())["config"]
-    return copy.deepcopy({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith(f"{PROJECT}:")})
+    return stack_values("reservations")
 
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fixture stack rendered exactly as `python -m tools.render` renders a stack file."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(loader, "stack_file", lambda stack: FIXTURE)
-        out = tmp_path_factory.mktemp("render") / "reservations"
-        assert render.main(["reservations", "--out", str(out)]) == 0
+    out = tmp_path_factory.mktemp("render") / "reservations"
+    assert render.main([str(FIXTURE), "--out", str(out)]) == 0
     return out
 
 
@@ -194,7 +191,7 @@ def pool_error(**changes: Any) -> str:
     [
         (
             {"capacityReservations": []},
-            "gpuNodePools[p5-odcr].capacityTypes ['reserved', 'on-demand']: 'reserved' needs capacityReservations",
+            "gpuNodePools[1] (p5-odcr).capacityTypes ['reserved', 'on-demand']: 'reserved' needs capacityReservations",
         ),
         ({"capacityTypes": ["on-demand"]}, "does not include 'reserved'"),
         (

@@ -6,9 +6,9 @@ import pytest
 
 from components.specs import model_cache, serving
 from config.catalog import GPU_INSTANCES
-from config.loader import load_stack, parse
+from config.loader import parse
 from plan.model import resolve_model
-from tests.conftest import stack_values
+from tests.conftest import load_fixture, stack_values
 from tests.plans import model_plan as _model
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -181,6 +181,8 @@ def test_a_second_model_gets_its_own_complete_set(run_program) -> None:
         "name": "qwen-7b",
         "huggingFaceId": "Qwen/Qwen2.5-7B-Instruct",
         "cache": "hub",
+        # not in the built-in profile table: described from its config.json
+        "geometry": {"parameters": 7.62e9, "layers": 28, "kvHeads": 4, "headDim": 128},
     }
     m = run_program("dev", {"models": [*values["models"], second]})
     assert _kinds(m, "model-qwen-1-5b") >= EXPECTED_PER_MODEL
@@ -232,7 +234,7 @@ def test_api_key_never_reaches_argv_and_offline_models_get_no_hub_token(run_prog
 def test_rollout_surges_only_into_gpu_headroom() -> None:
     """A surge replica needs the pool's GPU limit to have room with every model at maxReplicas, else
     Karpenter never launches it and the rollout hangs: replace in place instead."""
-    cfg = load_stack("prod")
+    cfg = load_fixture("prod")
     llama = _model("prod", "llama-70b")
     assert llama.pool_headroom_gpus >= llama.gpus, "prod's p4d limit leaves room for one more 8-GPU node"
     surge = serving.rollout_strategy(llama)["rollingUpdate"]

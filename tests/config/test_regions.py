@@ -38,7 +38,7 @@ def test_an_instance_not_sold_in_the_region_is_an_error_with_where_it_is_sold() 
         parse(values, region="eu-west-1")
     message = str(exc.value)
     assert (
-        "gpuNodePools[p6-b200].instanceFamilies ['p6-b200']: p6-b200.48xlarge is not sold in eu-west-1"
+        "gpuNodePools[0] (p6-b200).instanceFamilies ['p6-b200']: p6-b200.48xlarge is not sold in eu-west-1"
         in message
     )
     assert (

@@ -6,19 +6,19 @@ from typing import Any
 
 import pytest
 
-from config.loader import ConfigError, load_stack, parse
-from tests.conftest import stack_values
+from config.loader import ConfigError, parse
+from tests.conftest import load_fixture, stack_values
 
 
 @pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
-def test_committed_stacks_are_valid(stack: str) -> None:
-    cfg = load_stack(stack)
+def test_fixture_stacks_are_valid(stack: str) -> None:
+    cfg = load_fixture(stack)
     assert cfg.environment.value == stack
     assert cfg.models, "every stack serves at least one model"
 
 
 def test_camel_case_keys_map_to_the_schema() -> None:
-    cfg = load_stack("prod")
+    cfg = load_fixture("prod")
     mistral = cfg.models[0]
     assert mistral.hugging_face_id == "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
     assert mistral.autoscaling.queue_depth_per_replica == 2
@@ -46,14 +46,14 @@ def test_unknown_instance_family() -> None:
     v = _prod()
     v["gpuNodePools"][0]["instanceFamilies"] = ["g5", "x9z"]
     msg = _error(v)
-    assert "gpuNodePools[g5].instanceFamilies" in msg and "'x9z'" in msg and "allowed: g5, g6, g6e" in msg
+    assert "gpuNodePools[0] (g5).instanceFamilies" in msg and "'x9z'" in msg and "allowed: g5, g6, g6e" in msg
 
 
 def test_tensor_parallel_must_be_a_power_of_two() -> None:
     v = _prod()
     v["models"][1]["tensorParallelSize"] = 3
     msg = _error(v)
-    assert "models[1].tensorParallelSize" in msg and "3" in msg and "power of two" in msg
+    assert "models[1] (llama-70b).tensorParallelSize: 3" in msg and "3" in msg and "power of two" in msg
 
 
 def test_tensor_parallel_must_fit_the_largest_instance_of_the_pool() -> None:
@@ -67,6 +67,7 @@ def test_tensor_parallel_must_fit_the_largest_instance_of_the_pool() -> None:
 def test_tensor_parallel_at_the_pool_limit_is_fine() -> None:
     v = _prod()
     v["models"][0]["tensorParallelSize"] = 4
+    v["gpuNodePools"][0]["gpuLimit"] = 40  # 10 replicas x 4 GPUs
     assert parse(v).models[0].tensor_parallel_size == 4
 
 
@@ -90,7 +91,10 @@ def test_thresholds_must_be_positive(field: str, value: float) -> None:
     v = _dev()
     v["models"][0]["autoscaling"][field] = value
     msg = _error(v)
-    assert f"models[0].autoscaling.{field}: {value} is not allowed" in msg and "greater than 0" in msg
+    assert (
+        f"models[0] (qwen-1-5b).autoscaling.{field}: {value} is not allowed" in msg
+        and "greater than 0" in msg
+    )
 
 
 @pytest.mark.parametrize("value", [1.01, 5])
@@ -99,7 +103,7 @@ def test_kv_cache_usage_at_most_one(value: float) -> None:
     v["models"][0]["autoscaling"]["kvCacheUsage"] = value
     msg = _error(v)
     assert (
-        f"models[0].autoscaling.kvCacheUsage: {value} is not allowed" in msg
+        f"models[0] (qwen-1-5b).autoscaling.kvCacheUsage: {value} is not allowed" in msg
         and "less than or equal to 1" in msg
     )
 
@@ -115,26 +119,28 @@ def test_gpu_memory_utilization_open_interval(value: float) -> None:
     v = _dev()
     v["models"][0]["gpuMemoryUtilization"] = value
     msg = _error(v)
-    assert f"models[0].gpuMemoryUtilization: {value} is not allowed" in msg
+    assert f"models[0] (qwen-1-5b).gpuMemoryUtilization: {value} is not allowed" in msg
 
 
 def test_max_model_len_at_least_one() -> None:
     v = _dev()
     v["models"][0]["maxModelLen"] = 0
     msg = _error(v)
-    assert "models[0].maxModelLen: 0 is not allowed" in msg and "greater than or equal to 1" in msg
+    assert (
+        "models[0] (qwen-1-5b).maxModelLen: 0 is not allowed" in msg and "greater than or equal to 1" in msg
+    )
 
 
 def test_duplicate_model_names() -> None:
     v = _prod()
     v["models"][1]["name"] = "mistral-7b"
-    assert "models: duplicate name 'mistral-7b'" in _error(v)
+    assert "models[1] (mistral-7b).name: 'mistral-7b' is used twice" in _error(v)
 
 
 def test_duplicate_pool_names() -> None:
     v = _prod()
     v["gpuNodePools"][1] |= {"name": "g5", "instanceFamilies": ["g5"]}
-    assert "gpuNodePools: duplicate name 'g5'" in _error(v)
+    assert "gpuNodePools[1] (g5).name: 'g5' is used twice" in _error(v)
 
 
 def test_prod_needs_two_replicas() -> None:
@@ -200,13 +206,16 @@ def test_unknown_cache_mode() -> None:
     v = _dev()
     v["models"][0]["cache"] = "efs"
     msg = _error(v)
-    assert 'models[0].cache: "efs" is not allowed' in msg and "'nvme', 'fsx', 's3' or 'hub'" in msg
+    assert (
+        "models[0] (qwen-1-5b).cache: 'efs' is not allowed" in msg and "'nvme', 'fsx', 's3' or 'hub'" in msg
+    )
 
 
 def test_unknown_keys_are_refused() -> None:
     v = _dev()
     v["models"][0]["replicas"] = 3
-    assert "models[0].replicas" in _error(v)
+    msg = _error(v)
+    assert "models[0] (qwen-1-5b).replicas: unknown key" in msg and "allowed: name, huggingFaceId" in msg
     assert "llm-platform:modelz: unknown config key" in _error(_dev() | {"modelz": []})
 
 
@@ -226,7 +235,7 @@ def test_unpinned_image_is_refused() -> None:
     v = _dev()
     v["models"][0]["image"] = "vllm/vllm-openai:latest"
     msg = _error(v)
-    assert "models[0].image" in msg and "is not pinned" in msg
+    assert "models[0] (qwen-1-5b).image" in msg and "is not pinned" in msg
 
 
 def test_existing_mode_needs_a_kubeconfig() -> None:
@@ -238,12 +247,15 @@ def test_existing_mode_needs_a_kubeconfig() -> None:
 def test_prewarm_replicas_within_bounds() -> None:
     v = _prod()
     v["models"][0]["autoscaling"]["prewarm"][0]["replicas"] = 50
-    assert "prewarm[morning-surge].replicas: 50 must be between minReplicas 2 and maxReplicas 10" in _error(v)
+    assert (
+        "models[0] (mistral-7b).autoscaling.prewarm[0] (morning-surge).replicas: 50 must be between minReplicas 2 and maxReplicas 10"
+        in _error(v)
+    )
 
 
 def test_environment_must_be_known() -> None:
     msg = _error(_dev() | {"environment": "qa"})
-    assert 'environment: "qa" is not allowed' in msg and "'dev', 'staging' or 'prod'" in msg
+    assert "environment: 'qa' is not allowed" in msg and "'dev', 'staging' or 'prod'" in msg
 
 
 def test_existing_clusters_serve_from_the_hub_only() -> None:
@@ -268,7 +280,7 @@ def test_gateway_rules() -> None:
     assert "an internet-facing gateway (internal: false) needs an ACM certificate" in _error(v)
     v = _prod()
     v["gateway"]["clients"].append(dict(v["gateway"]["clients"][0]))
-    assert "gateway.clients: duplicate name 'chat-app'" in _error(v)
+    assert "gateway.clients[2] (chat-app).name: 'chat-app' is used twice" in _error(v)
     v = _prod()
     v["gateway"]["clients"][0]["requestsPerMinute"] = 0
-    assert "gateway.clients[0].requestsPerMinute: 0 is not allowed" in _error(v)
+    assert "gateway.clients[0] (chat-app).requestsPerMinute: 0 is not allowed" in _error(v)

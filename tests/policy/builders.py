@@ -100,6 +100,17 @@ def violations(policy: POLICY, args: ResourceValidationArgs | StackValidationArg
     return found
 
 
+def render_violations(policy: POLICY, resources: list[dict[str, Any]], stack: str) -> list[str]:
+    """What `policy` reports over a render's resources, as `pulumi preview --policy-pack` would check them."""
+    if isinstance(policy, StackValidationPolicy):
+        return violations(policy, stack_args([(r["type"], r["inputs"]) for r in resources], stack=stack))
+    found: list[str] = []
+    for r in resources:
+        args = resource_args(r["type"], r["inputs"], stack=stack, name=r["name"])
+        found += [f"{r['type']}::{r['name']}: {v}" for v in violations(policy, args)]
+    return found
+
+
 # ------------------------------------------------------------------------------------------ objects
 
 
@@ -272,6 +283,7 @@ __all__ = [
     "node_class",
     "pod_spec_of",
     "prometheus_trigger",
+    "render_violations",
     "resource_args",
     "scaled_object",
     "stack_args",

@@ -123,3 +123,32 @@ def test_workflows_pass_actionlint() -> None:
         cwd=ROOT,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_pulumi_cli_is_pinned_to_the_sdk_version() -> None:
+    sdk = re.search(r'"pulumi==([0-9.]+)"', (ROOT / "pyproject.toml").read_text())
+    assert sdk is not None
+    for name in ("pr.yml", "pulumi-up.yml"):
+        actions = [s for s in steps(load(name)) if s.get("uses", "").startswith("pulumi/actions@")]
+        assert actions and all(str(s["with"]["pulumi-version"]) == sdk.group(1) for s in actions), name
+
+
+def test_deploy_runs_only_on_changes_to_the_program() -> None:
+    from fnmatch import fnmatch
+
+    paths = load("deploy.yml")["on"]["push"]["paths"]
+
+    def deploys(changed: str) -> bool:
+        return any(fnmatch(changed, p.replace("**", "*")) for p in paths)
+
+    assert not deploys("README.md") and not deploys("docs/simulator.md") and not deploys("tests/conftest.py")
+    for changed in (
+        "__main__.py",
+        "Pulumi.prod.yaml",
+        "components/specs/serving.py",
+        "config/schema.py",
+        "uv.lock",
+    ):
+        assert deploys(changed), changed
+    for package in ("components", "config", "policy"):
+        assert f"{package}/**" in paths

@@ -1,4 +1,4 @@
-"""The project's own objects pass every policy: each stack is rendered offline (the real __main__.py under
+"""The project's own objects pass every policy: each fixture stack is rendered offline (the real __main__.py under
 mocks, as `python -m tools.render` does) and every registered resource goes through the pack, the resource
 policies one resource at a time and the stack policies over the whole stack.
 
@@ -16,7 +16,8 @@ import pytest
 from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
 
 from policy.llm_platform_policies import ALL_POLICIES
-from tests.policy.builders import resource_args, stack_args, violations
+from tests.conftest import fixture_stack
+from tests.policy.builders import render_violations
 from tools.render import Render, evaluate
 
 STACKS = ("dev", "staging", "prod")
@@ -33,7 +34,7 @@ WATCHED = (
 
 @cache
 def rendered(stack: str) -> Render:
-    return evaluate(stack)
+    return evaluate(fixture_stack(stack))
 
 
 def _policy_id(policy: Any) -> str:
@@ -45,14 +46,7 @@ def _policy_id(policy: Any) -> str:
 def test_rendered_stack_passes_policy(
     stack: str, policy: ResourceValidationPolicy | StackValidationPolicy
 ) -> None:
-    resources = rendered(stack).resources
-    found: list[str] = []
-    if isinstance(policy, StackValidationPolicy):
-        found += violations(policy, stack_args([(r["type"], r["inputs"]) for r in resources], stack=stack))
-    else:
-        for r in resources:
-            args = resource_args(r["type"], r["inputs"], stack=stack, name=r["name"])
-            found += [f"{r['type']}::{r['name']}: {v}" for v in violations(policy, args)]
+    found = render_violations(policy, rendered(stack).resources, stack)
     assert found == [], f"stack {stack}, policy {policy.name}:\n" + "\n".join(found)
 
 

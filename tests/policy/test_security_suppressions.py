@@ -7,6 +7,7 @@ import re
 import pytest
 
 from config.loader import ROOT
+from tests.conftest import fixture_stack
 from tools.render import evaluate
 
 CONFIG = (ROOT / "security" / "checkov.yaml").read_text()
@@ -15,7 +16,7 @@ ANNOTATION = re.compile(r"^checkov\.io/skip\d+$")
 
 @pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
 def test_resource_scoped_skips_are_listed_with_a_reason(stack: str) -> None:
-    for manifest in evaluate(stack).manifests:
+    for manifest in evaluate(fixture_stack(stack)).manifests:
         annotations = (manifest["metadata"].get("annotations") or {}) | (
             ((manifest.get("spec") or {}).get("template") or {}).get("metadata", {}).get("annotations") or {}
         )

@@ -1,4 +1,4 @@
-"""The offline render: what each stack will deploy, written for review, with secrets masked."""
+"""The offline render: what each stack will deploy, written for review, with secrets masked (fixture stacks)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from config.loader import ROOT
+from config.loader import ROOT, stack_names
+from tests.conftest import fixture_stack
 from tools import render
 
 SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
@@ -19,7 +20,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
     for stack in ("dev", "staging", "prod"):
         target = tmp_path_factory.mktemp("render") / stack
-        assert render.main([stack, "--out", str(target)]) == 0
+        assert render.main([str(fixture_stack(stack)), "--out", str(target)]) == 0
         out[stack] = target
     return out
 
@@ -60,29 +61,36 @@ def test_secrets_never_reach_the_render(rendered: dict[str, Path]) -> None:
 
 def test_render_is_deterministic(rendered: dict[str, Path], tmp_path: Path) -> None:
     again = tmp_path / "prod"
-    assert render.main(["prod", "--out", str(again)]) == 0
+    assert render.main([str(fixture_stack("prod")), "--out", str(again)]) == 0
     for name in ("resources.json", "manifests.yaml"):
         assert (again / name).read_text() == (rendered["prod"] / name).read_text()
 
 
-def test_bad_config_exits_non_zero_and_writes_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
-    import config.loader
-
-    broken = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+def test_bad_config_exits_non_zero_and_writes_nothing(tmp_path: Path, capsys) -> None:
+    broken = yaml.safe_load(fixture_stack("dev").read_text())
     broken["config"]["llm-platform:models"][0]["autoscaling"]["kvCacheUsage"] = 1.5
     stack_file = tmp_path / "Pulumi.broken.yaml"
     stack_file.write_text(yaml.safe_dump(broken))
-    monkeypatch.setattr(config.loader, "stack_file", lambda stack: tmp_path / f"Pulumi.{stack}.yaml")
     out = tmp_path / "render"
-    assert render.main(["broken", "--out", str(out)]) == 2
+    assert render.main([str(stack_file), "--out", str(out)]) == 2
     assert not out.exists()
     err = capsys.readouterr().err
-    assert "models[0].autoscaling.kvCacheUsage: 1.5 is not allowed" in err
+    line = next(
+        i for i, text in enumerate(stack_file.read_text().splitlines(), 1) if "kvCacheUsage: 1.5" in text
+    )
+    assert (
+        f"Pulumi.broken.yaml:{line}: models[0] (qwen-1-5b).autoscaling.kvCacheUsage: 1.5 is not allowed"
+        in err
+    )
 
 
 def test_unknown_stack_is_a_clear_error(tmp_path: Path, capsys) -> None:
-    assert render.main(["nope", "--out", str(tmp_path / "x")]) == 2
-    assert "Pulumi.nope.yaml does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        render.main(["nope", "--out", str(tmp_path / "x")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Pulumi.nope.yaml does not exist" in err
+    assert f"stacks: {', '.join(stack_names())}" in err
 
 
 @pytest.mark.skipif(

@@ -1,0 +1,15 @@
+"""Every real stack file renders, with 0 upstream-schema problems, and passes the policy pack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from config.loader import stack_names
+from tests.stacks.real import problems
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_real_stack_renders_validates_and_passes_policies(stack: str, tmp_path: Path) -> None:
+    assert problems(stack, tmp_path / stack) == []

@@ -1,0 +1,61 @@
+"""The README's commands stay in step with the command-line tools: every `uv run python -m <tool> ...` it
+shows (code blocks and inline) parses with that tool's own argparse, and every script it runs exists."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import runpy
+import shlex
+import sys
+
+import pytest
+
+from config.loader import ROOT
+
+README = (ROOT / "README.md").read_text()
+
+
+def _commands() -> list[str]:
+    text = README.replace("\\\n", " ")  # shell line continuations
+    found = re.findall(r"uv run python (-m \S+[^`#\n]*|\S+\.py[^`#\n]*)", text)
+    return sorted({" ".join(c.split()) for c in found})
+
+
+COMMANDS = _commands()
+
+
+class _Parsed(Exception):
+    """Raised once the tool's parser accepted the arguments, so nothing runs."""
+
+
+def test_the_readme_shows_the_tools() -> None:
+    modules = {c.split()[1] for c in COMMANDS if c.startswith("-m ")}
+    assert {"tools.render", "tools.security_scan", "simulator"} <= modules
+
+
+@pytest.mark.filterwarnings("ignore:.*found in sys.modules:RuntimeWarning")
+@pytest.mark.parametrize("command", COMMANDS)
+def test_readme_command_parses(command: str, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    words = shlex.split(command)
+    if words[0] != "-m":
+        assert (ROOT / words[0]).is_file(), f"README runs {words[0]}, which does not exist"
+        return
+    module, argv = words[1], words[2:]
+    parse = argparse.ArgumentParser.parse_args
+
+    def parse_then_stop(self, args=None, namespace=None):
+        parse(self, args, namespace)  # a bad argument exits 2 here, as on the command line
+        raise _Parsed
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
+    monkeypatch.setattr(sys, "argv", [module, *argv])
+    monkeypatch.chdir(ROOT)
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except _Parsed:
+        return
+    except SystemExit as exc:
+        err = capsys.readouterr().err.strip()
+        pytest.fail(f"`uv run python {command}` does not parse: {err} ({exc})")
+    pytest.fail(f"`uv run python {command}` ran without parsing its arguments with argparse")
