@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from config.loader import stack_arg
 from simulator import capacity_cmd, report
 from simulator.args import (
     OneLineParser,
@@ -49,7 +50,9 @@ STACK_ONLY = (
 def _parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m simulator", description=__doc__)
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--stack", help="stack name (reads Pulumi.<stack>.yaml)")
+    src.add_argument(
+        "--stack", type=stack_arg, help="stack name (reads Pulumi.<stack>.yaml) or a stack file's path"
+    )
     src.add_argument("--scenario", choices=["seed-benchmark"], help="a built-in scenario")
     p.add_argument("--model", help="model name in the stack (default: the first)")
     p.add_argument(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +38,9 @@ from simulator.engine import Result, SimConfig, Slo, simulate
 from simulator.replica import EngineConfig, ReplicaModel, ReplicaTable, TokenStats
 from simulator.strategies import Strategy, hpa_gpu_memory, keda, static
 from simulator.traffic import Traffic, seed_day
+
+if TYPE_CHECKING:
+    from config.loader import Stack
 
 SEED_MODEL = "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
 SEED_INSTANCE = "g5.2xlarge"
@@ -328,7 +332,7 @@ class StackRun:
 
 
 def stack_run(
-    stack: str,
+    stack: Stack,
     model_name: str | None,
     traffic: Traffic,
     seed: int = 0,

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from config.cold_start import cold_start_seconds
+from config.loader import load_stack, stack_arg, stack_file
 from config.schema import Autoscaling, PrewarmWindow, ScalingRules
 from simulator.args import OneLineParser, non_negative_float, positive_int
 from simulator.engine import simulate
@@ -167,7 +168,7 @@ class Tuner:
 
 def parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m simulator tune", description=__doc__)
-    p.add_argument("--stack", required=True)
+    p.add_argument("--stack", required=True, type=stack_arg, help="stack name, or the path of a stack file")
     p.add_argument("--model", help="model name in the stack (default: the first)")
     p.add_argument("--traffic", nargs="+", required=True, help="training days (CSV or Prometheus JSON)")
     p.add_argument(
@@ -196,8 +197,6 @@ def run(argv: Sequence[str]) -> int:
     train = runs_for(args.traffic)
     holdout = runs_for(args.holdout)
     stack_cfg = train[0]
-    from config.loader import load_stack
-
     model_cfg = next(m for m in load_stack(args.stack).models if m.name == stack_cfg.model_name)
     tuner = Tuner(
         train, args.max_miss_pct, args.surge_known, stack_cfg.max_replicas, model_cfg.autoscaling.min_replicas
@@ -208,7 +207,7 @@ def run(argv: Sequence[str]) -> int:
         days = days + tuner.score(knobs, holdout, holdout=True)[2]
     final = tuner.config(knobs, None)
     out = {
-        "stack": args.stack,
+        "stack": str(args.stack),
         "model": stack_cfg.model_name,
         "max_miss_pct": args.max_miss_pct,
         "meets_target_on_every_training_day": worst <= args.max_miss_pct,
@@ -242,6 +241,6 @@ def run(argv: Sequence[str]) -> int:
                 for i, (c, w) in enumerate(zip(r, widths, strict=True))
             )
         )
-    print(f"paste under {stack_cfg.model_path} in Pulumi.{args.stack}.yaml:")
+    print(f"paste under {stack_cfg.model_path} in {stack_file(args.stack).name}:")
     print(autoscaling_yaml(final))
     return 0

@@ -8,13 +8,14 @@ import json
 import numpy as np
 import pytest
 
+from config.loader import ROOT
 from simulator import family
 from simulator.cli import main
 from simulator.scenarios import stack_run
 from simulator.traffic import load
 from simulator.tune import Tuner
 
-STACK = "prod"  # the behaviour does not depend on the stack's numbers: only its model and pool are read
+STACK = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.prod.yaml"  # only its model and pool are read
 
 
 def short_day(tmp_path, name: str, surge_at: int) -> str:
@@ -43,7 +44,7 @@ def test_tune_json_reports_every_day_with_oracle_and_yaml(tmp_path, capsys):
     argv = [
         "tune",
         "--stack",
-        STACK,
+        str(STACK),
         "--traffic",
         a,
         b,
@@ -74,7 +75,17 @@ def test_family_days_are_distinct_and_positive(kind):
 
 def test_tune_rejects_a_miss_target_over_100(tmp_path, capsys):
     assert (
-        main(["tune", "--stack", STACK, "--traffic", short_day(tmp_path, "a", 60), "--max-miss-pct", "150"])
+        main(
+            [
+                "tune",
+                "--stack",
+                str(STACK),
+                "--traffic",
+                short_day(tmp_path, "a", 60),
+                "--max-miss-pct",
+                "150",
+            ]
+        )
         == 2
     )
     assert "percentage" in capsys.readouterr().err

@@ -47,17 +47,27 @@ def only(findings: list[Finding], check: str) -> Finding:
     return tripped[0]
 
 
-NOT_MODELLED = "are not modelled in tools/preflight/pods.py"
-
-
-def findings_of(v: RenderView) -> list[Finding]:
-    """Findings but the reminders that the inference gateway's charts' pods are not modelled yet."""
-    return [f for f in run(v) if NOT_MODELLED not in f.message]
-
-
 def test_fixture_passes_every_check(clean: RenderView) -> None:
-    assert findings_of(clean) == []
-    assert not [f for f in run(clean) if f.severity == "blocker"]
+    """Every pod is modelled, the inference gateway's charts and Envoy proxies included."""
+    assert run(clean) == []
+
+
+def test_endpoint_picker_at_the_charts_default_size_is_blocked(view: RenderView) -> None:
+    """llm-d-router-gateway asks for 8 CPU per picker unless sized: more than an m6i.xlarge system node."""
+    picker = next(r for r in view.releases.values() if r.chart == "llm-d-router-gateway")
+    del picker.values["router"]["epp"]["resources"]
+    blocked = [f for f in run(view) if f.severity == "blocker" and f.check == "schedulability"]
+    assert blocked and any("epp" in f.object and "cpu" in f.message.lower() for f in blocked), [
+        f.line() for f in run(view)
+    ]
+
+
+def test_envoy_proxies_are_modelled_from_the_envoy_proxy_object(view: RenderView) -> None:
+    proxy = manifest(view, "EnvoyProxy", "")
+    deployment = proxy.body["spec"]["provider"]["kubernetes"]["envoyDeployment"]
+    deployment["container"]["resources"]["requests"]["memory"] = "64Gi"
+    blocked = [f for f in run(view) if f.severity == "blocker" and f.check == "schedulability"]
+    assert any("EnvoyProxy" in f.object for f in blocked), [f.line() for f in run(view)]
 
 
 # ------------------------------------------------------------------------------------ schedulability
@@ -70,7 +80,7 @@ def test_loader_job_on_the_eks_default_disk_is_blocked(view: RenderView) -> None
     job.body["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["ephemeral-storage"] = (
         "40Gi"
     )
-    findings = [f for f in findings_of(view) if f.object == "Job model-small/small-load-weights"]
+    findings = [f for f in run(view) if f.object == "Job model-small/small-load-weights"]
     assert len(findings) == 1 and findings[0].severity == "blocker"
     assert "requests 40960 MiB ephemeral storage" in findings[0].message
     assert "20 GiB disk" in findings[0].message and "17408" in findings[0].message
@@ -78,7 +88,7 @@ def test_loader_job_on_the_eks_default_disk_is_blocked(view: RenderView) -> None
 
 def test_untolerated_gpu_taint_is_blocked(view: RenderView) -> None:
     manifest(view, "Deployment", "model-small/small").body["spec"]["template"]["spec"]["tolerations"] = []
-    finding = only(findings_of(view), "schedulability")
+    finding = only(run(view), "schedulability")
     assert finding.object == "Deployment model-small/small"
     assert "taint nvidia.com/gpu=true:NoSchedule is not tolerated" in finding.message
 
@@ -86,7 +96,7 @@ def test_untolerated_gpu_taint_is_blocked(view: RenderView) -> None:
 def test_selector_for_a_pool_that_does_not_exist_is_blocked(view: RenderView) -> None:
     spec = manifest(view, "Deployment", "model-small/small").body["spec"]["template"]["spec"]
     spec["nodeSelector"] = {"llm-platform/gpu-pool": "g6"}
-    findings = [f for f in findings_of(view) if f.check == "schedulability"]
+    findings = [f for f in run(view) if f.check == "schedulability"]
     assert any("nodeSelector llm-platform/gpu-pool=g6" in f.message for f in findings)
 
 
@@ -95,7 +105,7 @@ def test_more_gpus_than_any_instance_is_blocked(view: RenderView) -> None:
         "containers"
     ][0]
     container["resources"]["requests"]["nvidia.com/gpu"] = "8"
-    findings = [f for f in findings_of(view) if f.object == "Deployment model-small/small"]
+    findings = [f for f in run(view) if f.object == "Deployment model-small/small"]
     assert any("requests 8 GPUs" in f.message and "g5.12xlarge" in f.message for f in findings)
 
 
@@ -105,13 +115,13 @@ def test_required_node_affinity_matching_nothing_is_blocked(view: RenderView) ->
     spec["affinity"] = {
         "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
     }
-    finding = only(findings_of(view), "schedulability")
+    finding = only(run(view), "schedulability")
     assert "required nodeAffinity matches no term" in finding.message
 
 
 def test_hostname_anti_affinity_beyond_the_system_nodes_is_blocked(view: RenderView) -> None:
     view.releases["karpenter"].values["replicas"] = 4
-    finding = only(findings_of(view), "schedulability")
+    finding = only(run(view), "schedulability")
     assert finding.object == "Helm release karpenter (controller)"
     assert "4 replicas need 4 distinct nodes" in finding.message and "runs 3" in finding.message
 
@@ -126,7 +136,7 @@ def test_zone_spread_needing_more_zones_than_the_stack_has_is_blocked(view: Rend
     manifest(view, "Job", "model-small/small-load-weights").body["spec"]["template"]["spec"][
         "topologySpreadConstraints"
     ] = [spread]
-    finding = only(findings_of(view), "schedulability")
+    finding = only(run(view), "schedulability")
     assert "minDomains 3 zones, its nodes span 2" in finding.message
 
 
@@ -134,7 +144,7 @@ def test_system_pods_beyond_what_the_fixed_group_holds_are_blocked(view: RenderV
     """Nothing scales the system node group: its pinned pods must fit its nodes at once."""
     prometheus = view.releases["kube-prometheus-stack"].values["prometheus"]["prometheusSpec"]
     prometheus |= {"replicas": 4, "resources": {"requests": {"cpu": "2500m", "memory": "2Gi"}}}
-    finding = only(findings_of(view), "schedulability")
+    finding = only(run(view), "schedulability")
     assert finding.object == "node group system" and "3 x m6i.xlarge" in finding.message
 
 
@@ -143,7 +153,7 @@ def test_system_pods_beyond_what_the_fixed_group_holds_are_blocked(view: RenderV
 
 def test_gpu_operands_that_do_not_tolerate_the_gpu_taint_are_blocked(view: RenderView) -> None:
     view.releases["gpu-operator"].values["daemonsets"]["tolerations"] = []
-    findings = [f for f in findings_of(view) if f.check == "coverage"]
+    findings = [f for f in run(view) if f.check == "coverage"]
     assert {f.object for f in findings} == {"NodePool g5", "NodePool p4d"}
     assert all("never reaches" in f.message and "nvidia.com/gpu" in f.message for f in findings)
 
@@ -151,13 +161,13 @@ def test_gpu_operands_that_do_not_tolerate_the_gpu_taint_are_blocked(view: Rende
 def test_weights_sync_that_misses_its_models_pool_is_blocked(view: RenderView) -> None:
     ds = manifest(view, "DaemonSet", "model-small/small-weights")
     ds.body["spec"]["template"]["spec"]["nodeSelector"] = {"llm-platform/gpu-pool": "p4d"}
-    finding = only(findings_of(view), "coverage")
+    finding = only(run(view), "coverage")
     assert finding.object == "NodePool g5" and "weights sync of small" in finding.message
 
 
 def test_nfd_worker_missing_from_gpu_nodes_is_blocked(view: RenderView) -> None:
     view.releases["node-feature-discovery"].values["worker"]["tolerations"] = []
-    findings = [f for f in findings_of(view) if f.check == "coverage"]
+    findings = [f for f in run(view) if f.check == "coverage"]
     assert findings and all("NFD worker" in f.message for f in findings)
 
 
@@ -172,13 +182,13 @@ def test_pool_limit_without_room_for_a_surge_is_blocked(view: RenderView) -> Non
         "type": "RollingUpdate",
         "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
     }
-    finding = only(findings_of(view), "ceilings")
+    finding = only(run(view), "ceilings")
     assert "16 + 8 > limit 16" in finding.message
 
 
 def test_models_at_max_beyond_the_limit_are_blocked(view: RenderView) -> None:
     manifest(view, "ScaledObject", "model-small/small").body["spec"]["maxReplicaCount"] = 9
-    finding = only(findings_of(view), "ceilings")
+    finding = only(run(view), "ceilings")
     assert (
         finding.object == "NodePool g5"
         and "need 9 node GPUs" in finding.message
@@ -190,7 +200,7 @@ def test_models_at_max_beyond_the_limit_are_blocked(view: RenderView) -> None:
 def test_pdb_that_blocks_every_drain_is_blocked(view: RenderView, budget: dict[str, Any]) -> None:
     pdb = manifest(view, "PodDisruptionBudget", "model-large/large")
     pdb.body["spec"] = {"selector": pdb.body["spec"]["selector"], **budget}
-    finding = only(findings_of(view), "disruption")
+    finding = only(run(view), "disruption")
     assert "allows 0 of Deployment model-large/large's 2 replicas" in finding.message
 
 
@@ -200,7 +210,7 @@ def test_pdb_that_blocks_every_drain_is_blocked(view: RenderView, budget: dict[s
 def test_custom_object_not_waiting_for_its_crds_is_blocked(view: RenderView) -> None:
     monitor = manifest(view, "PodMonitor", "model-small/small")
     view.dependencies[monitor.key] = set()
-    finding = only(findings_of(view), "ordering")
+    finding = only(run(view), "ordering")
     assert finding.object == "PodMonitor model-small/small"
     assert "kube-prometheus-stack" in finding.message or "monitoring-release" in finding.message
 
@@ -212,13 +222,13 @@ def test_chart_service_monitor_before_the_monitoring_release_is_blocked(view: Re
     view.dependencies[karpenter.key] = {
         d for d in view.dependencies[karpenter.key] if d != monitoring and "monitoring" not in d
     }
-    finding = only(findings_of(view), "ordering")
+    finding = only(run(view), "ordering")
     assert finding.object == "Helm release karpenter" and finding.field == "values.serviceMonitor"
 
 
 def test_api_group_nothing_provides_is_blocked(view: RenderView) -> None:
     manifest(view, "PodMonitor", "model-small/small").body["apiVersion"] = "example.com/v1"
-    finding = only(findings_of(view), "ordering")
+    finding = only(run(view), "ordering")
     assert "no release or CustomResourceDefinition" in finding.message
 
 
@@ -240,7 +250,7 @@ def test_karpenter_policy_missing_upstream_actions_is_blocked(view: RenderView) 
         if isinstance(s["Action"], list):
             s["Action"] = [a for a in s["Action"] if a != "ec2:DescribeInstanceStatus"]
     _set_policy(view, "llm-preflight-karpenter-controller", policy)
-    finding = only(findings_of(view), "iam")
+    finding = only(run(view), "iam")
     assert finding.object == "IAM karpenter" and "ec2:DescribeInstanceStatus" in finding.message
     assert "1 of" in finding.message and "cloudformation.yaml" in finding.message
 
@@ -251,7 +261,7 @@ def test_list_action_scoped_to_an_arn_is_blocked(view: RenderView) -> None:
         if s["Action"] == "iam:ListInstanceProfiles":
             s["Resource"] = "arn:aws:iam::111122223333:instance-profile/*"
     _set_policy(view, "llm-preflight-karpenter-controller", policy)
-    finding = only(findings_of(view), "iam")
+    finding = only(run(view), "iam")
     assert "iam:ListInstanceProfiles supports no resource-level permission" in finding.message
 
 
@@ -261,7 +271,7 @@ def test_listener_action_on_load_balancer_arns_is_blocked(view: RenderView) -> N
         if s["Action"] == "elasticloadbalancing:ModifyListenerAttributes":
             s["Resource"] = ["arn:aws:elasticloadbalancing:us-east-1:111122223333:loadbalancer/net/*/*"]
     _set_policy(view, "llm-preflight-lb-controller", policy)
-    finding = only(findings_of(view), "iam")
+    finding = only(run(view), "iam")
     assert "ModifyListenerAttributes acts on listener/ ARNs" in finding.message
 
 
@@ -271,7 +281,7 @@ def test_ebs_csi_role_without_the_managed_policy_is_blocked(view: RenderView) ->
         for k, v in view.resources.items()
         if not k.endswith("RolePolicyAttachment::llm-preflight-ebs-csi")
     }
-    finding = only(findings_of(view), "iam")
+    finding = only(run(view), "iam")
     assert finding.object == "IAM aws-ebs-csi-driver" and "AmazonEBSCSIDriverPolicy" in finding.message
 
 
@@ -280,28 +290,28 @@ def test_ebs_csi_role_without_the_managed_policy_is_blocked(view: RenderView) ->
 
 def test_alerts_routed_to_null_in_staging_are_blocked(view: RenderView) -> None:
     view.releases["kube-prometheus-stack"].values["alertmanager"].pop("config")
-    finding = only(findings_of(view), "alerting")
+    finding = only(run(view), "alerting")
     assert "routes every alert to the 'null' receiver (staging)" in finding.message
 
 
 def test_receiver_without_notifier_is_blocked_but_dev_may_keep_none(view: RenderView) -> None:
     config = view.releases["kube-prometheus-stack"].values["alertmanager"]["config"]
     config["route"]["receiver"] = "null"
-    assert "notifies nobody" in only(findings_of(view), "alerting").message
+    assert "notifies nobody" in only(run(view), "alerting").message
     view.environment = "dev"
-    assert findings_of(view) == []
+    assert run(view) == []
 
 
 def test_receiver_credential_file_without_its_secret_is_blocked(view: RenderView) -> None:
     view.releases["kube-prometheus-stack"].values["alertmanager"]["alertmanagerSpec"]["secrets"] = []
-    finding = only(findings_of(view), "alerting")
+    finding = only(run(view), "alerting")
     assert "not mounted" in finding.message
 
 
 def test_slo_inside_a_vllm_bucket_is_blocked(view: RenderView) -> None:
     """The audit's SLOs: 0.2 s TTFT in (0.1, 0.25], 0.03 s ITL in (0.025, 0.05]."""
     view.slos["small"] = (0.2, 0.03)
-    findings = [f for f in findings_of(view) if f.check == "alerting"]
+    findings = [f for f in run(view) if f.check == "alerting"]
     messages = {f.field: f.message for f in findings}
     assert "(0.1, 0.25]" in messages["slo.ttftSeconds"] and "(0.025, 0.05]" in messages["slo.itlSeconds"]
 
@@ -315,7 +325,7 @@ def test_quantile_rule_with_a_threshold_inside_a_bucket_is_blocked(view: RenderV
             "expr": 'histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{namespace="model-small"}[5m]))) > 0.2',
         }
     )
-    finding = only(findings_of(view), "alerting")
+    finding = only(run(view), "alerting")
     assert finding.field.endswith("OldStyleTTFT") and "(0.1, 0.25]" in finding.message
 
 

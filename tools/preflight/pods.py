@@ -107,7 +107,7 @@ def program_pods(view: RenderView) -> list[PodTemplate]:
             replicas = int(spec.get("parallelism", 1))
         labels = (template.get("metadata") or {}).get("labels") or {}
         out.append(from_pod_spec(m.ref, "spec.template.spec", m.kind, replicas, template["spec"], labels))
-    return out
+    return out + envoy_proxy_pods(view)
 
 
 # ------------------------------------------------------------------------------------ Helm releases
@@ -322,6 +322,57 @@ def _fsx_csi(r: Release) -> list[PodTemplate]:
     ]  # fmt: skip
 
 
+def _envoy_gateway(r: Release) -> list[PodTemplate]:
+    """gateway-helm v1.8.3: the Envoy Gateway controller (its Envoy proxies come from the EnvoyProxy object)."""
+    v = r.values
+    return [
+        _chart_pod(
+            r, "controller", "Deployment", replicas=int(_get(v, "deployment.replicas", 1)),
+            resources=_get(v, "deployment.envoyGateway.resources", {"requests": {"cpu": "100m", "memory": "256Mi"}}),
+            node_selector=_get(v, "deployment.pod.nodeSelector", {}),
+            tolerations=_get(v, "deployment.pod.tolerations", []),
+            affinity=_get(v, "deployment.pod.affinity", {}),
+            spread=_get(v, "deployment.pod.topologySpreadConstraints", []), where="deployment.pod",
+        )
+    ]  # fmt: skip
+
+
+def _ai_gateway(r: Release) -> list[PodTemplate]:
+    """ai-gateway-helm v1.1.0: the AI Gateway controller (its ext_proc runs as a sidecar of the Envoy pods)."""
+    return [
+        _system_style(
+            r, "controller", "Deployment", "controller",
+            replicas=int(_get(r.values, "controller.replicaCount", 1)), resources=_get(r.values, "controller.resources"),
+        )
+    ]  # fmt: skip
+
+
+def _endpoint_picker(r: Release) -> list[PodTemplate]:
+    """llm-d-router-gateway v0.10.0: a model's endpoint picker (chart default 8 CPU / 8 GiB unless sized)."""
+    epp = "router.epp"
+    return [
+        _chart_pod(
+            r, "epp", "Deployment", replicas=int(_get(r.values, f"{epp}.replicas", 1)),
+            resources=_get(r.values, f"{epp}.resources", {"requests": {"cpu": "8", "memory": "8Gi"}}),
+            node_selector=_get(r.values, f"{epp}.nodeSelector") or {},
+            tolerations=_get(r.values, f"{epp}.tolerations", []),
+            affinity=_get(r.values, f"{epp}.affinity", {}), where=epp,
+        )
+    ]  # fmt: skip
+
+
+def envoy_proxy_pods(view: RenderView) -> list[PodTemplate]:
+    """The Envoy proxies Envoy Gateway creates from each EnvoyProxy object's Kubernetes provider settings."""
+    out = []
+    for proxy in view.of_kind("EnvoyProxy"):
+        deployment = _get(proxy.body, "spec.provider.kubernetes.envoyDeployment", {}) or {}
+        pod = dict(deployment.get("pod") or {})
+        pod["containers"] = [deployment.get("container") or {}]
+        where = "spec.provider.kubernetes.envoyDeployment"
+        out.append(from_pod_spec(proxy.ref, where, "Deployment", int(deployment.get("replicas", 1)), pod, {}))
+    return out
+
+
 CHARTS: dict[str, Callable[[Release], list[PodTemplate]]] = {
     "karpenter": _karpenter,
     "kube-prometheus-stack": _kube_prometheus_stack,
@@ -330,6 +381,9 @@ CHARTS: dict[str, Callable[[Release], list[PodTemplate]]] = {
     "node-feature-discovery": _nfd,
     "aws-load-balancer-controller": _load_balancer_controller,
     "aws-fsx-csi-driver": _fsx_csi,
+    "gateway-helm": _envoy_gateway,
+    "ai-gateway-helm": _ai_gateway,
+    "llm-d-router-gateway": _endpoint_picker,
 }
 # charts that run no pods of their own (CRDs only)
 NO_PODS = frozenset({"karpenter-crd", "gateway-crds-helm", "ai-gateway-crds-helm"})
