@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -16,55 +17,37 @@ class OneLineParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def positive_float(text: str) -> float:
+def _number(text: str, convert: type[float] | type[int], ok: Callable[[float], bool], allowed: str) -> float:
+    """`text` as a number of `convert`'s kind, or an argparse error naming the value and what is allowed."""
+    kind = "number" if convert is float else "whole number"
     try:
-        value = float(text)
+        value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a number > 0")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a {kind}") from None
+    if not ok(value) or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be {allowed}")
     return value
+
+
+def positive_float(text: str) -> float:
+    return float(_number(text, float, lambda v: v > 0, "a number > 0"))
 
 
 def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a number >= 0")
-    return value
+    return float(_number(text, float, lambda v: v >= 0, "a number >= 0"))
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be a whole number >= 1")
-    return value
+    return int(_number(text, int, lambda v: v >= 1, "a whole number >= 1"))
 
 
 def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} must be a whole number >= 0")
-    return value
+    return int(_number(text, int, lambda v: v >= 0, "a whole number >= 0"))
 
 
 def fraction(text: str) -> float:
     """A value in [0, 1)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be >= 0 and < 1")
-    return value
+    return float(_number(text, float, lambda v: 0 <= v < 1, ">= 0 and < 1"))
 
 
 def png_path(text: str) -> str:
