@@ -12,6 +12,7 @@ from components.identity import pod_identity_association, pod_identity_role
 from components.kubernetes import apply_manifest
 from components.specs import model_cache as cache_spec
 from components.specs import serving as spec
+from components.specs.common import secret
 from plan import ModelPlan
 from plan.naming import API_KEY_SECRET_KEY, HF_TOKEN_SECRET_KEY
 
@@ -72,14 +73,14 @@ class InferenceService(pulumi.ComponentResource):
             ns,
             self._apply("sa", spec.service_account(model), ns),
             self._apply(
-                "api-key", spec.secret(names.api_key_secret, namespace, API_KEY_SECRET_KEY, api_key), ns
+                "api-key", secret(names.api_key_secret, namespace, {API_KEY_SECRET_KEY: api_key}), ns
             ),
         ]
         if needs_token:
             token = pulumi.Output.secret(args.hf_token)
             prerequisites.append(
                 self._apply(
-                    "hf-token", spec.secret(names.hf_token_secret, namespace, HF_TOKEN_SECRET_KEY, token), ns
+                    "hf-token", secret(names.hf_token_secret, namespace, {HF_TOKEN_SECRET_KEY: token}), ns
                 )
             )
         if model.cache.loads_from_s3:

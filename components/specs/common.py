@@ -55,3 +55,14 @@ SERVING_PRIORITY_CLASS = "llm-serving"
 HEADROOM_PRIORITY_CLASS = "llm-headroom"
 # DaemonSets every GPU node needs whatever fills it (weights sync, image pre-pull)
 NODE_CRITICAL_PRIORITY_CLASS = "system-node-critical"
+
+
+def secret(name: str, namespace: str, string_data: Any) -> dict[str, Any]:
+    """A Secret whose values come from Pulumi secrets (kept secret in state, masked in renders)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "type": "Opaque",
+        "stringData": string_data,
+    }

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
+from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION, secret
 from config.schema import GatewayClient
 from plan.naming import GATEWAY_NAMESPACE, MONITORING_NAMESPACE
 
@@ -387,13 +387,7 @@ def client_traffic_policy() -> dict[str, Any]:
 
 def client_keys_secret(client_keys: Any) -> dict[str, Any]:
     """Key = client id, value = its API key (a Pulumi secret in the component: masked in state and renders)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": CLIENT_KEYS_SECRET, "namespace": NAMESPACE},
-        "type": "Opaque",
-        "stringData": client_keys,
-    }
+    return secret(CLIENT_KEYS_SECRET, NAMESPACE, client_keys)
 
 
 def security_policy() -> dict[str, Any]:

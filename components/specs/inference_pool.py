@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from components.specs import gateway as gw
-from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
+from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION, secret
 from components.specs.serving import KV_EVENTS_PORT, PORT
 from config.schema import ModelConfig
 from config.versions import (
@@ -305,13 +305,7 @@ def bearer(vllm_api_key: str) -> str:
 def credential_secret(model: ModelConfig, credential: Any) -> dict[str, Any]:
     """vLLM's key as Envoy Gateway's credential injection reads it: `credential` is `bearer(key)` as a
     Pulumi secret in the component (masked in state and renders)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": CREDENTIAL_SECRET, "namespace": model_namespace(model.name)},
-        "type": "Opaque",
-        "stringData": {"credential": credential},
-    }
+    return secret(CREDENTIAL_SECRET, model_namespace(model.name), {"credential": credential})
 
 
 def _credential_injection() -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.specs import reservations
-from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
+from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION, secret
 from config.schema import AlertingConfig
 from plan import PrometheusSizing
 from plan.naming import MONITORING_NAMESPACE, PROMETHEUS_RELEASE
@@ -89,13 +89,7 @@ def helm_values(
 
 
 def grafana_secret(password: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": GRAFANA_SECRET, "namespace": NAMESPACE},
-        "type": "Opaque",
-        "stringData": {"admin-user": "admin", "admin-password": password},
-    }
+    return secret(GRAFANA_SECRET, NAMESPACE, {"admin-user": "admin", "admin-password": password})
 
 
 # ------------------------------------------------------------------------------------------ alerting
@@ -110,13 +104,7 @@ NULL_RECEIVER = "null"
 
 def alert_receiver_secret(credential: Any) -> dict[str, Any]:
     """The receiver's URL or routing key, from the `alertReceiver` Pulumi secret."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": ALERT_RECEIVER_SECRET, "namespace": NAMESPACE},
-        "type": "Opaque",
-        "stringData": {ALERT_RECEIVER_KEY: credential},
-    }
+    return secret(ALERT_RECEIVER_SECRET, NAMESPACE, {ALERT_RECEIVER_KEY: credential})
 
 
 def _receiver(alerting: AlertingConfig) -> dict[str, Any]:

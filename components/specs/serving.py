@@ -71,17 +71,6 @@ def namespace(m: ModelPlan, environment: str) -> dict[str, Any]:
     }
 
 
-def secret(name: str, namespace_: str, key: str, value: Any) -> dict[str, Any]:
-    """A Secret whose value comes from a Pulumi secret (kept secret in state, masked in renders)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace_},
-        "type": "Opaque",
-        "stringData": {key: value},
-    }
-
-
 def service_account(m: ModelPlan) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
