@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from config.cold_start import cold_start_seconds
-from config.loader import load_stack, stack_arg, stack_file
+from config.loader import stack_arg, stack_file
 from config.schema import Autoscaling, PrewarmWindow, ScalingRules
 from simulator.args import OneLineParser, non_negative_float, positive_int
 from simulator.engine import simulate
 from simulator.scenarios import StackRun, oracle_for, recommend, slo_rate_per_replica, stack_run
-from simulator.strategies import keda
+from simulator.strategies import from_plan, scaling_for
 from simulator.traffic import load
 from simulator.yaml_out import autoscaling_yaml
 
@@ -128,7 +128,7 @@ class Tuner:
         for i, run in enumerate(runs or self.runs):
             cfg = self.config(knobs, None if holdout else i)
             s = run.setup
-            r = simulate(s.traffic, s.table, keda("tuned", cfg, kv="sum"), s.config)
+            r = simulate(s.traffic, s.table, from_plan("tuned", scaling_for(run.plan, cfg)), s.config)
             bound = oracle_for(s, r.slo_violation_pct)["whole_nodes_usd_per_day"]
             days.append(DayScore(s.traffic.name, r.gpu_cost_usd_per_day, r.slo_violation_pct, bound, holdout))
         out = (sum(d.cost for d in days) / len(days), max(d.miss_pct for d in days), days)
@@ -197,9 +197,12 @@ def run(argv: Sequence[str]) -> int:
     train = runs_for(args.traffic)
     holdout = runs_for(args.holdout)
     stack_cfg = train[0]
-    model_cfg = next(m for m in load_stack(args.stack).models if m.name == stack_cfg.model_name)
     tuner = Tuner(
-        train, args.max_miss_pct, args.surge_known, stack_cfg.max_replicas, model_cfg.autoscaling.min_replicas
+        train,
+        args.max_miss_pct,
+        args.surge_known,
+        stack_cfg.max_replicas,
+        stack_cfg.plan.scaling.min_replicas,
     )
     knobs = tuner.search(args.passes)
     _, worst, days = tuner.score(knobs)
