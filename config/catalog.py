@@ -41,6 +41,8 @@ class GpuInstance:
     nvme_disk_gb: int
     on_demand_usd_per_hour: float
     regions: frozenset[str]
+    network_gbps: float  # baseline network bandwidth, Gbit/s: bounds weight downloads on a new node
+    node_ready_seconds: float  # EC2 launch -> node Ready with `nvidia.com/gpu` allocatable
 
     @property
     def family(self) -> str:
@@ -111,27 +113,55 @@ KNOWN_REGIONS = _regions(
     "us-east-1", "us-east-2", "us-west-1", "us-west-2",
 )  # fmt: skip
 
+# Node Ready (EC2 launch -> Ready with `nvidia.com/gpu` allocatable; shared/research/autoscaling_sim.md §3.1).
+# g-families: "Node Ready at 80-100 s" (karpenter-provider-aws#3102), ~70-80 s launch->registration (#6128);
+# the NVIDIA device plugin's GPU registration mostly overlaps. p-families: no public measurement
+# (Unverified): a longer, capacity-bound boot.
+G_NODE_READY_S = 100.0
+P_NODE_READY_S = 300.0
+
+# Columns: type, GPUs, GPU, vCPUs, memory GiB, NVMe disks, GB per disk, on-demand $/h, regions, baseline network
+# Gbit/s (karpenter-provider-aws v1.14.1 zz_generated.bandwidth.go), node Ready seconds.
 GPU_INSTANCES: dict[str, GpuInstance] = {
     i.instance_type: i
     for i in (
-        GpuInstance("g5.xlarge", 1, A10G, 4, 16, 1, 250, 1.006, G5_REGIONS),
-        GpuInstance("g5.2xlarge", 1, A10G, 8, 32, 1, 450, 1.212, G5_REGIONS),
-        GpuInstance("g5.12xlarge", 4, A10G, 48, 192, 1, 3800, 5.672, G5_REGIONS),
-        GpuInstance("g5.48xlarge", 8, A10G, 192, 768, 2, 3800, 16.288, G5_REGIONS),
-        GpuInstance("g6.xlarge", 1, L4, 4, 16, 1, 250, 0.8048, G6_REGIONS),
-        GpuInstance("g6.2xlarge", 1, L4, 8, 32, 1, 450, 0.9776, G6_REGIONS),
-        GpuInstance("g6e.xlarge", 1, L40S, 4, 32, 1, 250, 1.861, G6E_REGIONS),
-        GpuInstance("p4d.24xlarge", 8, A100_40, 96, 1152, 8, 1000, 21.957642, P4D_REGIONS),
-        GpuInstance("p4de.24xlarge", 8, A100_80, 96, 1152, 8, 1000, 27.44705, P4DE_REGIONS),
-        GpuInstance("p5.48xlarge", 8, H100, 192, 2048, 8, 3840, 55.04, P5_REGIONS),
-        GpuInstance("p5en.48xlarge", 8, H200, 192, 2048, 8, 3840, 63.296, P5EN_REGIONS),
-        GpuInstance("p6-b200.48xlarge", 8, B200, 192, 2048, 8, 3840, 113.9328, P6_B200_REGIONS),
+        GpuInstance("g5.xlarge", 1, A10G, 4, 16, 1, 250, 1.006, G5_REGIONS, 2.5, G_NODE_READY_S),
+        GpuInstance("g5.2xlarge", 1, A10G, 8, 32, 1, 450, 1.212, G5_REGIONS, 5.0, G_NODE_READY_S),
+        GpuInstance("g5.12xlarge", 4, A10G, 48, 192, 1, 3800, 5.672, G5_REGIONS, 40.0, G_NODE_READY_S),
+        GpuInstance("g5.48xlarge", 8, A10G, 192, 768, 2, 3800, 16.288, G5_REGIONS, 100.0, G_NODE_READY_S),
+        GpuInstance("g6.xlarge", 1, L4, 4, 16, 1, 250, 0.8048, G6_REGIONS, 2.5, G_NODE_READY_S),
+        GpuInstance("g6.2xlarge", 1, L4, 8, 32, 1, 450, 0.9776, G6_REGIONS, 5.0, G_NODE_READY_S),
+        GpuInstance("g6e.xlarge", 1, L40S, 4, 32, 1, 250, 1.861, G6E_REGIONS, 2.5, G_NODE_READY_S),
+        GpuInstance(
+            "p4d.24xlarge", 8, A100_40, 96, 1152, 8, 1000, 21.957642, P4D_REGIONS, 400.0, P_NODE_READY_S
+        ),
+        GpuInstance(
+            "p4de.24xlarge", 8, A100_80, 96, 1152, 8, 1000, 27.44705, P4DE_REGIONS, 400.0, P_NODE_READY_S
+        ),
+        GpuInstance("p5.48xlarge", 8, H100, 192, 2048, 8, 3840, 55.04, P5_REGIONS, 3200.0, P_NODE_READY_S),
+        GpuInstance(
+            "p5en.48xlarge", 8, H200, 192, 2048, 8, 3840, 63.296, P5EN_REGIONS, 3200.0, P_NODE_READY_S
+        ),
+        GpuInstance(
+            "p6-b200.48xlarge", 8, B200, 192, 2048, 8, 3840, 113.9328, P6_B200_REGIONS, 3200.0, P_NODE_READY_S
+        ),
     )
 }
 
 # Families big enough that they get a pool of their own (a p5 must never be picked to serve a 7B model
 # that a g5 pool could have served).
 DEDICATED_FAMILIES = frozenset({"p4d", "p4de", "p5", "p5en", "p6-b200"})
+
+
+def instance(instance_type: str) -> GpuInstance:
+    """The catalog row of an instance type; an instance the catalog does not list is an error, never a guess."""
+    try:
+        return GPU_INSTANCES[instance_type]
+    except KeyError:
+        raise ValueError(
+            f"instance type {instance_type!r} is not in the GPU catalog (config/catalog.py); "
+            f"known: {', '.join(GPU_INSTANCES)}"
+        ) from None
 
 
 def families() -> list[str]:

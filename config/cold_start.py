@@ -4,7 +4,8 @@
     warm node: pod fetch + weight load + engine init + readiness (image and node-local caches already there)
     headroom:  preemption of a placeholder + warm node (the pool's pre-pull DaemonSet and weights sync ran)
 
-Every number is from shared/research/autoscaling_sim.md (§3.1 node boot and bandwidth, §4 cold start);
+Every number is from shared/research/autoscaling_sim.md (§3.1 node boot and bandwidth, §4 cold start); the
+instance's own facts (network bandwidth, node Ready time) are columns of the catalog (config/catalog.py);
 "Unverified" marks defaults that no primary source measured, so they stay visible and overridable.
 Used by the simulator (simulator/capacity.py) and meant for the README's cold-start table.
 """
@@ -20,29 +21,14 @@ CacheMode = Literal["nvme", "fsx", "s3", "hub"]
 ImageMode = Literal["registry", "soci", "prebaked"]
 CACHE_MODES: tuple[CacheMode, ...] = ("nvme", "fsx", "s3", "hub")
 
-# EC2 launch -> node Ready with `nvidia.com/gpu` allocatable. g-families: "Node Ready at 80-100 s"
-# (karpenter-provider-aws#3102), ~70-80 s launch->registration (#6128); the NVIDIA device plugin's GPU
-# registration mostly overlaps. p4d/p4de/p5/p5en/p6-b200: no public measurement (Unverified): a longer,
-# capacity-bound boot.
-NODE_READY_SECONDS: dict[str, float] = {
-    "g5": 100, "g6": 100, "g6e": 100, "p4d": 300, "p4de": 300, "p5": 300, "p5en": 300, "p6-b200": 300,
-}  # fmt: skip
 # Karpenter batches pending pods (BATCH_IDLE_DURATION 1 s, BATCH_MAX_DURATION 10 s) and launches ~1 s after
-# (settings.md; #6128). Counted once per new node, before NODE_READY_SECONDS.
+# (settings.md; #6128). Counted once per new node, before the instance's `node_ready_seconds` (catalog).
 KARPENTER_LAUNCH_SECONDS = 2.0
 
 # vLLM image (~12 GB compressed, vllm#27154) pull+extract on a node that does not have it:
 # 15-20 GB in 4-6 min (AWS SOCI blog), 10 GB in 7-10 min (tensorfuse) -> 300 s. SOCI parallel pull /
 # lazy loading: "minutes to seconds" (EKS ML docs) -> 30 s (Unverified). Pre-baked data volume: 0.
 IMAGE_PULL_SECONDS: dict[ImageMode, float] = {"registry": 300.0, "soci": 30.0, "prebaked": 0.0}
-
-# Baseline network bandwidth per instance, Gbit/s (karpenter-provider-aws zz_generated.bandwidth.go, v1.14.1).
-NETWORK_GBPS: dict[str, float] = {
-    "g5.xlarge": 2.5, "g5.2xlarge": 5.0, "g5.12xlarge": 40.0, "g5.48xlarge": 100.0,
-    "g6.xlarge": 2.5, "g6.2xlarge": 5.0, "g6e.xlarge": 2.5,
-    "p4d.24xlarge": 400.0, "p4de.24xlarge": 400.0, "p5.48xlarge": 3200.0,
-    "p5en.48xlarge": 3200.0, "p6-b200.48xlarge": 3200.0,
-}  # fmt: skip
 
 # vLLM's safetensors loader from a local, warm disk: Llama-3.1-8B (16 GB) in 18 s on a cached volume
 # (tensorfuse, L40S) -> 0.9 GB/s; it bounds every mode (the loader, not the disk, is the limit).
@@ -120,7 +106,7 @@ class ColdStart:
 
 
 def network_gb_per_s(instance: GpuInstance) -> float:
-    return NETWORK_GBPS.get(instance.instance_type, 2.5) / 8
+    return instance.network_gbps / 8
 
 
 def cold_start(
@@ -135,7 +121,7 @@ def cold_start(
         raise ValueError(f"cache mode {cache_mode!r} is not allowed; allowed: {', '.join(CACHE_MODES)}")
     mode = CACHE_BEHAVIOUR[cache_mode]
     net = network_gb_per_s(instance)
-    node_ready = KARPENTER_LAUNCH_SECONDS + NODE_READY_SECONDS.get(instance.family, 100) if new_node else 0.0
+    node_ready = KARPENTER_LAUNCH_SECONDS + instance.node_ready_seconds if new_node else 0.0
     image_pull = IMAGE_PULL_SECONDS[image] if new_node else 0.0
     prefetch = weights_gb / min(net, S3_GB_PER_S) if mode.prefetch_on_new_node and new_node else 0.0
     fetch = weights_gb / min(net, HUB_GB_PER_S) if mode.fetch_per_pod else 0.0

@@ -33,7 +33,7 @@ from components.specs.common import (
 )
 from components.specs.model_cache import cache_wiring
 from components.specs.serving import pod_resources
-from config.cold_start import KARPENTER_LAUNCH_SECONDS, NODE_READY_SECONDS
+from config.cold_start import KARPENTER_LAUNCH_SECONDS
 from config.schema import GpuNodePool, ModelConfig, replica_gpus
 from config.versions import PAUSE_IMAGE
 from plan.model import pod_instance, resolve_model
@@ -314,8 +314,8 @@ EMPTY_SLACK_SECONDS = 60
 
 
 def node_launch_seconds(pool: GpuNodePool) -> float:
-    """Pending placeholder to Ready node of the pool's slowest family (config/cold_start.py)."""
-    return KARPENTER_LAUNCH_SECONDS + max(NODE_READY_SECONDS.get(f, 100) for f in pool.instance_families)
+    """Pending placeholder to Ready node of the pool's slowest instance (config/catalog.py)."""
+    return KARPENTER_LAUNCH_SECONDS + max(i.node_ready_seconds for i in pool.instances)
 
 
 def empty_for(pool: GpuNodePool) -> str:
