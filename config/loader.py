@@ -45,15 +45,30 @@ def parse(raw: dict[str, Any], source: StackSource | None = None, region: str | 
     stack file the values were read from, adds the file and line to each problem; `region` (`aws:region`)
     adds the rules that need it (zones in the region, instances sold there)."""
     allowed = CONFIG_KEYS + SECRET_KEYS
-    unknown = sorted(set(raw) - set(allowed))
-    if unknown:
-        where = source.where(source.key_line((unknown[0],))) if source else ""
-        raise ConfigError(where + unknown_key(f"{PROJECT}:{unknown[0]}", unknown[0], allowed, "config key"))
-    plain = {k: v for k, v in raw.items() if k not in SECRET_KEYS}
+    problems = [
+        _unknown_config_key(key, allowed, source) for key in _in_file_order(set(raw) - set(allowed), source)
+    ]
+    plain = {k: v for k, v in raw.items() if k in CONFIG_KEYS}
     try:
-        return StackConfig.model_validate(plain, context={"region": region})
-    except ValidationError as exc:
-        raise ConfigError(format_errors(exc, plain, source)) from None
+        config = StackConfig.model_validate(plain, context={"region": region})
+    except ValidationError as exc:  # every problem at once: unknown keys first, then the known keys' values
+        raise ConfigError("\n".join([*problems, format_errors(exc, plain, source)])) from None
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return config
+
+
+def _in_file_order(keys: set[str], source: StackSource | None) -> list[str]:
+    def order(key: str) -> tuple[int, str]:
+        line = source.key_line((key,)) if source else None
+        return (line or 0, key)
+
+    return sorted(keys, key=order)
+
+
+def _unknown_config_key(key: str, allowed: tuple[str, ...], source: StackSource | None) -> str:
+    where = source.where(source.key_line((key,))) if source else ""
+    return where + unknown_key(f"{PROJECT}:{key}", key, allowed, "config key")
 
 
 # A stack is named (`prod`: Pulumi.prod.yaml beside Pulumi.yaml) or given as the path of a stack file
@@ -101,6 +116,17 @@ def raw_stack_config(stack: Stack) -> dict[str, Any]:
     if not path.exists():
         read_stack(stack)  # the error that lists the stacks
     return read_stack_file(path)[0]
+
+
+def stack_region(stack: Stack) -> str:
+    """The stack file's `aws:region`: where its nodes run and what they cost (config/catalog.py prices)."""
+    region = raw_stack_config(stack).get("aws:region")
+    if not isinstance(region, str) or not region:
+        raise ConfigError(
+            f"stack {stack_name(stack)!r}: {stack_file(stack).name} sets no aws:region; set it "
+            "(e.g. `aws:region: us-east-1`): node prices and offerings depend on it"
+        )
+    return region
 
 
 def load_stack(stack: Stack) -> StackConfig:

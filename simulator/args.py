@@ -1,20 +1,11 @@
-"""Argument handling shared by the simulator's commands: one-line errors with exit status 2, typed values."""
+"""Typed argument values shared by the simulator's commands (the parser itself is tools/cli.py's, shared by
+every command-line tool: one-line errors with exit status 2)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports a bad argument on one line (no usage dump) and exits 2."""
-
-    def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
 
 
 def _number(text: str, convert: type[float] | type[int], ok: Callable[[float], bool], allowed: str) -> float:

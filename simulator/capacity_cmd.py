@@ -12,12 +12,13 @@ from collections.abc import Sequence
 
 from config.catalog import GPU_INSTANCES
 from config.model_profiles import profile
-from simulator.args import OneLineParser, fraction, positive_float, positive_int
+from simulator.args import fraction, positive_float, positive_int
 from simulator.replica import EngineConfig, ReplicaModel, TokenStats, closed_loop
+from tools.cli import ArgumentParser
 
 
 def parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="python -m simulator capacity", description=__doc__)
+    p = ArgumentParser(prog="python -m simulator capacity", description=__doc__)
     p.add_argument("--model", required=True, help="Hugging Face id (config/model_profiles.py)")
     p.add_argument("--instance", required=True, help="EC2 instance type (config/catalog.py)")
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel size (GPUs per replica)")
@@ -89,7 +90,7 @@ def run(argv: Sequence[str]) -> int:
 def calibrate(argv: Sequence[str]) -> int:
     from simulator import calibration
 
-    p = OneLineParser(prog="python -m simulator calibrate", description=calibration.__doc__)
+    p = ArgumentParser(prog="python -m simulator calibrate", description=calibration.__doc__)
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     table_rows = calibration.rows()

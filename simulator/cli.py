@@ -14,10 +14,9 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from config.loader import stack_arg
+from config.loader import ConfigError
 from simulator import capacity_cmd, report
 from simulator.args import (
-    OneLineParser,
     fraction,
     non_negative_float,
     non_negative_int,
@@ -40,6 +39,7 @@ from simulator.scenarios import (
 from simulator.strategies import Strategy
 from simulator.traffic import HistogramMix, TokenMix, histogram_mix, load
 from simulator.yaml_out import autoscaling_yaml
+from tools.cli import ArgumentParser, known_stack
 
 RATE_ONLY = ("input_tokens", "output_tokens", "input_spread", "output_spread", "token_histogram", "scale")
 STACK_ONLY = (
@@ -49,10 +49,10 @@ STACK_ONLY = (
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="python -m simulator", description=__doc__)
+    p = ArgumentParser(prog="python -m simulator", description=__doc__)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument(
-        "--stack", type=stack_arg, help="stack name (reads Pulumi.<stack>.yaml) or a stack file's path"
+        "--stack", type=known_stack, help="stack name (reads Pulumi.<stack>.yaml) or a stack file's path"
     )
     src.add_argument("--scenario", choices=["seed-benchmark"], help="a built-in scenario")
     p.add_argument("--model", help="model name in the stack (default: the first)")
@@ -165,6 +165,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in commands:
         try:
             return commands[argv[0]](argv[1:])
+        except ConfigError as exc:
+            print(f"python -m simulator {argv[0]}: invalid config:\n{exc}", file=sys.stderr)
+            return 2
         except (ValueError, KeyError, OSError) as exc:
             print(f"python -m simulator {argv[0]}: error: {exc}", file=sys.stderr)
             return 2
@@ -230,6 +233,9 @@ def _day(argv: Sequence[str]) -> int:
             setup, strategies = run.setup, run.strategies
             title = f"{args.stack}/{run.model_name} on {run.instance.instance_type}, traffic {traffic.name}"
             recommendation, path, cap, note = run.recommendation, run.model_path, run.max_replicas, run.note
+    except ConfigError as exc:  # one line per problem of the stack file, all of them
+        print(f"python -m simulator: invalid config for stack {args.stack}:\n{exc}", file=sys.stderr)
+        return 2
     except (ValueError, KeyError, OSError) as exc:
         print(
             f"python -m simulator: error: {str(exc).splitlines()[0] if str(exc) else exc!r}", file=sys.stderr

@@ -27,7 +27,6 @@ the tail of TTFT somewhat narrower than a hit/miss mix).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -41,6 +40,7 @@ from simulator.replica import ReplicaTable, TokenStats
 from simulator.scenarios import SEED_C, Setup, seed_setup, slo_rate_per_replica
 from simulator.strategies import keda
 from simulator.traffic import Traffic
+from tools.cli import ArgumentParser
 
 # the article's KEDA config (strategy C) with maxReplicas lifted: capacity, not the cap, sets the GPU count, so
 # a router that saves prefill shows up as fewer replicas (cost) and shorter prompts (TTFT)
@@ -160,9 +160,7 @@ def _minute_rates(traffic: Traffic) -> np.ndarray:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m simulator.routing", description=(__doc__ or "").split("\n\n")[0]
-    )
+    p = ArgumentParser(prog="python -m simulator.routing", description=(__doc__ or "").split("\n\n")[0])
     p.add_argument(
         "--shared-fraction", type=float, default=0.8, help="share of requests with a shared prefix"
     )
@@ -174,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sharing = PrefixSharing(args.shared_fraction, args.prefix_tokens, args.distinct_prefixes)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"{p.prog}: error: {exc}", file=sys.stderr)
         return 2
     rows = compare(seed_setup(args.seed), sharing, seed=args.seed)
     if args.json:

@@ -1,7 +1,7 @@
 """Scenarios: the seed article's benchmark, a stack's own models, and the derived recommendation.
 
 The seed setup (shared/reference/README.md): Mistral-7B-Instruct 4-bit GPTQ on g5.2xlarge (1 x A10G,
-$1.212/h), SLO TTFT < 200 ms and ITL < 30 ms, the seed day. Deployment as the article's optimised architecture:
+$1.212/h in us-east-1, the article's region), SLO TTFT < 200 ms and ITL < 30 ms, the seed day. Deployment as the article's optimised architecture:
 weights pre-loaded on local NVMe (hostPath, DaemonSet), vLLM image pre-pulled on every node, Karpenter, on-demand
 g5.2xlarge, PodMonitor every 5 s; the article gives no NodePool, so the platform's default consolidateAfter
 (5m, config/schema.py) applies.
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 SEED_MODEL = "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
 SEED_INSTANCE = "g5.2xlarge"
+SEED_REGION = "us-east-1"
 SEED_SLO = Slo(ttft_seconds=0.2, itl_seconds=0.03)
 SLO_TARGET = 0.05  # size replicas so the P95 request meets the SLO at steady load (the seed reports P95 TTFT)
 
@@ -205,6 +206,7 @@ def seed_setup(seed: int = 0, traffic: Traffic | None = None, prefix_hit_rate: f
     table = model.table(TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens))
     capacity = CapacityConfig(
         instance,
+        SEED_REGION,
         cache_mode="nvme",
         image="prebaked",
         weights_gb=model.profile.weights_gb,
@@ -361,6 +363,9 @@ def stack_run(
     launch into the pool's reservations (prepaid, see simulator/capacity.py)."""
     cfg, mp = stack_model(stack, model_name)
     m, pool = mp.model, mp.pool
+    from config.loader import stack_region
+
+    region = stack_region(stack)
     prof = m.profile  # the stack file's geometry, else the built-in table
     engine = EngineConfig(
         gpu_memory_utilization=m.gpu_memory_utilization,
@@ -372,6 +377,7 @@ def stack_run(
     spot = "spot" in pool.capacity_types
     capacity = CapacityConfig(
         mp.instance,
+        region,
         gpus_per_pod=mp.gpus,
         cache_mode=m.cache,
         image=image or mp.image_pull,

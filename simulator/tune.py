@@ -21,14 +21,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from config.cold_start import cold_start_seconds
-from config.loader import stack_arg, stack_file
+from config.loader import stack_file
 from config.schema import Autoscaling, PrewarmWindow, ScalingRules
-from simulator.args import OneLineParser, non_negative_float, positive_int
+from simulator.args import non_negative_float, positive_int
 from simulator.engine import simulate
 from simulator.scenarios import StackRun, oracle_for, recommend, slo_rate_per_replica, stack_run
 from simulator.strategies import from_plan, scaling_for
 from simulator.traffic import load
 from simulator.yaml_out import autoscaling_yaml
+from tools.cli import ArgumentParser, known_stack
 
 # knob -> candidate values. kv_target_scale multiplies the KV fill one replica holds at its SLO rate
 # (the derived per-pod target); prewarm is "none" or "recurring" (windows from the other days).
@@ -167,8 +168,8 @@ class Tuner:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="python -m simulator tune", description=__doc__)
-    p.add_argument("--stack", required=True, type=stack_arg, help="stack name, or the path of a stack file")
+    p = ArgumentParser(prog="python -m simulator tune", description=__doc__)
+    p.add_argument("--stack", required=True, type=known_stack, help="stack name, or the path of a stack file")
     p.add_argument("--model", help="model name in the stack (default: the first)")
     p.add_argument("--traffic", nargs="+", required=True, help="training days (CSV or Prometheus JSON)")
     p.add_argument(

@@ -17,13 +17,13 @@ PROGRAM = (ROOT / "__main__.py", ROOT / "components", ROOT / "config", ROOT / "p
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse whose errors are one line on stderr and exit 2."""
+    """argparse whose errors are one line on stderr and exit 2 (no usage dump)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def stack(text: str) -> Stack:
+def known_stack(text: str) -> Stack:
     """An argparse `type`: a stack name with a stack file, or the path of a stack file."""
     value = stack_arg(text)
     if not stack_file(value).exists():

@@ -184,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m tools.render", description="Render a stack offline under Pulumi mocks."
     )
     parser.add_argument(
-        "stack", type=cli.stack, help="stack name (reads Pulumi.<stack>.yaml) or the path of a stack file"
+        "stack",
+        type=cli.known_stack,
+        help="stack name (reads Pulumi.<stack>.yaml) or the path of a stack file",
     )
     parser.add_argument("--out", type=Path, required=True, help="folder to write the render to")
     args = parser.parse_args(argv)

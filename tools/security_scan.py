@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m tools.security_scan", description="checkov over the offline render of each stack"
     )
     parser.add_argument(
-        "stacks", nargs="+", type=cli.stack, help="stack names (dev, staging, prod) or stack-file paths"
+        "stacks", nargs="+", type=cli.known_stack, help="stack names (dev, staging, prod) or stack-file paths"
     )
     parser.add_argument("--build", type=Path, default=ROOT / "build", help="render folder (default: build/)")
     parser.add_argument(

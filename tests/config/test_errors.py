@@ -71,6 +71,28 @@ def test_a_mistyped_top_level_key_is_refused_with_the_closest(tmp_path: Path) ->
     assert "allowed: environment, cluster, gpuNodePools, models" in msg
 
 
+def test_every_unknown_top_level_key_is_reported_at_once(tmp_path: Path, capsys) -> None:
+    """Two typos are two lines, each with its line, the allowed keys and the closest, plus any bad value."""
+    path = _stack_file(
+        tmp_path,
+        lambda t: (
+            t.replace("kvCacheUsage: 0.8", "kvCacheUsage: 1.50")
+            + "  llm-platform:gatewy: {enabled: false}\n  llm-platform:alertng: {}\n"
+        ),
+    )
+    lines = _error(path).splitlines()
+    assert lines[0].startswith(f"{path}:{_line_of(path, 'gatewy')}: llm-platform:gatewy: unknown config key")
+    assert lines[1].startswith(
+        f"{path}:{_line_of(path, 'alertng')}: llm-platform:alertng: unknown config key"
+    )
+    assert "(did you mean 'gateway'?)" in lines[0] and "(did you mean 'alerting'?)" in lines[1]
+    assert all("allowed: environment, cluster, gpuNodePools, models" in line for line in lines[:2])
+    assert lines[2].startswith(f"{path}:{_line_of(path, 'kvCacheUsage: 1.50')}: models[0] (qwen-1-5b).")
+    assert render.main([str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "gatewy" in err and "alertng" in err and "kvCacheUsage" in err and not (tmp_path / "out").exists()
+
+
 def test_an_unquoted_kubernetes_version_is_refused_as_written(tmp_path: Path) -> None:
     path = _stack_file(tmp_path, lambda t: t.replace('kubernetesVersion: "1.34"', "kubernetesVersion: 1.30"))
     msg = _error(path)
@@ -136,6 +158,15 @@ def test_the_program_refuses_an_unknown_key_before_any_resource(run_program) -> 
         Exception, match=r"llm-platform:gatewy: unknown config key \(did you mean 'gateway'\?\)"
     ):
         run_program("dev", {"gatewy": {"enabled": True}})
+    assert run_program.last.created == []
+
+
+def test_the_program_refuses_every_unknown_key_at_once(run_program) -> None:
+    with pytest.raises(
+        Exception, match=r"llm-platform:gatewy: unknown config key \(did you mean 'gateway'\?\)"
+    ) as info:
+        run_program("dev", {"gatewy": {"enabled": True}, "modelz": []})
+    assert "llm-platform:modelz: unknown config key (did you mean 'models'?)" in str(info.value)
     assert run_program.last.created == []
 
 

@@ -1,4 +1,4 @@
-"""Every real stack file renders, with 0 upstream-schema problems, and passes the policy pack."""
+"""Every real stack file renders, with 0 upstream-schema problems, passes the policy pack and preflight."""
 
 from __future__ import annotations
 
@@ -11,5 +11,5 @@ from tests.stacks.real import problems
 
 
 @pytest.mark.parametrize("stack", stack_names())
-def test_real_stack_renders_validates_and_passes_policies(stack: str, tmp_path: Path) -> None:
+def test_real_stack_renders_validates_passes_policies_and_preflight(stack: str, tmp_path: Path) -> None:
     assert problems(stack, tmp_path / stack) == []

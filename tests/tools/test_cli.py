@@ -11,38 +11,64 @@ from pathlib import Path
 import pytest
 
 from config.loader import stack_names
+from simulator import cli as simulator
+from simulator import routing
 from tests.conftest import fixture_stack
 from tools import cli, render, security_scan
+from tools.preflight import __main__ as preflight
 
 
 def _one_line_exit_2(capsys, main, argv: list[str]) -> str:
     with pytest.raises(SystemExit) as exit_:
-        main(argv)
+        raise SystemExit(main(argv))  # some commands return their status, argparse raises it
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1, err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
     return err
 
 
-@pytest.mark.parametrize("main", [render.main, security_scan.main], ids=["render", "security_scan"])
-def test_an_unknown_stack_lists_the_stacks(capsys, main) -> None:
-    err = _one_line_exit_2(
-        capsys, main, ["nosuchstack", "--out", "x"] if main is render.main else ["nosuchstack"]
-    )
+# every command-line tool, by how it is called: `python -m <module> <argv...>`
+UNKNOWN_STACK = {
+    "render": (render.main, ["nosuchstack", "--out", "x"]),
+    "security_scan": (security_scan.main, ["nosuchstack"]),
+    "preflight": (preflight.main, ["nosuchstack"]),
+    "simulator": (simulator.main, ["--stack", "nosuchstack"]),
+    "simulator tune": (
+        simulator.main,
+        ["tune", "--stack", "nosuchstack", "--traffic", "a.csv", "--max-miss-pct", "1"],
+    ),
+    "simulator reservations": (simulator.main, ["reservations", "--stack", "nosuchstack"]),
+}
+
+
+@pytest.mark.parametrize(("main", "argv"), UNKNOWN_STACK.values(), ids=UNKNOWN_STACK.keys())
+def test_an_unknown_stack_lists_the_stacks(capsys, main, argv: list[str]) -> None:
+    err = _one_line_exit_2(capsys, main, argv)
     assert "no stack 'nosuchstack'" in err and f"stacks: {', '.join(stack_names())}" in err
 
 
-@pytest.mark.parametrize(
-    ("main", "argv"),
-    [
-        (render.main, ["dev"]),
-        (render.main, ["dev", "--out"]),
-        (security_scan.main, []),
-        (security_scan.main, ["dev", "--bogus"]),
-    ],
-)
+BAD_ARGUMENTS = {
+    "render without --out": (render.main, ["dev"]),
+    "render --out without a value": (render.main, ["dev", "--out"]),
+    "security_scan without a stack": (security_scan.main, []),
+    "security_scan --bogus": (security_scan.main, ["dev", "--bogus"]),
+    "preflight without a stack": (preflight.main, []),
+    "preflight --bogus": (preflight.main, ["dev", "--bogus"]),
+    "simulator without a source": (simulator.main, []),
+    "simulator --scale x": (simulator.main, ["--scenario", "seed-benchmark", "--scale", "x"]),
+    "simulator tune --bogus": (simulator.main, ["tune", "--bogus"]),
+    "simulator reservations --bogus": (simulator.main, ["reservations", "--bogus"]),
+    "simulator capacity --bogus": (simulator.main, ["capacity", "--bogus"]),
+    "simulator calibrate --bogus": (simulator.main, ["calibrate", "--bogus"]),
+    "simulator.routing --seed x": (routing.main, ["--seed", "x"]),
+}
+
+
+@pytest.mark.parametrize(("main", "argv"), BAD_ARGUMENTS.values(), ids=BAD_ARGUMENTS.keys())
 def test_bad_arguments_are_one_line(capsys, main, argv: list[str]) -> None:
-    assert "(see --help)" in _one_line_exit_2(capsys, main, argv)
+    """One format for all: `<prog>: error: <what is wrong> (see --help)`."""
+    err = _one_line_exit_2(capsys, main, argv)
+    assert err.startswith("python -m ") and ": error: " in err and err.endswith("(see --help)\n"), err
 
 
 @pytest.fixture
@@ -82,3 +108,29 @@ def test_the_security_scan_refuses_a_stale_render(stack_copy: Path, tmp_path: Pa
     os.utime(build / "team" / "manifests.yaml", (1, 1))
     err = _one_line_exit_2(capsys, security_scan.main, [str(stack_copy), "--build", str(build)])
     assert "team:" in err and "render it again" in err and "--render" in err
+
+
+BAD_STACK_FILE = {
+    "render": (render.main, ["--out", "x"]),
+    "preflight": (preflight.main, []),
+    "simulator": (simulator.main, ["--stack"]),
+    "simulator reservations": (simulator.main, ["reservations", "--stack"]),
+}
+
+
+@pytest.mark.parametrize(("main", "argv"), BAD_STACK_FILE.values(), ids=BAD_STACK_FILE.keys())
+def test_a_bad_stack_file_reports_every_problem(stack_copy: Path, capsys, main, argv: list[str]) -> None:
+    text = stack_copy.read_text()
+    stack_copy.write_text(
+        text.replace("kvCacheUsage: 0.8", "kvCacheUsage: 1.5").replace(
+            "pollingInterval:", "pollingIntervall:"
+        )
+    )
+    args = [str(stack_copy), *argv] if main is not simulator.main else [*argv, str(stack_copy)]
+    with pytest.raises(SystemExit) as exit_:
+        raise SystemExit(main(args))
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "invalid config" in err
+    assert f"{stack_copy}:" in err and ".kvCacheUsage: 1.5 is not allowed" in err
+    assert ".pollingIntervall: unknown key (did you mean 'pollingInterval'?)" in err

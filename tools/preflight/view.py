@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from config.loader import load_stack
+from config.loader import Stack, load_stack, stack_name
 from tools import mocks as platform_mocks
 from tools import render
 
@@ -90,7 +90,7 @@ def _closure(direct: dict[str, set[str]]) -> dict[str, set[str]]:
     return out
 
 
-def from_mocks(stack: str, mocks: platform_mocks.PlatformMocks) -> RenderView:
+def from_mocks(stack: Stack, mocks: platform_mocks.PlatformMocks) -> RenderView:
     settings = load_stack(stack)
     manifests, releases, resources, direct = [], {}, {}, {}
     for r in mocks.created:
@@ -112,7 +112,7 @@ def from_mocks(stack: str, mocks: platform_mocks.PlatformMocks) -> RenderView:
         elif render._is_manifest(r.typ):
             manifests.append(Manifest(key, render._manifest(r)))
     return RenderView(
-        stack=stack,
+        stack=stack_name(stack),
         environment=settings.environment.value,
         zones=list(settings.cluster.availability_zones),
         manifests=manifests,
@@ -123,7 +123,7 @@ def from_mocks(stack: str, mocks: platform_mocks.PlatformMocks) -> RenderView:
     )
 
 
-def from_stack(stack: str) -> RenderView:
-    """Evaluate the stack's program under mocks (raises ConfigError on a bad stack file)."""
+def from_stack(stack: Stack) -> RenderView:
+    """Evaluate the stack's program (a name or a stack file) under mocks (raises ConfigError on a bad stack file)."""
     evaluated = render.evaluate(stack)
     return from_mocks(stack, evaluated.mocks)
