@@ -1,8 +1,13 @@
 """GPU instance catalog: the facts every validation rule, NodePool and cost estimate relies on.
 
-Source: ../shared/reference/README.md ("AWS GPU instances", us-east-1 on-demand, Karpenter's generated
-price table of 2026-07-20); p5en and p6-b200 from the same generated table as pinned
-(karpenter-provider-aws v1.14.1 `pkg/providers/pricing/zz_generated.pricing_aws.go`, us-east-1).
+Prices are Linux on-demand $/h per region. us-east-1: ../shared/reference/README.md ("AWS GPU instances",
+Karpenter's generated price table of 2026-07-20) and, for p5en and p6-b200, the same generated table as pinned
+(karpenter-provider-aws v1.14.1 `pkg/providers/pricing/zz_generated.pricing_aws.go`, which holds us-east-1 only
+for the commercial partition). Other regions: the SkyPilot catalog built from the AWS Price List API
+(skypilot-org/skypilot-catalog `catalogs/v8/aws/vms.csv`, column `Price`, commit 00148f2a); its us-east-1 prices
+equal Karpenter's for every row. A region missing from a row's prices has no known price: whatever prices a
+node there (simulator, oracle, reservations sweep) stops with an error naming the regions that have one,
+never a guess from another region.
 vCPU, memory and NVMe are from the EC2 instance-type pages; GPU memory, bandwidth and dense FP16 tensor
 TFLOPS from the NVIDIA datasheets (H200: 141 GB HBM3e, 4.8 TB/s, H100's tensor cores; B200: 1,440 GB HBM3e
 per 8-GPU board, 8 TB/s, 2.25 PFLOPS dense FP16 per GPU); the A10G is not an A10: 70 dense BF16 TFLOPS
@@ -13,13 +18,15 @@ regions); a pool of an instance not offered in the stack's region is a config er
 Only instances listed here can be launched: each NodePool restricts Karpenter to the catalog's sizes, so
 every node the platform creates has a known price and GPU count.
 
-Not listed: p5e.48xlarge (H200; offered in us-east-2, us-west-2 and five more regions but not in us-east-1,
-so the pinned price table has no on-demand price for it).
+Not listed: p5e.48xlarge (H200). EC2 lists it in us-east-2, us-west-2 and five more regions, but neither source
+has an on-demand price for it in any region (the Price List API has none: it is sold as Capacity Blocks).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 
 @dataclass(frozen=True)
@@ -39,7 +46,7 @@ class GpuInstance:
     memory_gib: int
     nvme_disks: int
     nvme_disk_gb: int
-    on_demand_usd_per_hour: float
+    prices: Mapping[str, float]  # region -> Linux on-demand $/h; a region not listed has no known price
     regions: frozenset[str]
     network_gbps: float  # baseline network bandwidth, Gbit/s: bounds weight downloads on a new node
     node_ready_seconds: float  # EC2 launch -> node Ready with `nvidia.com/gpu` allocatable
@@ -56,6 +63,23 @@ class GpuInstance:
     def nvme_total_gb(self) -> int:
         return self.nvme_disks * self.nvme_disk_gb
 
+    @property
+    def list_usd_per_hour(self) -> float:
+        """us-east-1 on-demand $/h: orders a pool's sizes (Karpenter's cheapest fit; the regional prices keep
+        the same order, tests/config/test_regions.py). A node's cost uses `on_demand_usd_per_hour(region)`."""
+        return self.prices["us-east-1"]
+
+    def on_demand_usd_per_hour(self, region: str) -> float:
+        """What one node costs per hour in `region`; an unknown price is an error, never another region's."""
+        try:
+            return self.prices[region]
+        except KeyError:
+            sold = "" if region in self.regions else f"; EC2 does not sell {self.instance_type} there"
+            raise ValueError(
+                f"{self.instance_type}: no on-demand price for region {region!r} in config/catalog.py{sold}; "
+                f"regions with a price: {', '.join(sorted(self.prices))}"
+            ) from None
+
 
 A10G = GpuModel("A10G", 24, 600, 70)
 L4 = GpuModel("L4", 24, 300, 121)
@@ -69,6 +93,10 @@ B200 = GpuModel("B200", 180, 8000, 2250)
 
 def _regions(*names: str) -> frozenset[str]:
     return frozenset(names)
+
+
+def _prices(by_region: dict[str, float]) -> Mapping[str, float]:
+    return MappingProxyType(by_region)
 
 
 # Regions offering each family's catalog sizes (every size of a family is offered in the same regions)
@@ -113,6 +141,70 @@ KNOWN_REGIONS = _regions(
     "us-east-1", "us-east-2", "us-west-1", "us-west-2",
 )  # fmt: skip
 
+# Linux on-demand $/h by region (see the module docstring for the sources); a region not listed: no known price
+G5_XLARGE_USD = _prices({
+    "ap-east-1": 1.5488, "ap-northeast-1": 1.459, "ap-northeast-2": 1.237, "ap-south-1": 1.208,
+    "ap-southeast-2": 1.308, "ap-southeast-3": 1.408, "ca-central-1": 1.117, "eu-central-1": 1.258,
+    "eu-north-1": 1.067, "eu-west-1": 1.123, "eu-west-2": 1.277, "me-central-1": 1.234, "us-east-1": 1.006,
+    "us-east-2": 1.006, "us-west-2": 1.006
+})  # fmt: skip
+G5_2XLARGE_USD = _prices({
+    "ap-east-1": 1.86595, "ap-northeast-1": 1.75776, "ap-northeast-2": 1.4903, "ap-south-1": 1.45536,
+    "ap-southeast-2": 1.57584, "ap-southeast-3": 1.69632, "ca-central-1": 1.34573, "eu-central-1": 1.5156,
+    "eu-north-1": 1.28549, "eu-west-1": 1.35296, "eu-west-2": 1.53849, "me-central-1": 1.48669, "us-east-1":
+    1.212, "us-east-2": 1.212, "us-west-2": 1.212
+})  # fmt: skip
+G5_12XLARGE_USD = _prices({
+    "ap-east-1": 8.7324, "ap-northeast-1": 8.22609, "ap-northeast-2": 6.97442, "ap-south-1": 6.81091,
+    "ap-southeast-2": 7.37473, "ap-southeast-3": 7.93854, "ca-central-1": 6.29784, "eu-central-1": 7.09282,
+    "eu-north-1": 6.01593, "eu-west-1": 6.33167, "eu-west-2": 7.19994, "me-central-1": 6.9575, "us-east-1":
+    5.672, "us-east-2": 5.672, "us-west-2": 5.672
+})  # fmt: skip
+G5_48XLARGE_USD = _prices({
+    "ap-east-1": 25.0764, "ap-northeast-1": 23.62246, "ap-northeast-2": 20.02809, "ap-south-1": 19.55855,
+    "ap-southeast-2": 21.17764, "ap-southeast-3": 22.79672, "ca-central-1": 18.08518, "eu-central-1":
+    20.3681, "eu-north-1": 17.27564, "eu-west-1": 18.18233, "eu-west-2": 20.67572, "me-central-1": 19.97951,
+    "us-east-1": 16.288, "us-east-2": 16.288, "us-west-2": 16.288
+})  # fmt: skip
+G6_XLARGE_USD = _prices({
+    "ap-northeast-1": 1.1672, "ap-northeast-2": 0.9896, "ap-south-1": 0.9664, "ap-southeast-2": 1.0464,
+    "ca-central-1": 0.8936, "eu-central-1": 1.0064, "eu-north-1": 0.8536, "eu-south-2": 0.848, "eu-west-2":
+    1.0216, "eu-west-3": 1.0216, "me-central-1": 0.98824, "us-east-1": 0.8048, "us-east-2": 0.8048,
+    "us-west-2": 0.8048
+})  # fmt: skip
+G6_2XLARGE_USD = _prices({
+    "ap-northeast-1": 1.41781, "ap-northeast-2": 1.20208, "ap-south-1": 1.1739, "ap-southeast-2": 1.27107,
+    "ca-central-1": 1.08547, "eu-central-1": 1.22249, "eu-north-1": 1.03688, "eu-south-2": 1.03008,
+    "eu-west-2": 1.24095, "eu-west-3": 1.24095, "me-central-1": 1.20043, "us-east-1": 0.9776, "us-east-2":
+    0.9776, "us-west-2": 0.9776
+})  # fmt: skip
+G6E_XLARGE_USD = _prices({
+    "ap-northeast-1": 2.699, "ap-northeast-2": 2.288, "eu-central-1": 2.327, "eu-north-1": 1.974,
+    "eu-south-2": 1.961, "us-east-1": 1.861, "us-east-2": 1.861, "us-west-2": 1.861
+})  # fmt: skip
+P4D_24XLARGE_USD = _prices({
+    "ap-northeast-1": 30.09784, "ap-northeast-2": 30.41028, "ap-south-1": 26.3444, "ap-southeast-2":
+    28.54493, "ca-central-1": 25.25174, "eu-central-1": 27.43298, "eu-north-1": 23.71569, "eu-west-1":
+    23.71569, "eu-west-2": 28.54493, "us-east-1": 21.957642, "us-east-2": 21.95764, "us-west-2": 21.95764
+})  # fmt: skip
+P4DE_24XLARGE_USD = _prices({
+    "ap-northeast-1": 37.6223, "ap-southeast-1": 32.93646, "eu-central-1": 34.29122, "us-east-1": 27.44705,
+    "us-west-2": 27.44705
+})  # fmt: skip
+P5_48XLARGE_USD = _prices({
+    "ap-northeast-1": 68.8, "ap-northeast-2": 75.9552, "ap-south-1": 66.048, "ap-southeast-2": 71.552,
+    "ap-southeast-3": 75.9552, "ca-central-1": 63.296, "eu-north-1": 58.8928, "eu-west-2": 71.552,
+    "us-east-1": 55.04, "us-east-2": 55.04, "us-west-1": 68.8, "us-west-2": 55.04
+})  # fmt: skip
+P5EN_48XLARGE_USD = _prices({
+    "ap-northeast-1": 79.12, "ap-northeast-2": 87.34848, "ap-south-1": 75.9552, "ap-southeast-3": 87.34848,
+    "eu-north-1": 67.72672, "eu-south-2": 68.35968, "me-central-1": 75.9552, "us-east-1": 63.296,
+    "us-east-2": 63.296, "us-west-1": 79.12, "us-west-2": 63.296
+})  # fmt: skip
+P6_B200_48XLARGE_USD = _prices({
+    "us-east-1": 113.9328, "us-east-2": 113.9328, "us-west-2": 113.9328
+})  # fmt: skip
+
 # Node Ready (EC2 launch -> Ready with `nvidia.com/gpu` allocatable; shared/research/autoscaling_sim.md §3.1).
 # g-families: "Node Ready at 80-100 s" (karpenter-provider-aws#3102), ~70-80 s launch->registration (#6128);
 # the NVIDIA device plugin's GPU registration mostly overlaps. p-families: no public measurement
@@ -120,30 +212,76 @@ KNOWN_REGIONS = _regions(
 G_NODE_READY_S = 100.0
 P_NODE_READY_S = 300.0
 
-# Columns: type, GPUs, GPU, vCPUs, memory GiB, NVMe disks, GB per disk, on-demand $/h, regions, baseline network
+# Columns: type, GPUs, GPU, vCPUs, memory GiB, NVMe disks, GB per disk, on-demand $/h by region, regions, baseline network
 # Gbit/s (karpenter-provider-aws v1.14.1 zz_generated.bandwidth.go), node Ready seconds.
 GPU_INSTANCES: dict[str, GpuInstance] = {
     i.instance_type: i
     for i in (
-        GpuInstance("g5.xlarge", 1, A10G, 4, 16, 1, 250, 1.006, G5_REGIONS, 2.5, G_NODE_READY_S),
-        GpuInstance("g5.2xlarge", 1, A10G, 8, 32, 1, 450, 1.212, G5_REGIONS, 5.0, G_NODE_READY_S),
-        GpuInstance("g5.12xlarge", 4, A10G, 48, 192, 1, 3800, 5.672, G5_REGIONS, 40.0, G_NODE_READY_S),
-        GpuInstance("g5.48xlarge", 8, A10G, 192, 768, 2, 3800, 16.288, G5_REGIONS, 100.0, G_NODE_READY_S),
-        GpuInstance("g6.xlarge", 1, L4, 4, 16, 1, 250, 0.8048, G6_REGIONS, 2.5, G_NODE_READY_S),
-        GpuInstance("g6.2xlarge", 1, L4, 8, 32, 1, 450, 0.9776, G6_REGIONS, 5.0, G_NODE_READY_S),
-        GpuInstance("g6e.xlarge", 1, L40S, 4, 32, 1, 250, 1.861, G6E_REGIONS, 2.5, G_NODE_READY_S),
+        GpuInstance("g5.xlarge", 1, A10G, 4, 16, 1, 250, G5_XLARGE_USD, G5_REGIONS, 2.5, G_NODE_READY_S),
+        GpuInstance("g5.2xlarge", 1, A10G, 8, 32, 1, 450, G5_2XLARGE_USD, G5_REGIONS, 5.0, G_NODE_READY_S),
         GpuInstance(
-            "p4d.24xlarge", 8, A100_40, 96, 1152, 8, 1000, 21.957642, P4D_REGIONS, 400.0, P_NODE_READY_S
+            "g5.12xlarge", 4, A10G, 48, 192, 1, 3800, G5_12XLARGE_USD, G5_REGIONS, 40.0, G_NODE_READY_S
         ),
         GpuInstance(
-            "p4de.24xlarge", 8, A100_80, 96, 1152, 8, 1000, 27.44705, P4DE_REGIONS, 400.0, P_NODE_READY_S
+            "g5.48xlarge", 8, A10G, 192, 768, 2, 3800, G5_48XLARGE_USD, G5_REGIONS, 100.0, G_NODE_READY_S
         ),
-        GpuInstance("p5.48xlarge", 8, H100, 192, 2048, 8, 3840, 55.04, P5_REGIONS, 3200.0, P_NODE_READY_S),
+        GpuInstance("g6.xlarge", 1, L4, 4, 16, 1, 250, G6_XLARGE_USD, G6_REGIONS, 2.5, G_NODE_READY_S),
+        GpuInstance("g6.2xlarge", 1, L4, 8, 32, 1, 450, G6_2XLARGE_USD, G6_REGIONS, 5.0, G_NODE_READY_S),
+        GpuInstance("g6e.xlarge", 1, L40S, 4, 32, 1, 250, G6E_XLARGE_USD, G6E_REGIONS, 2.5, G_NODE_READY_S),
         GpuInstance(
-            "p5en.48xlarge", 8, H200, 192, 2048, 8, 3840, 63.296, P5EN_REGIONS, 3200.0, P_NODE_READY_S
+            "p4d.24xlarge",
+            8,
+            A100_40,
+            96,
+            1152,
+            8,
+            1000,
+            P4D_24XLARGE_USD,
+            P4D_REGIONS,
+            400.0,
+            P_NODE_READY_S,
         ),
         GpuInstance(
-            "p6-b200.48xlarge", 8, B200, 192, 2048, 8, 3840, 113.9328, P6_B200_REGIONS, 3200.0, P_NODE_READY_S
+            "p4de.24xlarge",
+            8,
+            A100_80,
+            96,
+            1152,
+            8,
+            1000,
+            P4DE_24XLARGE_USD,
+            P4DE_REGIONS,
+            400.0,
+            P_NODE_READY_S,
+        ),
+        GpuInstance(
+            "p5.48xlarge", 8, H100, 192, 2048, 8, 3840, P5_48XLARGE_USD, P5_REGIONS, 3200.0, P_NODE_READY_S
+        ),
+        GpuInstance(
+            "p5en.48xlarge",
+            8,
+            H200,
+            192,
+            2048,
+            8,
+            3840,
+            P5EN_48XLARGE_USD,
+            P5EN_REGIONS,
+            3200.0,
+            P_NODE_READY_S,
+        ),
+        GpuInstance(
+            "p6-b200.48xlarge",
+            8,
+            B200,
+            192,
+            2048,
+            8,
+            3840,
+            P6_B200_48XLARGE_USD,
+            P6_B200_REGIONS,
+            3200.0,
+            P_NODE_READY_S,
         ),
     )
 }
@@ -171,4 +309,4 @@ def families() -> list[str]:
 def instances(families_: list[str], sizes: list[str] | None = None) -> list[GpuInstance]:
     """Catalog instances of the given families, optionally restricted to sizes, cheapest first."""
     chosen = [i for i in GPU_INSTANCES.values() if i.family in families_ and (not sizes or i.size in sizes)]
-    return sorted(chosen, key=lambda i: i.on_demand_usd_per_hour)
+    return sorted(chosen, key=lambda i: i.list_usd_per_hour)

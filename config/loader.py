@@ -118,6 +118,17 @@ def raw_stack_config(stack: Stack) -> dict[str, Any]:
     return read_stack_file(path)[0]
 
 
+def stack_region(stack: Stack) -> str:
+    """The stack file's `aws:region`: where its nodes run and what they cost (config/catalog.py prices)."""
+    region = raw_stack_config(stack).get("aws:region")
+    if not isinstance(region, str) or not region:
+        raise ConfigError(
+            f"stack {stack_name(stack)!r}: {stack_file(stack).name} sets no aws:region; set it "
+            "(e.g. `aws:region: us-east-1`): node prices and offerings depend on it"
+        )
+    return region
+
+
 def load_stack(stack: Stack) -> StackConfig:
     """Validated config of a stack file, for offline tools (render, simulator) and tests."""
     ours, source = read_stack(stack)

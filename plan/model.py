@@ -276,7 +276,7 @@ def pod_instance(pool: GpuNodePool, gpus: int) -> GpuInstance:
     fitting = [i for i in pool.instances if i.gpus >= gpus]
     if not fitting:
         raise ValueError(f"gpuNodePools[{pool.name}]: no instance has {gpus} GPUs")
-    return min(fitting, key=lambda i: i.on_demand_usd_per_hour)
+    return min(fitting, key=lambda i: i.list_usd_per_hour)
 
 
 def pool_headroom_gpus(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:

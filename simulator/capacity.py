@@ -15,8 +15,8 @@
   it; the compile cache only once a replica has started there.
 - Spot nodes are interrupted at a Poisson rate: the 2-minute notice evicts the pod at once (Karpenter cordons
   and drains on the notice) and the instance bills until it is reclaimed.
-- Billing: EC2 Linux per-second with a 60-second minimum per instance (§3.2), on-demand price from the
-  catalog, spot as on-demand x (1 - discount). Nodes that exist when the day starts bill from 0 with no minimum.
+- Billing: EC2 Linux per-second with a 60-second minimum per instance (§3.2), the catalog's on-demand price
+  in the stack's region, spot as on-demand x (1 - discount). Nodes that exist when the day starts bill from 0 with no minimum.
 - Reserved capacity (On-Demand Capacity Reservations, Capacity Blocks) is prepaid: `reserved_nodes` instances
   cost their hourly rate for the whole horizon whether used or not (an ODCR bills at the on-demand rate; a
   Capacity Block at the price it was bought for), and a node launched into a reservation costs nothing more.
@@ -58,6 +58,7 @@ def instance_cost(
 @dataclass(frozen=True)
 class CapacityConfig:
     instance: GpuInstance
+    region: str  # the stack's aws:region: nodes cost the catalog's on-demand price there
     gpus_per_pod: int = 1
     cache_mode: CacheMode = "nvme"
     image: ImageMode = "registry"
@@ -72,18 +73,25 @@ class CapacityConfig:
     reserved_usd_per_hour: float | None = None
     """Prepaid rate of one reserved instance; None: the on-demand price (what an ODCR bills)."""
 
+    def __post_init__(self) -> None:
+        self.instance.on_demand_usd_per_hour(self.region)  # an unknown price stops here, before any day
+
     @property
     def reserved_price_per_hour(self) -> float:
         rate = self.reserved_usd_per_hour
-        return self.instance.on_demand_usd_per_hour if rate is None else rate
+        return self.on_demand_price_per_hour if rate is None else rate
 
     def reserved_cost(self, horizon: float) -> float:
         """The prepaid cost of the reservations over `horizon` seconds, used or not."""
         return self.reserved_nodes * self.reserved_price_per_hour * horizon / 3600
 
     @property
+    def on_demand_price_per_hour(self) -> float:
+        return self.instance.on_demand_usd_per_hour(self.region)
+
+    @property
     def price_per_hour(self) -> float:
-        base = self.instance.on_demand_usd_per_hour
+        base = self.on_demand_price_per_hour
         return base * (1 - self.spot_discount) if self.spot else base
 
     @property

@@ -1,7 +1,7 @@
 """Scenarios: the seed article's benchmark, a stack's own models, and the derived recommendation.
 
 The seed setup (shared/reference/README.md): Mistral-7B-Instruct 4-bit GPTQ on g5.2xlarge (1 x A10G,
-$1.212/h), SLO TTFT < 200 ms and ITL < 30 ms, the seed day. Deployment as the article's optimised architecture:
+$1.212/h in us-east-1, the article's region), SLO TTFT < 200 ms and ITL < 30 ms, the seed day. Deployment as the article's optimised architecture:
 weights pre-loaded on local NVMe (hostPath, DaemonSet), vLLM image pre-pulled on every node, Karpenter, on-demand
 g5.2xlarge, PodMonitor every 5 s; the article gives no NodePool, so the platform's default consolidateAfter
 (5m, config/schema.py) applies.
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 SEED_MODEL = "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
 SEED_INSTANCE = "g5.2xlarge"
+SEED_REGION = "us-east-1"
 SEED_SLO = Slo(0.2, 0.03)
 SLO_TARGET = 0.05  # size replicas so the P95 request meets the SLO at steady load (the seed reports P95 TTFT)
 
@@ -202,6 +203,7 @@ def seed_setup(seed: int = 0, traffic: Traffic | None = None, prefix_hit_rate: f
     table = model.table(TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens))
     capacity = CapacityConfig(
         instance,
+        SEED_REGION,
         cache_mode="nvme",
         image="prebaked",
         weights_gb=model.profile.weights_gb,
@@ -294,7 +296,7 @@ def instance_for(pool_instances: list[GpuInstance], gpus: int) -> GpuInstance:
     fitting = [i for i in pool_instances if i.gpus >= gpus]
     if not fitting:
         raise ValueError(f"no instance in the pool has {gpus} GPUs")
-    return min(fitting, key=lambda i: i.on_demand_usd_per_hour)
+    return min(fitting, key=lambda i: i.list_usd_per_hour)
 
 
 def parse_duration(text: str) -> float:
@@ -347,10 +349,11 @@ def stack_run(
 ) -> StackRun:
     """Strategies for one model of a stack file, on that model's pool, cache mode and SLO; the first
     `reserved_instances` nodes launch into the pool's reservations (prepaid, see simulator/capacity.py)."""
-    from config.loader import load_stack
+    from config.loader import load_stack, stack_region
     from simulator.strategies import for_stack
 
     cfg = load_stack(stack)
+    region = stack_region(stack)
     if not cfg.models:
         raise ValueError(f"stack {stack!r} defines no models")
     names = [m.name for m in cfg.models]
@@ -373,6 +376,7 @@ def stack_run(
     spot = "spot" in pool.capacity_types
     capacity = CapacityConfig(
         instance,
+        region,
         gpus_per_pod=m.tensor_parallel_size,
         cache_mode=m.cache,
         image=image,  # pyright: ignore[reportArgumentType]

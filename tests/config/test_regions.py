@@ -1,5 +1,6 @@
 """The stack's AWS region: instances not sold there and zones outside it are config errors, named with the
-pool, the instance and where it is sold; the catalog rows the reservation pools need exist."""
+pool, the instance and where it is sold; the catalog rows the reservation pools need exist; each row's
+on-demand price is per region, and a region without a known price is an error, never another region's."""
 
 from __future__ import annotations
 
@@ -78,8 +79,52 @@ def test_without_a_region_the_region_rules_wait() -> None:
 def test_every_catalog_instance_is_sold_somewhere_known_and_in_the_price_tables_region() -> None:
     for instance in GPU_INSTANCES.values():
         assert instance.regions and instance.regions <= KNOWN_REGIONS, instance.instance_type
-        # prices are us-east-1 on-demand: every row must be sold there for its price to be real
-        assert "us-east-1" in instance.regions, instance.instance_type
+        # a price is only real where EC2 sells the instance; us-east-1 orders a pool's sizes
+        assert set(instance.prices) <= instance.regions, instance.instance_type
+        assert "us-east-1" in instance.prices, instance.instance_type
+
+
+# karpenter-provider-aws v1.14.1 zz_generated.pricing_aws.go (us-east-1): the regional source must agree
+KARPENTER_US_EAST_1 = {
+    "g5.xlarge": 1.006, "g5.2xlarge": 1.212, "g5.12xlarge": 5.672, "g5.48xlarge": 16.288,
+    "g6.xlarge": 0.8048, "g6.2xlarge": 0.9776, "g6e.xlarge": 1.861, "p4d.24xlarge": 21.957642,
+    "p4de.24xlarge": 27.44705, "p5.48xlarge": 55.04, "p5en.48xlarge": 63.296, "p6-b200.48xlarge": 113.9328,
+}  # fmt: skip
+
+
+def test_us_east_1_prices_are_karpenters_pinned_table() -> None:
+    assert {t: i.on_demand_usd_per_hour("us-east-1") for t, i in GPU_INSTANCES.items()} == KARPENTER_US_EAST_1
+
+
+def test_prices_differ_by_region() -> None:
+    p5 = GPU_INSTANCES["p5.48xlarge"]
+    assert p5.on_demand_usd_per_hour("ap-northeast-2") == 75.9552
+    assert p5.on_demand_usd_per_hour("eu-north-1") == 58.8928
+    assert GPU_INSTANCES["g5.2xlarge"].on_demand_usd_per_hour("eu-west-2") == 1.53849
+
+
+def test_the_us_east_1_order_of_sizes_holds_in_every_priced_region() -> None:
+    """A pool's sizes are ordered by the us-east-1 price (Karpenter's cheapest fit): that order must be the
+    order of the prices in every region where all of them have one."""
+    for family in {i.family for i in GPU_INSTANCES.values()}:
+        rows = sorted(
+            (i for i in GPU_INSTANCES.values() if i.family == family), key=lambda i: i.list_usd_per_hour
+        )
+        regions = set.intersection(*(set(i.prices) for i in rows))
+        for region in regions:
+            prices = [i.on_demand_usd_per_hour(region) for i in rows]
+            assert prices == sorted(prices), (family, region)
+
+
+def test_a_region_without_a_known_price_is_an_error_naming_the_priced_regions() -> None:
+    g5 = GPU_INSTANCES["g5.2xlarge"]
+    assert "sa-east-1" in g5.regions  # sold there, but neither source prices it
+    with pytest.raises(ValueError, match="no on-demand price for region 'sa-east-1'") as exc:
+        g5.on_demand_usd_per_hour("sa-east-1")
+    assert "regions with a price: ap-east-1, ap-northeast-1," in str(exc.value)
+    assert "does not sell" not in str(exc.value)
+    with pytest.raises(ValueError, match=r"EC2 does not sell p6-b200\.48xlarge there"):
+        GPU_INSTANCES["p6-b200.48xlarge"].on_demand_usd_per_hour("eu-west-1")
 
 
 @pytest.mark.parametrize("family", ["p4d", "p4de", "p5", "p5en", "p6-b200"])

@@ -19,20 +19,26 @@ def test_per_second_billing_with_sixty_second_minimum():
 
 
 def test_instance_cost_on_demand_and_spot():
-    assert instance_cost(G5.on_demand_usd_per_hour, 0, 3600) == pytest.approx(1.212)
-    assert instance_cost(G5.on_demand_usd_per_hour, 0, 10) == pytest.approx(1.212 / 60)
-    spot = CapacityConfig(G5, spot=True, spot_discount=0.6)
+    assert instance_cost(G5.on_demand_usd_per_hour("us-east-1"), 0, 3600) == pytest.approx(1.212)
+    assert instance_cost(G5.on_demand_usd_per_hour("us-east-1"), 0, 10) == pytest.approx(1.212 / 60)
+    spot = CapacityConfig(G5, "us-east-1", spot=True, spot_discount=0.6)
     assert spot.price_per_hour == pytest.approx(1.212 * 0.4)
 
 
 def test_static_day_costs_replicas_times_hours_times_price():
-    cluster = Cluster(CapacityConfig(G5), np.random.default_rng(0), initial_replicas=8)
+    cluster = Cluster(CapacityConfig(G5, "us-east-1"), np.random.default_rng(0), initial_replicas=8)
     assert cluster.cost(86_400) == pytest.approx(8 * 24 * 1.212)
 
 
 def cluster(consolidate_after: float = 300.0, **kw) -> Cluster:
     cfg = CapacityConfig(
-        G5, cache_mode="nvme", image="prebaked", weights_gb=4.15, consolidate_after=consolidate_after, **kw
+        G5,
+        "us-east-1",
+        cache_mode="nvme",
+        image="prebaked",
+        weights_gb=4.15,
+        consolidate_after=consolidate_after,
+        **kw,
     )
     return Cluster(cfg, np.random.default_rng(0), initial_replicas=1)
 

@@ -22,7 +22,9 @@ def setup(rate_rps: np.ndarray, seed: int = 0, **cfg):
     traffic = poisson_day(rate_rps, TokenMix(), np.random.default_rng(seed))
     model = ReplicaModel(profile("TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"), G5.gpu)
     table = model.table(TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens))
-    capacity = CapacityConfig(G5, cache_mode="nvme", image="prebaked", weights_gb=4.15, consolidate_after=300)
+    capacity = CapacityConfig(
+        G5, "us-east-1", cache_mode="nvme", image="prebaked", weights_gb=4.15, consolidate_after=300
+    )
     return traffic, table, SimConfig(capacity, Slo(0.2, 0.03), scrape_interval=5, seed=seed, **cfg)
 
 

@@ -24,7 +24,7 @@ MISTRAL = "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
 
 
 def _cluster(placeholders: int, replicas: int = 1, **kw) -> Cluster:
-    cfg = CapacityConfig(G5, cache_mode="nvme", image="registry", weights_gb=4.15, **kw)
+    cfg = CapacityConfig(G5, "us-east-1", cache_mode="nvme", image="registry", weights_gb=4.15, **kw)
     return Cluster(
         cfg, np.random.default_rng(0), initial_replicas=replicas, initial_placeholders=placeholders
     )
@@ -79,7 +79,7 @@ def test_schedule_windows_raise_the_placeholders_per_minute() -> None:
     headroom = Headroom(
         gpus=1, schedule=[HeadroomWindow(start="0 8 * * *", end="0 10 * * *", timezone="UTC", gpus=3)]
     )
-    cfg = CapacityConfig(G5, headroom=headroom)
+    cfg = CapacityConfig(G5, "us-east-1", headroom=headroom)
     targets = _placeholder_targets(cfg, datetime(2026, 9, 15, tzinfo=UTC), 86_400)
     assert targets[7 * 60 + 59] == 1 and targets[8 * 60] == 3 and targets[9 * 60 + 59] == 3
     assert targets[10 * 60] == 1
@@ -103,7 +103,9 @@ def test_headroom_cuts_misses_on_bursts_shorter_than_a_cold_start() -> None:
     )
 
     def run(headroom: Headroom | None):
-        capacity = CapacityConfig(G5, cache_mode="nvme", weights_gb=4.15, gpu_limit=16, headroom=headroom)
+        capacity = CapacityConfig(
+            G5, "us-east-1", cache_mode="nvme", weights_gb=4.15, gpu_limit=16, headroom=headroom
+        )
         return simulate(traffic, table, strategy, SimConfig(capacity, Slo(0.2, 0.03)))
 
     without, with_ = run(None), run(Headroom(gpus=6))

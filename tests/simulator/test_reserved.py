@@ -23,19 +23,23 @@ DAY = 86_400
 
 
 def cluster(reserved: int, replicas: int = 0, **kw) -> Cluster:
-    cfg = CapacityConfig(G5, image="prebaked", weights_gb=4.15, reserved_nodes=reserved, **kw)
+    cfg = CapacityConfig(G5, "us-east-1", image="prebaked", weights_gb=4.15, reserved_nodes=reserved, **kw)
     return Cluster(cfg, np.random.default_rng(0), initial_replicas=replicas)
 
 
 @pytest.mark.parametrize("reserved", [0, 3, 8])
 def test_a_static_day_costs_the_same_whether_its_nodes_are_reserved_or_on_demand(reserved: int) -> None:
     # an ODCR bills the on-demand rate all day: reserving nodes that run all day changes nothing
-    assert cluster(reserved, replicas=8).cost(DAY) == pytest.approx(8 * 24 * G5.on_demand_usd_per_hour)
+    assert cluster(reserved, replicas=8).cost(DAY) == pytest.approx(
+        8 * 24 * G5.on_demand_usd_per_hour("us-east-1")
+    )
 
 
 def test_unused_reservations_are_still_paid() -> None:
-    assert cluster(10, replicas=8).cost(DAY) == pytest.approx(10 * 24 * G5.on_demand_usd_per_hour)
-    assert cluster(2, replicas=0).cost(DAY) == pytest.approx(2 * 24 * G5.on_demand_usd_per_hour)
+    assert cluster(10, replicas=8).cost(DAY) == pytest.approx(
+        10 * 24 * G5.on_demand_usd_per_hour("us-east-1")
+    )
+    assert cluster(2, replicas=0).cost(DAY) == pytest.approx(2 * 24 * G5.on_demand_usd_per_hour("us-east-1"))
 
 
 def test_nodes_launch_into_free_reservations_first_then_on_demand() -> None:
@@ -46,8 +50,8 @@ def test_nodes_launch_into_free_reservations_first_then_on_demand() -> None:
     assert [n.price_per_hour for n in c.nodes] == [
         0.0,
         0.0,
-        G5.on_demand_usd_per_hour,
-        G5.on_demand_usd_per_hour,
+        G5.on_demand_usd_per_hour("us-east-1"),
+        G5.on_demand_usd_per_hour("us-east-1"),
     ]
 
 
@@ -90,7 +94,7 @@ def test_sweep_prices_each_count_as_prepaid_plus_what_runs_beyond(llama: StackRu
     top = reservations_cmd.most_useful(llama)
     assert top == 2  # maxReplicas 2, one TP8 replica per p5.48xlarge
     days = reservations_cmd.sweep(llama, range(top + 2))
-    rate = llama.instance.on_demand_usd_per_hour
+    rate = llama.instance.on_demand_usd_per_hour("us-east-1")
     hours = llama.setup.traffic.duration / 3600
     for d in days:
         assert d.prepaid_usd == pytest.approx(d.reserved_instances * rate * hours)
@@ -105,7 +109,7 @@ def test_sweep_prices_each_count_as_prepaid_plus_what_runs_beyond(llama: StackRu
 
 
 def test_a_cheap_enough_reservation_is_worth_buying(llama: StackRun) -> None:
-    cheap = with_rate(llama, llama.instance.on_demand_usd_per_hour * 0.05)
+    cheap = with_rate(llama, llama.instance.on_demand_usd_per_hour("us-east-1") * 0.05)
     days = reservations_cmd.sweep(cheap, range(4))
     best = reservations_cmd.cheapest(days)
     assert 0 < best.reserved_instances <= reservations_cmd.most_useful(cheap)

@@ -1,0 +1,62 @@
+"""The simulator prices nodes at the stack's aws:region price: the same stack and day in another region
+costs the price ratio more, and a region without a known price (or a stack without aws:region) stops the
+simulator with an error instead of a us-east-1 figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from config.catalog import GPU_INSTANCES
+from config.loader import ROOT, ConfigError
+from simulator.engine import simulate
+from simulator.scenarios import StackRun, stack_run
+from simulator.traffic import TokenMix, Traffic, load
+
+PROD = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.prod.yaml"
+
+
+def stack_in(tmp_path: Path, region: str) -> Path:
+    """The prod fixture moved to `region` (aws:region and zones)."""
+    path = tmp_path / f"Pulumi.{region}.yaml"
+    path.write_text(PROD.read_text().replace("us-east-1", region))
+    return path
+
+
+@pytest.fixture(scope="module")
+def traffic() -> Traffic:
+    return load("builtin:seed-day", 0, TokenMix(), 0.25)
+
+
+def day_cost(run: StackRun) -> tuple[float, float]:
+    s = run.setup
+    strategy = next(x for x in run.strategies if x.name == "stack-config")
+    result = simulate(s.traffic, s.table, strategy, s.config)
+    return result.gpu_cost_usd_per_day, result.slo_violation_pct
+
+
+def test_the_same_day_costs_the_regional_price_ratio_more(tmp_path: Path, traffic: Traffic) -> None:
+    east = stack_run(stack_in(tmp_path, "us-east-1"), "mistral-7b", traffic)
+    london = stack_run(stack_in(tmp_path, "eu-west-2"), "mistral-7b", traffic)
+    assert east.instance.instance_type == london.instance.instance_type == "g5.2xlarge"
+    (east_cost, east_miss), (london_cost, london_miss) = day_cost(east), day_cost(london)
+    g5 = GPU_INSTANCES["g5.2xlarge"]
+    ratio = g5.on_demand_usd_per_hour("eu-west-2") / g5.on_demand_usd_per_hour("us-east-1")
+    assert ratio == pytest.approx(1.53849 / 1.212)
+    assert london_cost == pytest.approx(east_cost * ratio)
+    assert london_miss == east_miss  # the region changes the bill, not the serving
+    # the reserved (ODCR) rate follows the region too
+    assert london.setup.config.capacity.reserved_price_per_hour == 1.53849
+
+
+def test_a_region_without_a_known_price_stops_the_simulator(tmp_path: Path, traffic: Traffic) -> None:
+    with pytest.raises(ValueError, match=r"g5\.2xlarge: no on-demand price for region 'sa-east-1'"):
+        stack_run(stack_in(tmp_path, "sa-east-1"), "mistral-7b", traffic)
+
+
+def test_a_stack_without_aws_region_is_an_error(tmp_path: Path, traffic: Traffic) -> None:
+    path = tmp_path / "Pulumi.noregion.yaml"
+    path.write_text(PROD.read_text().replace("  aws:region: us-east-1\n", ""))
+    with pytest.raises(ConfigError, match="sets no aws:region"):
+        stack_run(path, "mistral-7b", traffic)
