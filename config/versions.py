@@ -11,6 +11,7 @@ KEDA_VERSION = "2.20.2"
 
 KUBE_PROMETHEUS_STACK_REPO = "https://prometheus-community.github.io/helm-charts"
 KUBE_PROMETHEUS_STACK_VERSION = "88.5.3"
+PROMETHEUS_OPERATOR_VERSION = "v0.93.1"  # the operator (and CRDs) kube-prometheus-stack 88.5.3 ships
 
 GPU_OPERATOR_REPO = "https://helm.ngc.nvidia.com/nvidia"
 GPU_OPERATOR_VERSION = "v26.7.0"
@@ -50,7 +51,11 @@ GATEWAY_API_VERSION = "v1.5.1"  # installed by gateway-crds-helm (crds.gatewayAP
 ENVOY_GATEWAY_CHART_REPO = "oci://docker.io/envoyproxy"
 ENVOY_GATEWAY_VERSION = "v1.8.3"  # charts gateway-crds-helm and gateway-helm
 ENVOY_AI_GATEWAY_VERSION = "v1.1.0"  # charts ai-gateway-crds-helm and ai-gateway-helm
-INFERENCE_POOL_CRD_URL = "https://github.com/kubernetes-sigs/gateway-api-inference-extension/releases/download/v1.6.0/v1-manifests.yaml"
+GATEWAY_API_INFERENCE_EXTENSION_VERSION = "v1.6.0"  # the InferencePool CRD (inference.networking.k8s.io/v1)
+INFERENCE_POOL_CRD_URL = (
+    "https://github.com/kubernetes-sigs/gateway-api-inference-extension/releases/download/"
+    f"{GATEWAY_API_INFERENCE_EXTENSION_VERSION}/v1-manifests.yaml"
+)
 LLM_D_ROUTER_CHART_REPO = "oci://ghcr.io/llm-d/charts"
 LLM_D_ROUTER_VERSION = "v0.10.0"  # chart llm-d-router-gateway and the EPP image below
 LLM_D_EPP_IMAGE_REGISTRY = "ghcr.io/llm-d"

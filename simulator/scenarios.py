@@ -282,9 +282,15 @@ def reservation_note(pool: GpuNodePool, reserved_instances: int) -> str:
     """Say when the reserved count and the pool's config disagree: the simulator prices what it is told."""
     admits = "reserved" in pool.capacity_types
     if admits and reserved_instances == 0:
+        fallback = {"on-demand", "spot"} & set(pool.capacity_types)
         return (
             f"pool {pool.name} launches into capacity reservations: pass --reserved-instances N (and "
-            "--reserved-usd-per-hour for a Capacity Block) to price them as prepaid; priced as on-demand here"
+            "--reserved-usd-per-hour for a Capacity Block) to price them as prepaid; "
+            + (
+                "priced as on-demand here"
+                if fallback
+                else "it lists no on-demand or spot, so no node launches here"
+            )
         )
     if reserved_instances and not admits:
         return (
@@ -356,15 +362,17 @@ def stack_run(
     prefix_hit_rate: float = 0.0,
     reserved_instances: int = 0,
     reserved_usd_per_hour: float | None = None,
+    reserved_until: float | None = None,
 ) -> StackRun:
     """Strategies for one model of a stack file, simulated as the plan deploys it (plan/): its instance,
     cache, image pull, scrape interval, ScaledObject (triggers, fallback, behaviour, cron windows) and SLO.
     `image` and `scrape_interval` are what-ifs (None: as deployed); the first `reserved_instances` nodes
-    launch into the pool's reservations (prepaid, see simulator/capacity.py)."""
-    cfg, mp = stack_model(stack, model_name)
-    m, pool = mp.model, mp.pool
+    launch into the pool's reservations (prepaid, see simulator/capacity.py), a Capacity Block ending
+    `reserved_until` seconds into the traffic."""
     from config.loader import stack_region
 
+    cfg, mp = stack_model(stack, model_name)
+    m, pool = mp.model, mp.pool
     region = stack_region(stack)
     prof = m.profile  # the stack file's geometry, else the built-in table
     engine = EngineConfig(
@@ -388,6 +396,8 @@ def stack_run(
         spot_interruptions_per_hour=spot_interruptions_per_hour if spot else 0.0,
         reserved_nodes=reserved_instances,
         reserved_usd_per_hour=reserved_usd_per_hour,
+        reserved_until=reserved_until,
+        fallback=bool({"on-demand", "spot"} & set(pool.capacity_types)),
         gpu_limit=gpus_left_to(m, pool, cfg.models),
         headroom=pool.headroom,
     )

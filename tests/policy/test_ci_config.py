@@ -74,9 +74,14 @@ def test_pr_workflow_renders_scans_and_previews_every_stack_with_the_policy_pack
         "uv sync --frozen",
         "uv run pytest",
         "python -m tools.render",
+        "python -m tools.validate_render",
         "python -m tools.security_scan",
+        "python -m tools.preflight",
     ):
         assert command in runs
+    render = next(i for i, s in enumerate(job["steps"]) if "tools.render" in s.get("run", ""))
+    schema = next(i for i, s in enumerate(job["steps"]) if "tools.validate_render" in s.get("run", ""))
+    assert render < schema and "--download" in job["steps"][schema]["run"]  # a GitHub runner has no ../shared
 
 
 def test_deploy_goes_dev_then_staging_then_prod_behind_environments() -> None:

@@ -14,7 +14,7 @@ from config.loader import stack_names
 from simulator import cli as simulator
 from simulator import routing
 from tests.conftest import fixture_stack
-from tools import cli, render, security_scan
+from tools import cli, render, security_scan, validate_render
 from tools.preflight import __main__ as preflight
 
 
@@ -32,6 +32,7 @@ UNKNOWN_STACK = {
     "render": (render.main, ["nosuchstack", "--out", "x"]),
     "security_scan": (security_scan.main, ["nosuchstack"]),
     "preflight": (preflight.main, ["nosuchstack"]),
+    "validate_render": (validate_render.main, ["nosuchstack"]),
     "simulator": (simulator.main, ["--stack", "nosuchstack"]),
     "simulator tune": (
         simulator.main,
@@ -54,6 +55,7 @@ BAD_ARGUMENTS = {
     "security_scan --bogus": (security_scan.main, ["dev", "--bogus"]),
     "preflight without a stack": (preflight.main, []),
     "preflight --bogus": (preflight.main, ["dev", "--bogus"]),
+    "validate_render without a stack": (validate_render.main, []),
     "simulator without a source": (simulator.main, []),
     "simulator --scale x": (simulator.main, ["--scenario", "seed-benchmark", "--scale", "x"]),
     "simulator tune --bogus": (simulator.main, ["tune", "--bogus"]),
