@@ -49,3 +49,14 @@ def png_path(text: str) -> str:
     if not path.parent.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: directory {str(path.parent)!r} does not exist")
     return text
+
+
+def clock_time(text: str) -> float:
+    """HH:MM on the traffic's first day, as seconds from its start (00:00 up to 24:00)."""
+    hours, sep, minutes = text.partition(":")
+    if not (sep and hours.isdigit() and minutes.isdigit() and len(minutes) == 2):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time of day; use HH:MM, e.g. 13:30")
+    seconds = int(hours) * 3600 + int(minutes) * 60
+    if int(minutes) > 59 or seconds > 86_400:
+        raise argparse.ArgumentTypeError(f"{text} must be a time from 00:00 to 24:00")
+    return float(seconds)

@@ -21,8 +21,14 @@
   cost their hourly rate for the whole horizon whether used or not (an ODCR bills at the on-demand rate; a
   Capacity Block at the price it was bought for), and a node launched into a reservation costs nothing more.
   Karpenter prices a reservation at on-demand / 10^7, so it launches into a free reservation first; only
-  beyond the reserved count does it buy on-demand or spot. Reserved nodes are never spot-interrupted; an empty
-  reserved node is still consolidated after `consolidateAfter` (the reservation stays paid).
+  beyond the reserved count does it buy on-demand or spot, and only if the pool lists one of them (a
+  reserved-only pool leaves the pod Pending). Reserved nodes are never spot-interrupted; an empty reserved
+  node is still consolidated after `consolidateAfter` (the reservation stays paid).
+- A Capacity Block that ends inside the horizon (`reserved_until`) is paid up to its end. Karpenter marks it
+  expiring 40 minutes before the end (10 minutes before EC2 starts reclaiming its instances): from then on no
+  node launches into it and its nodes are deleted, their pods evicted; the ReplicaSet's replacements go to
+  on-demand or spot nodes (a cold start each), or stay Pending in a reserved-only pool
+  (karpenter-provider-aws v1.14.1 `capacityreservation/expiration/controller.go`, `ec2nodeclass_status.go`).
 """
 
 from __future__ import annotations
@@ -41,6 +47,9 @@ from config.schema import Headroom
 MINIMUM_BILLED_SECONDS = 60
 SPOT_NOTICE_SECONDS = 120
 POD_DRAIN_SECONDS = 10.0  # preStop + in-flight drain before the GPU is free (Unverified)
+CAPACITY_BLOCK_EXPIRING_SECONDS = (
+    40 * 60
+)  # Karpenter drains a Capacity Block's nodes this long before its end
 
 
 def billed_seconds(launched: float, terminated: float, preexisting: bool = False) -> float:
@@ -72,6 +81,9 @@ class CapacityConfig:
     reserved_nodes: int = 0
     reserved_usd_per_hour: float | None = None
     """Prepaid rate of one reserved instance; None: the on-demand price (what an ODCR bills)."""
+    reserved_until: float | None = None
+    """When a Capacity Block ends, seconds into the horizon; None: the reservations outlast the horizon."""
+    fallback: bool = True  # the pool lists on-demand or spot: Karpenter buys beyond the reservations
 
     def __post_init__(self) -> None:
         self.instance.on_demand_usd_per_hour(self.region)  # an unknown price stops here, before any day
@@ -82,8 +94,16 @@ class CapacityConfig:
         return self.on_demand_price_per_hour if rate is None else rate
 
     def reserved_cost(self, horizon: float) -> float:
-        """The prepaid cost of the reservations over `horizon` seconds, used or not."""
-        return self.reserved_nodes * self.reserved_price_per_hour * horizon / 3600
+        """The prepaid cost of the reservations over `horizon` seconds, used or not (a block up to its end)."""
+        held = horizon if self.reserved_until is None else min(horizon, self.reserved_until)
+        return self.reserved_nodes * self.reserved_price_per_hour * held / 3600
+
+    @property
+    def reservations_expire_at(self) -> float | None:
+        """When Karpenter stops using the reservations and deletes their nodes (None: never in the horizon)."""
+        if self.reserved_until is None or not self.reserved_nodes:
+            return None
+        return max(0.0, self.reserved_until - CAPACITY_BLOCK_EXPIRING_SECONDS)
 
     @property
     def on_demand_price_per_hour(self) -> float:
@@ -146,9 +166,12 @@ class Cluster:
         self.pods: list[Pod] = []
         self.placeholders: list[Pod] = []
         self.preemptions = 0
+        self.reservations_expired = False
         self._events: list[tuple[float, int, str, object]] = []
         self._seq = count()
         self._ids = count()
+        if cfg.reservations_expire_at is not None:
+            self._push(cfg.reservations_expire_at, "reservations-expiring", self)
         cold_new = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, True, cfg.image)
         cold_warm = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, False, cfg.image)
         self.node_boot = cold_new.node_ready
@@ -226,6 +249,8 @@ class Cluster:
             elif kind == "reclaimed":
                 assert isinstance(obj, Node)
                 obj.terminated_at = when
+            elif kind == "reservations-expiring":
+                self._expire_reservations(when)
 
     # --- replica count -----------------------------------------------------------------------------------
 
@@ -270,9 +295,13 @@ class Cluster:
     def reserved_in_use(self) -> int:
         return sum(1 for n in self.nodes if n.reserved and n.terminated_at is None)
 
+    @property
+    def reservation_free(self) -> bool:
+        return not self.reservations_expired and self.reserved_in_use < self.cfg.reserved_nodes
+
     def _new_node(self, now: float, preexisting: bool = False, replica: bool = True) -> Node:
         ready_at = now if preexisting else now + self.node_boot
-        reserved = self.reserved_in_use < self.cfg.reserved_nodes
+        reserved = self.reservation_free
         node = Node(
             next(self._ids), now, ready_at, 0.0 if reserved else self.cfg.price_per_hour,
             self.cfg.slots_per_node, preexisting=preexisting, image_cached=preexisting and replica,
@@ -288,6 +317,8 @@ class Cluster:
         return node
 
     def _can_launch(self) -> bool:
+        if not self.cfg.fallback and not self.reservation_free:
+            return False  # a reserved-only pool: no free reservation, nothing else to buy
         if self.cfg.gpu_limit is None:
             return True
         live = sum(self.cfg.instance.gpus for n in self.nodes if n.terminated_at is None)
@@ -382,14 +413,27 @@ class Cluster:
     def _interrupt(self, now: float, node: Node) -> None:
         if node.terminated_at is not None:
             return
+        self._evict(node)
+        self._push(now + SPOT_NOTICE_SECONDS, "reclaimed", node)
+
+    def _expire_reservations(self, now: float) -> None:
+        """The Capacity Block is expiring: no launches into it from now on, its nodes drained and deleted."""
+        self.reservations_expired = True
+        for node in self.nodes:
+            if node.reserved and node.terminated_at is None and not node.cordoned:
+                self._evict(node)
+                self._push(now + POD_DRAIN_SECONDS, "reclaimed", node)
+
+    def _evict(self, node: Node) -> None:
+        """Cordon the node and evict its pods: replicas are gone (the ReplicaSet recreates them), placeholders
+        go Pending again."""
         node.cordoned = True
         for pod in list(node.pods):
             if pod in self.pods:
                 self.pods.remove(pod)
             node.pods.remove(pod)
-            if pod.placeholder:  # Pending again: Karpenter replaces the node
+            if pod.placeholder:
                 pod.node, pod.ready, pod.ready_at = None, False, None
-        self._push(now + SPOT_NOTICE_SECONDS, "reclaimed", node)
 
     # --- cost --------------------------------------------------------------------------------------------
 
@@ -402,8 +446,8 @@ class Cluster:
         return total
 
     def cost_curve(self, times: np.ndarray) -> np.ndarray:
-        """Cumulative cost at each time (the 60 s minimum counts from launch)."""
-        total = np.zeros(len(times))
+        """Cumulative cost at each time (the 60 s minimum counts from launch; reservations accrue evenly)."""
+        total = np.array([self.cfg.reserved_cost(float(t)) for t in times])
         for n in self.nodes:
             end = n.terminated_at if n.terminated_at is not None else np.inf
             run = np.clip(np.minimum(times, end) - n.launched_at, 0.0, None)

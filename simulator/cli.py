@@ -17,6 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from config.loader import ConfigError
 from simulator import capacity_cmd, report
 from simulator.args import (
+    clock_time,
     fraction,
     non_negative_float,
     non_negative_int,
@@ -43,7 +44,7 @@ from tools.cli import ArgumentParser, known_stack
 RATE_ONLY = ("input_tokens", "output_tokens", "input_spread", "output_spread", "token_histogram", "scale")
 STACK_ONLY = (
     "model", "image", "spot_discount", "spot_interruptions_per_hour", "scrape_interval", "reserved_instances",
-    "reserved_usd_per_hour",
+    "reserved_usd_per_hour", "reserved_until",
 )  # fmt: skip
 
 
@@ -93,6 +94,11 @@ def _parser() -> argparse.ArgumentParser:
         "--reserved-usd-per-hour", type=positive_float,
         help="prepaid $/h of one reserved instance (stack; default on-demand, what an ODCR bills; a Capacity Block's price)",
     )  # fmt: skip
+    p.add_argument(
+        "--reserved-until", type=clock_time, metavar="HH:MM",
+        help="the Capacity Block ends then (first day of the traffic): paid up to it, its nodes drained 40 min "
+        "before, replacements on-demand/spot with a cold start (stack; default: outlasts the traffic)",
+    )  # fmt: skip
     p.add_argument("--memory-target", type=fraction, default=0.9, help="HPA-on-GPU-memory target (fraction)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
@@ -131,6 +137,8 @@ def _check_flags(args: argparse.Namespace) -> None:
                     f"--{name.replace('_', '-')} applies to --stack; the seed scenario is the article's setup "
                     "(Mistral-7B GPTQ, g5.2xlarge on-demand, pre-baked image, 5 s scrape)"
                 )
+    if args.reserved_until is not None and not args.reserved_instances:
+        raise ValueError("--reserved-until: the Capacity Block's end needs --reserved-instances N (N >= 1)")
 
 
 def _run(setup: Setup, strategies: Sequence[Strategy], quiet: bool) -> list[Result]:
@@ -198,6 +206,7 @@ def _day(argv: Sequence[str]) -> int:
                 0.6 if args.spot_discount is None else args.spot_discount,
                 args.spot_interruptions_per_hour or 0.0, args.scrape_interval or 15, args.memory_target,
                 args.prefix_hit_rate, args.reserved_instances or 0, args.reserved_usd_per_hour,
+                args.reserved_until,
             )  # fmt: skip
             if not run.setup.config.capacity.spot:
                 for name in ("spot_discount", "spot_interruptions_per_hour"):

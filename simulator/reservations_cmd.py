@@ -102,7 +102,7 @@ def run(argv: Sequence[str]) -> int:
         args.stack, args.model, traffic, args.seed, args.image or "registry",
         0.6 if args.spot_discount is None else args.spot_discount,
         args.spot_interruptions_per_hour or 0.0, args.scrape_interval or 15, args.memory_target,
-        args.prefix_hit_rate, 0, args.reserved_usd_per_hour,
+        args.prefix_hit_rate, 0, args.reserved_usd_per_hour, args.reserved_until,
     )  # fmt: skip
     top = most_useful(stack) if args.max_reserved is None else args.max_reserved
     days = sweep(stack, range(top + 1))

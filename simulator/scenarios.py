@@ -279,9 +279,15 @@ def reservation_note(pool: GpuNodePool, reserved_instances: int) -> str:
     """Say when the reserved count and the pool's config disagree: the simulator prices what it is told."""
     admits = "reserved" in pool.capacity_types
     if admits and reserved_instances == 0:
+        fallback = {"on-demand", "spot"} & set(pool.capacity_types)
         return (
             f"pool {pool.name} launches into capacity reservations: pass --reserved-instances N (and "
-            "--reserved-usd-per-hour for a Capacity Block) to price them as prepaid; priced as on-demand here"
+            "--reserved-usd-per-hour for a Capacity Block) to price them as prepaid; "
+            + (
+                "priced as on-demand here"
+                if fallback
+                else "it lists no on-demand or spot, so no node launches here"
+            )
         )
     if reserved_instances and not admits:
         return (
@@ -346,9 +352,11 @@ def stack_run(
     prefix_hit_rate: float = 0.0,
     reserved_instances: int = 0,
     reserved_usd_per_hour: float | None = None,
+    reserved_until: float | None = None,
 ) -> StackRun:
     """Strategies for one model of a stack file, on that model's pool, cache mode and SLO; the first
-    `reserved_instances` nodes launch into the pool's reservations (prepaid, see simulator/capacity.py)."""
+    `reserved_instances` nodes launch into the pool's reservations (prepaid, see simulator/capacity.py), a
+    Capacity Block ending `reserved_until` seconds into the traffic."""
     from config.loader import load_stack, stack_region
     from simulator.strategies import for_stack
 
@@ -387,6 +395,8 @@ def stack_run(
         spot_interruptions_per_hour=spot_interruptions_per_hour if spot else 0.0,
         reserved_nodes=reserved_instances,
         reserved_usd_per_hour=reserved_usd_per_hour,
+        reserved_until=reserved_until,
+        fallback=bool({"on-demand", "spot"} & set(pool.capacity_types)),
         gpu_limit=gpus_left_to(m, pool, cfg.models),
         headroom=pool.headroom,
     )

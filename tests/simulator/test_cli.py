@@ -9,9 +9,11 @@ import sys
 
 import pytest
 
+from config.loader import ROOT
 from simulator.cli import main
 
 LLAMA = "meta-llama/Meta-Llama-3-8B-Instruct"
+RESERVATIONS = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.reservations.yaml"
 
 
 @pytest.mark.parametrize(
@@ -59,6 +61,27 @@ def test_bad_arguments_are_one_line_and_exit_2(argv, capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "error" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--reserved-until", "25:00"],
+            "argument --reserved-until: 25:00 must be a time from 00:00 to 24:00",
+        ),
+        (["--reserved-until", "noon"], "argument --reserved-until: 'noon' is not a time of day; use HH:MM"),
+        (
+            ["--reserved-until", "12:00"],
+            "--reserved-until: the Capacity Block's end needs --reserved-instances N",
+        ),
+    ],
+)
+def test_a_capacity_blocks_end_is_a_time_of_day_with_reservations(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        raise SystemExit(main(["--stack", str(RESERVATIONS), *argv]))
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
 
 
 def test_request_trace_rejects_rate_flags(tmp_path, capsys):

@@ -14,6 +14,7 @@ from config.catalog import GPU_INSTANCES
 from config.loader import ROOT
 from simulator import reservations_cmd
 from simulator.capacity import CapacityConfig, Cluster
+from simulator.engine import simulate
 from simulator.scenarios import StackRun, stack_run
 from simulator.traffic import TokenMix, load
 
@@ -119,3 +120,74 @@ def test_a_cheap_enough_reservation_is_worth_buying(llama: StackRun) -> None:
 
 def test_the_pool_note_asks_for_the_reserved_count(llama: StackRun) -> None:
     assert "pass --reserved-instances N" in llama.note
+
+
+# --- a Capacity Block that ends inside the day ---------------------------------------------------------
+
+NOON = 12 * 3600.0
+EXPIRING = NOON - 40 * 60  # Karpenter drains the block's nodes 40 minutes before its end
+
+
+def test_a_block_ending_at_noon_is_paid_to_noon_and_its_replicas_move_to_on_demand() -> None:
+    c = cluster(2, replicas=2, reserved_usd_per_hour=10.0, reserved_until=NOON)
+    c.advance(EXPIRING - 1)
+    assert c.ready == 2 and c.reserved_in_use == 2
+    c.advance(EXPIRING)
+    assert c.ready == 0 and not c.pods  # evicted; EC2 would reclaim them 10 minutes later anyway
+    c.set_replicas(EXPIRING, 2)  # the ReplicaSet replaces them: the block takes no launch, so on-demand nodes
+    assert sum(1 for n in c.nodes if n.terminated_at is None and not n.reserved) == 2
+    c.advance(EXPIRING + 10)  # the drained reserved nodes are deleted
+    assert c.reserved_in_use == 0 and c.live_nodes == 2
+    back = EXPIRING + c.node_boot + c.start_on_new_node  # a full cold start
+    c.advance(back - 1)
+    assert c.ready == 0
+    c.advance(back)
+    assert c.ready == 2
+    prepaid = 2 * 10.0 * 12
+    on_demand = 2 * 1.212 * (DAY - EXPIRING) / 3600
+    assert c.cost(DAY) == pytest.approx(prepaid + on_demand)
+    assert c.cost_curve(np.array([DAY]))[0] == pytest.approx(c.cost(DAY))
+
+
+def test_a_reserved_only_pool_launches_nothing_after_its_block_ends() -> None:
+    c = cluster(2, replicas=2, reserved_usd_per_hour=10.0, reserved_until=NOON, fallback=False)
+    c.advance(EXPIRING)
+    c.set_replicas(EXPIRING, 2)
+    c.advance(EXPIRING + 600)
+    assert c.live_nodes == 0 and c.ready == 0 and c.pending
+    assert c.cost(DAY) == pytest.approx(2 * 10.0 * 12)
+
+
+def test_a_reserved_only_pool_launches_nothing_beyond_its_reservations() -> None:
+    c = cluster(1, replicas=0, fallback=False)
+    c.set_replicas(0, 2)
+    assert c.live_nodes == 1 and c.pending
+
+
+def test_the_day_with_a_block_ending_at_noon_costs_on_demand_after_it_and_misses_more() -> None:
+    """The reservations fixture's llama-70b (p5, reserved then on-demand) with 2 blocks at $20/h: ending at
+    noon, the day pays half the block, then on-demand p5s after a cold start with SLO misses in the gap."""
+    traffic = load("builtin:seed-day", 0, TokenMix(), 0.1)
+
+    def day(until: float | None) -> tuple[float, float, float]:
+        run = stack_run(
+            FIXTURE,
+            "llama-70b",
+            traffic,
+            reserved_instances=2,
+            reserved_usd_per_hour=20.0,
+            reserved_until=until,
+        )
+        s = run.setup
+        result = simulate(
+            s.traffic, s.table, next(x for x in run.strategies if x.name == "stack-config"), s.config
+        )
+        return result.gpu_cost_usd_per_day, s.config.capacity.reserved_cost(DAY), result.slo_violation_pct
+
+    all_day, ends_at_noon = day(None), day(NOON)
+    assert all_day == pytest.approx((2 * 20.0 * 24, 2 * 20.0 * 24, 0.0))
+    cost, prepaid, misses = ends_at_noon
+    assert prepaid == pytest.approx(2 * 20.0 * 12)
+    p5 = GPU_INSTANCES["p5.48xlarge"].on_demand_usd_per_hour("us-east-1")
+    assert cost - prepaid >= p5 * (DAY - EXPIRING) / 3600  # at least one on-demand p5 from the drain on
+    assert misses > 0.0  # the replacements' cold start
