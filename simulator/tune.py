@@ -3,6 +3,11 @@
     python -m simulator tune --stack S --model M --traffic DAY.csv [DAY2.csv ...] --max-miss-pct X
                              [--holdout DAY.csv ...] [--surge-known] [--json]
 
+With `--reserved-usd-per-hour R`, the count of reserved instances (0 up to the nodes the model fills at
+maxReplicas) is one more knob: each count is prepaid at R all day (a Capacity Block's price; an ODCR bills the
+on-demand rate) and nodes beyond it are bought on-demand or spot (simulator/capacity.py); the count is printed
+beside the YAML, since it is bought, not configured in the autoscaling block.
+
 Search: coordinate descent over `SEARCH_SPACE` (one place for the knobs: add a knob there and to `_apply`),
 starting from the model-derived recommendation (`scenarios.recommend`), two passes, each candidate simulated on
 every training day. A candidate is feasible when its worst day misses <= X %; among feasible ones the lowest
@@ -18,13 +23,14 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from config.cold_start import cold_start_seconds
 from config.loader import load_stack, stack_file
 from config.schema import Autoscaling, PrewarmWindow, ScalingRules
-from simulator.args import non_negative_float, positive_int
+from simulator.args import non_negative_float, positive_float, positive_int
 from simulator.engine import simulate
+from simulator.reservations_cmd import most_useful
 from simulator.scenarios import StackRun, oracle_for, recommend, slo_rate_per_replica, stack_run
 from simulator.strategies import keda
 from simulator.traffic import load
@@ -40,6 +46,14 @@ SEARCH_SPACE: dict[str, tuple[object, ...]] = {
     "scale_down_window": (120, 300, 600),
     "prewarm": ("none", "recurring"),
 }
+RESERVED = "reserved_instances"  # the knob `--reserved-usd-per-hour` adds: reserved instances bought
+
+
+def search_space(reserved_max: int | None) -> dict[str, tuple[object, ...]]:
+    """SEARCH_SPACE, plus the reserved instance count 0..reserved_max when a reserved rate is given."""
+    if reserved_max is None:
+        return dict(SEARCH_SPACE)
+    return {**SEARCH_SPACE, RESERVED: tuple(range(reserved_max + 1))}
 
 
 def _number(value: object) -> float:
@@ -69,9 +83,16 @@ class DayScore:
 
 class Tuner:
     def __init__(
-        self, runs: list[StackRun], max_miss_pct: float, surge_known: bool, stack_max: int, stack_min: int
+        self,
+        runs: list[StackRun],
+        max_miss_pct: float,
+        surge_known: bool,
+        stack_max: int,
+        stack_min: int,
+        reserved_max: int | None = None,
     ):
         self.runs = runs
+        self.space = search_space(reserved_max)
         self.max_miss = max_miss_pct
         self.surge_known = surge_known
         self.stack_max = stack_max
@@ -129,7 +150,10 @@ class Tuner:
         for i, run in enumerate(runs or self.runs):
             cfg = self.config(knobs, None if holdout else i)
             s = run.setup
-            r = simulate(s.traffic, s.table, keda("tuned", cfg, kv="sum"), s.config)
+            capacity = replace(s.config.capacity, reserved_nodes=int(_number(knobs.get(RESERVED, 0))))
+            r = simulate(
+                s.traffic, s.table, keda("tuned", cfg, kv="sum"), replace(s.config, capacity=capacity)
+            )
             bound = oracle_for(s, r.slo_violation_pct)["whole_nodes_usd_per_day"]
             days.append(DayScore(s.traffic.name, r.gpu_cost_usd_per_day, r.slo_violation_pct, bound, holdout))
         out = (sum(d.cost for d in days) / len(days), max(d.miss_pct for d in days), days)
@@ -151,10 +175,12 @@ class Tuner:
             "scale_down_window": 300,
             "prewarm": "recurring",
         }
+        if RESERVED in self.space:
+            knobs[RESERVED] = 0
         best = self.score(knobs)
         for _ in range(passes):
             changed = False
-            for name, values in SEARCH_SPACE.items():
+            for name, values in self.space.items():
                 for value in values:
                     if value == knobs[name]:
                         continue
@@ -181,6 +207,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--surge-known", action="store_true", help="let a day's own surges place its pre-warm windows"
     )
+    p.add_argument(
+        "--reserved-usd-per-hour", type=positive_float,
+        help="prepaid $/h of one reserved instance: the tuner also picks how many to reserve (a Capacity "
+        "Block's price; an ODCR bills on-demand)",
+    )  # fmt: skip
     p.add_argument("--passes", type=positive_int, default=2, help="coordinate-descent passes")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
@@ -193,16 +224,30 @@ def run(argv: Sequence[str]) -> int:
         raise ValueError(f"--max-miss-pct {args.max_miss_pct} is a percentage; allowed: 0-100")
 
     def runs_for(specs: Sequence[str]) -> list[StackRun]:
-        return [stack_run(args.stack, args.model, load(spec, args.seed)) for spec in specs]
+        return [
+            stack_run(
+                args.stack,
+                args.model,
+                load(spec, args.seed),
+                reserved_usd_per_hour=args.reserved_usd_per_hour,
+            )
+            for spec in specs
+        ]
 
     train = runs_for(args.traffic)
     holdout = runs_for(args.holdout)
     stack_cfg = train[0]
     model_cfg = next(m for m in load_stack(args.stack).models if m.name == stack_cfg.model_name)
+    capacity = stack_cfg.setup.config.capacity
+    reserved_max = None
+    if args.reserved_usd_per_hour is not None:
+        reserved_max = most_useful(stack_cfg)  # the nodes the model fills at maxReplicas
     tuner = Tuner(
-        train, args.max_miss_pct, args.surge_known, stack_cfg.max_replicas, model_cfg.autoscaling.min_replicas
-    )
+        train, args.max_miss_pct, args.surge_known, stack_cfg.max_replicas, model_cfg.autoscaling.min_replicas,
+        reserved_max,
+    )  # fmt: skip
     knobs = tuner.search(args.passes)
+    reserved = int(_number(knobs.get(RESERVED, 0)))
     _, worst, days = tuner.score(knobs)
     if holdout:
         days = days + tuner.score(knobs, holdout, holdout=True)[2]
@@ -217,6 +262,14 @@ def run(argv: Sequence[str]) -> int:
         "yaml": autoscaling_yaml(final),
         "days": [d.row() for d in days],
     }
+    if reserved_max is not None:
+        out["reserved"] = {
+            "instances": reserved,
+            "instance_type": stack_cfg.instance.instance_type,
+            "gpus": reserved * stack_cfg.instance.gpus,
+            "usd_per_hour": args.reserved_usd_per_hour,
+            "prepaid_usd_per_day": round(replace(capacity, reserved_nodes=reserved).reserved_cost(86_400), 2),
+        }
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
@@ -244,4 +297,11 @@ def run(argv: Sequence[str]) -> int:
         )
     print(f"paste under {stack_cfg.model_path} in {stack_file(args.stack).name}:")
     print(autoscaling_yaml(final))
+    if reserved_max is not None:
+        prepaid = replace(capacity, reserved_nodes=reserved).reserved_cost(86_400)
+        print(
+            f"and reserve {reserved} x {stack_cfg.instance.instance_type} ({reserved * stack_cfg.instance.gpus} GPUs) "
+            f"at ${args.reserved_usd_per_hour:,.2f}/h prepaid (${prepaid:,.2f}/day, included in GPU $/day above); "
+            "the pool needs capacityReservations and the 'reserved' capacity type to launch into them"
+        )
     return 0

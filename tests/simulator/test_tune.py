@@ -89,3 +89,53 @@ def test_tune_rejects_a_miss_target_over_100(tmp_path, capsys):
         == 2
     )
     assert "percentage" in capsys.readouterr().err
+
+
+RESERVATIONS = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.reservations.yaml"
+
+
+def steady_day(tmp_path, name: str, rate: float) -> str:
+    """Two hours at a steady rate: the 70B model holds one p5 node all day."""
+    f = tmp_path / f"{name}.csv"
+    f.write_text("minute,requests_per_second\n" + "".join(f"{m},{rate}\n" for m in range(120)))
+    return str(f)
+
+
+def reserved_tuner(tmp_path, usd_per_hour: float) -> Tuner:
+    day = load(steady_day(tmp_path, "steady", 1.0))
+    runs = [stack_run(RESERVATIONS, "llama-70b", day, reserved_usd_per_hour=usd_per_hour)]
+    return Tuner(runs, 5.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1, reserved_max=2)
+
+
+def test_the_tuner_reserves_what_a_cheap_block_rate_pays_for(tmp_path):
+    p5 = 55.04  # p5.48xlarge on-demand in us-east-1 (the fixture's region)
+    tuner = reserved_tuner(tmp_path, 0.5 * p5)
+    knobs = tuner.search(passes=1)
+    assert knobs["reserved_instances"] == 1  # the one node the steady day keeps up
+    chosen = tuner.score(knobs)[0]
+    assert chosen < tuner.score({**knobs, "reserved_instances": 0})[0]  # cheaper than buying it on-demand
+    assert chosen < tuner.score({**knobs, "reserved_instances": 2})[0]  # a second, idle block is waste
+
+
+def test_the_tuner_reserves_nothing_above_the_on_demand_rate(tmp_path):
+    assert reserved_tuner(tmp_path, 1.5 * 55.04).search(passes=1)["reserved_instances"] == 0
+
+
+def test_tune_prints_the_reserved_count_beside_the_yaml(tmp_path, capsys):
+    argv = [
+        "tune", "--stack", str(RESERVATIONS), "--model", "llama-70b", "--traffic", steady_day(tmp_path, "a", 1.0),
+        "--max-miss-pct", "5", "--passes", "1", "--reserved-usd-per-hour", "20",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    yaml_at, reserve_at = (
+        out.index("autoscaling:"),
+        out.index("and reserve 1 x p5.48xlarge (8 GPUs) at $20.00/h"),
+    )
+    assert yaml_at < reserve_at
+    assert "($480.00/day, included in GPU $/day above)" in out
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["reserved"] == {
+        "instances": 1, "instance_type": "p5.48xlarge", "gpus": 8, "usd_per_hour": 20.0,
+        "prepaid_usd_per_day": 480.0,
+    }  # fmt: skip
