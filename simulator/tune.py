@@ -27,25 +27,32 @@ from dataclasses import dataclass, replace
 
 from config.cold_start import cold_start_seconds
 from config.loader import stack_file
-from config.schema import Autoscaling, PrewarmWindow, ScalingRules
+from config.schema import Autoscaling, Headroom, HeadroomWindow, PrewarmWindow, ScalingRules
+from plan.headroom import with_headroom
 from simulator.args import non_negative_float, positive_float, positive_int
 from simulator.engine import simulate
 from simulator.reservations_cmd import most_useful
 from simulator.scenarios import StackRun, oracle_for, recommend, slo_rate_per_replica, stack_run
 from simulator.strategies import from_plan, scaling_for
 from simulator.traffic import load
-from simulator.yaml_out import autoscaling_yaml
+from simulator.yaml_out import autoscaling_yaml, headroom_yaml
 from tools.cli import ArgumentParser, known_stack
 
 # knob -> candidate values. kv_target_scale multiplies the KV fill one replica holds at its SLO rate
-# (the derived per-pod target); prewarm is "none" or "recurring" (windows from the other days).
+# (the derived per-pod target); prewarm is "none" or "recurring" (windows from the other days);
+# headroom_placeholders is the pool's warm replicas' worth of GPUs (placeholders), held all day or only in
+# HEADROOM_WINDOW (headroom_hours).
 SEARCH_SPACE: dict[str, tuple[object, ...]] = {
     "kv_target_scale": (0.5, 0.7, 0.85, 1.0, 1.25),
     "queue_depth_per_replica": (1.0, 2.0, 5.0),
     "min_replicas": (1, 2, 3),
     "scale_down_window": (120, 300, 600),
     "prewarm": ("none", "recurring"),
+    "headroom_placeholders": (0, 1, 2, 4),
+    "headroom_hours": ("all-day", "07-21"),
 }
+# the daytime window a "07-21" headroom is held in (cron, the stack's days are UTC)
+HEADROOM_WINDOW = ("0 7 * * *", "0 21 * * *")
 RESERVED = "reserved_instances"  # the knob `--reserved-usd-per-hour` adds: reserved instances bought
 
 
@@ -141,6 +148,31 @@ class Tuner:
             }
         )
 
+    def headroom(self, knobs: dict[str, object]) -> Headroom | None:
+        """The pool's `headroom` block for the knobs (None: no warm GPUs), within what the pool's gpuLimit
+        leaves next to its models at minReplicas (what the schema accepts)."""
+        pool = self.runs[0].pool
+        placeholders = int(_number(knobs.get("headroom_placeholders", 0)))
+        if not placeholders:
+            return None
+        replica = max(m.gpus for m in pool.models)
+        held = sum(
+            (
+                int(_number(knobs["min_replicas"]))
+                if m.name == self.runs[0].model_name
+                else m.scaling.min_replicas
+            )
+            * m.gpus
+            for m in pool.models
+        )
+        gpus = min(placeholders * replica, (pool.pool.gpu_limit - held) // replica * replica)
+        if gpus <= 0:
+            return None
+        if knobs.get("headroom_hours", "all-day") == "all-day":
+            return Headroom(gpus=gpus)
+        start, end = HEADROOM_WINDOW
+        return Headroom(gpus=0, schedule=[HeadroomWindow(start=start, end=end, timezone="UTC", gpus=gpus)])
+
     def score(self, knobs: dict[str, object], runs: Sequence[StackRun] | None = None, holdout: bool = False):
         """(mean cost, worst-day misses, per-day scores); training days use leave-one-out windows."""
         key = (tuple(sorted(knobs.items())), holdout)
@@ -150,7 +182,11 @@ class Tuner:
         for i, run in enumerate(runs or self.runs):
             cfg = self.config(knobs, None if holdout else i)
             s = run.setup
-            capacity = replace(s.config.capacity, reserved_nodes=int(_number(knobs.get(RESERVED, 0))))
+            capacity = replace(
+                s.config.capacity,
+                reserved_nodes=int(_number(knobs.get(RESERVED, 0))),
+                headroom=with_headroom(run.pool, self.headroom(knobs)),
+            )
             r = simulate(
                 s.traffic,
                 s.table,
@@ -177,6 +213,8 @@ class Tuner:
             "min_replicas": min(max(self.stack_min, 1), 3),
             "scale_down_window": 300,
             "prewarm": "recurring",
+            "headroom_placeholders": 0,
+            "headroom_hours": "all-day",
         }
         if RESERVED in self.space:
             knobs[RESERVED] = 0
@@ -254,6 +292,7 @@ def run(argv: Sequence[str]) -> int:
     if holdout:
         days = days + tuner.score(knobs, holdout, holdout=True)[2]
     final = tuner.config(knobs, None)
+    pool_path = f"gpuNodePools[{stack_cfg.pool_index}] ({stack_cfg.pool.name})"
     out = {
         "stack": str(args.stack),
         "model": stack_cfg.model_name,
@@ -262,6 +301,8 @@ def run(argv: Sequence[str]) -> int:
         "knobs": knobs,
         "path": stack_cfg.model_path,
         "yaml": autoscaling_yaml(final),
+        "headroom_path": pool_path,
+        "headroom_yaml": headroom_yaml(tuner.headroom(knobs)),
         "days": [d.row() for d in days],
     }
     if reserved_max is not None:
@@ -299,6 +340,8 @@ def run(argv: Sequence[str]) -> int:
         )
     print(f"paste under {stack_cfg.model_path} in {stack_file(args.stack).name}:")
     print(autoscaling_yaml(final))
+    print(f"and under {pool_path} (the pool's warm GPUs, placeholders below the replicas' priority):")
+    print(headroom_yaml(tuner.headroom(knobs)))
     if reserved_max is not None:
         prepaid = replace(capacity, reserved_nodes=reserved).reserved_cost(86_400)
         print(
