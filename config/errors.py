@@ -65,7 +65,7 @@ class StackSource:
         found: list[yaml.Node] = []
         node = self.config
         for i, part in enumerate(loc):
-            key = f"{PROJECT}:{part}" if i == 0 else part
+            key = f"{PROJECT}:{part}" if i == 0 and ":" not in str(part) else part
             if isinstance(node, yaml.MappingNode):
                 node = next((v for k, v in node.value if k.value == key), None)
             elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
@@ -85,7 +85,7 @@ class StackSource:
         """The line of the key `loc[-1]` itself (an unknown key has no value worth pointing at)."""
         parent = self._walk(loc[:-1])
         node = parent[-1] if parent else (self.config if len(loc) == 1 else None)
-        key = f"{PROJECT}:{loc[-1]}" if len(loc) == 1 else loc[-1]
+        key = f"{PROJECT}:{loc[-1]}" if len(loc) == 1 and ":" not in str(loc[-1]) else loc[-1]
         if isinstance(node, yaml.MappingNode):
             for k, _ in node.value:
                 if k.value == key:

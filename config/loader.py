@@ -8,6 +8,7 @@ value, what is allowed (config/errors.py).
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 from pathlib import Path
@@ -68,7 +69,23 @@ def _in_file_order(keys: set[str], source: StackSource | None) -> list[str]:
 
 def _unknown_config_key(key: str, allowed: tuple[str, ...], source: StackSource | None) -> str:
     where = source.where(source.key_line((key,))) if source else ""
+    if ":" in key:  # a misspelt project namespace (_ours)
+        namespace, name = key.split(":", 1)
+        return f"{where}{key}: unknown config namespace {namespace!r} (did you mean '{PROJECT}:{name}'?)"
     return where + unknown_key(f"{PROJECT}:{key}", key, allowed, "config key")
+
+
+def _ours(entries: dict[str, Any]) -> dict[str, Any]:
+    """The `llm-platform:` entries, keyed without the prefix; an entry whose namespace is a typo of the
+    project's (`llm_platform:models`) keeps its full key, so `parse` refuses it instead of ignoring it."""
+    ours = {}
+    for key, value in entries.items():
+        namespace, _, name = key.partition(":")
+        if namespace == PROJECT:
+            ours[name] = value
+        elif name and difflib.get_close_matches(namespace, [PROJECT], cutoff=0.8):
+            ours[key] = value
+    return ours
 
 
 # A stack is named (`prod`: Pulumi.prod.yaml beside Pulumi.yaml) or given as the path of a stack file
@@ -106,8 +123,7 @@ def read_stack(stack: Stack) -> tuple[dict[str, Any], StackSource]:
         known = ", ".join(stack_names(path.parent)) or "none"
         raise ConfigError(f"stack {stack_name(stack)!r}: {path.name} does not exist; stacks: {known}")
     entries, source = read_stack_file(path)
-    ours = {k.split(":", 1)[1]: v for k, v in entries.items() if k.startswith(f"{PROJECT}:")}
-    return ours, source
+    return _ours(entries), source
 
 
 def raw_stack_config(stack: Stack) -> dict[str, Any]:
@@ -151,11 +167,8 @@ def load_from_pulumi() -> StackConfig:
     stack = pulumi.get_stack()
     # every key the engine handed over (the CLI sets PULUMI_CONFIG; mocks set the config map)
     keys = sorted({*engine_config.CONFIG.get(), *engine_config.get_config_env()})
-    raw = {
-        key.split(":", 1)[1]: _decoded(engine_config.get_config(key))
-        for key in keys
-        if key.startswith(f"{PROJECT}:") and key.split(":", 1)[1] not in SECRET_KEYS
-    }
+    values = _ours({key: engine_config.get_config(key) for key in keys})
+    raw = {key: _decoded(value) for key, value in values.items() if key not in SECRET_KEYS}
     try:
         return parse(raw, _source_of(stack, raw), region=pulumi.Config("aws").get("region"))
     except ConfigError as exc:

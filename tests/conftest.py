@@ -67,8 +67,10 @@ def run_program() -> Iterator[Callable[[str], platform_mocks.PlatformMocks]]:
         config, secret_keys = stack_config(fixture_stack(stack))
         for key in drop_secrets or []:
             config.pop(f"{PROJECT}:{key}")
-        for key, value in (overrides or {}).items():
-            config[f"{PROJECT}:{key}"] = value if isinstance(value, str) else json.dumps(value)
+        for key, value in (overrides or {}).items():  # a key with its own namespace (`aws:region`) as given
+            config[key if ":" in key else f"{PROJECT}:{key}"] = (
+                value if isinstance(value, str) else json.dumps(value)
+            )
         m, loop = platform_mocks.install(stack, config, secret_keys)
         loops.append(loop)
         run.last = m  # type: ignore[attr-defined]  # what was registered even when the program fails

@@ -93,6 +93,16 @@ def test_every_unknown_top_level_key_is_reported_at_once(tmp_path: Path, capsys)
     assert "gatewy" in err and "alertng" in err and "kvCacheUsage" in err and not (tmp_path / "out").exists()
 
 
+def test_a_misspelt_project_namespace_is_refused_not_ignored(tmp_path: Path) -> None:
+    path = _stack_file(tmp_path, lambda t: t + "  llm_platform:gateway: {enabled: false}\n")
+    assert _error(path) == (
+        f"{path}:{_line_of(path, 'llm_platform')}: llm_platform:gateway: unknown config namespace "
+        "'llm_platform' (did you mean 'llm-platform:gateway'?)"
+    )
+    other = _stack_file(tmp_path, lambda t: t + "  kubernetes:context: x\n")
+    assert load_stack(other).environment.value == "dev"  # another provider's namespace is not ours to judge
+
+
 def test_an_unquoted_kubernetes_version_is_refused_as_written(tmp_path: Path) -> None:
     path = _stack_file(tmp_path, lambda t: t.replace('kubernetesVersion: "1.34"', "kubernetesVersion: 1.30"))
     msg = _error(path)
@@ -167,6 +177,12 @@ def test_the_program_refuses_every_unknown_key_at_once(run_program) -> None:
     ) as info:
         run_program("dev", {"gatewy": {"enabled": True}, "modelz": []})
     assert "llm-platform:modelz: unknown config key (did you mean 'models'?)" in str(info.value)
+    assert run_program.last.created == []
+
+
+def test_the_program_refuses_a_misspelt_project_namespace(run_program) -> None:
+    with pytest.raises(Exception, match=r"llm-platfrom:models: unknown config namespace 'llm-platfrom'"):
+        run_program("dev", {"llm-platfrom:models": []})
     assert run_program.last.created == []
 
 

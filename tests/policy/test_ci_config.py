@@ -157,3 +157,11 @@ def test_deploy_runs_only_on_changes_to_the_program() -> None:
         assert deploys(changed), changed
     for package in ("components", "config", "policy"):
         assert f"{package}/**" in paths
+
+
+def test_a_deploy_checks_the_render_and_runs_preflight_before_pulumi_up() -> None:
+    steps_ = load("pulumi-up.yml")["jobs"]["up"]["steps"]
+    up = next(i for i, s in enumerate(steps_) if s.get("uses", "").startswith("pulumi/actions@"))
+    before = " ".join(s.get("run", "") for s in steps_[:up])
+    for command in ("tools.render", "tools.validate_render", "tools.security_scan", "tools.preflight"):
+        assert f"uv run python -m {command} " in before, command
