@@ -7,11 +7,11 @@ from components.cluster import EksCluster, EksClusterArgs, ExistingCluster, Exis
 from components.gateway import Gateway, GatewayArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.headroom import GpuHeadroom, GpuHeadroomArgs
-from components.inference import InferenceService, InferenceServiceArgs, ModelWeights
+from components.inference import InferenceService, InferenceServiceArgs
 from components.karpenter import GpuNodePools, GpuNodePoolsArgs, Karpenter, KarpenterArgs
 from components.keda import Keda
 from components.load_balancer import LoadBalancerController, LoadBalancerControllerArgs
-from components.model_cache import ModelCache, ModelCacheArgs
+from components.model_cache import ModelCache, ModelCacheArgs, ModelWeights
 from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
 from config.loader import PROJECT, load_from_pulumi
@@ -107,15 +107,7 @@ if eks_mode:
         ),
         opts=in_cluster,
     )
-    weights = ModelWeights(
-        bucket_name=cache.bucket_name,
-        bucket_arn=cache.bucket_arn,
-        reader_role_arn=cache.reader_role_arn,
-        fsx_file_system_id=cache.fsx.file_system_id if cache.fsx else None,
-        fsx_dns_name=cache.fsx.dns_name if cache.fsx else None,
-        fsx_mount_name=cache.fsx.mount_name if cache.fsx else None,
-        fsx_capacity_gib=cache.fsx.capacity_gib if cache.fsx else 0,
-    )
+    weights = cache.weights
     karpenter = Karpenter(
         f"{cluster_cfg.name}-karpenter",
         KarpenterArgs(

@@ -40,10 +40,8 @@ class EksCluster(pulumi.ComponentResource):
 
     cluster_name: pulumi.Output[str]
     endpoint: pulumi.Output[str]
-    oidc_provider_arn: pulumi.Output[str]
     cluster_security_group_id: pulumi.Output[str]
     node_security_group_id: pulumi.Output[str]
-    system_node_role_arn: pulumi.Output[str]
     provider: k8s.Provider
     system_nodes: eks.ManagedNodeGroup
 
@@ -84,7 +82,6 @@ class EksCluster(pulumi.ComponentResource):
             public_access_cidrs=args.public_access_cidrs if args.endpoint_public_access else None,
             authentication_mode=eks.AuthenticationMode.API,
             access_entries=access_entries,
-            create_oidc_provider=True,
             skip_default_node_group=True,
             encryption_config_key_arn=secrets_key.arn,
             enabled_cluster_log_types=spec.CONTROL_PLANE_LOG_TYPES,
@@ -162,15 +159,12 @@ class EksCluster(pulumi.ComponentResource):
         )
         self.cluster_name = pulumi.Output.from_input(args.cluster_name)
         self.endpoint = self.cluster.kubeconfig_json.apply(_server_of)
-        self.oidc_provider_arn = self.cluster.oidc_provider_arn
         self.cluster_security_group_id = self.cluster.cluster_security_group_id
         self.node_security_group_id = self.cluster.node_security_group_id
-        self.system_node_role_arn = system_node_role.arn
         self.register_outputs(
             {
                 "clusterName": self.cluster_name,
                 "endpoint": self.endpoint,
-                "oidcProviderArn": self.oidc_provider_arn,
                 "clusterSecurityGroupId": self.cluster_security_group_id,
             }
         )

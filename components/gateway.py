@@ -58,8 +58,6 @@ class Gateway(pulumi.ComponentResource):
         super().__init__("llm-platform:gateway:Gateway", name, None, opts)
         self._name, self._opts = name, opts
         self.namespace = spec.NAMESPACE
-        # a bad listener setting fails at preview, before any secret is resolved
-        spec.check_listener(internal=args.internal, certificate_arn=args.certificate_arn)
         if args.replicas < 2:
             pulumi.log.warn(
                 f"{name}: {args.replicas} Envoy replica(s): one node loss stops all traffic", self

@@ -10,25 +10,12 @@ import pulumi
 from components import child_options
 from components.identity import pod_identity_association, pod_identity_role
 from components.kubernetes import apply_manifest
+from components.model_cache import ModelWeights
 from components.specs import model_cache as cache_spec
 from components.specs import serving as spec
 from components.specs.common import secret
 from plan import ModelPlan
 from plan.naming import API_KEY_SECRET_KEY, HF_TOKEN_SECRET_KEY
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelWeights:
-    """What the model cache provides: the bucket and roles (EKS stacks), the FSx file system (if any)."""
-
-    bucket_name: pulumi.Input[str]
-    bucket_arn: pulumi.Input[str]
-    reader_role_arn: pulumi.Input[str] | None
-    """Only when a model reads S3 itself (s3) or through the node sync (nvme)."""
-    fsx_file_system_id: pulumi.Input[str] | None = None
-    fsx_dns_name: pulumi.Input[str] | None = None
-    fsx_mount_name: pulumi.Input[str] | None = None
-    fsx_capacity_gib: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,6 +17,20 @@ from config.versions import FSX_CSI_REPO, FSX_CSI_VERSION
 
 
 @dataclass(frozen=True, kw_only=True)
+class ModelWeights:
+    """What the model cache provides: the bucket and roles (EKS stacks), the FSx file system (if any)."""
+
+    bucket_name: pulumi.Input[str]
+    bucket_arn: pulumi.Input[str]
+    reader_role_arn: pulumi.Input[str] | None
+    """Only when a model reads S3 itself (s3) or through the node sync (nvme)."""
+    fsx_file_system_id: pulumi.Input[str] | None = None
+    fsx_dns_name: pulumi.Input[str] | None = None
+    fsx_mount_name: pulumi.Input[str] | None = None
+    fsx_capacity_gib: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelCacheArgs:
     cluster_name: str
     bucket: S3BucketConfig
@@ -126,6 +140,15 @@ class ModelCache(pulumi.ComponentResource):
         self.bucket_name = bucket.bucket
         self.bucket_arn = bucket.arn
         self.reader_role_arn = reader.arn if reader else None
+        self.weights = ModelWeights(
+            bucket_name=self.bucket_name,
+            bucket_arn=self.bucket_arn,
+            reader_role_arn=self.reader_role_arn,
+            fsx_file_system_id=self.fsx.file_system_id if self.fsx else None,
+            fsx_dns_name=self.fsx.dns_name if self.fsx else None,
+            fsx_mount_name=self.fsx.mount_name if self.fsx else None,
+            fsx_capacity_gib=self.fsx.capacity_gib if self.fsx else 0,
+        )
         self.register_outputs(
             {
                 "bucketName": self.bucket_name,

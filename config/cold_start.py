@@ -145,10 +145,3 @@ def cold_start_seconds(
 ) -> float:
     """Seconds from a pod needing a GPU to the pod being Ready (see `cold_start` for the phases)."""
     return cold_start(cache_mode, instance, weights_gb, new_node, image).total
-
-
-def headroom_start_seconds(cache_mode: CacheMode, instance: GpuInstance, weights_gb: float) -> float:
-    """A replica that preempts a placeholder on a node no replica has run on yet: the image and the NVMe
-    weights are there (pre-pull and sync DaemonSets), the compile cache is not (it is written by a replica)."""
-    new = cold_start(cache_mode, instance, weights_gb, new_node=True)
-    return PREEMPTION_SECONDS + new.total - new.node_ready - max(new.image_pull, new.node_prefetch)

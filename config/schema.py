@@ -84,6 +84,12 @@ def _duration(value: str) -> str:
     return value
 
 
+def duration_seconds(value: str) -> float:
+    """A validated Go-style duration ('30s', '5m', '1h30m') in seconds."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    return float(sum(int(n) * units[u] for n, u in re.findall(r"([0-9]+)(s|m|h)", value)))
+
+
 def _cron(value: str) -> str:
     problem = "" if CRON.match(value) else "it needs 5 fields"
     if not problem:

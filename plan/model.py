@@ -14,7 +14,14 @@ from typing import Literal
 
 from config.catalog import GpuInstance
 from config.cold_start import CACHE_BEHAVIOUR, CacheBehaviour, CacheMode, ColdStart, ImageMode, cold_start
-from config.schema import Autoscaling, GpuNodePool, ModelConfig, PrewarmWindow, ScalingRules
+from config.schema import (
+    Autoscaling,
+    GpuNodePool,
+    ModelConfig,
+    PrewarmWindow,
+    ScalingRules,
+    duration_seconds,
+)
 from plan import naming, promql
 
 # Prometheus scrapes every vLLM pod this often (PodMonitor): KEDA's decisions are only as fresh as the scrape
@@ -261,6 +268,7 @@ class ModelPlan:
     scaling: ScalingPlan
     # GPUs the pool's `nvidia.com/gpu` limit leaves free with every model of the pool at maxReplicas
     pool_headroom_gpus: int
+    consolidate_after_s: float  # the pool's `consolidateAfter`: an empty GPU node lives this long
     # the loader Job reads a gated model from the Hub with the token (every cache mode but hub)
     loader_uses_hf_token: bool
     # the vLLM container itself downloads from the Hub (cache `hub`); offline caches never get the token
@@ -306,6 +314,7 @@ def resolve_model(
         cold_start=cold_start_budget(model, instance, image_pull),
         scaling=scaling_plan(names, model.served_model_name, model.autoscaling),
         pool_headroom_gpus=pool_headroom_gpus(pool, stack_models if stack_models is not None else [model]),
+        consolidate_after_s=duration_seconds(pool.consolidate_after),
         loader_uses_hf_token=model.needs_hf_token and model.cache != "hub",
         serving_uses_hf_token=model.cache == "hub",
     )

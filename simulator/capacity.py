@@ -119,6 +119,30 @@ class CapacityConfig:
         return max(1, self.instance.gpus // self.gpus_per_pod)
 
 
+@dataclass(frozen=True)
+class StartTimes:
+    """Seconds from a replica needing a GPU to Ready, per where it lands (config/cold_start.py's phases)."""
+
+    node_ready: float  # Karpenter launch + EC2 boot until the GPU is allocatable
+    image_wait: float  # the image pull (or the NVMe weight sync, whichever is longer) on a new node
+    new_node: float  # on a node launched for it
+    fresh_node: float  # on an up node with the image and weights but no replica yet (a headroom node)
+    warm_node: float  # on a node where a replica ran (node-local compile cache too)
+
+    @property
+    def preempting_placeholder(self) -> float:
+        return PREEMPTION_SECONDS + self.fresh_node
+
+
+def start_times(cfg: CapacityConfig) -> StartTimes:
+    new = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, True, cfg.image)
+    warm = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, False, cfg.image)
+    image_wait = max(new.image_pull, new.node_prefetch)
+    return StartTimes(
+        new.node_ready, image_wait, new.total, new.total - new.node_ready - image_wait, warm.total
+    )
+
+
 @dataclass
 class Node:
     id: int
@@ -172,14 +196,12 @@ class Cluster:
         self._ids = count()
         if cfg.reservations_expire_at is not None:
             self._push(cfg.reservations_expire_at, "reservations-expiring", self)
-        cold_new = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, True, cfg.image)
-        cold_warm = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, False, cfg.image)
-        self.node_boot = cold_new.node_ready
-        self.image_wait = max(cold_new.image_pull, cold_new.node_prefetch)
-        self.start_on_new_node = cold_new.total - cold_new.node_ready
-        # image and weights on the node, no replica has run there yet (a headroom node's first replica)
-        self.start_on_fresh_node = self.start_on_new_node - self.image_wait
-        self.start_on_warm_node = cold_warm.total
+        starts = start_times(cfg)
+        self.node_boot = starts.node_ready
+        self.image_wait = starts.image_wait
+        self.start_on_new_node = starts.new_node - starts.node_ready
+        self.start_on_fresh_node = starts.fresh_node
+        self.start_on_warm_node = starts.warm_node
         for _ in range(initial_replicas):
             node = self._new_node(0.0, preexisting=True)
             pod = Pod(next(self._ids), 0.0, node, 0.0, True)

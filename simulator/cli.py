@@ -28,6 +28,7 @@ from simulator.args import (
 from simulator.engine import Result
 from simulator.scenarios import (
     Setup,
+    StackRun,
     capacity_summary,
     recommended_for,
     run_all,
@@ -75,7 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", type=positive_float, help="multiply the traffic's request rate (rate traffic)")
     p.add_argument("--prefix-hit-rate", type=fraction, default=0.0, help="fraction of prompt tokens cached")
     p.add_argument(
-        "--image", choices=["registry", "soci", "prebaked"], help="vLLM image on new nodes (stack)"
+        "--image",
+        choices=["registry", "soci", "prebaked"],
+        help="what-if: vLLM image pull on new nodes (stack; default as deployed: soci on al2023 pools)",
     )
     p.add_argument(
         "--spot-discount", type=fraction, help="spot = on-demand x (1 - discount); spot pools only"
@@ -84,7 +87,9 @@ def _parser() -> argparse.ArgumentParser:
         "--spot-interruptions-per-hour", type=non_negative_float, help="per spot node; spot pools only"
     )
     p.add_argument(
-        "--scrape-interval", type=positive_int, help="Prometheus scrape interval, seconds (stack; 15)"
+        "--scrape-interval",
+        type=positive_int,
+        help="what-if: Prometheus scrape interval, seconds (stack; default as deployed: the PodMonitor's)",
     )
     p.add_argument(
         "--reserved-instances", type=non_negative_int,
@@ -105,6 +110,10 @@ def _parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="JSON rows with per-day figures and the per-minute timeline"
     )
     p.add_argument("--plot", type=png_path, help="write the day's timeline to this PNG")
+    p.add_argument(
+        "--explain", action="store_true",
+        help="print the inputs the simulator runs for the model as deployed (ScaledObject, scrape, cold start) and stop",
+    )  # fmt: skip
     return p
 
 
@@ -130,6 +139,8 @@ def _mix(args: argparse.Namespace) -> TokenMix | HistogramMix | None:
 
 def _check_flags(args: argparse.Namespace) -> None:
     """A flag that does not apply to the chosen mode is an error, never silently ignored."""
+    if args.explain and (args.scenario or args.plot):
+        raise ValueError("--explain prints a stack model's simulated inputs: it takes --stack and no --plot")
     if args.scenario:
         for name in STACK_ONLY:
             if getattr(args, name) is not None:
@@ -171,6 +182,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _day(argv)
 
 
+def _print_explained(run: StackRun, as_json: bool) -> None:
+    import json
+
+    import yaml
+
+    from simulator.explain import explain
+
+    inputs = explain(run)
+    print(json.dumps(inputs, indent=2) if as_json else yaml.safe_dump(inputs, sort_keys=False, width=1000))
+
+
 def _tune(argv: Sequence[str]) -> int:
     from simulator import tune
 
@@ -202,9 +224,9 @@ def _day(argv: Sequence[str]) -> int:
             recommendation, path, cap, note = recommended_for(setup), "models[].autoscaling", 10, ""
         else:
             run = stack_run(
-                args.stack, args.model, traffic, args.seed, args.image or "registry",
+                args.stack, args.model, traffic, args.seed, args.image,
                 0.6 if args.spot_discount is None else args.spot_discount,
-                args.spot_interruptions_per_hour or 0.0, args.scrape_interval or 15, args.memory_target,
+                args.spot_interruptions_per_hour or 0.0, args.scrape_interval, args.memory_target,
                 args.prefix_hit_rate, args.reserved_instances or 0, args.reserved_usd_per_hour,
                 args.reserved_until,
             )  # fmt: skip
@@ -214,6 +236,9 @@ def _day(argv: Sequence[str]) -> int:
                         raise ValueError(
                             f"--{name.replace('_', '-')}: the pool of {run.model_name} allows no spot"
                         )
+            if args.explain:
+                _print_explained(run, args.json)
+                return 0
             setup, strategies = run.setup, run.strategies
             title = f"{args.stack}/{run.model_name} on {run.instance.instance_type}, traffic {traffic.name}"
             recommendation, path, cap, note = run.recommendation, run.model_path, run.max_replicas, run.note

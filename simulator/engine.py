@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from config.schema import Slo
 from simulator.capacity import CapacityConfig, Cluster
 from simulator.cron import active_minutes
 from simulator.hpa import HPA, SYNC_PERIOD_SECONDS, pods_average_value_replicas
@@ -28,12 +29,6 @@ from simulator.traffic import Traffic
 
 # pending pods are tried again this often (Karpenter's batching window, the scheduler's backoff)
 RETRY_SECONDS = 10
-
-
-@dataclass(frozen=True)
-class Slo:
-    ttft_seconds: float
-    itl_seconds: float
 
 
 @dataclass(frozen=True)
@@ -190,7 +185,9 @@ def simulate(
                 }
                 scraped_fb = [fb] * ready
             else:
-                scraped = {"waiting_sum": q, "running_sum": 0.0, "kv_sum": 0.0, "kv_max": 0.0}
+                # no Ready replica, no vLLM series: the requests waiting outside vLLM are invisible, and the
+                # deployed queries read 0 (plan/promql.py `until_a_replica_serves`)
+                scraped = {"waiting_sum": 0.0, "running_sum": 0.0, "kv_sum": 0.0, "kv_max": 0.0}
                 scraped_fb = []
         # KEDA executor
         if keda is not None and t % poll_every == 0:

@@ -19,10 +19,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
-PolicyType = Literal["Pods", "Percent"]
-SelectPolicy = Literal["Max", "Min", "Disabled"]
+from config.schema import ScalingPolicy, ScalingRules
 
 SYNC_PERIOD_SECONDS = 15.0  # --horizontal-pod-autoscaler-sync-period default
 DOWNSCALE_STABILIZATION_SECONDS = 300  # --horizontal-pod-autoscaler-downscale-stabilization default
@@ -31,23 +29,9 @@ SCALE_UP_LIMIT_MINIMUM = 4.0
 
 
 @dataclass(frozen=True)
-class ScalingPolicy:
-    type: PolicyType
-    value: int
-    period_seconds: int
-
-
-@dataclass(frozen=True)
-class ScalingRules:
-    """One direction of `behavior`; a None field takes the Kubernetes default for that direction."""
-
-    stabilization_window_seconds: int | None = None
-    select_policy: SelectPolicy | None = "Max"
-    policies: Sequence[ScalingPolicy] | None = None
-
-
-@dataclass(frozen=True)
 class Behavior:
+    """The HPA's `behavior`: the stack schema's rules per direction; None or an unset field takes the default."""
+
     scale_up: ScalingRules | None = None
     scale_down: ScalingRules | None = None
 
@@ -56,11 +40,16 @@ def default_scale_up(rules: ScalingRules | None) -> ScalingRules:
     """GenerateHPAScaleUpRules: window 0, Max of 4 Pods / 100% per 15 s."""
     rules = rules or ScalingRules()
     return ScalingRules(
-        0 if rules.stabilization_window_seconds is None else rules.stabilization_window_seconds,
-        rules.select_policy or "Max",
-        rules.policies
+        stabilization_window_seconds=0
+        if rules.stabilization_window_seconds is None
+        else rules.stabilization_window_seconds,
+        select_policy=rules.select_policy or "Max",
+        policies=rules.policies
         if rules.policies is not None
-        else (ScalingPolicy("Pods", 4, 15), ScalingPolicy("Percent", 100, 15)),
+        else [
+            ScalingPolicy(type="Pods", value=4, period_seconds=15),
+            ScalingPolicy(type="Percent", value=100, period_seconds=15),
+        ],
     )
 
 
@@ -70,9 +59,13 @@ def default_scale_down(
     """GenerateHPAScaleDownRules + maybeInitScaleDownStabilizationWindow: window 300 s, 100% per 15 s."""
     rules = rules or ScalingRules()
     return ScalingRules(
-        window if rules.stabilization_window_seconds is None else rules.stabilization_window_seconds,
-        rules.select_policy or "Max",
-        rules.policies if rules.policies is not None else (ScalingPolicy("Percent", 100, 15),),
+        stabilization_window_seconds=window
+        if rules.stabilization_window_seconds is None
+        else rules.stabilization_window_seconds,
+        select_policy=rules.select_policy or "Max",
+        policies=rules.policies
+        if rules.policies is not None
+        else [ScalingPolicy(type="Percent", value=100, period_seconds=15)],
     )
 
 

@@ -28,6 +28,9 @@ class PrometheusTrigger:
     threshold: float
     activation_threshold: float = 0.0
     use_cached_metrics: bool = False
+    query: str = (
+        ""  # the deployed PromQL whose value `metric` stands for ("" for a hand-written ScaledObject)
+    )
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from config.schema import Autoscaling
-from simulator.engine import Result, Slo
+from config.schema import Autoscaling, Slo
+from simulator.engine import Result
 from simulator.traffic import Traffic
 
 CAPPED_SECONDS = 60.0  # latencies past this are shown as "> 60 s": the queue, not the engine, sets them

@@ -99,9 +99,9 @@ def run(argv: Sequence[str]) -> int:
         raise ValueError("--reserved-instances is what this command sweeps; use --max-reserved")
     traffic = load(args.traffic or "builtin:seed-day", args.seed, cli._mix(args), args.scale or 1.0)  # pyright: ignore[reportPrivateUsage]
     stack = stack_run(
-        args.stack, args.model, traffic, args.seed, args.image or "registry",
+        args.stack, args.model, traffic, args.seed, args.image,
         0.6 if args.spot_discount is None else args.spot_discount,
-        args.spot_interruptions_per_hour or 0.0, args.scrape_interval or 15, args.memory_target,
+        args.spot_interruptions_per_hour or 0.0, args.scrape_interval, args.memory_target,
         args.prefix_hit_rate, 0, args.reserved_usd_per_hour, args.reserved_until,
     )  # fmt: skip
     top = most_useful(stack) if args.max_reserved is None else args.max_reserved

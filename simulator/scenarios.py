@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from config.catalog import GPU_INSTANCES, GpuInstance
-from config.cold_start import cold_start_seconds
+from config.cold_start import ImageMode, cold_start_seconds
 from config.model_profiles import profile
 from config.schema import (
     Autoscaling,
@@ -31,12 +31,15 @@ from config.schema import (
     PrewarmWindow,
     ScalingPolicy,
     ScalingRules,
+    Slo,
+    StackConfig,
 )
+from plan import ModelPlan, resolve
 from simulator import oracle
 from simulator.capacity import CapacityConfig
-from simulator.engine import Result, SimConfig, Slo, simulate
+from simulator.engine import Result, SimConfig, simulate
 from simulator.replica import EngineConfig, ReplicaModel, ReplicaTable, TokenStats
-from simulator.strategies import Strategy, hpa_gpu_memory, keda, static
+from simulator.strategies import Strategy, for_stack, from_plan, hpa_gpu_memory, keda, scaling_for, static
 from simulator.traffic import Traffic, seed_day
 
 if TYPE_CHECKING:
@@ -45,7 +48,7 @@ if TYPE_CHECKING:
 SEED_MODEL = "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
 SEED_INSTANCE = "g5.2xlarge"
 SEED_REGION = "us-east-1"
-SEED_SLO = Slo(0.2, 0.03)
+SEED_SLO = Slo(ttft_seconds=0.2, itl_seconds=0.03)
 SLO_TARGET = 0.05  # size replicas so the P95 request meets the SLO at steady load (the seed reports P95 TTFT)
 
 # Strategy C exactly as the article's ScaledObject: min 1, max 10, cooldown 300, polling 10, scale-up
@@ -297,26 +300,6 @@ def reservation_note(pool: GpuNodePool, reserved_instances: int) -> str:
     return ""
 
 
-def instance_for(pool_instances: list[GpuInstance], gpus: int) -> GpuInstance:
-    """Karpenter's pick for a pod needing `gpus` GPUs: the cheapest allowed instance with enough."""
-    fitting = [i for i in pool_instances if i.gpus >= gpus]
-    if not fitting:
-        raise ValueError(f"no instance in the pool has {gpus} GPUs")
-    return min(fitting, key=lambda i: i.list_usd_per_hour)
-
-
-def parse_duration(text: str) -> float:
-    """Go-style duration ('30s', '5m', '1h30m') in seconds."""
-    total, number = 0.0, ""
-    for ch in text:
-        if ch.isdigit():
-            number += ch
-        else:
-            total += int(number) * {"s": 1, "m": 60, "h": 3600}[ch]
-            number = ""
-    return total
-
-
 def gpus_left_to(model: ModelConfig, pool: GpuNodePool, models: list[ModelConfig]) -> int:
     """The pool's GPU limit less what its other models hold at minReplicas (they are not simulated)."""
     others = sum(
@@ -331,12 +314,39 @@ def gpus_left_to(model: ModelConfig, pool: GpuNodePool, models: list[ModelConfig
 class StackRun:
     setup: Setup
     strategies: list[Strategy]
-    model_name: str
-    instance: GpuInstance
+    plan: ModelPlan  # the model as deployed (plan/): names, instance, cold start, scaling intent
     note: str = ""
     recommendation: Autoscaling | None = None
     model_path: str = ""  # where the autoscaling block goes in the stack file
-    max_replicas: int = 0
+
+    @property
+    def model_name(self) -> str:
+        return self.plan.name
+
+    @property
+    def instance(self) -> GpuInstance:
+        return self.plan.instance
+
+    @property
+    def max_replicas(self) -> int:
+        return self.plan.scaling.max_replicas
+
+
+def stack_model(stack: Stack, model_name: str | None) -> tuple[StackConfig, ModelPlan]:
+    """The stack's config and one model's resolved plan (the first model when `model_name` is None)."""
+    from config.loader import load_stack
+
+    cfg = load_stack(stack)
+    if not cfg.models:
+        raise ValueError(f"stack {stack!r} defines no models")
+    plan = resolve(cfg, str(stack))
+    if model_name is None:
+        return cfg, plan.models[0]
+    try:
+        return cfg, plan.model(model_name)
+    except KeyError:
+        names = ", ".join(m.name for m in plan.models)
+        raise ValueError(f"stack {stack!r} has no model {model_name!r}; models: {names}") from None
 
 
 def stack_run(
@@ -344,52 +354,43 @@ def stack_run(
     model_name: str | None,
     traffic: Traffic,
     seed: int = 0,
-    image: str = "registry",
+    image: ImageMode | None = None,
     spot_discount: float = 0.6,
     spot_interruptions_per_hour: float = 0.0,
-    scrape_interval: int = 15,
+    scrape_interval: int | None = None,
     memory_target: float = 0.9,
     prefix_hit_rate: float = 0.0,
     reserved_instances: int = 0,
     reserved_usd_per_hour: float | None = None,
     reserved_until: float | None = None,
 ) -> StackRun:
-    """Strategies for one model of a stack file, on that model's pool, cache mode and SLO; the first
-    `reserved_instances` nodes launch into the pool's reservations (prepaid, see simulator/capacity.py), a
-    Capacity Block ending `reserved_until` seconds into the traffic."""
-    from config.loader import load_stack, stack_region
-    from simulator.strategies import for_stack
+    """Strategies for one model of a stack file, simulated as the plan deploys it (plan/): its instance,
+    cache, image pull, scrape interval, ScaledObject (triggers, fallback, behaviour, cron windows) and SLO.
+    `image` and `scrape_interval` are what-ifs (None: as deployed); the first `reserved_instances` nodes
+    launch into the pool's reservations (prepaid, see simulator/capacity.py), a Capacity Block ending
+    `reserved_until` seconds into the traffic."""
+    from config.loader import stack_region
 
-    cfg = load_stack(stack)
+    cfg, mp = stack_model(stack, model_name)
+    m, pool = mp.model, mp.pool
     region = stack_region(stack)
-    if not cfg.models:
-        raise ValueError(f"stack {stack!r} defines no models")
-    names = [m.name for m in cfg.models]
-    if model_name is None:
-        m = cfg.models[0]
-    elif model_name in names:
-        m = cfg.models[names.index(model_name)]
-    else:
-        raise ValueError(f"stack {stack!r} has no model {model_name!r}; models: {', '.join(names)}")
-    pool = cfg.pool(m.node_pool)
-    instance = instance_for(pool.instances, m.tensor_parallel_size)
     prof = m.profile  # the stack file's geometry, else the built-in table
     engine = EngineConfig(
         gpu_memory_utilization=m.gpu_memory_utilization,
         max_model_len=m.max_model_len,
         prefix_hit_rate=prefix_hit_rate,
     )
-    model = ReplicaModel(prof, instance.gpu, m.tensor_parallel_size, engine)
+    model = ReplicaModel(prof, mp.instance.gpu, mp.gpus, engine)
     table = model.table(TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens))
     spot = "spot" in pool.capacity_types
     capacity = CapacityConfig(
-        instance,
+        mp.instance,
         region,
-        gpus_per_pod=m.tensor_parallel_size,
+        gpus_per_pod=mp.gpus,
         cache_mode=m.cache,
-        image=image,  # pyright: ignore[reportArgumentType]
+        image=image or mp.image_pull,
         weights_gb=prof.weights_gb,
-        consolidate_after=parse_duration(pool.consolidate_after),
+        consolidate_after=mp.consolidate_after_s,
         spot=spot,
         spot_discount=spot_discount,
         spot_interruptions_per_hour=spot_interruptions_per_hour if spot else 0.0,
@@ -400,16 +401,17 @@ def stack_run(
         gpu_limit=gpus_left_to(m, pool, cfg.models),
         headroom=pool.headroom,
     )
-    slo = Slo(m.slo.ttft_seconds, m.slo.itl_seconds)
-    setup = Setup(table, SimConfig(capacity, slo, scrape_interval=scrape_interval, seed=seed), traffic)
-    strategies = for_stack(m.autoscaling, memory_target)
-    cold = cold_start_seconds(m.cache, instance, prof.weights_gb, True, capacity.image)
+    slo = m.slo
+    sim = SimConfig(capacity, slo, scrape_interval=scrape_interval or mp.scaling.scrape_interval_s, seed=seed)
+    setup = Setup(table, sim, traffic)
+    strategies = for_stack(mp.scaling, memory_target)
+    cold = cold_start_seconds(m.cache, mp.instance, prof.weights_gb, True, capacity.image)
     note = reservation_note(pool, reserved_instances)
     rec = None
     try:
         rec = recommend(table, traffic, slo, cold, m.autoscaling.max_replicas, m.autoscaling.min_replicas)
-        strategies.append(keda("recommended", rec, kv="sum"))
+        strategies.append(from_plan("recommended", scaling_for(mp, rec)))
     except ValueError as exc:
         note = "\n".join(filter(None, [note, f"no recommendation: {exc}"]))
-    path = f"models[{names.index(m.name)}] ({m.name}).autoscaling"
-    return StackRun(setup, strategies, m.name, instance, note, rec, path, m.autoscaling.max_replicas)
+    path = f"models[{cfg.models.index(m)}] ({m.name}).autoscaling"
+    return StackRun(setup, strategies, mp, note, rec, path)

@@ -1,10 +1,10 @@
-"""The autoscaling strategies the simulator compares, and how the stack's config maps onto KEDA.
+"""The autoscaling strategies the simulator compares; the stack's own is its resolved plan's ScaledObject.
 
-The stack's `models[].autoscaling` (config/schema.py) becomes a ScaledObject with (research §2.7/§8):
-- queue trigger  `sum(vllm:num_requests_waiting{...})`  AverageValue, threshold queueDepthPerReplica;
-- KV trigger     `sum(vllm:kv_cache_usage_perc{...})`   AverageValue, threshold kvCacheUsage (per pod);
-- one cron trigger per `prewarm` window (desiredReplicas = replicas);
-- min/max, pollingInterval, cooldownPeriod and scaleUp/scaleDown as the HPA behavior.
+A model's `ScalingPlan` (plan/model.py) is what components/specs/autoscaling.py renders: the queue and KV
+Prometheus triggers (sums over the model's pods, AverageValue), one cron trigger per `prewarm` window, the
+fallback, min/max, pollingInterval, cooldownPeriod and the HPA behaviour. `from_plan` turns exactly that into
+the simulator's ScaledObject; nothing here re-derives it from the stack file. `keda` builds a hand-written
+ScaledObject (the seed article's) for comparison.
 """
 
 from __future__ import annotations
@@ -13,9 +13,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from config.schema import Autoscaling
-from config.schema import ScalingRules as SchemaRules
-from simulator.hpa import Behavior, ScalingPolicy, ScalingRules
+from plan import ModelPlan, ScalingPlan, promql
+from plan.model import scaling_plan
+from simulator.hpa import Behavior
 from simulator.keda import CronTrigger, Fallback, PrometheusTrigger, ScaledObjectSpec, Trigger
+
+# what each deployed trigger's query sums over the model's Ready pods, as the engine scrapes it
+SCRAPED_SUM = {promql.QUEUE: "waiting_sum", promql.KV_CACHE: "kv_sum"}
 
 Kind = Literal["static", "hpa-memory", "keda"]
 
@@ -54,19 +58,6 @@ def hpa_gpu_memory(
     )  # fmt: skip
 
 
-def behavior_from_schema(up: SchemaRules, down: SchemaRules) -> Behavior:
-    def rules(r: SchemaRules) -> ScalingRules:
-        return ScalingRules(
-            r.stabilization_window_seconds,
-            r.select_policy or "Max",
-            None
-            if r.policies is None
-            else tuple(ScalingPolicy(p.type, p.value, p.period_seconds) for p in r.policies),
-        )
-
-    return Behavior(rules(up), rules(down))
-
-
 def keda(
     name: str,
     a: Autoscaling,
@@ -76,7 +67,8 @@ def keda(
     queue_activation: float = 0.0,
     description: str = "",
 ) -> Strategy:
-    """A ScaledObject built from a stack's `autoscaling` block (see module doc)."""
+    """A hand-written ScaledObject from an `autoscaling` block (the seed article's: `kv` "max", an activation
+    threshold); a stack's ScaledObject comes from its plan (`from_plan`)."""
     triggers: list[Trigger] = [
         PrometheusTrigger("queue", "waiting_sum", a.queue_depth_per_replica, queue_activation)
     ]
@@ -91,7 +83,7 @@ def keda(
         polling_interval=a.polling_interval,
         cooldown_period=a.cooldown_period,
         fallback=fallback,
-        behavior=behavior_from_schema(a.scale_up, a.scale_down),
+        behavior=Behavior(a.scale_up, a.scale_down),
     )
     return Strategy(
         name, "keda", a.min_replicas, a.min_replicas, a.max_replicas, scaled_object=spec,
@@ -108,12 +100,61 @@ def _describe(a: Autoscaling, kv: str | None, prewarm: bool) -> str:
     return f"KEDA {' + '.join(parts)}, min {a.min_replicas} max {a.max_replicas}"
 
 
-def for_stack(a: Autoscaling, memory_target: float = 0.9) -> list[Strategy]:
-    """The issue's strategy set for one model of a stack."""
+def from_plan(
+    name: str,
+    scaling: ScalingPlan,
+    metrics: frozenset[str] | None = None,
+    prewarm: bool = True,
+    description: str = "",
+) -> Strategy:
+    """The ScaledObject the plan renders; `metrics` keeps only those vLLM series' triggers, `prewarm` the crons."""
+    triggers: list[Trigger] = [
+        PrometheusTrigger(t.name, SCRAPED_SUM[t.metric], t.threshold, query=t.query)
+        for t in scaling.triggers
+        if metrics is None or t.metric in metrics
+    ]
+    if prewarm:
+        triggers += [
+            CronTrigger(p.name, p.window.start, p.window.end, p.window.timezone, p.window.replicas)
+            for p in scaling.prewarm
+        ]
+    spec = ScaledObjectSpec(
+        tuple(triggers),
+        min_replica_count=scaling.min_replicas,
+        max_replica_count=scaling.max_replicas,
+        polling_interval=scaling.polling_interval_s,
+        cooldown_period=scaling.cooldown_period_s,
+        fallback=Fallback(scaling.fallback_failure_threshold, scaling.fallback_replicas),
+        behavior=Behavior(scaling.scale_up, scaling.scale_down),
+    )
+    return Strategy(
+        name, "keda", scaling.min_replicas, scaling.min_replicas, scaling.max_replicas, scaled_object=spec,
+        description=description or _describe_plan(scaling, metrics, prewarm),
+    )  # fmt: skip
+
+
+def scaling_for(model: ModelPlan, autoscaling: Autoscaling) -> ScalingPlan:
+    """The plan of another `autoscaling` block (a recommendation, a tuner candidate) for the same model."""
+    return scaling_plan(model.names, model.model.served_model_name, autoscaling)
+
+
+def _describe_plan(scaling: ScalingPlan, metrics: frozenset[str] | None, prewarm: bool) -> str:
+    parts = [
+        f"{'queue' if t.metric == promql.QUEUE else 'sum(kv)'} {t.threshold:g}/pod"
+        for t in scaling.triggers
+        if metrics is None or t.metric in metrics
+    ]
+    if prewarm and scaling.prewarm:
+        parts.append("cron " + ", ".join(f"{p.window.name}={p.window.replicas}" for p in scaling.prewarm))
+    return f"KEDA {' + '.join(parts)}, min {scaling.min_replicas} max {scaling.max_replicas}"
+
+
+def for_stack(scaling: ScalingPlan, memory_target: float = 0.9) -> list[Strategy]:
+    """The issue's strategy set for one model of a stack: its deployed ScaledObject and what it is made of."""
     return [
-        static(a.max_replicas),
-        hpa_gpu_memory(a.min_replicas, a.max_replicas, memory_target),
-        keda("keda-queue", a, kv=None, prewarm=False),
-        keda("keda-queue-kv", a, kv="sum", prewarm=False),
-        keda("stack-config", a, kv="sum", prewarm=True),
+        static(scaling.max_replicas),
+        hpa_gpu_memory(scaling.min_replicas, scaling.max_replicas, memory_target),
+        from_plan("keda-queue", scaling, frozenset({promql.QUEUE}), prewarm=False),
+        from_plan("keda-queue-kv", scaling, prewarm=False),
+        from_plan("stack-config", scaling),
     ]

@@ -26,13 +26,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from config.cold_start import cold_start_seconds
-from config.loader import load_stack, stack_file
+from config.loader import stack_file
 from config.schema import Autoscaling, PrewarmWindow, ScalingRules
 from simulator.args import non_negative_float, positive_float, positive_int
 from simulator.engine import simulate
 from simulator.reservations_cmd import most_useful
 from simulator.scenarios import StackRun, oracle_for, recommend, slo_rate_per_replica, stack_run
-from simulator.strategies import keda
+from simulator.strategies import from_plan, scaling_for
 from simulator.traffic import load
 from simulator.yaml_out import autoscaling_yaml
 from tools.cli import ArgumentParser, known_stack
@@ -152,7 +152,10 @@ class Tuner:
             s = run.setup
             capacity = replace(s.config.capacity, reserved_nodes=int(_number(knobs.get(RESERVED, 0))))
             r = simulate(
-                s.traffic, s.table, keda("tuned", cfg, kv="sum"), replace(s.config, capacity=capacity)
+                s.traffic,
+                s.table,
+                from_plan("tuned", scaling_for(run.plan, cfg)),
+                replace(s.config, capacity=capacity),
             )
             bound = oracle_for(s, r.slo_violation_pct)["whole_nodes_usd_per_day"]
             days.append(DayScore(s.traffic.name, r.gpu_cost_usd_per_day, r.slo_violation_pct, bound, holdout))
@@ -237,13 +240,12 @@ def run(argv: Sequence[str]) -> int:
     train = runs_for(args.traffic)
     holdout = runs_for(args.holdout)
     stack_cfg = train[0]
-    model_cfg = next(m for m in load_stack(args.stack).models if m.name == stack_cfg.model_name)
     capacity = stack_cfg.setup.config.capacity
     reserved_max = None
     if args.reserved_usd_per_hour is not None:
         reserved_max = most_useful(stack_cfg)  # the nodes the model fills at maxReplicas
     tuner = Tuner(
-        train, args.max_miss_pct, args.surge_known, stack_cfg.max_replicas, model_cfg.autoscaling.min_replicas,
+        train, args.max_miss_pct, args.surge_known, stack_cfg.max_replicas, stack_cfg.plan.scaling.min_replicas,
         reserved_max,
     )  # fmt: skip
     knobs = tuner.search(args.passes)

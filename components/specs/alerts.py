@@ -283,9 +283,3 @@ def prometheus_rule(m: ModelPlan, *, labels: Mapping[str, str] | None = None) ->
             ]
         },
     }
-
-
-def rule_expressions(rule: Mapping[str, Any]) -> list[str]:
-    """Every PromQL expression in a PrometheusRule manifest (or its `spec`)."""
-    spec = rule.get("spec", rule)
-    return [str(r["expr"]) for group in spec["groups"] for r in group["rules"]]

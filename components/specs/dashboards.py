@@ -15,7 +15,7 @@ Panels use the `datasource` variable (default: the chart's `Prometheus` datasour
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from components.specs.alerts import DEPLOYMENT_READY, HPA_CURRENT, HPA_DESIRED, HPA_MAX
@@ -430,22 +430,6 @@ def headroom_dashboard(namespace: str) -> dict[str, Any]:
         variables,
         panels,
     )
-
-
-def _panels(panels: list[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
-    for panel in panels:
-        yield panel
-        yield from _panels(panel.get("panels", []))  # collapsed rows hold their panels
-
-
-def dashboard_expressions(dashboard: Mapping[str, Any]) -> list[str]:
-    """Every PromQL expression of the dashboard's panels (Grafana variables left in place)."""
-    return [
-        str(target["expr"])
-        for panel in _panels(dashboard.get("panels", []))
-        for target in panel.get("targets", [])
-        if target.get("expr")
-    ]
 
 
 def dashboard_configmap(

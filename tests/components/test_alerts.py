@@ -18,13 +18,14 @@ import pytest
 import yaml
 
 from components.specs import alerts
-from components.specs.alerts import prometheus_rule, rule_expressions
+from components.specs.alerts import prometheus_rule
 from config.loader import ROOT
 from config.schema import ModelConfig
 from plan import promql
 from plan.model import resolve_model
 from plan.naming import keda_hpa_name
 from tests.components import promtool
+from tests.components.promtool import rule_expressions
 from tests.conftest import load_fixture
 
 STACK = load_fixture("prod")

@@ -13,13 +13,13 @@ import pytest
 from components.specs import alerts, dashboards
 from components.specs.dashboards import (
     dashboard_configmap,
-    dashboard_expressions,
     gpu_dashboard,
     headroom_dashboard,
     vllm_dashboard,
 )
 from plan import promql
 from tests.components import promtool
+from tests.components.promtool import dashboard_expressions
 from tests.conftest import load_fixture
 
 K8S_VERSION = load_fixture("prod").cluster.kubernetes_version

@@ -167,11 +167,6 @@ def test_without_a_certificate_the_listener_is_plain_http_on_80() -> None:
     assert {p["port"] for p in policy["spec"]["ingress"][0]["ports"]} == {10080, 19003}
 
 
-def test_internet_facing_needs_a_certificate() -> None:
-    with pytest.raises(ValueError, match=r"needs gateway\.certificateArn"):
-        gw.service_annotations(internal=False, certificate_arn=None)
-
-
 def test_proxies_are_spread_over_nodes_and_zones_with_a_pdb(run: Run) -> None:
     kube = run.one("EnvoyProxy", gw.ENVOY_PROXY)["spec"]["provider"]["kubernetes"]
     assert kube["envoyDeployment"]["replicas"] == 3
@@ -437,9 +432,7 @@ def test_picker_dashboard_queries_parse(tmp_path: Path) -> None:
 
 
 def render_dashboard_exprs(board: dict[str, Any]) -> list[str]:
-    from components.specs.dashboards import dashboard_expressions
-
-    return dashboard_expressions(board)
+    return promtool.dashboard_expressions(board)
 
 
 # ------------------------------------------------------------------------------------- network policies

@@ -7,9 +7,9 @@ import pytest
 
 from config.catalog import GPU_INSTANCES
 from config.model_profiles import profile
-from config.schema import Autoscaling, PrewarmWindow
+from config.schema import Autoscaling, PrewarmWindow, Slo
 from simulator.capacity import CapacityConfig
-from simulator.engine import SimConfig, Slo, simulate
+from simulator.engine import SimConfig, simulate
 from simulator.replica import ReplicaModel, TokenStats
 from simulator.strategies import hpa_gpu_memory, keda, static
 from simulator.traffic import TokenMix, poisson_day
@@ -25,7 +25,8 @@ def setup(rate_rps: np.ndarray, seed: int = 0, **cfg):
     capacity = CapacityConfig(
         G5, "us-east-1", cache_mode="nvme", image="prebaked", weights_gb=4.15, consolidate_after=300
     )
-    return traffic, table, SimConfig(capacity, Slo(0.2, 0.03), scrape_interval=5, seed=seed, **cfg)
+    slo = Slo(ttft_seconds=0.2, itl_seconds=0.03)
+    return traffic, table, SimConfig(capacity, slo, scrape_interval=5, seed=seed, **cfg)
 
 
 def step_rate(low: float, high: float, at_hour: float = 1.0) -> np.ndarray:

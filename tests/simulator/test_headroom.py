@@ -12,9 +12,9 @@ import pytest
 from config.catalog import GPU_INSTANCES
 from config.cold_start import PREEMPTION_SECONDS
 from config.model_profiles import profile
-from config.schema import Autoscaling, Headroom, HeadroomWindow
+from config.schema import Autoscaling, Headroom, HeadroomWindow, Slo
 from simulator.capacity import CapacityConfig, Cluster
-from simulator.engine import SimConfig, Slo, _placeholder_targets, simulate
+from simulator.engine import SimConfig, _placeholder_targets, simulate
 from simulator.replica import ReplicaModel, TokenStats
 from simulator.strategies import keda
 from simulator.traffic import TokenMix, poisson_day
@@ -106,7 +106,8 @@ def test_headroom_cuts_misses_on_bursts_shorter_than_a_cold_start() -> None:
         capacity = CapacityConfig(
             G5, "us-east-1", cache_mode="nvme", weights_gb=4.15, gpu_limit=16, headroom=headroom
         )
-        return simulate(traffic, table, strategy, SimConfig(capacity, Slo(0.2, 0.03)))
+        slo = Slo(ttft_seconds=0.2, itl_seconds=0.03)
+        return simulate(traffic, table, strategy, SimConfig(capacity, slo))
 
     without, with_ = run(None), run(Headroom(gpus=6))
     # a first replica on a headroom node still compiles its engine (~200 s): fewer misses, not none

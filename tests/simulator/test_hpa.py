@@ -6,31 +6,31 @@ expectations are the upstream ones. Upstream uses time.Now() - x; here now = NOW
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 
-from simulator.hpa import (
-    HPA,
-    Behavior,
-    ScaleEvent,
-    ScalingPolicy,
-    ScalingRules,
-    SelectPolicy,
-    external_average_value_replicas,
-)
+from config.schema import ScalingPolicy, ScalingRules
+from simulator.hpa import HPA, Behavior, ScaleEvent, external_average_value_replicas
 
 NOW = 10_000.0
 
 
 def rules(
-    pods=0, pods_period=0, percent=0, percent_period=0, window=0, select: SelectPolicy = "Max"
+    pods=0,
+    pods_period=0,
+    percent=0,
+    percent_period=0,
+    window=0,
+    select: Literal["Max", "Min", "Disabled"] = "Max",
 ) -> ScalingRules:
     """generateScalingRules(pods, podsPeriod, percent, percentPeriod, stabilizationWindow)."""
     policies = []
     if pods:
-        policies.append(ScalingPolicy("Pods", pods, pods_period))
+        policies.append(ScalingPolicy(type="Pods", value=pods, period_seconds=pods_period))
     if percent:
-        policies.append(ScalingPolicy("Percent", percent, percent_period))
-    return ScalingRules(window, select, tuple(policies))
+        policies.append(ScalingPolicy(type="Percent", value=percent, period_seconds=percent_period))
+    return ScalingRules(stabilization_window_seconds=window, select_policy=select, policies=policies)
 
 
 def uniform_events(changes: list[int], period: float) -> list[ScaleEvent]:
@@ -113,7 +113,17 @@ def test_calculate_scale_down_limit_with_behaviors():
 
 
 def test_disabled_select_policy_blocks_direction():
-    hpa = HPA(1, 100, Behavior(scale_down=ScalingRules(0, "Disabled", (ScalingPolicy("Percent", 100, 15),))))
+    hpa = HPA(
+        1,
+        100,
+        Behavior(
+            scale_down=ScalingRules(
+                stabilization_window_seconds=0,
+                select_policy="Disabled",
+                policies=[ScalingPolicy(type="Percent", value=100, period_seconds=15)],
+            )
+        ),
+    )
     assert hpa.convert_with_behavior_rate(NOW, 10, 2) == 10
 
 
@@ -143,7 +153,14 @@ NORMALIZE_WITH_BEHAVIOR = [
 def test_normalize_desired_replicas_with_behavior(
     name, recs, current, desired, expected, stored, up_window, down_window
 ):
-    hpa = HPA(1, 1000, Behavior(ScalingRules(up_window), ScalingRules(down_window)))
+    hpa = HPA(
+        1,
+        1000,
+        Behavior(
+            ScalingRules(stabilization_window_seconds=up_window),
+            ScalingRules(stabilization_window_seconds=down_window),
+        ),
+    )
     hpa.recommendations = [(NOW - age, r) for age, r in recs]
     assert hpa.stabilize_with_behaviors(NOW, current, desired) == expected
     if stored is not None:
@@ -293,7 +310,7 @@ def test_scaling_disabled_at_zero_and_bounds_enforced():
 
 def test_default_scale_down_window_is_300_with_behavior():
     """A behavior without scaleDown.stabilizationWindowSeconds gets the controller's 300 s."""
-    hpa = HPA(1, 10, Behavior(scale_up=ScalingRules(0)))
+    hpa = HPA(1, 10, Behavior(scale_up=ScalingRules(stabilization_window_seconds=0)))
     assert hpa.reconcile(0.0, 4, [(4.0, 1.0)]) == 4
     assert hpa.reconcile(200.0, 4, [(1.0, 1.0)]) == 4
     assert hpa.reconcile(301.0, 4, [(1.0, 1.0)]) == 1

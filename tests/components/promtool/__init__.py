@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +85,25 @@ def unit_test_rules(
         )
     )
     return run("test", "rules", test_file)
+
+
+def rule_expressions(rule: Mapping[str, Any]) -> list[str]:
+    """Every PromQL expression in a PrometheusRule manifest (or its `spec`)."""
+    spec = rule.get("spec", rule)
+    return [str(r["expr"]) for group in spec["groups"] for r in group["rules"]]
+
+
+def _panels(panels: list[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    for panel in panels:
+        yield panel
+        yield from _panels(panel.get("panels", []))  # collapsed rows hold their panels
+
+
+def dashboard_expressions(dashboard: Mapping[str, Any]) -> list[str]:
+    """Every PromQL expression of a Grafana dashboard's panels (Grafana variables left in place)."""
+    return [
+        str(target["expr"])
+        for panel in _panels(dashboard.get("panels", []))
+        for target in panel.get("targets", [])
+        if target.get("expr")
+    ]

@@ -1,0 +1,128 @@
+"""The simulator runs what is deployed: for every model of every stack (the real stack files, whatever teams
+put in them, and the fixtures), the inputs `python -m simulator --explain` reports equal the rendered
+ScaledObject, PodMonitor, Deployment, NodePool and EC2NodeClass."""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.specs.common import POOL_LABEL
+from config.loader import ROOT, load_stack
+from config.schema import duration_seconds
+from simulator.cli import main
+from simulator.traffic import seed_day
+from tests.conftest import FIXTURE_STACKS
+from tools import render
+
+STACK_FILES = sorted(ROOT.glob("Pulumi.*.yaml")) + sorted(FIXTURE_STACKS.glob("Pulumi.*.yaml"))
+CASES = [
+    pytest.param(
+        path,
+        model.name,
+        id=f"{'fixture' if path.parent == FIXTURE_STACKS else 'real'}/{path.stem.removeprefix('Pulumi.')}/{model.name}",
+    )
+    for path in STACK_FILES
+    for model in load_stack(path).models
+]
+
+
+@cache
+def manifests(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(m["kind"], m["metadata"]["name"]): m for m in render.evaluate(path).manifests}
+
+
+def explained(path: Path, model: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["--stack", str(path), "--model", model, "--explain", "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(("path", "model"), CASES)
+def test_explained_inputs_equal_the_rendered_objects(
+    path: Path, model: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs = explained(path, model, capsys)
+    rendered = manifests(path)
+    scaled = rendered["ScaledObject", model]["spec"]
+
+    prometheus = [t for t in scaled["triggers"] if t["type"] == "prometheus"]
+    assert [
+        {"name": t["name"], "type": t["type"], "query": t["query"], "threshold": t["threshold"],
+         "metric_type": t["metric_type"]}
+        for t in inputs["triggers"]
+    ] == [
+        {"name": t["name"], "type": t["type"], "query": t["metadata"]["query"],
+         "threshold": float(t["metadata"]["threshold"]), "metric_type": t["metricType"]}
+        for t in prometheus
+    ]  # fmt: skip
+    cron = [t for t in scaled["triggers"] if t["type"] == "cron"]
+    assert inputs["prewarm"] == [
+        {"name": t["name"], "start": t["metadata"]["start"], "end": t["metadata"]["end"],
+         "timezone": t["metadata"]["timezone"], "replicas": int(t["metadata"]["desiredReplicas"])}
+        for t in cron
+    ]  # fmt: skip
+    assert inputs["polling_interval_s"] == scaled["pollingInterval"]
+    assert inputs["cooldown_period_s"] == scaled["cooldownPeriod"]
+    assert inputs["fallback_replicas"] == scaled["fallback"]["replicas"]
+    assert inputs["fallback_failure_threshold"] == scaled["fallback"]["failureThreshold"]
+    assert inputs["behavior"] == scaled["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert (inputs["min_replicas"], inputs["max_replicas"]) == (
+        scaled["minReplicaCount"],
+        scaled["maxReplicaCount"],
+    )
+
+    (endpoint,) = rendered["PodMonitor", model]["spec"]["podMetricsEndpoints"]
+    assert f"{inputs['scrape_interval_s']}s" == endpoint["interval"]
+
+    pod = rendered["Deployment", model]["spec"]["template"]["spec"]
+    vllm = next(c for c in pod["containers"] if c["name"] == "vllm")
+    assert int(vllm["resources"]["limits"]["nvidia.com/gpu"]) == inputs["gpus_per_replica"]
+    probe = vllm["startupProbe"]
+    # the probe allows three warm-node starts, as the simulator times them
+    assert probe["failureThreshold"] * probe["periodSeconds"] >= 3 * inputs["cold_start_s"]["warm_node"]
+    assert probe["failureThreshold"] == max(30, math.ceil(3 * inputs["cold_start_s"]["warm_node"] / 10))
+
+    pool_name = pod["nodeSelector"][POOL_LABEL]
+    pool = rendered["NodePool", pool_name]["spec"]
+    assert duration_seconds(pool["disruption"]["consolidateAfter"]) == inputs["consolidate_after_s"]
+    node_class = rendered["EC2NodeClass", pool["template"]["spec"]["nodeClassRef"]["name"]]["spec"]
+    fast_pull = "FastImagePull: true" in node_class.get("userData", "")
+    assert (inputs["image_pull"] == "soci") == fast_pull
+
+
+def test_explain_is_a_stack_mode_only_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--scenario", "seed-benchmark", "--explain"]) == 2
+    assert "--explain prints a stack model's simulated inputs" in capsys.readouterr().err
+
+
+def test_what_ifs_change_the_simulated_inputs_and_nothing_else(capsys: pytest.CaptureFixture[str]) -> None:
+    path = FIXTURE_STACKS / "Pulumi.prod.yaml"
+    model = load_stack(path).models[0].name
+    deployed = explained(path, model, capsys)
+    assert main(["--stack", str(path), "--model", model, "--explain", "--json", "--image", "registry",
+                 "--scrape-interval", "15"]) == 0  # fmt: skip
+    what_if = json.loads(capsys.readouterr().out)
+    assert (what_if["image_pull"], what_if["scrape_interval_s"]) == ("registry", 15)
+    assert what_if["cold_start_s"]["new_node"] > deployed["cold_start_s"]["new_node"]
+    assert what_if["triggers"] == deployed["triggers"]
+
+
+def test_a_seed_day_run_simulates_the_deployed_scaled_object() -> None:
+    from simulator.scenarios import stack_run
+
+    run = stack_run(FIXTURE_STACKS / "Pulumi.prod.yaml", None, seed_day(0))
+    deployed = next(s for s in run.strategies if s.name == "stack-config")
+    assert deployed.scaled_object is not None
+    fallback = deployed.scaled_object.fallback
+    assert fallback is not None
+    assert (fallback.replicas, fallback.failure_threshold) == (
+        run.plan.scaling.fallback_replicas,
+        run.plan.scaling.fallback_failure_threshold,
+    )
+    assert run.setup.config.scrape_interval == run.plan.scaling.scrape_interval_s
+    assert run.setup.config.capacity.image == run.plan.image_pull
