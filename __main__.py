@@ -206,7 +206,7 @@ if gateway_cfg.enabled and api_key is not None and gateway_keys is not None:
     gateway = Gateway(
         f"{cluster_cfg.name}-gateway",
         GatewayArgs(
-            models=[m.model for m in plan.models],
+            models=list(plan.models),
             clients=gateway_cfg.clients,
             client_keys=gateway_keys,
             vllm_api_key=api_key,

@@ -4,7 +4,7 @@ For each day (simulator/family.py: seed, flat, spiky, bursty, growing, shifted) 
 maxReplicas, the seed article's KEDA config, the stack's own config, and the config `simulator tune` finds on
 the family's training days), prints GPU $/day, SLO misses and cost vs the oracle bound in the same run.
 
-    uv run python benchmarks/family.py [--stack prod] [--model mistral-7b] [--scale 0.1] [--days seed,spiky]
+    uv run python benchmarks/family.py [--stack prod] [--model mistral-7b] [--scale 1] [--days seed,spiky]
 """
 
 from __future__ import annotations
@@ -24,14 +24,15 @@ from simulator.engine import simulate  # noqa: E402
 from simulator.scenarios import SEED_C, oracle_for, stack_run  # noqa: E402
 from simulator.strategies import keda, static  # noqa: E402
 from simulator.traffic import load  # noqa: E402
-from simulator.tune import Tuner  # noqa: E402
+from simulator.tune import Tuner, pool_gpu_limit  # noqa: E402
+from simulator.yaml_out import autoscaling_yaml  # noqa: E402
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--stack", default="prod")
     p.add_argument("--model")
-    p.add_argument("--scale", type=float, default=0.1, help="multiply every day's rate (fit the stack's max)")
+    p.add_argument("--scale", type=float, default=1.0, help="multiply every day's rate")
     p.add_argument("--days", default=",".join(family.KINDS))
     p.add_argument("--max-miss-pct", type=float, default=5.0)
     args = p.parse_args()
@@ -42,8 +43,11 @@ def main() -> None:
         }
         runs = {k: stack_run(args.stack, args.model, load(str(f))) for k, f in files.items()}
         first = next(iter(runs.values()))
-        tuner = Tuner(list(runs.values()), args.max_miss_pct, False, first.max_replicas, 1)
-        tuned = {i: tuner.config(tuner.search(), i) for i in range(len(kinds))}
+        tuner = Tuner(
+            list(runs.values()), args.max_miss_pct, False, first.max_replicas, first.plan.scaling.min_replicas
+        )
+        knobs = tuner.search()
+        _, _, tuned = tuner.score(knobs)  # per day, that day's pre-warm windows from the other days only
         print(
             f"{args.stack}/{first.model_name}, days x{args.scale:g} of the family, target misses <= {args.max_miss_pct}%"
         )
@@ -56,15 +60,24 @@ def main() -> None:
                 static(run.max_replicas),
                 keda("seed-keda", seed_c, kv="max", queue_activation=1),
                 stack_cfg,
-                keda("tuned", tuned[i], kv="sum"),
             ]
             for st in strategies:
                 r = simulate(s.traffic, s.table, st, s.config)
                 bound = oracle_for(s, r.slo_violation_pct)["whole_nodes_usd_per_day"]
-                vs = r.gpu_cost_usd_per_day / bound if bound else float("nan")
-                print(
-                    f"{kind:<9} {st.name:<14} {r.gpu_cost_usd_per_day:>9.2f} {r.slo_violation_pct:>9.2f} {vs:>9.2f}x"
-                )
+                row(kind, st.name, r.gpu_cost_usd_per_day, r.slo_violation_pct, bound)
+            day = tuned[i]
+            row(kind, "tuned", day.cost, day.miss_pct, day.oracle)
+        final = tuner.config(knobs, None)
+        print(f"tuned on the family: {knobs}")
+        print(autoscaling_yaml(final))
+        limit = pool_gpu_limit(first, final.max_replicas)
+        if limit is not None:
+            print(f"pool {first.plan.pool.name}: gpuLimit {limit}")
+
+
+def row(day: str, strategy: str, cost: float, misses: float, oracle: float) -> None:
+    vs = cost / oracle if oracle else float("nan")
+    print(f"{day:<9} {strategy:<14} {cost:>9.2f} {misses:>9.2f} {vs:>9.2f}x")
 
 
 if __name__ == "__main__":

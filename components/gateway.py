@@ -16,7 +16,7 @@ from components.specs import gateway as spec
 from components.specs import gateway_monitoring as monitoring
 from components.specs import inference_pool as pool
 from components.specs.common import namespace_manifest
-from config.schema import GatewayClient, ModelConfig
+from config.schema import GatewayClient
 from config.versions import (
     ENVOY_AI_GATEWAY_VERSION,
     ENVOY_GATEWAY_CHART_REPO,
@@ -25,12 +25,12 @@ from config.versions import (
     LLM_D_ROUTER_CHART_REPO,
     LLM_D_ROUTER_VERSION,
 )
-from plan.naming import model_namespace
+from plan import ModelPlan
 
 
 @dataclass(frozen=True, kw_only=True)
 class GatewayArgs:
-    models: Sequence[ModelConfig]
+    models: Sequence[ModelPlan]
     clients: Sequence[GatewayClient]
     client_keys: pulumi.Input[Mapping[str, str]]
     """Client name -> API key (a Pulumi secret, the `gatewayClientKeys` JSON object)."""
@@ -117,7 +117,7 @@ class Gateway(pulumi.ComponentResource):
             *controllers,
         )
         gateway_class = self._apply("gateway-class", spec.gateway_class(), proxy)
-        model_namespaces = [model_namespace(m.name) for m in args.models]
+        model_namespaces = [m.names.namespace for m in args.models]
         gateway = self._apply(
             "gateway",
             spec.gateway(certificate_arn=args.certificate_arn, model_namespaces=model_namespaces),
@@ -136,7 +136,7 @@ class Gateway(pulumi.ComponentResource):
 
     def _model(
         self,
-        model: ModelConfig,
+        model: ModelPlan,
         args: GatewayArgs,
         credential: pulumi.Output[str],
         *after: pulumi.Resource,
@@ -150,7 +150,7 @@ class Gateway(pulumi.ComponentResource):
             LLM_D_ROUTER_VERSION,
             pool.helm_values(model, max_pending_per_replica=args.max_pending_per_replica),
             *waits,
-            namespace=model_namespace(model.name),
+            namespace=model.names.namespace,
             release=pool.release_name(model),
             repository=LLM_D_ROUTER_CHART_REPO,
         )

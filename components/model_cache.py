@@ -13,7 +13,7 @@ from components import child_options
 from components.identity import pod_identity_role, service_account_identity
 from components.specs import model_cache as spec
 from config.schema import FsxConfig, S3BucketConfig
-from config.versions import FSX_CSI_REPO, FSX_CSI_VERSION
+from config.versions import FSX_CSI_REPO, FSX_CSI_VERSION, FSX_LUSTRE_VERSION
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -219,7 +219,7 @@ class ModelCache(pulumi.ComponentResource):
             storage_capacity=fsx.storage_capacity_gib,
             deployment_type=fsx.deployment_type,
             per_unit_storage_throughput=fsx.per_unit_storage_throughput,
-            file_system_type_version="2.15",
+            file_system_type_version=FSX_LUSTRE_VERSION,
             subnet_ids=args.subnet_id,
             security_group_ids=[server_sg.id],
             data_compression_type="LZ4",

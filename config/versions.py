@@ -43,6 +43,9 @@ LOADER_BOTO3_VERSION = "1.40.49"
 # The Lustre client GPU nodes install when a model reads from FSx: AL2023's own `lustre-client` package,
 # so its version follows the pinned AMI release (cluster.amiVersions) rather than a version of its own.
 LUSTRE_CLIENT_PACKAGE = "lustre-client"
+# The FSx for Lustre file system's Lustre version (FSx `FileSystemTypeVersion`), pinned so a provider default
+# never changes a file system; the nodes' lustre-client (above) mounts it.
+FSX_LUSTRE_VERSION = "2.15"
 
 # Inference gateway (../shared/reference/GATEWAY.md): Gateway API standard CRDs, the InferencePool CRD, Envoy
 # Gateway with Envoy AI Gateway as its extension server, and one llm-d router endpoint picker (EPP) per model.

@@ -8,7 +8,11 @@ maxReplicas) is one more knob: each count is prepaid at R all day (a Capacity Bl
 on-demand rate) and nodes beyond it are bought on-demand or spot (simulator/capacity.py); the count is printed
 beside the YAML, since it is bought, not configured in the autoscaling block.
 
-Search: coordinate descent over `SEARCH_SPACE` (one place for the knobs: add a knob there and to `_apply`),
+Knobs: the per-pod KV target, the queue threshold, minReplicas, the scale-down window, pre-warm windows and
+maxReplicas (the stack's, or what the busiest minute of the training days needs at the per-replica SLO rate,
+and a fifth more; a maxReplicas above the stack's grows the pool's gpuLimit, printed with the YAML).
+
+Search: coordinate descent over `search_space()` (one place for the knobs: add a knob there and to `config`),
 starting from the model-derived recommendation (`scenarios.recommend`), two passes, each candidate simulated on
 every training day. A candidate is feasible when its worst day misses <= X %; among feasible ones the lowest
 mean GPU $/day wins (if none is feasible, the lowest worst-day miss rate). Pre-warm windows: a day's own
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -31,7 +36,15 @@ from config.schema import Autoscaling, PrewarmWindow, ScalingRules
 from simulator.args import non_negative_float, positive_float, positive_int
 from simulator.engine import simulate
 from simulator.reservations_cmd import most_useful
-from simulator.scenarios import StackRun, oracle_for, recommend, slo_rate_per_replica, stack_run
+from simulator.scenarios import (
+    StackRun,
+    minute_rates,
+    miss_curve,
+    oracle_for,
+    recommend,
+    slo_rate_per_replica,
+    stack_run,
+)
 from simulator.strategies import from_plan, scaling_for
 from simulator.traffic import load
 from simulator.yaml_out import autoscaling_yaml
@@ -47,13 +60,28 @@ SEARCH_SPACE: dict[str, tuple[object, ...]] = {
     "prewarm": ("none", "recurring"),
 }
 RESERVED = "reserved_instances"  # the knob `--reserved-usd-per-hour` adds: reserved instances bought
+# maxReplicas: the stack's, and what the training days' peak minute needs at the per-replica SLO rate (and a
+# fifth more); above the stack's, the pool's gpuLimit must grow by the extra replicas' GPUs (printed)
+MAX_REPLICAS = "max_replicas"
 
 
-def search_space(reserved_max: int | None) -> dict[str, tuple[object, ...]]:
-    """SEARCH_SPACE, plus the reserved instance count 0..reserved_max when a reserved rate is given."""
-    if reserved_max is None:
-        return dict(SEARCH_SPACE)
-    return {**SEARCH_SPACE, RESERVED: tuple(range(reserved_max + 1))}
+def search_space(max_replicas: Sequence[int], reserved_max: int | None) -> dict[str, tuple[object, ...]]:
+    """SEARCH_SPACE with the maxReplicas candidates, and the reserved instance count 0..reserved_max when a
+    reserved rate is given."""
+    space: dict[str, tuple[object, ...]] = {**SEARCH_SPACE, MAX_REPLICAS: tuple(sorted(set(max_replicas)))}
+    if reserved_max is not None:
+        space[RESERVED] = tuple(range(reserved_max + 1))
+    return space
+
+
+def peak_replicas(runs: Sequence[StackRun]) -> int:
+    """Replicas the busiest (5-minute smoothed) minute of any day needs at the per-replica SLO rate."""
+    need = 1
+    for run in runs:
+        s = run.setup
+        lam_slo = slo_rate_per_replica(s.table, s.traffic, s.config.slo)
+        need = max(need, math.ceil(float(minute_rates(s.traffic).max()) / max(lam_slo, 1e-9)))
+    return need
 
 
 def _number(value: object) -> float:
@@ -92,7 +120,8 @@ class Tuner:
         reserved_max: int | None = None,
     ):
         self.runs = runs
-        self.space = search_space(reserved_max)
+        peak = peak_replicas(runs)
+        self.space = search_space((stack_max, peak, math.ceil(peak * 1.2)), reserved_max)
         self.max_miss = max_miss_pct
         self.surge_known = surge_known
         self.stack_max = stack_max
@@ -102,6 +131,7 @@ class Tuner:
         lam_slo = slo_rate_per_replica(first.table, first.traffic, first.config.slo)
         self.kv_at_slo = float(first.table.at(lam_slo)["kv_usage"])
         self._cache: dict[tuple, tuple[float, float, list[DayScore]]] = {}
+        self._curves: dict[int, tuple] = {}  # each run's miss curve, for its oracle bound
 
     def _day_windows(self, run: StackRun) -> list[PrewarmWindow]:
         s = run.setup
@@ -127,11 +157,12 @@ class Tuner:
         base = self.runs[0].recommendation or Autoscaling()
         down = base.scale_down.model_copy(update={"stabilization_window_seconds": knobs["scale_down_window"]})
         windows = self.windows_for(day) if knobs["prewarm"] == "recurring" else []
-        min_r = min(int(_number(knobs["min_replicas"])), self.stack_max)
+        max_r = int(_number(knobs.get(MAX_REPLICAS, self.stack_max)))
+        min_r = min(int(_number(knobs["min_replicas"])), max_r)
         return base.model_copy(
             update={
                 "min_replicas": min_r,
-                "max_replicas": self.stack_max,
+                "max_replicas": max_r,
                 "kv_cache_usage": round(
                     min(1.0, max(1e-4, self.kv_at_slo * _number(knobs["kv_target_scale"]))), 4
                 ),
@@ -150,19 +181,32 @@ class Tuner:
         for i, run in enumerate(runs or self.runs):
             cfg = self.config(knobs, None if holdout else i)
             s = run.setup
-            capacity = replace(s.config.capacity, reserved_nodes=int(_number(knobs.get(RESERVED, 0))))
+            capacity = replace(
+                s.config.capacity,
+                reserved_nodes=int(_number(knobs.get(RESERVED, 0))),
+                gpu_limit=self.gpu_limit(s.config.capacity.gpu_limit, cfg.max_replicas, run),
+            )
             r = simulate(
                 s.traffic,
                 s.table,
                 from_plan("tuned", scaling_for(run.plan, cfg)),
                 replace(s.config, capacity=capacity),
             )
-            bound = oracle_for(s, r.slo_violation_pct)["whole_nodes_usd_per_day"]
+            if id(run) not in self._curves:
+                self._curves[id(run)] = miss_curve(s.table, s.traffic, s.config.slo)
+            curve = self._curves[id(run)]
+            bound = oracle_for(s, r.slo_violation_pct, curve)["whole_nodes_usd_per_day"]
             days.append(DayScore(s.traffic.name, r.gpu_cost_usd_per_day, r.slo_violation_pct, bound, holdout))
         out = (sum(d.cost for d in days) / len(days), max(d.miss_pct for d in days), days)
         if runs is None:
             self._cache[key] = out
         return out
+
+    def gpu_limit(self, left: int | None, max_replicas: int, run: StackRun) -> int | None:
+        """The pool's GPUs left to this model, grown by the GPUs of replicas above the stack's maxReplicas."""
+        if left is None:
+            return None
+        return left + max(0, max_replicas - self.stack_max) * run.plan.gpus
 
     def better(self, a: tuple[float, float, list[DayScore]], b: tuple[float, float, list[DayScore]]) -> bool:
         feasible_a, feasible_b = a[1] <= self.max_miss, b[1] <= self.max_miss
@@ -178,6 +222,7 @@ class Tuner:
             "scale_down_window": 300,
             "prewarm": "recurring",
         }
+        knobs[MAX_REPLICAS] = self.stack_max
         if RESERVED in self.space:
             knobs[RESERVED] = 0
         best = self.score(knobs)
@@ -194,6 +239,14 @@ class Tuner:
             if not changed:
                 break
         return knobs
+
+
+def pool_gpu_limit(run: StackRun, max_replicas: int) -> int | None:
+    """The pool gpuLimit a tuned maxReplicas needs (every model of the pool at maxReplicas); None: it fits."""
+    extra = (max_replicas - run.plan.scaling.max_replicas) * run.plan.gpus - max(
+        0, run.plan.pool_headroom_gpus
+    )
+    return run.plan.pool.gpu_limit + extra if extra > 0 else None
 
 
 def parser() -> argparse.ArgumentParser:
@@ -254,6 +307,7 @@ def run(argv: Sequence[str]) -> int:
     if holdout:
         days = days + tuner.score(knobs, holdout, holdout=True)[2]
     final = tuner.config(knobs, None)
+    pool_limit = pool_gpu_limit(stack_cfg, final.max_replicas)
     out = {
         "stack": str(args.stack),
         "model": stack_cfg.model_name,
@@ -264,6 +318,8 @@ def run(argv: Sequence[str]) -> int:
         "yaml": autoscaling_yaml(final),
         "days": [d.row() for d in days],
     }
+    if pool_limit is not None:
+        out["pool_gpu_limit"] = {"pool": stack_cfg.plan.pool.name, "gpu_limit": pool_limit}
     if reserved_max is not None:
         out["reserved"] = {
             "instances": reserved,
@@ -299,6 +355,11 @@ def run(argv: Sequence[str]) -> int:
         )
     print(f"paste under {stack_cfg.model_path} in {stack_file(args.stack).name}:")
     print(autoscaling_yaml(final))
+    if pool_limit is not None:
+        print(
+            f"and raise gpuNodePools[{stack_cfg.plan.pool.name}].gpuLimit to {pool_limit}: maxReplicas "
+            f"{final.max_replicas} x {stack_cfg.plan.gpus} GPU(s) with the pool's other models at theirs"
+        )
     if reserved_max is not None:
         prepaid = replace(capacity, reserved_nodes=reserved).reserved_cost(86_400)
         print(

@@ -12,8 +12,7 @@ from typing import Any
 from components.specs import dashboards
 from components.specs.alerts import DEPLOYMENT_AVAILABLE, VALUE, _rule
 from components.specs.inference_pool import EPP_REPLICAS, epp_name, release_name
-from config.schema import ModelConfig
-from plan.naming import model_namespace
+from plan import ModelPlan
 
 READY_ENDPOINTS = "llm_d_epp_ready_endpoints"
 SCHEDULER_ATTEMPTS = "llm_d_epp_scheduler_attempts_total"
@@ -35,8 +34,8 @@ STALE_FOR = "2m"
 WINDOW = "5m"
 
 
-def epp_alert_rules(model: ModelConfig) -> list[dict[str, Any]]:
-    ns = model_namespace(model.name)
+def epp_alert_rules(model: ModelPlan) -> list[dict[str, Any]]:
+    ns = model.names.namespace
     pool = release_name(model)
     epp = epp_name(model)
     labels = {"namespace": ns, "inference_pool": pool}
@@ -115,13 +114,13 @@ def epp_alert_rules(model: ModelConfig) -> list[dict[str, Any]]:
     ]
 
 
-def epp_prometheus_rule(model: ModelConfig) -> dict[str, Any]:
+def epp_prometheus_rule(model: ModelPlan) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": {
             "name": f"{model.name}-endpoint-picker",
-            "namespace": model_namespace(model.name),
+            "namespace": model.names.namespace,
             "labels": {"app.kubernetes.io/name": "llm-d-router", "app.kubernetes.io/component": "alerting"},
         },
         "spec": {"groups": [{"name": f"endpoint-picker.{model.name}", "rules": epp_alert_rules(model)}]},

@@ -30,7 +30,6 @@ import yaml
 from components.specs import gateway as gw
 from components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION, secret
 from components.specs.serving import KV_EVENTS_PORT, PORT
-from config.schema import ModelConfig
 from config.versions import (
     LLM_D_EPP_IMAGE_REGISTRY,
     LLM_D_EPP_IMAGE_REPOSITORY,
@@ -38,7 +37,8 @@ from config.versions import (
     VLLM_RENDER_IMAGE_REPOSITORY,
     VLLM_RENDER_IMAGE_TAG,
 )
-from plan.naming import HF_TOKEN_SECRET, model_namespace, model_selector
+from plan import ModelPlan
+from plan.naming import HF_TOKEN_SECRET, model_selector
 
 EPP_REPLICAS = 2
 EXT_PROC_PORT = 9002  # gRPC ext_proc (TLS, self-signed; AI Gateway does not verify it)
@@ -66,41 +66,41 @@ TOKENIZER_CPU = "1"
 TOKENIZER_MEMORY = "2Gi"
 
 
-def release_name(model: ModelConfig) -> str:
+def release_name(model: ModelPlan) -> str:
     """The chart release, and so the InferencePool's name; the picker is `<release>-epp`."""
     return model.name
 
 
-def epp_name(model: ModelConfig) -> str:
+def epp_name(model: ModelPlan) -> str:
     return f"{release_name(model)}-epp"
 
 
-def epp_labels(model: ModelConfig) -> dict[str, str]:
+def epp_labels(model: ModelPlan) -> dict[str, str]:
     """The chart's selector labels of the picker pods (routerlib _helpers.tpl)."""
     return {"llm-d-router-gateway": epp_name(model)}
 
 
-def epp_cpu_millicores(model: ModelConfig) -> int:
-    return max(500, 100 * model.autoscaling.max_replicas)
+def epp_cpu_millicores(model: ModelPlan) -> int:
+    return max(500, 100 * model.model.autoscaling.max_replicas)
 
 
-def saturation_queue_depth(model: ModelConfig) -> int:
+def saturation_queue_depth(model: ModelPlan) -> int:
     """vLLM waiting requests per pod at which the pool counts as saturated: twice the autoscaler's queue
     target, so the queue KEDA scales on can still grow past its target (at 1x the HPA ratio would stay 1)."""
-    return max(MIN_SATURATION_QUEUE_DEPTH, math.ceil(2 * model.autoscaling.queue_depth_per_replica))
+    return max(MIN_SATURATION_QUEUE_DEPTH, math.ceil(2 * model.model.autoscaling.queue_depth_per_replica))
 
 
-def queue_bound(model: ModelConfig, max_pending_per_replica: int) -> int:
+def queue_bound(model: ModelPlan, max_pending_per_replica: int) -> int:
     """Requests the gateway holds for the model, all picker replicas together."""
-    return max_pending_per_replica * model.autoscaling.max_replicas
+    return max_pending_per_replica * model.model.autoscaling.max_replicas
 
 
-def queue_bound_per_picker(model: ModelConfig, max_pending_per_replica: int) -> int:
+def queue_bound_per_picker(model: ModelPlan, max_pending_per_replica: int) -> int:
     """Flow-control state is per picker replica (active-active): each holds its share, rounded up."""
     return max(1, math.ceil(queue_bound(model, max_pending_per_replica) / EPP_REPLICAS))
 
 
-def endpoint_picker_config(model: ModelConfig, *, max_pending_per_replica: int) -> dict[str, Any]:
+def endpoint_picker_config(model: ModelPlan, *, max_pending_per_replica: int) -> dict[str, Any]:
     """The EPP's EndpointPickerConfig (llm-d.ai/v1alpha1)."""
     plugins: list[dict[str, Any]] = [
         {"type": "queue-scorer"},
@@ -121,12 +121,12 @@ def endpoint_picker_config(model: ModelConfig, *, max_pending_per_replica: int) 
     sources: list[dict[str, Any]] = [
         {"pluginRef": "metrics-data-source", "extractors": [{"pluginRef": "core-metrics-extractor"}]}
     ]
-    if model.precise_prefix_routing:
+    if model.model.precise_prefix_routing:
         plugins += [
             {
                 "type": "token-producer",
                 "parameters": {
-                    "modelName": model.hugging_face_id,
+                    "modelName": model.model.hugging_face_id,
                     "vllm": {"url": f"http://localhost:{TOKENIZER_PORT}"},
                 },
             },
@@ -180,7 +180,7 @@ def endpoint_picker_config(model: ModelConfig, *, max_pending_per_replica: int) 
     }
 
 
-def _affinity(model: ModelConfig) -> dict[str, Any]:
+def _affinity(model: ModelPlan) -> dict[str, Any]:
     """System nodes; never two pickers of a model on one node, spread over zones when possible."""
     return {
         "nodeAffinity": {
@@ -211,7 +211,7 @@ def _affinity(model: ModelConfig) -> dict[str, Any]:
     }
 
 
-def helm_values(model: ModelConfig, *, max_pending_per_replica: int) -> dict[str, Any]:
+def helm_values(model: ModelPlan, *, max_pending_per_replica: int) -> dict[str, Any]:
     """llm-d-router-gateway values: the InferencePool over the model's vLLM pods and its picker."""
     config = endpoint_picker_config(model, max_pending_per_replica=max_pending_per_replica)
     epp: dict[str, Any] = {
@@ -246,10 +246,10 @@ def helm_values(model: ModelConfig, *, max_pending_per_replica: int) -> dict[str
         "epp": epp,
         "monitoring": {"prometheus": {"enabled": True}},
     }
-    if model.precise_prefix_routing:
+    if model.model.precise_prefix_routing:
         router["tokenizer"] = {
             "enabled": True,
-            "modelName": model.hugging_face_id,
+            "modelName": model.model.hugging_face_id,
             "image": {
                 "registry": "docker.io",
                 "repository": VLLM_RENDER_IMAGE_REPOSITORY,
@@ -264,7 +264,7 @@ def helm_values(model: ModelConfig, *, max_pending_per_replica: int) -> dict[str
                         "secretKeyRef": {
                             "name": HF_TOKEN_SECRET,
                             "key": "token",
-                            "optional": not model.needs_hf_token,
+                            "optional": not model.model.needs_hf_token,
                         }
                     },
                 }
@@ -275,9 +275,9 @@ def helm_values(model: ModelConfig, *, max_pending_per_replica: int) -> dict[str
     return {"router": router}
 
 
-def vllm_ports_for_picker(model: ModelConfig) -> list[int]:
+def vllm_ports_for_picker(model: ModelPlan) -> list[int]:
     """What the picker reaches on vLLM pods: /metrics, and the KV-event publisher in precise mode."""
-    return [PORT, KV_EVENTS_PORT] if model.precise_prefix_routing else [PORT]
+    return [PORT, KV_EVENTS_PORT] if model.model.precise_prefix_routing else [PORT]
 
 
 # ------------------------------------------------------------------------------------------------ routes
@@ -294,7 +294,7 @@ def _gateway_parent() -> list[dict[str, Any]]:
     ]
 
 
-def _pool_ref(model: ModelConfig) -> dict[str, Any]:
+def _pool_ref(model: ModelPlan) -> dict[str, Any]:
     return {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": release_name(model)}
 
 
@@ -302,10 +302,10 @@ def bearer(vllm_api_key: str) -> str:
     return f"Bearer {vllm_api_key}"
 
 
-def credential_secret(model: ModelConfig, credential: Any) -> dict[str, Any]:
+def credential_secret(model: ModelPlan, credential: Any) -> dict[str, Any]:
     """vLLM's key as Envoy Gateway's credential injection reads it: `credential` is `bearer(key)` as a
     Pulumi secret in the component (masked in state and renders)."""
-    return secret(CREDENTIAL_SECRET, model_namespace(model.name), {"credential": credential})
+    return secret(CREDENTIAL_SECRET, model.names.namespace, {"credential": credential})
 
 
 def _credential_injection() -> dict[str, Any]:
@@ -316,17 +316,17 @@ def _credential_injection() -> dict[str, Any]:
     }
 
 
-def credential_filter(model: ModelConfig) -> dict[str, Any]:
+def credential_filter(model: ModelPlan) -> dict[str, Any]:
     """vLLM's key on every request of the path route (the client's key was removed by the API key filter)."""
     return {
         "apiVersion": "gateway.envoyproxy.io/v1alpha1",
         "kind": "HTTPRouteFilter",
-        "metadata": {"name": f"{model.name}-vllm-key", "namespace": model_namespace(model.name)},
+        "metadata": {"name": f"{model.name}-vllm-key", "namespace": model.names.namespace},
         "spec": {"credentialInjection": _credential_injection()},
     }
 
 
-def model_route_filter(model: ModelConfig) -> dict[str, Any]:
+def model_route_filter(model: ModelPlan) -> dict[str, Any]:
     """AI Gateway's own host-rewrite filter of the model-field route, with vLLM's key added (see
     AI_GATEWAY_HOST_REWRITE_FILTER); registered before the AIGatewayRoute."""
     return {
@@ -334,7 +334,7 @@ def model_route_filter(model: ModelConfig) -> dict[str, Any]:
         "kind": "HTTPRouteFilter",
         "metadata": {
             "name": f"{AI_GATEWAY_HOST_REWRITE_FILTER}-{model.name}",
-            "namespace": model_namespace(model.name),
+            "namespace": model.names.namespace,
         },
         "spec": {
             "urlRewrite": {"hostname": {"type": "Backend"}},
@@ -343,13 +343,13 @@ def model_route_filter(model: ModelConfig) -> dict[str, Any]:
     }
 
 
-def model_field_route(model: ModelConfig) -> dict[str, Any]:
+def model_field_route(model: ModelPlan) -> dict[str, Any]:
     """Clients call `/v1/...` with `model: <name>`: AI Gateway reads the field and this rule picks the pool.
     AI Gateway generates an HTTPRoute of the same name from it."""
     return {
         "apiVersion": "aigateway.envoyproxy.io/v1beta1",
         "kind": "AIGatewayRoute",
-        "metadata": {"name": model.name, "namespace": model_namespace(model.name)},
+        "metadata": {"name": model.name, "namespace": model.names.namespace},
         "spec": {
             "parentRefs": _gateway_parent(),
             "rules": [
@@ -358,7 +358,11 @@ def model_field_route(model: ModelConfig) -> dict[str, Any]:
                     "matches": [
                         {
                             "headers": [
-                                {"type": "Exact", "name": MODEL_HEADER, "value": model.served_model_name}
+                                {
+                                    "type": "Exact",
+                                    "name": MODEL_HEADER,
+                                    "value": model.model.served_model_name,
+                                }
                             ]
                         }
                     ],
@@ -370,17 +374,17 @@ def model_field_route(model: ModelConfig) -> dict[str, Any]:
     }
 
 
-def path_prefix(model: ModelConfig) -> str:
+def path_prefix(model: ModelPlan) -> str:
     return f"/{model.name}/v1"
 
 
-def path_route(model: ModelConfig) -> dict[str, Any]:
+def path_route(model: ModelPlan) -> dict[str, Any]:
     """Compatibility with today's base URLs: `/<model>/v1/...` -> `/v1/...` on the same pool. Only the
     OpenAI API under /v1 is reachable; vLLM's /metrics and /health stay private."""
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "HTTPRoute",
-        "metadata": {"name": f"{model.name}-by-path", "namespace": model_namespace(model.name)},
+        "metadata": {"name": f"{model.name}-by-path", "namespace": model.names.namespace},
         "spec": {
             "parentRefs": _gateway_parent(),
             "rules": [
@@ -414,22 +418,22 @@ def path_route(model: ModelConfig) -> dict[str, Any]:
 # ------------------------------------------------------------------------------- availability and network
 
 
-def epp_pod_disruption_budget(model: ModelConfig) -> dict[str, Any]:
+def epp_pod_disruption_budget(model: ModelPlan) -> dict[str, Any]:
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": {"name": epp_name(model), "namespace": model_namespace(model.name)},
+        "metadata": {"name": epp_name(model), "namespace": model.names.namespace},
         "spec": {"maxUnavailable": 1, "selector": {"matchLabels": epp_labels(model)}},
     }
 
 
-def epp_network_policy(model: ModelConfig, vpc_cidr: str) -> dict[str, Any]:
+def epp_network_policy(model: ModelPlan, vpc_cidr: str) -> dict[str, Any]:
     """Envoy's ext_proc calls from the gateway's proxies, the metrics scrape from Prometheus, and kubelet's
     gRPC health probes (from the node, inside the VPC)."""
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": {"name": f"{epp_name(model)}-ingress", "namespace": model_namespace(model.name)},
+        "metadata": {"name": f"{epp_name(model)}-ingress", "namespace": model.names.namespace},
         "spec": {
             "podSelector": {"matchLabels": epp_labels(model)},
             "policyTypes": ["Ingress"],
@@ -445,13 +449,13 @@ def epp_network_policy(model: ModelConfig, vpc_cidr: str) -> dict[str, Any]:
     }
 
 
-def vllm_from_picker_network_policy(model: ModelConfig) -> dict[str, Any]:
+def vllm_from_picker_network_policy(model: ModelPlan) -> dict[str, Any]:
     """The picker scrapes each vLLM pod's /metrics every 50 ms (and, in precise mode, subscribes to its
     KV-event publisher): admitted next to the serving policy's gateway and Prometheus peers."""
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": {"name": f"{model.name}-from-epp", "namespace": model_namespace(model.name)},
+        "metadata": {"name": f"{model.name}-from-epp", "namespace": model.names.namespace},
         "spec": {
             "podSelector": {"matchLabels": model_selector(model.name)},
             "policyTypes": ["Ingress"],

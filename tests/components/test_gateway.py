@@ -22,6 +22,7 @@ from components.specs import gateway_monitoring as monitoring
 from components.specs import inference_pool as pool
 from config.loader import PROJECT, ROOT, SECRET_KEYS, ConfigError, parse
 from config.schema import GatewayClient
+from plan import resolve
 from tests.components import promtool
 from tools import mocks as platform_mocks
 from tools import render
@@ -217,18 +218,20 @@ def test_picker_metrics_are_scraped(run: Run) -> None:
 
 @pytest.mark.parametrize("max_pending", [1, 8, 33])
 def test_queue_is_bounded_and_sheds_past_it(max_pending: int) -> None:
-    model = parse(fixture_values()).models[0]
+    model = resolve(parse(fixture_values())).models[0]
     config = pool.endpoint_picker_config(model, max_pending_per_replica=max_pending)
     assert "flowControl" in config["featureGates"]
     per_picker = int(config["flowControl"]["maxRequests"])
     # the pickers together hold at least what the stack allows, and less than one extra request each
-    total = max_pending * model.autoscaling.max_replicas
+    total = max_pending * model.model.autoscaling.max_replicas
     assert total <= per_picker * pool.EPP_REPLICAS < total + pool.EPP_REPLICAS
     assert config["flowControl"]["defaultRequestTTL"] == pool.QUEUE_TTL
     detector = next(p for p in config["plugins"] if p["type"] == "utilization-detector")
     # vLLM's queue may grow past the autoscaler's target before the gateway holds requests, so KEDA scales
-    assert detector["parameters"]["queueDepthThreshold"] >= 2 * model.autoscaling.queue_depth_per_replica
-    assert detector["parameters"]["kvCacheUtilThreshold"] > model.autoscaling.kv_cache_usage
+    assert (
+        detector["parameters"]["queueDepthThreshold"] >= 2 * model.model.autoscaling.queue_depth_per_replica
+    )
+    assert detector["parameters"]["kvCacheUtilThreshold"] > model.model.autoscaling.kv_cache_usage
 
 
 # ------------------------------------------------------------------------------------------- routing
@@ -366,7 +369,7 @@ def _series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
 
 
 def test_picker_alerts_fire_on_bad_series_and_stay_silent_otherwise(tmp_path: Path) -> None:
-    model = parse(fixture_values()).models[0]
+    model = resolve(parse(fixture_values())).models[0]
     ns, epp = "model-chat-7b", "chat-7b-epp"
     rule = monitoring.epp_prometheus_rule(model)["spec"]
     labels = {"namespace": ns, "inference_pool": "chat-7b"}

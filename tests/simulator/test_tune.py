@@ -13,7 +13,7 @@ from simulator import family
 from simulator.cli import main
 from simulator.scenarios import stack_run
 from simulator.traffic import load
-from simulator.tune import Tuner
+from simulator.tune import MAX_REPLICAS, Tuner, pool_gpu_limit
 
 STACK = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.prod.yaml"  # only its model and pool are read
 
@@ -139,3 +139,26 @@ def test_tune_prints_the_reserved_count_beside_the_yaml(tmp_path, capsys):
         "instances": 1, "instance_type": "p5.48xlarge", "gpus": 8, "usd_per_hour": 20.0,
         "prepaid_usd_per_day": 480.0,
     }  # fmt: skip
+
+
+def test_max_replicas_is_a_knob_when_the_peak_needs_more_with_the_pool_limit_it_takes(tmp_path):
+    rate = np.full(150, 4.0)
+    rate[60:120] = 15.0 * 14  # an hour that needs more replicas than the fixture's maxReplicas
+    day = tmp_path / "peak.csv"
+    day.write_text("minute,requests_per_second\n" + "".join(f"{m},{r}\n" for m, r in enumerate(rate)))
+    (run,) = runs = [stack_run(STACK, None, load(str(day)))]
+    tuner = Tuner(runs, 5.0, surge_known=False, stack_max=run.max_replicas, stack_min=1)
+    candidates = tuner.space[MAX_REPLICAS]
+    top = max(int(c) for c in candidates)  # pyright: ignore[reportArgumentType]
+    assert run.max_replicas in candidates and top > run.max_replicas
+    knobs = {"kv_target_scale": 1.0, "queue_depth_per_replica": 2.0, "min_replicas": 1,
+             "scale_down_window": 300, "prewarm": "none"}  # fmt: skip
+    capped = tuner.score({**knobs, MAX_REPLICAS: run.max_replicas})
+    lifted = tuner.score({**knobs, MAX_REPLICAS: top})
+    assert lifted[1] < capped[1]  # fewer misses on the worst day once the cap and the pool allow the peak
+    assert tuner.config({**knobs, MAX_REPLICAS: top}, None).max_replicas == top
+    # the pool's limit grows only by what its spare GPUs (with every model at maxReplicas) cannot hold
+    room = run.plan.pool_headroom_gpus // run.plan.gpus
+    assert pool_gpu_limit(run, run.max_replicas + room) is None
+    beyond = pool_gpu_limit(run, run.max_replicas + room + 1)
+    assert beyond == run.plan.pool.gpu_limit - run.plan.pool_headroom_gpus % run.plan.gpus + run.plan.gpus
