@@ -18,12 +18,15 @@ regions); a pool of an instance not offered in the stack's region is a config er
 Only instances listed here can be launched: each NodePool restricts Karpenter to the catalog's sizes, so
 every node the platform creates has a known price and GPU count.
 
-Not listed: p5e.48xlarge (H200). EC2 lists it in us-east-2, us-west-2 and five more regions, but neither source
-has an on-demand price for it in any region (the Price List API has none: it is sold as Capacity Blocks).
+p5e.48xlarge (H200) is sold only as Capacity Blocks: EC2 offers the type in seven regions (moto 5.2.1's
+`instance_type_offerings/region`) but neither price source has an on-demand price for it in any region (the
+Price List API has none). Its row has no prices and `reserved_only`: a pool of it must be reserved-only, and
+the simulator prices it at the block's rate (`--reserved-usd-per-hour`), never an invented on-demand price.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -50,6 +53,7 @@ class GpuInstance:
     regions: frozenset[str]
     network_gbps: float  # baseline network bandwidth, Gbit/s: bounds weight downloads on a new node
     node_ready_seconds: float  # EC2 launch -> node Ready with `nvidia.com/gpu` allocatable
+    reserved_only: bool = False  # sold only as Capacity Blocks: no on-demand or spot offering
 
     @property
     def family(self) -> str:
@@ -66,11 +70,17 @@ class GpuInstance:
     @property
     def list_usd_per_hour(self) -> float:
         """us-east-1 on-demand $/h: orders a pool's sizes (Karpenter's cheapest fit; the regional prices keep
-        the same order, tests/config/test_regions.py). A node's cost uses `on_demand_usd_per_hour(region)`."""
-        return self.prices["us-east-1"]
+        the same order, tests/config/test_regions.py). A node's cost uses `on_demand_usd_per_hour(region)`.
+        A reserved-only type has none (its pool is single-family, so there is nothing to order)."""
+        return self.prices.get("us-east-1", math.inf)
 
     def on_demand_usd_per_hour(self, region: str) -> float:
         """What one node costs per hour in `region`; an unknown price is an error, never another region's."""
+        if self.reserved_only:
+            raise ValueError(
+                f"{self.instance_type} is sold only as Capacity Blocks and has no on-demand price; price its "
+                "reserved instances at the block's rate (--reserved-usd-per-hour)"
+            )
         try:
             return self.prices[region]
         except KeyError:
@@ -129,6 +139,9 @@ P5EN_REGIONS = _regions(
     "ap-northeast-1", "ap-northeast-2", "ap-south-1", "ap-southeast-3", "eu-north-1", "eu-south-2",
     "me-central-1", "us-east-1", "us-east-2", "us-west-1", "us-west-2",
 )  # fmt: skip
+P5E_REGIONS = _regions(
+    "ap-southeast-2", "ap-southeast-3", "eu-north-1", "eu-west-2", "sa-east-1", "us-east-2", "us-west-2"
+)
 P6_B200_REGIONS = _regions(
     "ap-south-1", "ap-south-2", "eu-north-1", "eu-west-3", "us-east-1", "us-east-2", "us-west-2"
 )
@@ -258,6 +271,20 @@ GPU_INSTANCES: dict[str, GpuInstance] = {
             "p5.48xlarge", 8, H100, 192, 2048, 8, 3840, P5_48XLARGE_USD, P5_REGIONS, 3200.0, P_NODE_READY_S
         ),
         GpuInstance(
+            "p5e.48xlarge",
+            8,
+            H200,
+            192,
+            2048,
+            8,
+            3840,
+            _prices({}),
+            P5E_REGIONS,
+            3200.0,
+            P_NODE_READY_S,
+            reserved_only=True,
+        ),
+        GpuInstance(
             "p5en.48xlarge",
             8,
             H200,
@@ -288,7 +315,7 @@ GPU_INSTANCES: dict[str, GpuInstance] = {
 
 # Families big enough that they get a pool of their own (a p5 must never be picked to serve a 7B model
 # that a g5 pool could have served).
-DEDICATED_FAMILIES = frozenset({"p4d", "p4de", "p5", "p5en", "p6-b200"})
+DEDICATED_FAMILIES = frozenset({"p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"})
 
 
 def instance(instance_type: str) -> GpuInstance:

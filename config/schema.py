@@ -310,6 +310,13 @@ class GpuNodePool(Schema):
             )
         if len(set(self.capacity_types)) != len(self.capacity_types):
             raise ValueError(f"gpuNodePools[{self.name}].capacityTypes {self.capacity_types} has duplicates")
+        blocks_only = [i.instance_type for i in self.instances if i.reserved_only]
+        if blocks_only and self.capacity_types != ["reserved"]:
+            raise ValueError(
+                f"gpuNodePools[{self.name}].capacityTypes {self.capacity_types}: {', '.join(blocks_only)} is "
+                "sold only as Capacity Blocks (no on-demand or spot); use capacityTypes: [reserved] with "
+                "capacityReservations selecting the blocks"
+            )
         self._check_reservations()
         return self
 

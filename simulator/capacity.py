@@ -86,7 +86,8 @@ class CapacityConfig:
     fallback: bool = True  # the pool lists on-demand or spot: Karpenter buys beyond the reservations
 
     def __post_init__(self) -> None:
-        self.instance.on_demand_usd_per_hour(self.region)  # an unknown price stops here, before any day
+        if self.fallback or self.reserved_usd_per_hour is None:  # on-demand is bought, or is the ODCR rate
+            self.instance.on_demand_usd_per_hour(self.region)  # an unknown price stops here, before any day
 
     @property
     def reserved_price_per_hour(self) -> float:
@@ -113,6 +114,12 @@ class CapacityConfig:
     def price_per_hour(self) -> float:
         base = self.on_demand_price_per_hour
         return base * (1 - self.spot_discount) if self.spot else base
+
+    @property
+    def node_price_per_hour(self) -> float:
+        """What a node the pool can launch costs per hour: bought on-demand or spot, else its reservation's
+        rate (a reserved-only pool); the oracle prices its nodes at this."""
+        return self.price_per_hour if self.fallback else self.reserved_price_per_hour
 
     @property
     def slots_per_node(self) -> int:
@@ -203,12 +210,18 @@ class Cluster:
         self.start_on_fresh_node = starts.fresh_node
         self.start_on_warm_node = starts.warm_node
         for _ in range(initial_replicas):
+            if not (cfg.fallback or self.reservation_free):  # a reserved-only pool holds no more: Pending
+                self.pods.append(Pod(next(self._ids), 0.0))
+                continue
             node = self._new_node(0.0, preexisting=True)
             pod = Pod(next(self._ids), 0.0, node, 0.0, True)
             node.pods.append(pod)
             self.pods.append(pod)
         for _ in range(initial_placeholders):
             free = [n for n in self.nodes if n.free > 0]
+            if not free and not (cfg.fallback or self.reservation_free):
+                self.placeholders.append(Pod(next(self._ids), 0.0, placeholder=True))
+                continue
             node = free[0] if free else self._new_node(0.0, preexisting=True, replica=False)
             pod = Pod(next(self._ids), 0.0, node, 0.0, True, placeholder=True)
             node.pods.append(pod)

@@ -267,7 +267,7 @@ def oracle_for(
     counts = np.bincount((setup.traffic.arrivals // 60).astype(np.int64), minlength=minutes)[:minutes]
     lead = cold_start_seconds(c.cache_mode, c.instance, c.weights_gb, True, c.image)
     return oracle.bound(
-        counts.astype(np.float64), lam, frac, miss_pct, c.price_per_hour, c.slots_per_node, lead,
+        counts.astype(np.float64), lam, frac, miss_pct, c.node_price_per_hour, c.slots_per_node, lead,
         setup.traffic.days,
     )  # fmt: skip
 

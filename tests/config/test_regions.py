@@ -79,9 +79,10 @@ def test_without_a_region_the_region_rules_wait() -> None:
 def test_every_catalog_instance_is_sold_somewhere_known_and_in_the_price_tables_region() -> None:
     for instance in GPU_INSTANCES.values():
         assert instance.regions and instance.regions <= KNOWN_REGIONS, instance.instance_type
-        # a price is only real where EC2 sells the instance; us-east-1 orders a pool's sizes
+        # a price is only real where EC2 sells the instance; us-east-1 orders a pool's sizes; a type sold
+        # only as Capacity Blocks has no on-demand price anywhere
         assert set(instance.prices) <= instance.regions, instance.instance_type
-        assert "us-east-1" in instance.prices, instance.instance_type
+        assert ("us-east-1" in instance.prices) != instance.reserved_only, instance.instance_type
 
 
 # karpenter-provider-aws v1.14.1 zz_generated.pricing_aws.go (us-east-1): the regional source must agree
@@ -93,7 +94,44 @@ KARPENTER_US_EAST_1 = {
 
 
 def test_us_east_1_prices_are_karpenters_pinned_table() -> None:
-    assert {t: i.on_demand_usd_per_hour("us-east-1") for t, i in GPU_INSTANCES.items()} == KARPENTER_US_EAST_1
+    priced = {
+        t: i.on_demand_usd_per_hour("us-east-1") for t, i in GPU_INSTANCES.items() if not i.reserved_only
+    }
+    assert priced == KARPENTER_US_EAST_1
+
+
+def p5e_pool(capacity_types: list[str]) -> dict[str, Any]:
+    return {
+        "name": "p5e-block", "instanceFamilies": ["p5e"], "capacityTypes": capacity_types, "gpuLimit": 16,
+        "capacityReservations": [{"id": "cr-0fedcba9876543210"}],
+    }  # fmt: skip
+
+
+def test_p5e_is_a_capacity_block_pool_where_ec2_sells_it() -> None:
+    zones = ["us-east-2a", "us-east-2b"]
+    cfg = parse(with_pool(p5e_pool(["reserved"]), zones=zones), region="us-east-2")
+    p5e = cfg.pool("p5e-block").instances[0]
+    assert (p5e.instance_type, p5e.gpus, p5e.gpu.name, p5e.reserved_only) == ("p5e.48xlarge", 8, "H200", True)
+    with pytest.raises(ConfigError) as exc:
+        parse(with_pool(p5e_pool(["reserved"])), region="us-east-1")
+    assert "p5e.48xlarge is not sold in us-east-1 (aws:region); regions that sell it: ap-southeast-2" in str(
+        exc.value
+    )
+
+
+@pytest.mark.parametrize("types", [["reserved", "on-demand"], ["reserved", "spot"]])
+def test_p5e_has_no_on_demand_or_spot_to_fall_back_to(types: list[str]) -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse(with_pool(p5e_pool(types), zones=["us-east-2a", "us-east-2b"]), region="us-east-2")
+    assert (
+        "p5e.48xlarge is sold only as Capacity Blocks (no on-demand or spot); use capacityTypes: [reserved]"
+        in (str(exc.value))
+    )
+
+
+def test_p5e_has_no_on_demand_price_to_guess() -> None:
+    with pytest.raises(ValueError, match="sold only as Capacity Blocks and has no on-demand price"):
+        GPU_INSTANCES["p5e.48xlarge"].on_demand_usd_per_hour("us-east-2")
 
 
 def test_prices_differ_by_region() -> None:
@@ -127,7 +165,7 @@ def test_a_region_without_a_known_price_is_an_error_naming_the_priced_regions() 
         GPU_INSTANCES["p6-b200.48xlarge"].on_demand_usd_per_hour("eu-west-1")
 
 
-@pytest.mark.parametrize("family", ["p4d", "p4de", "p5", "p5en", "p6-b200"])
+@pytest.mark.parametrize("family", ["p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"])
 def test_reservation_families_are_in_the_catalog_and_get_pools_of_their_own(family: str) -> None:
     values = with_pool(p5en_pool(family) | {"instanceFamilies": [family, "g5"]})
     with pytest.raises(ConfigError) as exc:

@@ -11,7 +11,7 @@ import pytest
 from config.catalog import GPU_INSTANCES
 from config.loader import ROOT, ConfigError
 from simulator.engine import simulate
-from simulator.scenarios import StackRun, stack_run
+from simulator.scenarios import StackRun, oracle_for, stack_run
 from simulator.traffic import TokenMix, Traffic, load
 
 PROD = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.prod.yaml"
@@ -60,3 +60,30 @@ def test_a_stack_without_aws_region_is_an_error(tmp_path: Path, traffic: Traffic
     path.write_text(PROD.read_text().replace("  aws:region: us-east-1\n", ""))
     with pytest.raises(ConfigError, match="sets no aws:region"):
         stack_run(path, "mistral-7b", traffic)
+
+
+RESERVATIONS = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.reservations.yaml"
+
+
+def p5e_stack(tmp_path: Path) -> Path:
+    """The reservations fixture in us-east-2 with its Capacity Block pool on p5e (sold only as blocks)."""
+    path = tmp_path / "Pulumi.p5e.yaml"
+    text = RESERVATIONS.read_text().replace("us-east-1", "us-east-2")
+    path.write_text(text.replace("instanceFamilies: [p4de]", "instanceFamilies: [p5e]"))
+    return path
+
+
+def test_p5e_is_priced_at_the_block_rate_and_never_buys_beyond_it(tmp_path: Path, traffic: Traffic) -> None:
+    stack = p5e_stack(tmp_path)
+    with pytest.raises(ValueError, match=r"p5e\.48xlarge is sold only as Capacity Blocks"):
+        stack_run(stack, "llama-70b-batch", traffic, reserved_instances=1)  # no block rate given
+    run = stack_run(stack, "llama-70b-batch", traffic, reserved_instances=1, reserved_usd_per_hour=30.0)
+    assert run.instance.instance_type == "p5e.48xlarge"
+    s = run.setup
+    result = simulate(s.traffic, s.table, next(x for x in run.strategies if x.name == "static-2"), s.config)
+    assert result.gpu_cost_usd_per_day == pytest.approx(
+        30.0 * 24
+    )  # one block; the second replica stays Pending
+    assert (
+        oracle_for(s, result.slo_violation_pct)["whole_nodes_usd_per_day"] > 0
+    )  # the oracle at the block rate
