@@ -123,6 +123,23 @@ class InferenceService(pulumi.ComponentResource):
             opts=after_ns,
         )
         identities: list[tuple[str, pulumi.Input[str]]] = [(names.loader_service_account, loader_role.arn)]
+        if mode == "nvme":
+            # the node sync reads this model's weights and saves its compile cache: a role of its own, so
+            # no other model's pods can write (and poison) the compiled code this model's vLLM loads
+            sync_role = pod_identity_role(
+                f"{name}-sync",
+                description=f"Sync {model.model.hugging_face_id} and its vLLM compile cache to GPU nodes",
+                policy=pulumi.Output.from_input(weights.bucket_arn).apply(
+                    lambda arn: json.dumps(
+                        cache_spec.sync_policy(
+                            arn, model.cache.weights_prefix, model.cache.compile_cache_prefix
+                        )
+                    )
+                ),
+                tags=args.tags,
+                opts=after_ns,
+            )
+            identities.append((names.sync_service_account, sync_role.arn))
         reader = model.cache.reader_service_account
         if reader is not None:
             if weights.reader_role_arn is None:

@@ -122,12 +122,12 @@ class ModelCache(pulumi.ComponentResource):
             opts=child,
         )
 
-        # the reader role exists only when a model reads S3 itself (s3) or through the node sync (nvme);
-        # each model's loader gets its own write-scoped role (components.inference)
+        # the reader role exists only when a model's vLLM reads S3 itself (s3); each model's loader and NVMe
+        # sync get roles of their own (components.inference)
         reader = (
             pod_identity_role(
                 f"{name}-model-reader",
-                description=f"Read model weights from the {args.cluster_name} model bucket (vLLM, NVMe sync)",
+                description=f"Read model weights from the {args.cluster_name} model bucket (vLLM streaming from S3)",
                 policy=bucket.arn.apply(lambda arn: json.dumps(spec.reader_policy(arn))),
                 tags=args.tags,
                 opts=child,

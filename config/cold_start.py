@@ -45,6 +45,13 @@ S3_GB_PER_S = 1.25
 # CUDA graphs 54 s + engine/imports 94 s = 200 s cold; with the compile cache persisted 10 + 13 + 7 + 34 = 64 s.
 ENGINE_INIT_COLD_SECONDS = 200.0
 ENGINE_INIT_CACHED_SECONDS = 64.0
+# A persisted compile cache (`nvme`: written to S3 once per model, vLLM image and GPU, restored by the node's
+# weights sync before the replica's weights marker): vLLM keys `$VLLM_CACHE_ROOT/torch_compile_cache/<hash>`
+# on its configs, PyTorch's and the traced code, and "you can directly copy the whole
+# ~/.cache/vllm/torch_compile_cache directory in your deployment scenario" (docs.vllm.ai, design/torch_compile,
+# "Compilation Cache"). Its size (Inductor kernels and graphs of one model) is a few hundred MB: restored at
+# the node's S3 rate alongside the weights (Unverified size, so 1 GB is counted).
+COMPILE_CACHE_GB = 1.0
 # readinessProbe periodSeconds 10 -> on average 5 s between "serving" and "Ready".
 READINESS_SECONDS = 5.0
 # A replica that preempts a GPU headroom placeholder: the scheduler picks the placeholder as the victim and
@@ -115,15 +122,21 @@ def cold_start(
     weights_gb: float,
     new_node: bool,
     image: ImageMode = "registry",
+    compile_cache_persisted: bool = False,
 ) -> ColdStart:
-    """Phase-by-phase cold start of one replica (weights_gb: all shards the node must read)."""
+    """Phase-by-phase cold start of one replica (weights_gb: all shards the node must read).
+    `compile_cache_persisted`: the node sync restores the model's compile cache from S3 with the weights, so
+    every node (new, headroom or kept) starts the engine from the cache."""
     if cache_mode not in CACHE_BEHAVIOUR:
         raise ValueError(f"cache mode {cache_mode!r} is not allowed; allowed: {', '.join(CACHE_MODES)}")
     mode = CACHE_BEHAVIOUR[cache_mode]
     net = network_gb_per_s(instance)
     node_ready = KARPENTER_LAUNCH_SECONDS + instance.node_ready_seconds if new_node else 0.0
     image_pull = IMAGE_PULL_SECONDS[image] if new_node else 0.0
-    prefetch = weights_gb / min(net, S3_GB_PER_S) if mode.prefetch_on_new_node and new_node else 0.0
+    restored = COMPILE_CACHE_GB if compile_cache_persisted else 0.0
+    prefetch = (
+        (weights_gb + restored) / min(net, S3_GB_PER_S) if mode.prefetch_on_new_node and new_node else 0.0
+    )
     fetch = weights_gb / min(net, HUB_GB_PER_S) if mode.fetch_per_pod else 0.0
     if cache_mode == "fsx":
         load = weights_gb / min(net, FSX_GB_PER_S, LOADER_GB_PER_S)
@@ -131,21 +144,26 @@ def cold_start(
         load = weights_gb / min(net, S3_GB_PER_S)
     else:
         load = weights_gb / LOADER_GB_PER_S
-    cached = mode.compile_cache_on_node and not new_node
+    cached = compile_cache_persisted or (mode.compile_cache_on_node and not new_node)
     init = ENGINE_INIT_CACHED_SECONDS if cached else ENGINE_INIT_COLD_SECONDS
     return ColdStart(node_ready, image_pull, prefetch, fetch, load, init, READINESS_SECONDS)
 
 
 def headroom_start(
-    cache_mode: CacheMode, instance: GpuInstance, weights_gb: float, image: ImageMode = "registry"
+    cache_mode: CacheMode,
+    instance: GpuInstance,
+    weights_gb: float,
+    image: ImageMode = "registry",
+    compile_cache_persisted: bool = False,
 ) -> ColdStart:
     """A replica on a node launched for a headroom placeholder: the pre-pull and weights-sync DaemonSets
-    already put the image and node-local weights there, but no replica has run there yet (no node-local
-    compile cache)."""
-    warm = cold_start(cache_mode, instance, weights_gb, False, image)
+    already put the image and node-local weights there, but no replica has run there yet: the engine starts
+    cold unless the sync restored the persisted compile cache."""
+    warm = cold_start(cache_mode, instance, weights_gb, False, image, compile_cache_persisted)
+    init = ENGINE_INIT_CACHED_SECONDS if compile_cache_persisted else ENGINE_INIT_COLD_SECONDS
     return ColdStart(
-        warm.node_ready, warm.image_pull, warm.node_prefetch, warm.pod_fetch, warm.weight_load,
-        ENGINE_INIT_COLD_SECONDS, warm.readiness,
+        warm.node_ready, warm.image_pull, warm.node_prefetch, warm.pod_fetch, warm.weight_load, init,
+        warm.readiness,
     )  # fmt: skip
 
 
@@ -155,6 +173,7 @@ def cold_start_seconds(
     weights_gb: float,
     new_node: bool,
     image: ImageMode = "registry",
+    compile_cache_persisted: bool = False,
 ) -> float:
     """Seconds from a pod needing a GPU to the pod being Ready (see `cold_start` for the phases)."""
-    return cold_start(cache_mode, instance, weights_gb, new_node, image).total
+    return cold_start(cache_mode, instance, weights_gb, new_node, image, compile_cache_persisted).total

@@ -80,13 +80,15 @@ def headroom_plan(pool: GpuNodePool, models: Sequence[ModelPlan]) -> HeadroomPla
     refill = KARPENTER_LAUNCH_SECONDS + instance.node_ready_seconds
     weights = largest.cold_start.weights_gb
     if weights is not None:
-        new = cold_start(largest.model.cache, instance, weights, True, largest.image_pull)
+        persisted = largest.cache.compile_cache_prefix is not None
+        new = cold_start(largest.model.cache, instance, weights, True, largest.image_pull, persisted)
         refill += max(new.image_pull, new.node_prefetch)
     starts = []
     for m in models:
         if m.cold_start.weights_gb is None:
             continue
-        start = headroom_start(m.model.cache, m.instance, m.cold_start.weights_gb, m.image_pull)
+        persisted = m.cache.compile_cache_prefix is not None
+        start = headroom_start(m.model.cache, m.instance, m.cold_start.weights_gb, m.image_pull, persisted)
         starts.append((m.name, PREEMPTION_SECONDS + start.total))
     return HeadroomPlan(
         deployment=placeholder_name(pool),

@@ -8,6 +8,7 @@ scaling intent exactly as the ScaledObject and PodMonitor will carry them.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -111,16 +112,43 @@ class CachePlan:
     marker_key: str  # the loader's completion marker, under the prefix
     nvme_root: str | None  # nvme: the node directory the sync DaemonSet fills
     compile_cache_host_path: str | None  # nvme: torch.compile / CUDA-graph cache kept on the node
+    # nvme: s3://<bucket>/<prefix>/ holds the compile cache one node wrote for this model, vLLM image and GPU;
+    # every new node's sync restores it (None: not persisted, see `compile_cache_prefix`)
+    compile_cache_prefix: str | None
+    # written into the compile cache by the vLLM pod once it serves (its compile is then complete): the
+    # node's sync uploads the cache only after it, so a half-written cache never reaches S3
+    compiled_marker: str | None
     reads_host_path: bool  # the vLLM pod mounts node directories (namespace needs `privileged`)
     loads_from_s3: bool  # a Hub -> S3 loader Job runs (every mode but hub)
-    # who reads the bucket itself and gets the reader role: vLLM (s3), the sync DaemonSet (nvme), nobody
+    # who reads the bucket itself with the shared reader role: vLLM (s3), nobody else (the nvme sync
+    # DaemonSet gets a role of its own: it also saves the model's compile cache)
     reader_service_account: str | None
 
 
-def cache_plan(model: ModelConfig, ami_family: str) -> CachePlan:
+def image_tag(image: str) -> str:
+    """The tag (or digest) of an image reference, as one S3 key segment."""
+    ref = image.split("@", 1)[1] if "@" in image else image.rsplit(":", 1)[-1]
+    return re.sub(r"[^A-Za-z0-9._-]", "-", ref)
+
+
+def compile_cache_prefix(model: ModelConfig, pool: GpuNodePool, gpus: int) -> str | None:
+    """Where the model's compile cache is persisted, keyed by vLLM image and GPU (Inductor's kernels are
+    built for one GPU architecture). Only for `nvme` (its sync DaemonSet restores and saves it) and only
+    when every pool instance that fits a replica has the same GPU: the key is known before the node is."""
+    if model.cache != "nvme":
+        return None
+    kinds = {i.gpu.name for i in pool.instances if i.gpus >= gpus}
+    if len(kinds) != 1:
+        return None
+    (gpu,) = kinds
+    return f"{naming.COMPILE_CACHE_PREFIX}/{model.name}/{image_tag(model.image)}/{gpu}"
+
+
+def cache_plan(model: ModelConfig, pool: GpuNodePool, gpus: int) -> CachePlan:
     prefix = naming.weights_prefix(model.hugging_face_id)
     nvme = model.cache == "nvme"
-    root = nvme_root(ami_family) if nvme else None
+    root = nvme_root(pool.ami_family) if nvme else None
+    persisted = compile_cache_prefix(model, pool, gpus)
     return CachePlan(
         mode=model.cache,
         behaviour=CACHE_BEHAVIOUR[model.cache],
@@ -128,12 +156,11 @@ def cache_plan(model: ModelConfig, ami_family: str) -> CachePlan:
         marker_key=f"{prefix}/{naming.READY_MARKER}",
         nvme_root=root,
         compile_cache_host_path=f"{root}/vllm-cache/{model.name}" if root else None,
+        compile_cache_prefix=persisted,
+        compiled_marker=f".llm-platform-compiled-{image_tag(model.image)}" if persisted else None,
         reads_host_path=nvme,
         loads_from_s3=model.cache != "hub",
-        reader_service_account={
-            "s3": naming.SERVING_SERVICE_ACCOUNT,
-            "nvme": naming.SYNC_SERVICE_ACCOUNT,
-        }.get(model.cache),
+        reader_service_account={"s3": naming.SERVING_SERVICE_ACCOUNT}.get(model.cache),
     )
 
 
@@ -159,13 +186,16 @@ class ColdStartBudget:
         return self.startup_failure_threshold * STARTUP_PROBE_PERIOD_SECONDS
 
 
-def cold_start_budget(model: ModelConfig, instance: GpuInstance, image_pull: ImageMode) -> ColdStartBudget:
+def cold_start_budget(
+    model: ModelConfig, instance: GpuInstance, image_pull: ImageMode, cache: CachePlan
+) -> ColdStartBudget:
     weights_gb = (
         model.profile.weights_gb
     )  # the stack file's geometry, else the built-in table (checked at load)
+    persisted = cache.compile_cache_prefix is not None
     return ColdStartBudget(
-        new_node=cold_start(model.cache, instance, weights_gb, new_node=True, image=image_pull),
-        warm_node=cold_start(model.cache, instance, weights_gb, new_node=False, image=image_pull),
+        new_node=cold_start(model.cache, instance, weights_gb, True, image_pull, persisted),
+        warm_node=cold_start(model.cache, instance, weights_gb, False, image_pull, persisted),
         weights_gb=weights_gb,
     )
 
@@ -303,6 +333,7 @@ def resolve_model(
     gpus = model.tensor_parallel_size
     instance = pod_instance(pool, gpus)
     image_pull = image_pull_mode(pool.ami_family)
+    cache = cache_plan(model, pool, gpus)
     return ModelPlan(
         model=model,
         names=names,
@@ -310,8 +341,8 @@ def resolve_model(
         instance=instance,
         gpus=gpus,
         image_pull=image_pull,
-        cache=cache_plan(model, pool.ami_family),
-        cold_start=cold_start_budget(model, instance, image_pull),
+        cache=cache,
+        cold_start=cold_start_budget(model, instance, image_pull, cache),
         scaling=scaling_plan(names, model.served_model_name, model.autoscaling),
         pool_headroom_gpus=pool_headroom_gpus(pool, stack_models if stack_models is not None else [model]),
         consolidate_after_s=duration_seconds(pool.consolidate_after),

@@ -54,6 +54,8 @@ SYNC_SERVICE_ACCOUNT = "model-sync"
 MODELS_PREFIX = "models"  # s3://<bucket>/models/<huggingFaceId>/, also the FSx import path
 # written by the Hub -> S3 loader Job last (its content: the copied revision); every reader waits for it
 READY_MARKER = ".llm-platform-complete"
+# s3://<bucket>/compile-cache/<model>/<vLLM image tag>/<GPU>/: vLLM's torch.compile cache, written once
+COMPILE_CACHE_PREFIX = "compile-cache"
 
 
 def weights_prefix(hugging_face_id: str) -> str:

@@ -72,6 +72,7 @@ class CapacityConfig:
     cache_mode: CacheMode = "nvme"
     image: ImageMode = "registry"
     weights_gb: float = 16.0
+    compile_cache_persisted: bool = False  # the node sync restores the model's compile cache (plan's cache)
     consolidate_after: float = 300.0
     spot: bool = False
     spot_discount: float = 0.6
@@ -142,9 +143,10 @@ class StartTimes:
 
 
 def start_times(cfg: CapacityConfig) -> StartTimes:
-    new = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, True, cfg.image)
-    warm = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, False, cfg.image)
-    fresh = headroom_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, cfg.image)
+    persisted = cfg.compile_cache_persisted
+    new = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, True, cfg.image, persisted)
+    warm = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, False, cfg.image, persisted)
+    fresh = headroom_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, cfg.image, persisted)
     image_wait = max(new.image_pull, new.node_prefetch)
     return StartTimes(new.node_ready, image_wait, new.total, fresh.total, warm.total)
 

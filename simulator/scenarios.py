@@ -265,7 +265,9 @@ def oracle_for(
     lam, frac = curve or miss_curve(setup.table, setup.traffic, setup.config.slo)
     minutes = setup.traffic.duration // 60
     counts = np.bincount((setup.traffic.arrivals // 60).astype(np.int64), minlength=minutes)[:minutes]
-    lead = cold_start_seconds(c.cache_mode, c.instance, c.weights_gb, True, c.image)
+    lead = cold_start_seconds(
+        c.cache_mode, c.instance, c.weights_gb, True, c.image, c.compile_cache_persisted
+    )
     return oracle.bound(
         counts.astype(np.float64), lam, frac, miss_pct, c.node_price_per_hour, c.slots_per_node, lead,
         setup.traffic.days,
@@ -274,7 +276,9 @@ def oracle_for(
 
 def recommended_for(setup: Setup) -> Autoscaling:
     c = setup.config.capacity
-    cold = cold_start_seconds(c.cache_mode, c.instance, c.weights_gb, True, c.image)
+    cold = cold_start_seconds(
+        c.cache_mode, c.instance, c.weights_gb, True, c.image, c.compile_cache_persisted
+    )
     return recommend(setup.table, setup.traffic, setup.config.slo, cold, SEED_C.max_replicas)
 
 
@@ -393,6 +397,7 @@ def stack_run(
         cache_mode=m.cache,
         image=image or mp.image_pull,
         weights_gb=prof.weights_gb,
+        compile_cache_persisted=mp.cache.compile_cache_prefix is not None,
         consolidate_after=mp.consolidate_after_s,
         spot=spot,
         spot_discount=spot_discount,
@@ -408,7 +413,9 @@ def stack_run(
     sim = SimConfig(capacity, slo, scrape_interval=scrape_interval or mp.scaling.scrape_interval_s, seed=seed)
     setup = Setup(table, sim, traffic)
     strategies = for_stack(mp.scaling, memory_target)
-    cold = cold_start_seconds(m.cache, mp.instance, prof.weights_gb, True, capacity.image)
+    cold = cold_start_seconds(
+        m.cache, mp.instance, prof.weights_gb, True, capacity.image, capacity.compile_cache_persisted
+    )
     note = reservation_note(pool, reserved_instances)
     rec = None
     try:

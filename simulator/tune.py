@@ -143,7 +143,9 @@ class Tuner:
     def _day_windows(self, run: StackRun) -> list[PrewarmWindow]:
         s = run.setup
         c = s.config.capacity
-        cold = cold_start_seconds(c.cache_mode, c.instance, c.weights_gb, True, c.image)
+        cold = cold_start_seconds(
+            c.cache_mode, c.instance, c.weights_gb, True, c.image, c.compile_cache_persisted
+        )
         try:
             rec = recommend(s.table, s.traffic, s.config.slo, cold, self.stack_max, 1)
         except ValueError:

@@ -335,6 +335,9 @@ def loader_job(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------ NVMe pre-warm
 
+# vLLM's compile cache lives in $VLLM_CACHE_ROOT/torch_compile_cache/<hash>/ (docs.vllm.ai, design/torch_compile)
+TORCH_COMPILE_CACHE = "torch_compile_cache"
+
 SYNC_SCRIPT = f"""\
 set -eu
 src="s3://${{BUCKET}}/${{PREFIX}}/"
@@ -345,6 +348,14 @@ chown {PLATFORM_UID}:{PLATFORM_UID} "$cache"
 until aws s3api head-object --bucket "$BUCKET" --key "${{PREFIX}}/{READY_MARKER}" >/dev/null 2>&1; do
   echo "waiting for the loader job to finish ${{src}}"; sleep 30
 done
+# the compile cache a first node saved for this model, vLLM image and GPU, before the weights' marker lets
+# a replica start: its engine then loads the compiled graphs instead of compiling them
+if [ -n "${{COMPILE_PREFIX}}" ] && \
+   aws s3api head-object --bucket "$BUCKET" --key "${{COMPILE_PREFIX}}/{READY_MARKER}" >/dev/null 2>&1; then
+  aws s3 sync --no-progress "s3://${{BUCKET}}/${{COMPILE_PREFIX}}/{TORCH_COMPILE_CACHE}/" "$cache/{TORCH_COMPILE_CACHE}/"
+  chown -R {PLATFORM_UID}:{PLATFORM_UID} "$cache"
+  echo "compile cache restored from s3://${{BUCKET}}/${{COMPILE_PREFIX}}/"
+fi
 rev=$(aws s3 cp "s3://${{BUCKET}}/${{PREFIX}}/{READY_MARKER}" -)
 if [ "$(cat "$dst/{READY_MARKER}" 2>/dev/null || true)" != "$rev" ]; then
   rm -f "$dst/{READY_MARKER}"
@@ -353,6 +364,49 @@ if [ "$(cat "$dst/{READY_MARKER}" 2>/dev/null || true)" != "$rev" ]; then
 fi
 echo "weights of revision $rev ready in $dst"
 """
+
+
+# After a replica on this node serves (it wrote the compiled marker), save its compile cache to S3 unless
+# a node already did. One node writes: a claim object created with S3's conditional write (If-None-Match)
+# only the first node can create; the ready marker is written after the upload, so a reader never restores
+# a half-written cache.
+SAVE_SCRIPT = f"""\
+trap 'exit 0' TERM
+cache="/nvme/vllm-cache/${{MODEL}}"
+while true; do
+  if [ -n "${{COMPILE_PREFIX}}" ] && [ -f "$cache/${{COMPILED_MARKER}}" ] && \
+     ! aws s3api head-object --bucket "$BUCKET" --key "${{COMPILE_PREFIX}}/{READY_MARKER}" >/dev/null 2>&1; then
+    if aws s3api put-object --bucket "$BUCKET" --key "${{COMPILE_PREFIX}}/.claim" --if-none-match '*' >/dev/null 2>&1; then
+      aws s3 sync --no-progress "$cache/{TORCH_COMPILE_CACHE}/" "s3://${{BUCKET}}/${{COMPILE_PREFIX}}/{TORCH_COMPILE_CACHE}/" && \
+        aws s3api put-object --bucket "$BUCKET" --key "${{COMPILE_PREFIX}}/{READY_MARKER}" >/dev/null && \
+        echo "compile cache saved to s3://${{BUCKET}}/${{COMPILE_PREFIX}}/"
+    fi
+  fi
+  sleep 60 & wait $!
+done
+"""
+
+
+def sync_policy(bucket_arn: str, weights_prefix: str, compile_prefix: str | None) -> dict[str, Any]:
+    """The NVMe sync of one model: read its weights; read and write its compile cache (model, image, GPU)."""
+    statements = _read_statements(bucket_arn, weights_prefix)
+    if compile_prefix is not None:
+        statements += [
+            {
+                "Sid": "ListCompileCache",
+                "Effect": "Allow",
+                "Action": "s3:ListBucket",
+                "Resource": bucket_arn,
+                "Condition": {"StringLike": {"s3:prefix": [f"{compile_prefix}/*", compile_prefix]}},
+            },
+            {
+                "Sid": "ReadWriteCompileCache",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
+                "Resource": f"{bucket_arn}/{compile_prefix}/*",
+            },
+        ]
+    return {"Version": "2012-10-17", "Statement": statements}
 
 
 NVME_SYNC_CAPABILITIES_REASON = (
@@ -371,6 +425,15 @@ def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
     model, names = m.model, m.names
     assert m.cache.nvme_root is not None
     marker = f"/nvme/{m.cache.marker_key}"
+    env = [
+        {"name": "BUCKET", "value": bucket},
+        {"name": "PREFIX", "value": m.cache.weights_prefix},
+        {"name": "MODEL", "value": model.name},
+        {"name": "COMPILE_PREFIX", "value": m.cache.compile_cache_prefix or ""},
+        {"name": "COMPILED_MARKER", "value": m.cache.compiled_marker or ""},
+        {"name": "AWS_RETRY_MODE", "value": "adaptive"},
+        {"name": "HOME", "value": "/tmp"},
+    ]
     labels = {"app.kubernetes.io/name": "model-sync", "app.kubernetes.io/instance": model.name}
     return {
         "apiVersion": "apps/v1",
@@ -399,13 +462,7 @@ def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
                             "name": "sync",
                             "image": AWS_CLI_IMAGE,
                             "command": ["/bin/sh", "-c", SYNC_SCRIPT],
-                            "env": [
-                                {"name": "BUCKET", "value": bucket},
-                                {"name": "PREFIX", "value": m.cache.weights_prefix},
-                                {"name": "MODEL", "value": model.name},
-                                {"name": "AWS_RETRY_MODE", "value": "adaptive"},
-                                {"name": "HOME", "value": "/tmp"},
-                            ],
+                            "env": env,
                             "resources": {
                                 "requests": {"cpu": "500m", "memory": "512Mi"},
                                 "limits": {"memory": "2Gi"},
@@ -427,16 +484,17 @@ def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
                         {
                             "name": "ready",
                             "image": AWS_CLI_IMAGE,
-                            "command": [
-                                "/bin/sh",
-                                "-c",
-                                "trap 'exit 0' TERM; while true; do sleep 3600 & wait $!; done",
-                            ],
+                            "command": ["/bin/sh", "-c", SAVE_SCRIPT],
+                            "env": env,
+                            # idles, and once per node may upload the compile cache (the AWS CLI)
                             "resources": {
-                                "requests": {"cpu": "1m", "memory": "8Mi"},
-                                "limits": {"memory": "32Mi"},
+                                "requests": {"cpu": "10m", "memory": "64Mi"},
+                                "limits": {"memory": "512Mi"},
                             },
-                            "volumeMounts": [{"name": "nvme", "mountPath": "/nvme", "readOnly": True}],
+                            "volumeMounts": [
+                                {"name": "nvme", "mountPath": "/nvme", "readOnly": True},
+                                {"name": "tmp", "mountPath": "/tmp"},
+                            ],
                             "readinessProbe": {
                                 "exec": {"command": ["test", "-f", marker]},
                                 "periodSeconds": 30,

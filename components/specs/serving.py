@@ -151,6 +151,20 @@ def rollout_strategy(m: ModelPlan) -> dict[str, Any]:
     return {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
 
 
+def startup_check(m: ModelPlan) -> dict[str, Any]:
+    """`/health`; with a persisted compile cache the same check also marks the cache complete (vLLM finishes
+    every compilation before it serves), which tells the node's sync it may save the cache to S3."""
+    marker = m.cache.compiled_marker
+    if marker is None:
+        return {"httpGet": {"path": "/health", "port": "http"}}
+    check = (
+        "import pathlib, urllib.request; "
+        f"urllib.request.urlopen('http://127.0.0.1:{PORT}/health', timeout=4); "
+        f"pathlib.Path('{COMPILE_CACHE_MOUNT}/{marker}').touch()"
+    )
+    return {"exec": {"command": ["python3", "-c", check]}}
+
+
 def shm_size_gib(m: ModelPlan) -> int:
     """NCCL between tensor-parallel ranks goes through /dev/shm; Docker's 64 MiB default is far too small."""
     return min(16, 2 + 2 * m.gpus)
@@ -199,7 +213,7 @@ def deployment(
         ],
         "resources": resources(m),
         "startupProbe": {
-            **health,
+            **startup_check(m),
             "periodSeconds": STARTUP_PROBE_PERIOD_SECONDS,
             "timeoutSeconds": 5,
             "failureThreshold": m.cold_start.startup_failure_threshold,
