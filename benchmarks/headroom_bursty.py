@@ -4,8 +4,12 @@ misses, GPU $/day and cost vs the perfect-foresight oracle at the same miss rate
 (`simulator.scenarios.oracle_for`) per day, without headroom and with several levels held all day (each
 level resolved by the plan as the pool's `headroom: {gpus: N}` would render it), on a family of bursty days
 (random 5-15 minute bursts of +20-60 req/s over the seed day, a sharp 5-minute spike) and on the seed day.
-The last lines say, per level, whether the target holds: every bursty day under 3 % misses at no more
-than 1.3x the oracle's cost.
+Then the same with the model on another cache mode (`--what-if-cache`, default nvme: its compile cache is
+persisted, so a replica on a warm node starts from it) and its maxReplicas raised to what the days' busiest
+minute needs at the per-replica SLO rate (the stack's 10 caps prod's mistral-7b below the bursts' need), the
+stack file otherwise unchanged. After each
+table, per level, whether the target holds: every bursty day under 3 % misses at no more than 1.3x the
+oracle's cost.
 
     uv run python benchmarks/headroom_bursty.py [--stack prod] [--model mistral-7b] [--days 2] [--levels 0,2,4]
 
@@ -17,18 +21,22 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
 
+from config.loader import PROJECT, stack_file
 from config.schema import Headroom
 from plan.headroom import with_headroom
 from simulator.engine import simulate
 from simulator.scenarios import miss_curve, oracle_for, stack_run
 from simulator.traffic import SEED_DAY_KNOTS, TokenMix, Traffic, poisson_day, rate_curve, seed_day
+from simulator.tune import peak_replicas, pool_gpu_limit
 
 
 def bursty_day(seed: int) -> Traffic:
@@ -53,28 +61,40 @@ TARGET_MISS_PCT = 3.0
 TARGET_VS_ORACLE = 1.3
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description="Warm GPU headroom on bursty days: misses and cost per day.")
-    parser.add_argument("--stack", default="prod")
-    parser.add_argument("--model", default="mistral-7b")
-    parser.add_argument("--days", type=int, default=2, help="random bursty days")
-    parser.add_argument("--levels", default="0,2,4", help="warm GPUs held all day (0 = no headroom)")
-    args = parser.parse_args()
-    levels = [int(x) for x in args.levels.split(",")]
-    days = [bursty_day(s) for s in range(args.days)] + [spike_day(0), seed_day(0)]
-    started = time.perf_counter()
+def what_if(stack: str, model: str, cache: str, days: list[Traffic], folder: Path) -> tuple[Path, str]:
+    """A copy of the stack file with the model on `cache` and its maxReplicas raised to what the days' busiest
+    minute needs at the per-replica SLO rate (the tuner's rule; the pool's gpuLimit grown to hold it)."""
+    raw = yaml.safe_load(stack_file(stack).read_text())
+    config = raw["config"]
+    (entry,) = [m for m in config[f"{PROJECT}:models"] if m["name"] == model]
+    entry["cache"] = cache
+    runs = [stack_run(stack, model, d) for d in days]
+    need = max(peak_replicas(runs), runs[0].max_replicas)
+    entry["autoscaling"]["maxReplicas"] = need
+    limit = pool_gpu_limit(runs[0], need)
+    if limit is not None:
+        (pool,) = [p for p in config[f"{PROJECT}:gpuNodePools"] if p["name"] == entry["nodePool"]]
+        pool["gpuLimit"] = limit
+    path = folder / stack_file(stack).name
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path, f"{stack} with {model} on cache {cache}, maxReplicas {need} (the days' peak need)"
+
+
+def compare(stack: str | Path, model: str, days: list[Traffic], levels: list[int], title: str) -> None:
+    """One table: per day, misses, $/day and cost vs the oracle at each headroom level; then the verdict."""
     worst: dict[int, tuple[float, float]] = {g: (0.0, 0.0) for g in levels}
-    header = "".join(f"{f'{g} GPUs miss%':>14}{'$/day':>8}{'vs oracle':>10}" for g in levels)
     for n, traffic in enumerate(days):
-        run = stack_run(args.stack, args.model, traffic)
+        run = stack_run(stack, model, traffic)
         if n == 0:
-            starts = run.pool.headroom
+            c = run.setup.config.capacity
+            start = run.pool.headroom or with_headroom(run.pool, Headroom(gpus=run.plan.gpus))
+            warm = start.warm_start(run.model_name) if start is not None else float("nan")
             print(
-                f"{args.stack}/{run.model_name} on {run.instance.instance_type} ({run.setup.config.capacity.cache_mode} "
-                f"cache, {run.setup.config.capacity.image} image pull): the stack's autoscaling, headroom held all day"
+                f"\n{title}: {run.model_name} on {run.instance.instance_type}, {c.cache_mode} cache "
+                f"(compile cache {'persisted' if c.compile_cache_persisted else 'not persisted'}), "
+                f"{c.image} image pull; a replica preempting a placeholder is Ready in {warm:.0f} s"
             )
-            if starts is not None:
-                print(f"(the stack's own headroom: {starts.gpus} GPUs; replaced by each level below)")
+            header = "".join(f"{f'{g} GPUs miss%':>14}{'$/day':>8}{'vs oracle':>10}" for g in levels)
             print(f"{'day':<18}{header}")
         strategy = next(s for s in run.strategies if s.name == "stack-config")
         curve = miss_curve(run.setup.table, traffic, run.setup.config.slo)
@@ -100,6 +120,31 @@ def main() -> None:
             f"  {gpus} warm GPUs: worst bursty day {miss:.2f} % misses, {ratio:.2f}x oracle -> "
             f"{'MET' if met else 'NOT met'}"
         )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Warm GPU headroom on bursty days: misses and cost per day.")
+    parser.add_argument("--stack", default="prod")
+    parser.add_argument("--model", default="mistral-7b")
+    parser.add_argument("--days", type=int, default=2, help="random bursty days")
+    parser.add_argument("--levels", default="0,2,4", help="warm GPUs held all day (0 = no headroom)")
+    parser.add_argument(
+        "--what-if-cache", default="nvme",
+        help="also run the stack with the model on this cache mode ('' to skip): nvme persists the compile cache",
+    )  # fmt: skip
+    args = parser.parse_args()
+    levels = [int(x) for x in args.levels.split(",")]
+    days = [bursty_day(s) for s in range(args.days)] + [spike_day(0), seed_day(0)]
+    started = time.perf_counter()
+    print("the stack's autoscaling; each headroom level held all day, resolved by the plan as the pool's")
+    print(
+        "`headroom: {gpus: N}` renders it; vs oracle = GPU $/day / the perfect-foresight bound at that miss rate"
+    )
+    compare(args.stack, args.model, days, levels, f"{args.stack} as deployed")
+    if args.what_if_cache:
+        with tempfile.TemporaryDirectory() as folder:
+            path, title = what_if(args.stack, args.model, args.what_if_cache, days, Path(folder))
+            compare(path, args.model, days, levels, title)
     print(f"({time.perf_counter() - started:.0f} s)")
 
 

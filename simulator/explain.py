@@ -70,6 +70,17 @@ def explain(run: StackRun) -> dict[str, Any]:
         ],
         "image_pull": capacity.image,
         "cache": capacity.cache_mode,
+        "compile_cache_persisted": capacity.compile_cache_persisted,
+        "headroom": None
+        if capacity.headroom is None
+        else {
+            "placeholders": capacity.headroom.placeholders,
+            "windows": [
+                {"start": w.start, "end": w.end, "timezone": w.timezone, "placeholders": w.placeholders}
+                for w in capacity.headroom.windows
+            ],
+            "refill_s": round(capacity.headroom.refill_seconds, 1),
+        },
         "consolidate_after_s": capacity.consolidate_after,
         "cold_start_s": {
             "new_node": round(starts.new_node, 1),

@@ -13,6 +13,8 @@ def autoscaling_yaml(a: Autoscaling) -> str:
 
 
 def headroom_yaml(h: Headroom | None) -> str:
-    """The pool's `headroom` block (`headroom: null` when the best config keeps no warm GPUs)."""
-    data = None if h is None else h.model_dump(by_alias=True, exclude_none=True, mode="json")
+    """The pool's `headroom` block; when the best config keeps no warm GPUs, say so (no block to paste)."""
+    if h is None:
+        return "# no headroom: leave the pool without a `headroom` block\n"
+    data = h.model_dump(by_alias=True, exclude_none=True, mode="json")
     return yaml.safe_dump({"headroom": data}, sort_keys=False, default_flow_style=None, width=200)

@@ -91,7 +91,9 @@ def test_the_replica_marks_its_cache_complete_only_once_it_serves() -> None:
     assert "http://127.0.0.1:8000/health" in check
     assert check.index("/health") < check.index(f"/var/cache/vllm/{m.cache.compiled_marker}")
     fsx = stack_plan("prod").model("mistral-7b")
-    pod = deployment(fsx, environment="prod", wiring=spec.cache_wiring(fsx, bucket="b"), mounts_hf_token=False)
+    pod = deployment(
+        fsx, environment="prod", wiring=spec.cache_wiring(fsx, bucket="b"), mounts_hf_token=False
+    )
     (vllm,) = pod["spec"]["template"]["spec"]["containers"]
     assert vllm["startupProbe"]["httpGet"] == {"path": "/health", "port": "http"}
 
@@ -102,7 +104,11 @@ def test_the_sync_role_writes_only_its_models_compile_cache() -> None:
     assert [s["Resource"] for s in writes] == [f"{BUCKET_ARN}/{KEY}/*"]
     reads = next(s for s in policy["Statement"] if s["Sid"] == "ReadModels")
     assert reads["Resource"] == f"{BUCKET_ARN}/models/TheBloke/Mistral/*", "its own weights only"
-    assert not [s for s in spec.sync_policy(BUCKET_ARN, "models/x", None)["Statement"] if "s3:PutObject" in s["Action"]]
+    assert not [
+        s
+        for s in spec.sync_policy(BUCKET_ARN, "models/x", None)["Statement"]
+        if "s3:PutObject" in s["Action"]
+    ]
 
 
 # -------------------------------------------------------------------------- the scripts, run for real
@@ -133,7 +139,9 @@ def _seed_weights(s3: Path, m: ModelPlan) -> None:
     (weights / ".llm-platform-complete").write_text("rev1")
 
 
-def test_a_node_saves_its_cache_once_its_replica_served_and_only_the_first_node_writes(tmp_path: Path) -> None:
+def test_a_node_saves_its_cache_once_its_replica_served_and_only_the_first_node_writes(
+    tmp_path: Path,
+) -> None:
     m = _nvme_model()
     env = _env(tmp_path, m)
     s3 = tmp_path / "s3"
@@ -167,7 +175,9 @@ def test_a_new_node_restores_the_cache_before_the_weights_marker_lets_a_replica_
     (s3 / KEY / ".llm-platform-complete").touch()
     _run(spec.SYNC_SCRIPT, tmp_path, env)
     node = tmp_path / "node"
-    restored = node / "vllm-cache" / "mistral-7b" / "torch_compile_cache" / "1517964802" / "transformed_code.py"
+    restored = (
+        node / "vllm-cache" / "mistral-7b" / "torch_compile_cache" / "1517964802" / "transformed_code.py"
+    )
     weights_marker = node / m.cache.weights_prefix / ".llm-platform-complete"
     assert restored.read_text() == "c" and weights_marker.read_text() == "rev1"
     assert restored.stat().st_mtime <= weights_marker.stat().st_mtime

@@ -94,6 +94,33 @@ def test_explained_inputs_equal_the_rendered_objects(
     fast_pull = "FastImagePull: true" in node_class.get("userData", "")
     assert (inputs["image_pull"] == "soci") == fast_pull
 
+    # the pool's warm headroom: the placeholder Deployment and its KEDA cron windows
+    placeholder = rendered.get(("Deployment", f"headroom-{pool_name}"))
+    schedule = rendered.get(("ScaledObject", f"headroom-{pool_name}"))
+    if inputs["headroom"] is None:
+        assert placeholder is None
+    elif schedule is None:
+        assert (inputs["headroom"]["placeholders"], inputs["headroom"]["windows"]) == (
+            placeholder and placeholder["spec"]["replicas"],
+            [],
+        )
+    else:
+        assert inputs["headroom"]["placeholders"] == schedule["spec"]["minReplicaCount"]
+        assert inputs["headroom"]["windows"] == [
+            {"start": t["metadata"]["start"], "end": t["metadata"]["end"], "timezone": t["metadata"]["timezone"],
+             "placeholders": int(t["metadata"]["desiredReplicas"])}
+            for t in schedule["spec"]["triggers"]
+        ]  # fmt: skip
+    # a persisted compile cache: the node sync restores and saves it, the startup probe marks it complete
+    sync = rendered.get(("DaemonSet", f"{model}-weights"))
+    sync_env = (
+        {e["name"]: e["value"] for e in sync["spec"]["template"]["spec"]["containers"][0]["env"]}
+        if sync
+        else {}
+    )
+    assert inputs["compile_cache_persisted"] == bool(sync_env.get("COMPILE_PREFIX"))
+    assert ("exec" in probe) == inputs["compile_cache_persisted"]
+
 
 def test_explain_is_a_stack_mode_only_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--scenario", "seed-benchmark", "--explain"]) == 2

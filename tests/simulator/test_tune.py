@@ -176,8 +176,11 @@ def test_the_tuner_searches_headroom_and_prints_the_pools_block(tmp_path, capsys
         < out.index("headroom:")
     )
     assert main([*argv, "--json"]) == 0
-    block = yaml.safe_load(json.loads(capsys.readouterr().out)["headroom_yaml"])["headroom"]
-    assert block is None or block["gpus"] + sum(w["gpus"] for w in block.get("schedule", [])) > 0
+    block = yaml.safe_load(json.loads(capsys.readouterr().out)["headroom_yaml"])
+    assert (
+        block is None
+        or block["headroom"]["gpus"] + sum(w["gpus"] for w in block["headroom"].get("schedule", [])) > 0
+    )
 
 
 def test_max_replicas_is_a_knob_when_the_peak_needs_more_with_the_pool_limit_it_takes(tmp_path):
