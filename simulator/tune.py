@@ -138,7 +138,7 @@ class Tuner:
         stack_max: int,
         stack_min: int,
         reserved_max: int | None = None,
-        accepts: Callable[[Autoscaling, int | None], str | None] | None = None,
+        accepts: Callable[[Autoscaling, int | None, Headroom | None], str | None] | None = None,
     ):
         self.runs = runs
         self.accepts = accepts  # the stack's own rules for a candidate (stack_accepts); None: any
@@ -274,7 +274,8 @@ class Tuner:
         if self.accepts is None:
             return True
         cfg = self.config(knobs, None)
-        return self.accepts(cfg, pool_gpu_limit(self.runs[0], cfg.max_replicas)) is None
+        limit = pool_gpu_limit(self.runs[0], cfg.max_replicas)
+        return self.accepts(cfg, limit, self.headroom(knobs)) is None
 
     def better(self, a: tuple[float, float, list[DayScore]], b: tuple[float, float, list[DayScore]]) -> bool:
         feasible_a, feasible_b = a[1] <= self.max_miss, b[1] <= self.max_miss
@@ -313,20 +314,26 @@ class Tuner:
         return knobs
 
 
-def stack_accepts(stack: Stack, run: StackRun) -> Callable[[Autoscaling, int | None], str | None]:
+def stack_accepts(
+    stack: Stack, run: StackRun
+) -> Callable[[Autoscaling, int | None, Headroom | None], str | None]:
     """A check of a candidate against the stack file's own rules (e.g. prod keeps minReplicas >= 2, windows
-    within min/max): the candidate's autoscaling (and a grown pool gpuLimit) put in the file's values and
-    validated as `pulumi up` would; returns the first problem, None when the stack accepts it."""
+    within min/max, headroom within gpuLimit): the candidate's autoscaling, a grown pool gpuLimit and the
+    pool's headroom put in the file's values and validated as `pulumi up` would; returns the first problem,
+    None when the stack accepts it."""
     raw, _ = read_stack(stack)
     region = stack_region(stack)
 
-    def check(autoscaling: Autoscaling, gpu_limit: int | None) -> str | None:
+    def check(autoscaling: Autoscaling, gpu_limit: int | None, headroom: Headroom | None) -> str | None:
         values = copy.deepcopy(raw)
         model = next(m for m in values["models"] if m["name"] == run.model_name)
         model["autoscaling"] = autoscaling.model_dump(by_alias=True, exclude_none=True)
+        pool = next(p for p in values["gpuNodePools"] if p["name"] == run.plan.pool.name)
         if gpu_limit is not None:
-            pool = next(p for p in values["gpuNodePools"] if p["name"] == run.plan.pool.name)
             pool["gpuLimit"] = gpu_limit
+        pool.pop("headroom", None)
+        if headroom is not None:
+            pool["headroom"] = headroom.model_dump(by_alias=True, exclude_none=True)
         try:
             parse(values, region=region)
         except ConfigError as exc:

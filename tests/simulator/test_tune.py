@@ -214,9 +214,21 @@ def test_the_tuner_only_proposes_what_the_stack_file_accepts(tmp_path):
     run = stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))
     accepts = stack_accepts(STACK, run)
     own = run.plan.model.autoscaling
-    assert accepts(own, None) is None
+    assert accepts(own, None, None) is None
     # a prod model keeps two replicas: the schema's rule, applied to the candidate as `pulumi up` would
-    problem = accepts(own.model_copy(update={"min_replicas": 1}), None)
+    problem = accepts(own.model_copy(update={"min_replicas": 1}), None, None)
     assert problem is not None and "minReplicas" in problem
     tuner = Tuner([run], 5.0, False, run.max_replicas, own.min_replicas, accepts=accepts)
     assert tuner.search(passes=1)["min_replicas"] != 1
+
+
+def test_a_headroom_candidate_is_checked_by_the_stack_files_rules(tmp_path):
+    """Warm GPUs beyond what gpuLimit leaves next to the models' minReplicas are refused like in the file."""
+    from config.schema import Headroom
+
+    run = stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))
+    accepts = stack_accepts(STACK, run)
+    own = run.plan.model.autoscaling
+    assert accepts(own, None, Headroom(gpus=2)) is None
+    problem = accepts(own, None, Headroom(gpus=run.plan.pool.gpu_limit))
+    assert problem is not None and "headroom" in problem
