@@ -165,8 +165,7 @@ keda = Keda(f"{cluster_cfg.name}-keda", opts=after_monitoring)
 headroom = GpuHeadroom(
     f"{cluster_cfg.name}-headroom",
     GpuHeadroomArgs(
-        pools=list(plan.gpu_node_pools),
-        models=[m.model for m in plan.models],
+        pools=plan.pools,
         keda=keda,
         monitoring=observability.release,
     ),

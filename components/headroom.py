@@ -3,6 +3,7 @@ warm GPU nodes up (resized on a schedule by KEDA)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -12,13 +13,13 @@ from components.kubernetes import apply_manifest
 from components.specs import dashboards, observability
 from components.specs import headroom as spec
 from components.specs.common import namespace_manifest
-from config.schema import GpuNodePool, ModelConfig
+from plan import PoolPlan
 
 
 @dataclass(frozen=True, kw_only=True)
 class GpuHeadroomArgs:
-    pools: list[GpuNodePool]
-    models: list[ModelConfig]
+    pools: Sequence[PoolPlan]
+    """The plan's GPU pools: the models each serves and its resolved headroom."""
     keda: pulumi.Resource | None = None
     """The KEDA release (its CRDs): needed first when a pool's headroom has a schedule."""
     monitoring: pulumi.Resource | None = None
@@ -39,7 +40,7 @@ class GpuHeadroom(pulumi.ComponentResource):
         self.serving_priority_class = apply_manifest(
             f"{name}-serving-priority", spec.serving_priority_class(), child_options(self, opts)
         )
-        serving = [p for p in args.pools if any(m.node_pool == p.name for m in args.models)]
+        serving = [p for p in args.pools if p.models]
         placeholders: list[str] = []
         if not serving:  # no model, no warm node to prepare (headroom needs a served pool: the schema)
             self.register_outputs({"placeholders": placeholders})
@@ -50,7 +51,7 @@ class GpuHeadroom(pulumi.ComponentResource):
         for pool in serving:
             apply_manifest(
                 f"{name}-{pool.name}-prepull",
-                spec.prepull_daemonset(pool, args.models),
+                spec.prepull_daemonset(pool),
                 child_options(self, opts, ns),
             )
         pools = [p for p in serving if p.headroom is not None]
@@ -61,15 +62,16 @@ class GpuHeadroom(pulumi.ComponentResource):
             for pool in pools:
                 deployment = apply_manifest(
                     f"{name}-{pool.name}",
-                    spec.placeholder_deployment(pool, args.models),
+                    spec.placeholder_deployment(pool),
                     child_options(self, opts, ns, priority),
                 )
-                placeholders.append(spec.placeholder_name(pool))
-                if pool.headroom is not None and pool.headroom.schedule:
+                assert pool.headroom is not None
+                placeholders.append(pool.headroom.deployment)
+                if pool.headroom.windows:
                     after = [deployment] + ([args.keda] if args.keda is not None else [])
                     apply_manifest(
                         f"{name}-{pool.name}-schedule",
-                        spec.scaled_object(pool, args.models),
+                        spec.scaled_object(pool),
                         child_options(self, opts, *after),
                     )
         if pools:

@@ -136,6 +136,19 @@ def cold_start(
     return ColdStart(node_ready, image_pull, prefetch, fetch, load, init, READINESS_SECONDS)
 
 
+def headroom_start(
+    cache_mode: CacheMode, instance: GpuInstance, weights_gb: float, image: ImageMode = "registry"
+) -> ColdStart:
+    """A replica on a node launched for a headroom placeholder: the pre-pull and weights-sync DaemonSets
+    already put the image and node-local weights there, but no replica has run there yet (no node-local
+    compile cache)."""
+    warm = cold_start(cache_mode, instance, weights_gb, False, image)
+    return ColdStart(
+        warm.node_ready, warm.image_pull, warm.node_prefetch, warm.pod_fetch, warm.weight_load,
+        ENGINE_INIT_COLD_SECONDS, warm.readiness,
+    )  # fmt: skip
+
+
 def cold_start_seconds(
     cache_mode: CacheMode,
     instance: GpuInstance,

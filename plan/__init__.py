@@ -1,16 +1,20 @@
 """The resolved plan: one definition of every name and fact, between `config/` and everything else."""
 
+from plan.headroom import HeadroomPlan, HeadroomWindowPlan, PoolPlan
 from plan.model import ColdStartBudget, MetricTrigger, ModelNames, ModelPlan, PrewarmTrigger, ScalingPlan
 from plan.stack import MonitoringPlan, NodeClassPlan, Plan, PrometheusSizing, resolve
 
 __all__ = [
     "ColdStartBudget",
+    "HeadroomPlan",
+    "HeadroomWindowPlan",
     "MetricTrigger",
     "ModelNames",
     "ModelPlan",
     "MonitoringPlan",
     "NodeClassPlan",
     "Plan",
+    "PoolPlan",
     "PrewarmTrigger",
     "PrometheusSizing",
     "ScalingPlan",

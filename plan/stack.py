@@ -19,6 +19,7 @@ from config.schema import (
     StackConfig,
 )
 from plan import naming
+from plan.headroom import PoolPlan, pool_plans
 from plan.model import FAST_IMAGE_PULL_AMI_FAMILIES, ModelPlan, resolve_model
 from plan.nodes import reservation_node_classes
 
@@ -75,6 +76,7 @@ class Plan:
     node_classes: tuple[NodeClassPlan, ...]
     reservation_node_classes: tuple[str, ...]  # the EC2NodeClasses that select capacity reservations
     models: tuple[ModelPlan, ...]
+    pools: tuple[PoolPlan, ...]  # every GPU pool with the models it serves and its warm headroom
     model_cache: ModelCacheConfig
     uses_fsx: bool
     mig_in_use: bool
@@ -89,6 +91,9 @@ class Plan:
             if m.name == name:
                 return m
         raise KeyError(f"no model {name!r}; models: {', '.join(m.name for m in self.models) or 'none'}")
+
+    def pool(self, name: str) -> PoolPlan:
+        return next(p for p in self.pools if p.name == name)
 
     def node_class(self, ami_family: str) -> NodeClassPlan:
         return next(c for c in self.node_classes if c.ami_family == ami_family)
@@ -120,6 +125,7 @@ def resolve(config: StackConfig, stack: str = "") -> Plan:
         ),
         reservation_node_classes=tuple(reservation_node_classes(config.gpu_node_pools)),
         models=models,
+        pools=pool_plans(config.gpu_node_pools, models),
         model_cache=config.model_cache,
         uses_fsx=uses_fsx,
         mig_in_use=any(p.mig for p in config.gpu_node_pools),

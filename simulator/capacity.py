@@ -41,8 +41,8 @@ from itertools import count
 import numpy as np
 
 from config.catalog import GpuInstance
-from config.cold_start import PREEMPTION_SECONDS, CacheMode, ImageMode, cold_start
-from config.schema import Headroom
+from config.cold_start import PREEMPTION_SECONDS, CacheMode, ImageMode, cold_start, headroom_start
+from plan import HeadroomPlan
 
 MINIMUM_BILLED_SECONDS = 60
 SPOT_NOTICE_SECONDS = 120
@@ -77,7 +77,7 @@ class CapacityConfig:
     spot_discount: float = 0.6
     spot_interruptions_per_hour: float = 0.0
     gpu_limit: int | None = None  # the NodePool's nvidia.com/gpu limit left to this model; None: unlimited
-    headroom: Headroom | None = None  # the pool's warm GPUs (placeholders of gpus_per_pod GPUs each)
+    headroom: HeadroomPlan | None = None  # the pool's placeholders and their windows, as rendered
     reserved_nodes: int = 0
     reserved_usd_per_hour: float | None = None
     """Prepaid rate of one reserved instance; None: the on-demand price (what an ODCR bills)."""
@@ -144,10 +144,9 @@ class StartTimes:
 def start_times(cfg: CapacityConfig) -> StartTimes:
     new = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, True, cfg.image)
     warm = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, False, cfg.image)
+    fresh = headroom_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, cfg.image)
     image_wait = max(new.image_pull, new.node_prefetch)
-    return StartTimes(
-        new.node_ready, image_wait, new.total, new.total - new.node_ready - image_wait, warm.total
-    )
+    return StartTimes(new.node_ready, image_wait, new.total, fresh.total, warm.total)
 
 
 @dataclass

@@ -234,15 +234,16 @@ def simulate(
 
 
 def _placeholder_targets(capacity: CapacityConfig, day_start: datetime, seconds: int) -> np.ndarray:
-    """Headroom placeholders wanted at each minute: `gpus` outside windows, a window's `gpus` inside."""
+    """Placeholders wanted at each minute, as the plan renders them: the Deployment's count outside every
+    window, a cron window's count inside (KEDA takes the largest active trigger)."""
     minutes = seconds // 60 + 1
     headroom = capacity.headroom
     if headroom is None:
         return np.zeros(minutes, dtype=np.int64)
-    target = np.full(minutes, headroom.gpus // capacity.gpus_per_pod, dtype=np.int64)
-    for w in headroom.schedule:
+    target = np.full(minutes, headroom.placeholders, dtype=np.int64)
+    for w in headroom.windows:
         active = np.array(active_minutes(w.start, w.end, w.timezone, day_start, minutes))
-        target = np.where(active, np.maximum(target, w.gpus // capacity.gpus_per_pod), target)
+        target = np.where(active, np.maximum(target, w.placeholders), target)
     return target
 
 

@@ -34,7 +34,7 @@ from config.schema import (
     Slo,
     StackConfig,
 )
-from plan import ModelPlan, resolve
+from plan import ModelPlan, Plan, PoolPlan, resolve
 from simulator import oracle
 from simulator.capacity import CapacityConfig
 from simulator.engine import Result, SimConfig, simulate
@@ -319,9 +319,11 @@ class StackRun:
     setup: Setup
     strategies: list[Strategy]
     plan: ModelPlan  # the model as deployed (plan/): names, instance, cold start, scaling intent
+    pool: PoolPlan  # its GPU pool as deployed: the headroom placeholders, their windows and refill
     note: str = ""
     recommendation: Autoscaling | None = None
     model_path: str = ""  # where the autoscaling block goes in the stack file
+    pool_index: int = 0  # the pool's index under gpuNodePools (where its `headroom` block goes)
 
     @property
     def model_name(self) -> str:
@@ -336,8 +338,8 @@ class StackRun:
         return self.plan.scaling.max_replicas
 
 
-def stack_model(stack: Stack, model_name: str | None) -> tuple[StackConfig, ModelPlan]:
-    """The stack's config and one model's resolved plan (the first model when `model_name` is None)."""
+def stack_model(stack: Stack, model_name: str | None) -> tuple[StackConfig, Plan, ModelPlan]:
+    """The stack's config, its plan and one model's plan (the first model when `model_name` is None)."""
     from config.loader import load_stack
 
     cfg = load_stack(stack)
@@ -345,9 +347,9 @@ def stack_model(stack: Stack, model_name: str | None) -> tuple[StackConfig, Mode
         raise ValueError(f"stack {stack!r} defines no models")
     plan = resolve(cfg, str(stack))
     if model_name is None:
-        return cfg, plan.models[0]
+        return cfg, plan, plan.models[0]
     try:
-        return cfg, plan.model(model_name)
+        return cfg, plan, plan.model(model_name)
     except KeyError:
         names = ", ".join(m.name for m in plan.models)
         raise ValueError(f"stack {stack!r} has no model {model_name!r}; models: {names}") from None
@@ -375,8 +377,9 @@ def stack_run(
     `reserved_until` seconds into the traffic."""
     from config.loader import stack_region
 
-    cfg, mp = stack_model(stack, model_name)
+    cfg, plan, mp = stack_model(stack, model_name)
     m, pool = mp.model, mp.pool
+    pool_plan = plan.pool(pool.name)
     region = stack_region(stack)
     prof = m.profile  # the stack file's geometry, else the built-in table
     engine = EngineConfig(
@@ -403,7 +406,7 @@ def stack_run(
         reserved_until=reserved_until,
         fallback=bool({"on-demand", "spot"} & set(pool.capacity_types)),
         gpu_limit=gpus_left_to(m, pool, cfg.models),
-        headroom=pool.headroom,
+        headroom=pool_plan.headroom,
     )
     slo = m.slo
     sim = SimConfig(capacity, slo, scrape_interval=scrape_interval or mp.scaling.scrape_interval_s, seed=seed)
@@ -418,4 +421,5 @@ def stack_run(
     except ValueError as exc:
         note = "\n".join(filter(None, [note, f"no recommendation: {exc}"]))
     path = f"models[{cfg.models.index(m)}] ({m.name}).autoscaling"
-    return StackRun(setup, strategies, mp, note, rec, path)
+    pool_index = [p.name for p in cfg.gpu_node_pools].index(pool.name)
+    return StackRun(setup, strategies, mp, pool_plan, note, rec, path, pool_index)

@@ -32,7 +32,8 @@ from dataclasses import dataclass, replace
 
 from config.cold_start import cold_start_seconds
 from config.loader import stack_file
-from config.schema import Autoscaling, PrewarmWindow, ScalingRules
+from config.schema import Autoscaling, Headroom, HeadroomWindow, PrewarmWindow, ScalingRules
+from plan.headroom import with_headroom
 from simulator.args import non_negative_float, positive_float, positive_int
 from simulator.engine import simulate
 from simulator.reservations_cmd import most_useful
@@ -47,18 +48,24 @@ from simulator.scenarios import (
 )
 from simulator.strategies import from_plan, scaling_for
 from simulator.traffic import load
-from simulator.yaml_out import autoscaling_yaml
+from simulator.yaml_out import autoscaling_yaml, headroom_yaml
 from tools.cli import ArgumentParser, known_stack
 
 # knob -> candidate values. kv_target_scale multiplies the KV fill one replica holds at its SLO rate
-# (the derived per-pod target); prewarm is "none" or "recurring" (windows from the other days).
+# (the derived per-pod target); prewarm is "none" or "recurring" (windows from the other days);
+# headroom_placeholders is the pool's warm replicas' worth of GPUs (placeholders), held all day or only in
+# HEADROOM_WINDOW (headroom_hours).
 SEARCH_SPACE: dict[str, tuple[object, ...]] = {
     "kv_target_scale": (0.5, 0.7, 0.85, 1.0, 1.25),
     "queue_depth_per_replica": (1.0, 2.0, 5.0),
     "min_replicas": (1, 2, 3),
     "scale_down_window": (120, 300, 600),
     "prewarm": ("none", "recurring"),
+    "headroom_placeholders": (0, 1, 2, 4),
+    "headroom_hours": ("all-day", "07-21"),
 }
+# the daytime window a "07-21" headroom is held in (cron, the stack's days are UTC)
+HEADROOM_WINDOW = ("0 7 * * *", "0 21 * * *")
 RESERVED = "reserved_instances"  # the knob `--reserved-usd-per-hour` adds: reserved instances bought
 # maxReplicas: the stack's, and what the training days' peak minute needs at the per-replica SLO rate (and a
 # fifth more); above the stack's, the pool's gpuLimit must grow by the extra replicas' GPUs (printed)
@@ -172,6 +179,34 @@ class Tuner:
             }
         )
 
+    def headroom(self, knobs: dict[str, object]) -> Headroom | None:
+        """The pool's `headroom` block for the knobs (None: no warm GPUs), within what the pool's gpuLimit
+        (raised with a tuned maxReplicas) leaves next to its models at minReplicas (what the schema accepts)."""
+        run = self.runs[0]
+        pool = run.pool
+        max_r = int(_number(knobs.get(MAX_REPLICAS, self.stack_max)))
+        limit = pool_gpu_limit(run, max_r) or pool.pool.gpu_limit
+        placeholders = int(_number(knobs.get("headroom_placeholders", 0)))
+        if not placeholders:
+            return None
+        replica = max(m.gpus for m in pool.models)
+        held = sum(
+            (
+                int(_number(knobs["min_replicas"]))
+                if m.name == self.runs[0].model_name
+                else m.scaling.min_replicas
+            )
+            * m.gpus
+            for m in pool.models
+        )
+        gpus = min(placeholders * replica, (limit - held) // replica * replica)
+        if gpus <= 0:
+            return None
+        if knobs.get("headroom_hours", "all-day") == "all-day":
+            return Headroom(gpus=gpus)
+        start, end = HEADROOM_WINDOW
+        return Headroom(gpus=0, schedule=[HeadroomWindow(start=start, end=end, timezone="UTC", gpus=gpus)])
+
     def score(self, knobs: dict[str, object], runs: Sequence[StackRun] | None = None, holdout: bool = False):
         """(mean cost, worst-day misses, per-day scores); training days use leave-one-out windows."""
         key = (tuple(sorted(knobs.items())), holdout)
@@ -185,6 +220,7 @@ class Tuner:
                 s.config.capacity,
                 reserved_nodes=int(_number(knobs.get(RESERVED, 0))),
                 gpu_limit=self.gpu_limit(s.config.capacity.gpu_limit, cfg.max_replicas, run),
+                headroom=with_headroom(run.pool, self.headroom(knobs)),
             )
             r = simulate(
                 s.traffic,
@@ -221,6 +257,8 @@ class Tuner:
             "min_replicas": min(max(self.stack_min, 1), 3),
             "scale_down_window": 300,
             "prewarm": "recurring",
+            "headroom_placeholders": 0,
+            "headroom_hours": "all-day",
         }
         knobs[MAX_REPLICAS] = self.stack_max
         if RESERVED in self.space:
@@ -307,6 +345,7 @@ def run(argv: Sequence[str]) -> int:
     if holdout:
         days = days + tuner.score(knobs, holdout, holdout=True)[2]
     final = tuner.config(knobs, None)
+    pool_path = f"gpuNodePools[{stack_cfg.pool_index}] ({stack_cfg.pool.name})"
     pool_limit = pool_gpu_limit(stack_cfg, final.max_replicas)
     out = {
         "stack": str(args.stack),
@@ -316,6 +355,8 @@ def run(argv: Sequence[str]) -> int:
         "knobs": knobs,
         "path": stack_cfg.model_path,
         "yaml": autoscaling_yaml(final),
+        "headroom_path": pool_path,
+        "headroom_yaml": headroom_yaml(tuner.headroom(knobs)),
         "days": [d.row() for d in days],
     }
     if pool_limit is not None:
@@ -355,6 +396,8 @@ def run(argv: Sequence[str]) -> int:
         )
     print(f"paste under {stack_cfg.model_path} in {stack_file(args.stack).name}:")
     print(autoscaling_yaml(final))
+    print(f"and under {pool_path} (the pool's warm GPUs, placeholders below the replicas' priority):")
+    print(headroom_yaml(tuner.headroom(knobs)))
     if pool_limit is not None:
         print(
             f"and raise gpuNodePools[{stack_cfg.plan.pool.name}].gpuLimit to {pool_limit}: maxReplicas "

@@ -23,6 +23,15 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def stack_parser(prog: str, description: str) -> ArgumentParser:
+    """The parser of a tool that works on one stack, its first argument."""
+    parser = ArgumentParser(prog=prog, description=description)
+    parser.add_argument(
+        "stack", type=known_stack, help="stack name (reads Pulumi.<stack>.yaml) or the path of a stack file"
+    )
+    return parser
+
+
 def known_stack(text: str) -> Stack:
     """An argparse `type`: a stack name with a stack file, or the path of a stack file."""
     value = stack_arg(text)

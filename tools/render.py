@@ -180,14 +180,7 @@ def summary(stack: str, render: Render) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.ArgumentParser(
-        prog="python -m tools.render", description="Render a stack offline under Pulumi mocks."
-    )
-    parser.add_argument(
-        "stack",
-        type=cli.known_stack,
-        help="stack name (reads Pulumi.<stack>.yaml) or the path of a stack file",
-    )
+    parser = cli.stack_parser("python -m tools.render", "Render a stack offline under Pulumi mocks.")
     parser.add_argument("--out", type=Path, required=True, help="folder to write the render to")
     args = parser.parse_args(argv)
     try:

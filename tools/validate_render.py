@@ -276,14 +276,9 @@ def problems(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.ArgumentParser(
-        prog="python -m tools.validate_render",
-        description="A stack's render against the pinned CRDs and Kubernetes' own schemas.",
-    )
-    parser.add_argument(
-        "stack",
-        type=cli.known_stack,
-        help="stack name (reads Pulumi.<stack>.yaml) or the path of a stack file",
+    parser = cli.stack_parser(
+        "python -m tools.validate_render",
+        "A stack's render against the pinned CRDs and Kubernetes' own schemas.",
     )
     parser.add_argument(
         "--build", type=Path, default=Path("build"), help="folder holding <stack>/ (default: build)"

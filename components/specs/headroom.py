@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from components.specs.common import (
@@ -34,9 +35,9 @@ from components.specs.common import (
 from components.specs.model_cache import cache_wiring
 from components.specs.serving import pod_resources
 from config.cold_start import KARPENTER_LAUNCH_SECONDS
-from config.schema import GpuNodePool, ModelConfig, replica_gpus
+from config.schema import GpuNodePool
 from config.versions import PAUSE_IMAGE
-from plan.model import pod_instance, resolve_model
+from plan import HeadroomPlan, PoolPlan
 from plan.naming import restricted_container
 
 NAMESPACE = "llm-headroom"
@@ -78,10 +79,6 @@ def headroom_priority_class() -> dict[str, Any]:
     )
 
 
-def placeholder_name(pool: GpuNodePool) -> str:
-    return f"headroom-{pool.name}"
-
-
 def placeholder_labels(pool: GpuNodePool) -> dict[str, str]:
     return {
         "app.kubernetes.io/name": "gpu-headroom",
@@ -95,18 +92,15 @@ def _selector(pool: GpuNodePool) -> dict[str, str]:
     return {"app.kubernetes.io/name": "gpu-headroom", "app.kubernetes.io/instance": pool.name}
 
 
-def placeholder_resources(pool: GpuNodePool, models: list[ModelConfig]) -> dict[str, Any]:
+def _headroom(p: PoolPlan) -> HeadroomPlan:
+    if p.headroom is None:
+        raise ValueError(f"pool {p.name!r} has no headroom")
+    return p.headroom
+
+
+def placeholder_resources(h: HeadroomPlan) -> dict[str, Any]:
     """One replica's requests and limits: those of the pool's model with the largest tensor-parallel size."""
-    served = [m for m in models if m.node_pool == pool.name]
-    if not served:
-        raise ValueError(f"pool {pool.name!r} serves no model: no replica to size a headroom placeholder on")
-    gpus = max(m.tensor_parallel_size for m in served)
-    return pod_resources(gpus, pod_instance(pool, gpus))
-
-
-def placeholder_replicas(pool: GpuNodePool, models: list[ModelConfig], gpus: int) -> int:
-    """Placeholders that hold `gpus` warm GPUs (the schema keeps `gpus` a multiple of one replica's)."""
-    return gpus // replica_gpus(pool, models)
+    return pod_resources(h.replica_gpus, h.instance)
 
 
 def _non_root_pod() -> dict[str, Any]:
@@ -118,15 +112,13 @@ def _non_root_pod() -> dict[str, Any]:
     }
 
 
-def placeholder_deployment(pool: GpuNodePool, models: list[ModelConfig]) -> dict[str, Any]:
+def placeholder_deployment(p: PoolPlan) -> dict[str, Any]:
     """Pause pods the size of one replica. With a schedule KEDA owns the count (no `replicas` here, so
     `pulumi up` never resets it); without one the Deployment holds headroom.gpus worth of placeholders."""
-    headroom = pool.headroom
-    if headroom is None:
-        raise ValueError(f"pool {pool.name!r} has no headroom")
+    h, pool = _headroom(p), p.pool
     spec: dict[str, Any] = {}
-    if not headroom.schedule:
-        spec["replicas"] = placeholder_replicas(pool, models, headroom.gpus)
+    if not h.windows:
+        spec["replicas"] = h.placeholders
     selector = _selector(pool)
     spec |= {
         "selector": {"matchLabels": selector},
@@ -156,7 +148,7 @@ def placeholder_deployment(pool: GpuNodePool, models: list[ModelConfig]) -> dict
                     {
                         "name": "pause",
                         "image": PAUSE_IMAGE,
-                        "resources": placeholder_resources(pool, models),
+                        "resources": placeholder_resources(h),
                         "securityContext": restricted_container(),
                     }
                 ],
@@ -167,7 +159,7 @@ def placeholder_deployment(pool: GpuNodePool, models: list[ModelConfig]) -> dict
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {
-            "name": placeholder_name(pool),
+            "name": h.deployment,
             "namespace": NAMESPACE,
             "labels": placeholder_labels(pool),
             "annotations": {
@@ -179,24 +171,24 @@ def placeholder_deployment(pool: GpuNodePool, models: list[ModelConfig]) -> dict
     }
 
 
-def scaled_object(pool: GpuNodePool, models: list[ModelConfig]) -> dict[str, Any]:
+def scaled_object(p: PoolPlan) -> dict[str, Any]:
     """One KEDA cron trigger per window (desiredReplicas = the window's placeholders); headroom.gpus
     outside every window is the minimum. Scale-down follows a window's end at once."""
-    headroom = pool.headroom
-    if headroom is None or not headroom.schedule:
+    h, pool = _headroom(p), p.pool
+    if not h.windows:
         raise ValueError(f"pool {pool.name!r} has no headroom schedule")
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
         "metadata": {
-            "name": placeholder_name(pool),
+            "name": h.deployment,
             "namespace": NAMESPACE,
             "labels": placeholder_labels(pool),
         },
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": placeholder_name(pool)},
-            "minReplicaCount": placeholder_replicas(pool, models, headroom.gpus),
-            "maxReplicaCount": placeholder_replicas(pool, models, headroom.peak_gpus),
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": h.deployment},
+            "minReplicaCount": h.placeholders,
+            "maxReplicaCount": h.peak_placeholders,
             "pollingInterval": 30,
             "cooldownPeriod": 60,
             "advanced": {
@@ -207,15 +199,15 @@ def scaled_object(pool: GpuNodePool, models: list[ModelConfig]) -> dict[str, Any
             "triggers": [
                 {
                     "type": "cron",
-                    "name": f"window-{j}",
+                    "name": w.name,
                     "metadata": {
                         "timezone": w.timezone,
                         "start": w.start,
                         "end": w.end,
-                        "desiredReplicas": str(placeholder_replicas(pool, models, w.gpus)),
+                        "desiredReplicas": str(w.placeholders),
                     },
                 }
-                for j, w in enumerate(headroom.schedule)
+                for w in h.windows
             ],
         },
     }
@@ -230,23 +222,21 @@ def prepull_name(pool: GpuNodePool) -> str:
     return f"prepull-{pool.name}"
 
 
-def serving_images(pool: GpuNodePool, models: list[ModelConfig]) -> list[str]:
+def serving_images(p: PoolPlan) -> list[str]:
     """Every image a vLLM pod of the pool runs: the model's vLLM image and its cache mode's init containers."""
     images: set[str] = set()
-    for model in models:
-        if model.node_pool != pool.name:
-            continue
-        images.add(model.image)
+    for m in p.models:
+        images.add(m.model.image)
         # only the images matter here: the wiring's bucket and claim names do not change them
-        wiring = cache_wiring(resolve_model(model, pool, models), bucket="")
-        images.update(c["image"] for c in wiring.init_containers)
+        images.update(c["image"] for c in cache_wiring(m, bucket="").init_containers)
     return sorted(images)
 
 
-def prepull_daemonset(pool: GpuNodePool, models: list[ModelConfig]) -> dict[str, Any]:
+def prepull_daemonset(p: PoolPlan) -> dict[str, Any]:
     """On every node of the pool: one init container per serving image that exits at once (the pull is
     the point), then a pause container that keeps the pod, so kubelet's image GC keeps the images in use."""
-    images = serving_images(pool, models)
+    pool = p.pool
+    images = serving_images(p)
     if not images:
         raise ValueError(f"pool {pool.name!r} serves no model: nothing to pre-pull")
     labels = {
@@ -322,13 +312,14 @@ def empty_for(pool: GpuNodePool) -> str:
     return f"{math.ceil((node_launch_seconds(pool) + EMPTY_SLACK_SECONDS) / 60)}m"
 
 
-def alert_rules(pools: list[GpuNodePool]) -> list[dict[str, Any]]:
+def alert_rules(plans: Sequence[PoolPlan]) -> list[dict[str, Any]]:
     """GpuHeadroomEmpty: placeholders are wanted but none runs for longer than the pool needs to launch a
     node, so Karpenter is not refilling the buffer (the pool's gpuLimit is held by replicas, or EC2 has no
     capacity): the next burst waits a whole cold start."""
     rules = []
-    for pool in pools:
-        sel = f'namespace="{NAMESPACE}", deployment="{placeholder_name(pool)}"'
+    for p in plans:
+        pool, h = p.pool, _headroom(p)
+        sel = f'namespace="{NAMESPACE}", deployment="{h.deployment}"'
         available = f"sum by (namespace, deployment) (kube_deployment_status_replicas_available{{{sel}}})"
         wanted = f"sum by (namespace, deployment) (kube_deployment_spec_replicas{{{sel}}})"
         rules.append(
@@ -351,7 +342,7 @@ def alert_rules(pools: list[GpuNodePool]) -> list[dict[str, Any]]:
     return rules
 
 
-def prometheus_rule(pools: list[GpuNodePool]) -> dict[str, Any]:
+def prometheus_rule(plans: Sequence[PoolPlan]) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
@@ -360,5 +351,5 @@ def prometheus_rule(pools: list[GpuNodePool]) -> dict[str, Any]:
             "namespace": NAMESPACE,
             "labels": {"app.kubernetes.io/name": "gpu-headroom", COMPONENT_LABEL: "alerting"},
         },
-        "spec": {"groups": [{"name": "gpu-headroom", "rules": alert_rules(pools)}]},
+        "spec": {"groups": [{"name": "gpu-headroom", "rules": alert_rules(plans)}]},
     }

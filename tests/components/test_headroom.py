@@ -15,10 +15,12 @@ import yaml
 from components.specs import headroom as spec
 from components.specs.model_cache import cache_wiring, nvme_daemonset
 from components.specs.serving import deployment
+from config.cold_start import PREEMPTION_SECONDS
 from config.loader import PROJECT, ROOT, ConfigError, parse
 from config.schema import StackConfig
+from plan import PoolPlan
 from tests.components import promtool
-from tests.plans import model_plan
+from tests.plans import model_plan, stack_plan
 from tools import render
 
 FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.headroom.yaml"
@@ -37,6 +39,10 @@ def _values() -> dict[str, Any]:
 
 def _config(values: dict[str, Any] | None = None) -> StackConfig:
     return parse(values or _values())
+
+
+def _pool(cfg: StackConfig, name: str) -> PoolPlan:
+    return stack_plan(cfg).pool(name)
 
 
 def _error(values: dict[str, Any]) -> str:
@@ -118,6 +124,29 @@ def test_empty_headroom_is_refused() -> None:
     assert "keeps nothing warm" in _error(v)
 
 
+# --------------------------------------------------------------------------------------------- plan
+
+
+def test_the_plan_resolves_each_pools_placeholders_warm_start_and_refill() -> None:
+    """The facts the renderers and the simulator share: placeholders per window, a preempting replica's
+    start, the buffer's refill through a new node."""
+    plan = stack_plan(_config())
+    g5 = plan.pool("g5").headroom
+    assert g5 is not None and g5.deployment == "headroom-g5" and g5.replica_gpus == 1
+    assert (g5.placeholders, [w.placeholders for w in g5.windows], g5.peak_placeholders) == (1, [4], 4)
+    p4d = plan.pool("p4d").headroom
+    assert p4d is not None and (p4d.replica_gpus, p4d.placeholders, p4d.windows) == (8, 1, ())
+    mistral = plan.model("mistral-7b")
+    new = mistral.cold_start.new_node
+    assert new is not None
+    # preempting a placeholder skips the node launch and the image pull / weights sync, nothing else
+    assert g5.warm_start("mistral-7b") == pytest.approx(
+        PREEMPTION_SECONDS + new.total - new.node_ready - max(new.image_pull, new.node_prefetch)
+    )
+    assert g5.refill_seconds == pytest.approx(new.node_ready + max(new.image_pull, new.node_prefetch))
+    assert stack_plan("dev").pools[0].headroom is None
+
+
 # ---------------------------------------------------------------------------------------- manifests
 
 
@@ -133,7 +162,7 @@ def _vllm_pod(cfg: StackConfig, model_name: str) -> dict[str, Any]:
 def test_a_placeholder_frees_exactly_what_one_replica_needs(pool: str, model: str) -> None:
     """Preempting one placeholder must free the GPUs, CPU and memory of a replica on the same kind of node."""
     cfg = _config()
-    placeholder = spec.placeholder_deployment(cfg.pool(pool), cfg.models)["spec"]["template"]["spec"]
+    placeholder = spec.placeholder_deployment(_pool(cfg, pool))["spec"]["template"]["spec"]
     replica = _vllm_pod(cfg, model)
     (pause,) = placeholder["containers"]
     (vllm,) = replica["containers"]
@@ -145,7 +174,7 @@ def test_a_placeholder_frees_exactly_what_one_replica_needs(pool: str, model: st
 def test_replicas_preempt_placeholders_and_placeholders_preempt_nothing() -> None:
     cfg = _config()
     serving, holding = spec.serving_priority_class(), spec.headroom_priority_class()
-    placeholder = spec.placeholder_deployment(cfg.pool("g5"), cfg.models)["spec"]["template"]["spec"]
+    placeholder = spec.placeholder_deployment(_pool(cfg, "g5"))["spec"]["template"]["spec"]
     assert _vllm_pod(cfg, "mistral-7b")["priorityClassName"] == serving["metadata"]["name"]
     assert placeholder["priorityClassName"] == holding["metadata"]["name"]
     assert serving["value"] > 0 > holding["value"], "below pods without a class (0), above none"
@@ -156,10 +185,10 @@ def test_replicas_preempt_placeholders_and_placeholders_preempt_nothing() -> Non
 
 def test_the_schedule_resizes_the_placeholders_through_keda() -> None:
     cfg = _config()
-    g5 = cfg.pool("g5")
-    placeholder = spec.placeholder_deployment(g5, cfg.models)
+    g5 = _pool(cfg, "g5")
+    placeholder = spec.placeholder_deployment(g5)
     assert "replicas" not in placeholder["spec"], "KEDA's HPA owns the count; pulumi up must not reset it"
-    so = spec.scaled_object(g5, cfg.models)["spec"]
+    so = spec.scaled_object(g5)["spec"]
     assert so["scaleTargetRef"]["name"] == placeholder["metadata"]["name"]
     assert (so["minReplicaCount"], so["maxReplicaCount"]) == (1, 4)
     (trigger,) = so["triggers"]
@@ -174,17 +203,17 @@ def test_the_schedule_resizes_the_placeholders_through_keda() -> None:
 
 def test_without_a_schedule_the_deployment_holds_the_placeholders() -> None:
     cfg = _config()
-    p4d = cfg.pool("p4d")
-    assert spec.placeholder_deployment(p4d, cfg.models)["spec"]["replicas"] == 1  # 8 GPUs, one 8-GPU replica
+    p4d = _pool(cfg, "p4d")
+    assert spec.placeholder_deployment(p4d)["spec"]["replicas"] == 1  # 8 GPUs, one 8-GPU replica
     with pytest.raises(ValueError, match="no headroom schedule"):
-        spec.scaled_object(p4d, cfg.models)
+        spec.scaled_object(p4d)
 
 
 @pytest.mark.parametrize(("pool", "model"), [("g5", "mistral-7b"), ("p4d", "llama-70b")])
 def test_every_node_of_a_serving_pool_pulls_what_its_replicas_run(pool: str, model: str) -> None:
     """A node Karpenter launched for a placeholder must already hold every image a replica needs."""
     cfg = _config()
-    daemonset = spec.prepull_daemonset(cfg.pool(pool), cfg.models)["spec"]["template"]["spec"]
+    daemonset = spec.prepull_daemonset(_pool(cfg, pool))["spec"]["template"]["spec"]
     replica = _vllm_pod(cfg, model)
     needed = {c["image"] for c in replica["containers"] + replica.get("initContainers", [])}
     assert {c["image"] for c in daemonset["initContainers"]} == needed
@@ -200,7 +229,7 @@ def test_nvme_weights_are_synced_on_the_same_nodes_as_the_pre_pull() -> None:
     mistral = model_plan(cfg, cfg.models[0].name)
     assert mistral.cache.mode == "nvme"
     sync = nvme_daemonset(mistral, bucket="b")["spec"]["template"]
-    prepull = spec.prepull_daemonset(cfg.pool("g5"), cfg.models)["spec"]["template"]
+    prepull = spec.prepull_daemonset(_pool(cfg, "g5"))["spec"]["template"]
     assert sync["spec"]["nodeSelector"] == prepull["spec"]["nodeSelector"]
     assert sync["spec"]["tolerations"] == prepull["spec"]["tolerations"]
 
@@ -278,14 +307,13 @@ def _deployment_series(metric: str, pool: str, values: str) -> dict[str, str]:
 
 def test_empty_buffer_alert_waits_a_node_launch_per_pool() -> None:
     cfg = _config()
-    (g5_rule, p4d_rule) = spec.alert_rules(cfg.gpu_node_pools)
+    (g5_rule, p4d_rule) = spec.alert_rules([p for p in stack_plan(cfg).pools if p.headroom])
     assert (g5_rule["for"], p4d_rule["for"]) == ("3m", "7m"), "g5 nodes launch in ~102 s, p4d in ~302 s"
 
 
 def test_empty_buffer_alert_fires_only_when_placeholders_are_wanted_and_none_runs(tmp_path: Path) -> None:
     cfg = _config()
-    g5 = cfg.pool("g5")
-    rule = spec.prometheus_rule([g5])
+    rule = spec.prometheus_rule([_pool(cfg, "g5")])
     promtool.check_rule_file(rule["spec"], tmp_path)
     spec_replicas, available = "kube_deployment_spec_replicas", "kube_deployment_status_replicas_available"
     labels = {"severity": "warning", "pool": "g5", "namespace": spec.NAMESPACE, "deployment": "headroom-g5"}

@@ -12,7 +12,8 @@ import pytest
 from config.catalog import GPU_INSTANCES
 from config.cold_start import PREEMPTION_SECONDS
 from config.model_profiles import profile
-from config.schema import Autoscaling, Headroom, HeadroomWindow, Slo
+from config.schema import Autoscaling, Slo
+from plan import HeadroomPlan, HeadroomWindowPlan
 from simulator.capacity import CapacityConfig, Cluster
 from simulator.engine import SimConfig, _placeholder_targets, simulate
 from simulator.replica import ReplicaModel, TokenStats
@@ -21,6 +22,13 @@ from simulator.traffic import TokenMix, poisson_day
 
 G5 = GPU_INSTANCES["g5.2xlarge"]
 MISTRAL = "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
+
+
+def _headroom(placeholders: int, *windows: HeadroomWindowPlan) -> HeadroomPlan:
+    """Placeholders of one g5.2xlarge GPU each (what the plan resolves for a 1-GPU model on a g5 pool)."""
+    return HeadroomPlan(
+        "headroom-g5", 1, G5, placeholders, windows, refill_seconds=0.0, warm_start_seconds=()
+    )
 
 
 def _cluster(placeholders: int, replicas: int = 1, **kw) -> Cluster:
@@ -76,10 +84,9 @@ def test_a_smaller_schedule_removes_pending_placeholders_first() -> None:
 
 
 def test_schedule_windows_raise_the_placeholders_per_minute() -> None:
-    headroom = Headroom(
-        gpus=1, schedule=[HeadroomWindow(start="0 8 * * *", end="0 10 * * *", timezone="UTC", gpus=3)]
+    cfg = CapacityConfig(
+        G5, "us-east-1", headroom=_headroom(1, HeadroomWindowPlan("w", "0 8 * * *", "0 10 * * *", "UTC", 3))
     )
-    cfg = CapacityConfig(G5, "us-east-1", headroom=headroom)
     targets = _placeholder_targets(cfg, datetime(2026, 9, 15, tzinfo=UTC), 86_400)
     assert targets[7 * 60 + 59] == 1 and targets[8 * 60] == 3 and targets[9 * 60 + 59] == 3
     assert targets[10 * 60] == 1
@@ -102,14 +109,35 @@ def test_headroom_cuts_misses_on_bursts_shorter_than_a_cold_start() -> None:
         "keda", Autoscaling(min_replicas=1, max_replicas=8, queue_depth_per_replica=2, kv_cache_usage=0.04)
     )
 
-    def run(headroom: Headroom | None):
+    def run(headroom: HeadroomPlan | None):
         capacity = CapacityConfig(
             G5, "us-east-1", cache_mode="nvme", weights_gb=4.15, gpu_limit=16, headroom=headroom
         )
         slo = Slo(ttft_seconds=0.2, itl_seconds=0.03)
         return simulate(traffic, table, strategy, SimConfig(capacity, slo))
 
-    without, with_ = run(None), run(Headroom(gpus=6))
+    without, with_ = run(None), run(_headroom(6))
     # a first replica on a headroom node still compiles its engine (~200 s): fewer misses, not none
     assert with_.slo_violation_pct < 0.8 * without.slo_violation_pct
     assert with_.gpu_cost_usd_per_day > without.gpu_cost_usd_per_day, "warm GPUs are paid for"
+
+
+def test_a_stack_run_simulates_the_headroom_the_plan_renders() -> None:
+    """Placeholders, windows, warm start and refill in the simulator are the plan's (what the cluster runs)."""
+    from components.specs import headroom as spec
+    from simulator.capacity import start_times
+    from simulator.scenarios import stack_run
+    from tests.conftest import fixture_stack
+
+    traffic = poisson_day(np.full(600, 1.0), TokenMix(), np.random.default_rng(0), "quiet")
+    run = stack_run(fixture_stack("headroom"), "mistral-7b", traffic)
+    headroom = run.setup.config.capacity.headroom
+    assert headroom is not None and headroom == run.pool.headroom
+    rendered = spec.scaled_object(run.pool)["spec"]
+    assert (headroom.placeholders, headroom.peak_placeholders) == (
+        rendered["minReplicaCount"],
+        rendered["maxReplicaCount"],
+    )
+    starts = start_times(run.setup.config.capacity)
+    assert starts.preempting_placeholder == pytest.approx(headroom.warm_start("mistral-7b"))
+    assert starts.node_ready + starts.image_wait == pytest.approx(headroom.refill_seconds)

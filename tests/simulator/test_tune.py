@@ -141,6 +141,45 @@ def test_tune_prints_the_reserved_count_beside_the_yaml(tmp_path, capsys):
     }  # fmt: skip
 
 
+def test_the_tuner_searches_headroom_and_prints_the_pools_block(tmp_path, capsys):
+    """Headroom is a knob like the others: its candidates are simulated as the plan renders them, within the
+    pool's gpuLimit, and the chosen block is printed beside the autoscaling YAML."""
+    import yaml
+
+    from config.schema import Headroom, HeadroomWindow
+
+    runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
+    tuner = Tuner(runs, 5.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
+    assert "headroom_placeholders" in tuner.space and "headroom_hours" in tuner.space
+    base = {
+        "kv_target_scale": 1.0, "queue_depth_per_replica": 2.0, "min_replicas": 1, "scale_down_window": 300,
+        "prewarm": "none", "headroom_placeholders": 0, "headroom_hours": "all-day",
+    }  # fmt: skip
+    assert tuner.headroom(base) is None
+    assert tuner.headroom({**base, "headroom_placeholders": 2}) == Headroom(gpus=2)
+    assert tuner.headroom({**base, "headroom_placeholders": 2, "headroom_hours": "07-21"}) == Headroom(
+        gpus=0, schedule=[HeadroomWindow(start="0 7 * * *", end="0 21 * * *", timezone="UTC", gpus=2)]
+    )
+    # warm GPUs are simulated (and paid): two held all day cost more than none on a quiet day
+    assert tuner.score({**base, "headroom_placeholders": 2})[0] > tuner.score(base)[0]
+    pool = runs[0].pool.pool
+    others = sum(m.scaling.min_replicas * m.gpus for m in runs[0].pool.models if m.name != runs[0].model_name)
+    capped = tuner.headroom({**base, "headroom_placeholders": 10_000})
+    assert capped is not None and capped.gpus == pool.gpu_limit - others - 1, "gpuLimit less minReplicas"
+    argv = ["tune", "--stack", str(STACK), "--traffic", short_day(tmp_path, "b", 90), "--max-miss-pct", "50",
+            "--passes", "1"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert (
+        out.index("autoscaling:")
+        < out.index(f"and under gpuNodePools[0] ({pool.name})")
+        < out.index("headroom:")
+    )
+    assert main([*argv, "--json"]) == 0
+    block = yaml.safe_load(json.loads(capsys.readouterr().out)["headroom_yaml"])["headroom"]
+    assert block is None or block["gpus"] + sum(w["gpus"] for w in block.get("schedule", [])) > 0
+
+
 def test_max_replicas_is_a_knob_when_the_peak_needs_more_with_the_pool_limit_it_takes(tmp_path):
     rate = np.full(150, 4.0)
     rate[60:120] = 15.0 * 14  # an hour that needs more replicas than the fixture's maxReplicas

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,10 +22,8 @@ FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.preflight.yaml"
 
 
 @pytest.fixture(scope="module")
-def clean() -> Iterator[RenderView]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(loader, "stack_file", lambda stack: FIXTURE)
-        yield preflight_view.from_stack("preflight")
+def clean() -> RenderView:
+    return preflight_view.from_stack(FIXTURE)
 
 
 @pytest.fixture

@@ -16,14 +16,9 @@ from tools.preflight.view import from_stack
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.ArgumentParser(
-        prog="python -m tools.preflight",
-        description="Prove from a stack's render that `pulumi up` will finish and every controller and alert works.",
-    )
-    parser.add_argument(
-        "stack",
-        type=cli.known_stack,
-        help="stack name (reads Pulumi.<stack>.yaml) or the path of a stack file",
+    parser = cli.stack_parser(
+        "python -m tools.preflight",
+        "Prove from a stack's render that `pulumi up` will finish and every controller and alert works.",
     )
     parser.add_argument("--json", action="store_true", help="findings as JSON on stdout")
     args = parser.parse_args(argv)
