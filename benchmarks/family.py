@@ -24,7 +24,7 @@ from simulator.engine import simulate  # noqa: E402
 from simulator.scenarios import SEED_C, oracle_for, stack_run  # noqa: E402
 from simulator.strategies import keda, static  # noqa: E402
 from simulator.traffic import load  # noqa: E402
-from simulator.tune import Tuner, pool_gpu_limit  # noqa: E402
+from simulator.tune import Tuner, pool_gpu_limit, stack_accepts  # noqa: E402
 from simulator.yaml_out import autoscaling_yaml  # noqa: E402
 
 
@@ -44,8 +44,9 @@ def main() -> None:
         runs = {k: stack_run(args.stack, args.model, load(str(f))) for k, f in files.items()}
         first = next(iter(runs.values()))
         tuner = Tuner(
-            list(runs.values()), args.max_miss_pct, False, first.max_replicas, first.plan.scaling.min_replicas
-        )
+            list(runs.values()), args.max_miss_pct, False, first.max_replicas, first.plan.scaling.min_replicas,
+            accepts=stack_accepts(args.stack, first),
+        )  # fmt: skip
         knobs = tuner.search()
         _, _, tuned = tuner.score(knobs)  # per day, that day's pre-warm windows from the other days only
         print(

@@ -15,9 +15,11 @@ and a fifth more; a maxReplicas above the stack's grows the pool's gpuLimit, pri
 Search: coordinate descent over `search_space()` (one place for the knobs: add a knob there and to `config`),
 starting from the model-derived recommendation (`scenarios.recommend`), two passes, each candidate simulated on
 every training day. A candidate is feasible when its worst day misses <= X %; among feasible ones the lowest
-mean GPU $/day wins (if none is feasible, the lowest worst-day miss rate). Pre-warm windows: a day's own
-traffic never places windows for that same day. When scoring day i the windows come from the other training
-days (those whose surges recur); the config printed carries the windows of all training days, for days to
+mean GPU $/day wins (if none is feasible, the lowest worst-day miss rate). A candidate the stack file would
+refuse (its schema's rules, e.g. prod's minReplicas >= 2) is never tried. Pre-warm windows: a day's own
+traffic never places windows for that same day, and a window is kept only where its surge recurs (an
+overlapping window on another day it may learn from): when scoring day i the windows come from the other
+training days; the config printed carries the windows that recur across the training days, for days to
 come. `--surge-known` lifts this (the surge is scheduled and known in advance). Holdout days are scored with
 the final config and never tuned on. Each day also reports the oracle bound and cost_vs_oracle.
 """
@@ -25,13 +27,14 @@ the final config and never tuned on. Each day also reports the oracle bound and 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from config.cold_start import cold_start_seconds
-from config.loader import stack_file
+from config.loader import ConfigError, Stack, parse, read_stack, stack_file, stack_region
 from config.schema import Autoscaling, Headroom, HeadroomWindow, PrewarmWindow, ScalingRules
 from plan.headroom import with_headroom
 from simulator.args import non_negative_float, positive_float, positive_int
@@ -91,6 +94,16 @@ def peak_replicas(runs: Sequence[StackRun]) -> int:
     return need
 
 
+def _minutes(cron: str) -> int:
+    """Minute of the day of a daily cron `M H * * *` (the pre-warm windows `recommend` writes)."""
+    minute, hour = cron.split()[:2]
+    return int(hour) * 60 + int(minute)
+
+
+def _overlap(a: PrewarmWindow, b: PrewarmWindow) -> bool:
+    return _minutes(a.start) <= _minutes(b.end) and _minutes(b.start) <= _minutes(a.end)
+
+
 def _number(value: object) -> float:
     if isinstance(value, (int, float)):
         return float(value)
@@ -125,8 +138,10 @@ class Tuner:
         stack_max: int,
         stack_min: int,
         reserved_max: int | None = None,
+        accepts: Callable[[Autoscaling, int | None], str | None] | None = None,
     ):
         self.runs = runs
+        self.accepts = accepts  # the stack's own rules for a candidate (stack_accepts); None: any
         peak = peak_replicas(runs)
         self.space = search_space((stack_max, peak, math.ceil(peak * 1.2)), reserved_max)
         self.max_miss = max_miss_pct
@@ -151,11 +166,16 @@ class Tuner:
         return list(rec.prewarm)
 
     def windows_for(self, day: int | None) -> list[PrewarmWindow]:
-        """Windows for scoring `day` (None: the config for days to come): never from that day unless known."""
+        """Windows for scoring `day` (None: the config for days to come). A window is kept when its surge
+        recurs: another day it may learn from has an overlapping window (one day's surge is noise, not a
+        schedule). Never from the scored day itself unless the surge is known, and then its own windows count."""
+        sources = [i for i in range(len(self.windows)) if day is None or i != day or self.surge_known]
         chosen: dict[str, PrewarmWindow] = {}
-        for i, ws in enumerate(self.windows):
-            if day is None or i != day or self.surge_known:
-                for w in ws:
+        for i in sources:
+            for w in self.windows[i]:
+                known_own = self.surge_known and i == day
+                recurs = any(_overlap(w, o) for j in sources if j != i for o in self.windows[j])
+                if known_own or recurs:
                     old = chosen.get(w.name)
                     chosen[w.name] = w if old is None or w.replicas > old.replicas else old
         return sorted(chosen.values(), key=lambda w: w.name)
@@ -175,7 +195,11 @@ class Tuner:
                 ),
                 "queue_depth_per_replica": _number(knobs["queue_depth_per_replica"]),
                 "scale_down": ScalingRules.model_validate(down.model_dump()),
-                "prewarm": [w for w in windows if w.replicas > min_r],
+                "prewarm": [
+                    w.model_copy(update={"replicas": min(w.replicas, max_r)})
+                    for w in windows
+                    if w.replicas > min_r
+                ],
             }
         )
 
@@ -244,6 +268,12 @@ class Tuner:
             return None
         return left + max(0, max_replicas - self.stack_max) * run.plan.gpus
 
+    def accepted(self, knobs: dict[str, object]) -> bool:
+        if self.accepts is None:
+            return True
+        cfg = self.config(knobs, None)
+        return self.accepts(cfg, pool_gpu_limit(self.runs[0], cfg.max_replicas)) is None
+
     def better(self, a: tuple[float, float, list[DayScore]], b: tuple[float, float, list[DayScore]]) -> bool:
         feasible_a, feasible_b = a[1] <= self.max_miss, b[1] <= self.max_miss
         if feasible_a != feasible_b:
@@ -271,12 +301,37 @@ class Tuner:
                     if value == knobs[name]:
                         continue
                     trial = {**knobs, name: value}
+                    if not self.accepted(trial):
+                        continue
                     result = self.score(trial)
                     if self.better(result, best):
                         knobs, best, changed = trial, result, True
             if not changed:
                 break
         return knobs
+
+
+def stack_accepts(stack: Stack, run: StackRun) -> Callable[[Autoscaling, int | None], str | None]:
+    """A check of a candidate against the stack file's own rules (e.g. prod keeps minReplicas >= 2, windows
+    within min/max): the candidate's autoscaling (and a grown pool gpuLimit) put in the file's values and
+    validated as `pulumi up` would; returns the first problem, None when the stack accepts it."""
+    raw, _ = read_stack(stack)
+    region = stack_region(stack)
+
+    def check(autoscaling: Autoscaling, gpu_limit: int | None) -> str | None:
+        values = copy.deepcopy(raw)
+        model = next(m for m in values["models"] if m["name"] == run.model_name)
+        model["autoscaling"] = autoscaling.model_dump(by_alias=True, exclude_none=True)
+        if gpu_limit is not None:
+            pool = next(p for p in values["gpuNodePools"] if p["name"] == run.plan.pool.name)
+            pool["gpuLimit"] = gpu_limit
+        try:
+            parse(values, region=region)
+        except ConfigError as exc:
+            return str(exc).splitlines()[0]
+        return None
+
+    return check
 
 
 def pool_gpu_limit(run: StackRun, max_replicas: int) -> int | None:
@@ -337,7 +392,7 @@ def run(argv: Sequence[str]) -> int:
         reserved_max = most_useful(stack_cfg)  # the nodes the model fills at maxReplicas
     tuner = Tuner(
         train, args.max_miss_pct, args.surge_known, stack_cfg.max_replicas, stack_cfg.plan.scaling.min_replicas,
-        reserved_max,
+        reserved_max, stack_accepts(args.stack, stack_cfg),
     )  # fmt: skip
     knobs = tuner.search(args.passes)
     reserved = int(_number(knobs.get(RESERVED, 0)))

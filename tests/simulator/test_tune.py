@@ -13,7 +13,7 @@ from simulator import family
 from simulator.cli import main
 from simulator.scenarios import stack_run
 from simulator.traffic import load
-from simulator.tune import MAX_REPLICAS, Tuner, pool_gpu_limit
+from simulator.tune import MAX_REPLICAS, Tuner, pool_gpu_limit, stack_accepts
 
 STACK = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.prod.yaml"  # only its model and pool are read
 
@@ -27,16 +27,20 @@ def short_day(tmp_path, name: str, surge_at: int) -> str:
     return str(f)
 
 
-def test_windows_for_a_day_never_come_from_that_day(tmp_path):
-    runs = [stack_run(STACK, None, load(short_day(tmp_path, n, at))) for n, at in (("a", 60), ("b", 120))]
+def test_windows_come_from_surges_that_recur_on_other_days_never_from_the_scored_day(tmp_path):
+    days = (("a", 60), ("b", 60), ("c", 60), ("once", 120))
+    runs = [stack_run(STACK, None, load(short_day(tmp_path, n, at))) for n, at in days]
     tuner = Tuner(runs, 5.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
     own = [{w.name for w in ws} for ws in tuner.windows]
-    assert own[0] and own[1] and own[0] != own[1]
-    assert {w.name for w in tuner.windows_for(0)} == own[1]
-    assert {w.name for w in tuner.windows_for(1)} == own[0]
-    assert {w.name for w in tuner.windows_for(None)} == own[0] | own[1]
+    assert own[0] == own[1] == own[2] and own[3] and own[3].isdisjoint(own[0])
+    # scoring a: b's and c's surge recur (on each other), the one-off surge of `once` is noise
+    assert {w.name for w in tuner.windows_for(0)} == own[0]
+    assert {w.name for w in tuner.windows_for(None)} == own[0]
+    # a surge seen on only one other day is not a schedule
+    two = Tuner(runs[1:], 5.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
+    assert two.windows_for(0) == []  # b scored from c (one day) and `once`: nothing recurs
     known = Tuner(runs, 5.0, surge_known=True, stack_max=runs[0].max_replicas, stack_min=1)
-    assert {w.name for w in known.windows_for(0)} == own[0] | own[1]
+    assert {w.name for w in known.windows_for(3)} == own[0] | own[3]  # a known surge counts on its own day
 
 
 def test_tune_json_reports_every_day_with_oracle_and_yaml(tmp_path, capsys):
@@ -201,3 +205,15 @@ def test_max_replicas_is_a_knob_when_the_peak_needs_more_with_the_pool_limit_it_
     assert pool_gpu_limit(run, run.max_replicas + room) is None
     beyond = pool_gpu_limit(run, run.max_replicas + room + 1)
     assert beyond == run.plan.pool.gpu_limit - run.plan.pool_headroom_gpus % run.plan.gpus + run.plan.gpus
+
+
+def test_the_tuner_only_proposes_what_the_stack_file_accepts(tmp_path):
+    run = stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))
+    accepts = stack_accepts(STACK, run)
+    own = run.plan.model.autoscaling
+    assert accepts(own, None) is None
+    # a prod model keeps two replicas: the schema's rule, applied to the candidate as `pulumi up` would
+    problem = accepts(own.model_copy(update={"min_replicas": 1}), None)
+    assert problem is not None and "minReplicas" in problem
+    tuner = Tuner([run], 5.0, False, run.max_replicas, own.min_replicas, accepts=accepts)
+    assert tuner.search(passes=1)["min_replicas"] != 1
