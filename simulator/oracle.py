@@ -9,6 +9,9 @@ The oracle knows every minute's request rate in advance:
 - `whole_nodes`: whole nodes of the stack's instance, each launched one full cold start (node boot + pod start
   on a new node) before it serves and billed per second with EC2's 60 s minimum; a node idle for less than a
   cold start is kept rather than relaunched.
+With reservations the oracle holds the same ones: their prepaid cost is paid as it is by the config, and only
+the nodes (or GPU slots) beyond the reserved count each minute (none left once a Capacity Block expires) are
+bought, so `cost_vs_oracle` compares like with like.
 """
 
 from __future__ import annotations
@@ -96,13 +99,19 @@ def bound(
     slots_per_node: int,
     cold_start_seconds: float,
     days: float,
+    reserved_per_minute: np.ndarray | None = None,
+    prepaid_usd: float = 0.0,
 ) -> dict[str, float]:
-    """Both oracle costs per day for a per-minute request count, at a miss rate (percent)."""
+    """Both oracle costs per day for a per-minute request count, at a miss rate (percent); nodes up to
+    `reserved_per_minute` are the reservations, paid as `prepaid_usd` for the whole horizon."""
     budget = miss_pct / 100 * float(minute_requests.sum())
     need = replicas_needed(minute_requests, lam, miss_fraction, budget)
-    per_second = need.sum() * 60 * price_per_hour / slots_per_node / 3600
+    reserved = np.zeros(len(need), dtype=np.int64) if reserved_per_minute is None else reserved_per_minute
+    bought = np.maximum(need - reserved * slots_per_node, 0)
+    per_second = prepaid_usd + bought.sum() * 60 * price_per_hour / slots_per_node / 3600
     nodes = np.ceil(need / slots_per_node).astype(np.int64)
-    whole = whole_node_seconds(nodes, cold_start_seconds) * price_per_hour / 3600
+    beyond = np.maximum(nodes - reserved, 0)
+    whole = prepaid_usd + whole_node_seconds(beyond, cold_start_seconds) * price_per_hour / 3600
     return {
         "per_second_usd_per_day": per_second / days,
         "whole_nodes_usd_per_day": whole / days,

@@ -268,9 +268,13 @@ def oracle_for(
     lead = cold_start_seconds(
         c.cache_mode, c.instance, c.weights_gb, True, c.image, c.compile_cache_persisted
     )
+    starts = np.arange(minutes) * 60.0
+    expiry = c.reservations_expire_at
+    held = starts < (np.inf if expiry is None else expiry)
+    reserved = np.where(held, c.reserved_nodes, 0).astype(np.int64)
     return oracle.bound(
         counts.astype(np.float64), lam, frac, miss_pct, c.node_price_per_hour, c.slots_per_node, lead,
-        setup.traffic.days,
+        setup.traffic.days, reserved, c.reserved_cost(setup.traffic.duration),
     )  # fmt: skip
 
 

@@ -34,3 +34,18 @@ def test_bound_reports_both_variants_per_day():
     b = oracle.bound(minutes, lam, frac, 0.0, 1.212, 1, 400, 1.0)
     assert 0 < b["per_second_usd_per_day"] <= b["whole_nodes_usd_per_day"]
     assert b["peak_replicas"] == 13  # 100 req/s at <= 8 req/s per replica
+
+
+def test_the_oracle_holds_the_same_reservations_and_buys_only_beyond_them():
+    """13 replicas at the peak (12 h), 2 off-peak: with 2 reserved nodes prepaid all day the oracle pays the
+    prepaid part and buys only the 11 beyond the reservations at the peak; once the block expires it buys all."""
+    lam, frac = curve()
+    minutes = np.concatenate([np.full(720, 600.0), np.full(720, 6000.0)])
+    plain = oracle.bound(minutes, lam, frac, 0.0, 1.212, 1, 400, 1.0)
+    prepaid = 2 * 10.0 * 24
+    held = oracle.bound(minutes, lam, frac, 0.0, 1.212, 1, 400, 1.0, np.full(1440, 2), prepaid)
+    peak_only = 11 * (720 * 60 + 400) * 1.212 / 3600  # 11 nodes launched one lead ahead of the peak half
+    assert held["whole_nodes_usd_per_day"] == pytest.approx(prepaid + peak_only)
+    assert held["whole_nodes_usd_per_day"] - prepaid < plain["whole_nodes_usd_per_day"]
+    expired = oracle.bound(minutes, lam, frac, 0.0, 1.212, 1, 400, 1.0, np.zeros(1440, dtype=np.int64), 0.0)
+    assert expired == plain
