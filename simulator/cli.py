@@ -169,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "calibrate": capacity_cmd.calibrate,
         "tune": _tune,
         "reservations": _reservations,
+        "family": _family,
     }
     if argv and argv[0] in commands:
         try:
@@ -197,6 +198,12 @@ def _tune(argv: Sequence[str]) -> int:
     from simulator import tune
 
     return tune.run(argv)
+
+
+def _family(argv: Sequence[str]) -> int:
+    from simulator import family
+
+    return family.run(argv)
 
 
 def _reservations(argv: Sequence[str]) -> int:

@@ -12,12 +12,16 @@ scratch, deterministic for a seed:
 
 from __future__ import annotations
 
+import argparse
 import csv
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from simulator.args import non_negative_int, positive_float
 from simulator.traffic import SEED_DAY_KNOTS, rate_curve
+from tools.cli import ArgumentParser
 
 KINDS = ("seed", "flat", "spiky", "bursty", "growing", "shifted")
 MINUTES = 1440
@@ -60,3 +64,31 @@ def write(kind: str, path: str | Path, seed: int = 0, scale: float = 1.0) -> Pat
         for m, r in enumerate(day(kind, seed, scale)):
             w.writerow([m, round(float(r), 4)])
     return path
+
+
+def parser() -> argparse.ArgumentParser:
+    p = ArgumentParser(
+        prog="python -m simulator family",
+        description="Write the family's days as CSVs (minute,requests_per_second) to tune and hold out on.",
+    )
+    p.add_argument("--out", required=True, type=Path, help="an existing folder for <kind>.csv files")
+    p.add_argument("--scale", type=positive_float, default=1.0, help="multiply every day's rate")
+    p.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated, of {', '.join(KINDS)}")
+    p.add_argument(
+        "--holdout-seed", type=non_negative_int,
+        help="also write holdout days of the random kinds (bursty) from this seed, as <kind>-holdout.csv",
+    )  # fmt: skip
+    return p
+
+
+def run(argv: Sequence[str]) -> int:
+    """Day i of --kinds uses seed i, so a family is the same wherever it is written."""
+    args = parser().parse_args(argv)
+    if not args.out.is_dir():
+        raise ValueError(f"--out {args.out}: not an existing folder")
+    kinds = args.kinds.split(",")
+    for i, kind in enumerate(kinds):
+        print(write(kind, args.out / f"{kind}.csv", seed=i, scale=args.scale))
+    if args.holdout_seed is not None:
+        print(write("bursty", args.out / "bursty-holdout.csv", seed=args.holdout_seed, scale=args.scale))
+    return 0
