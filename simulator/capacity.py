@@ -211,10 +211,12 @@ class Cluster:
         self.start_on_fresh_node = starts.fresh_node
         self.start_on_warm_node = starts.warm_node
         for _ in range(initial_replicas):
-            if not (cfg.fallback or self.reservation_free):  # a reserved-only pool holds no more: Pending
-                self.pods.append(Pod(next(self._ids), 0.0))
+            # the day starts with the replicas packed as the scheduler left them: a node's free GPUs first
+            node = next((n for n in self.nodes if n.free > 0), None)
+            if node is None and not (cfg.fallback or self.reservation_free):
+                self.pods.append(Pod(next(self._ids), 0.0))  # a reserved-only pool holds no more: Pending
                 continue
-            node = self._new_node(0.0, preexisting=True)
+            node = node or self._new_node(0.0, preexisting=True)
             pod = Pod(next(self._ids), 0.0, node, 0.0, True)
             node.pods.append(pod)
             self.pods.append(pod)

@@ -30,6 +30,14 @@ def test_static_day_costs_replicas_times_hours_times_price():
     assert cluster.cost(86_400) == pytest.approx(8 * 24 * 1.212)
 
 
+def test_the_day_starts_with_replicas_packed_onto_multi_gpu_nodes():
+    g5_12 = GPU_INSTANCES["g5.12xlarge"]  # 4 GPUs: four 1-GPU replicas share one node
+    cfg = CapacityConfig(g5_12, "us-east-1", gpus_per_pod=1)
+    packed = Cluster(cfg, np.random.default_rng(0), initial_replicas=5)
+    assert packed.live_nodes == 2 and packed.ready == 5
+    assert packed.cost(3600) == pytest.approx(2 * g5_12.on_demand_usd_per_hour("us-east-1"))
+
+
 def cluster(consolidate_after: float = 300.0, **kw) -> Cluster:
     cfg = CapacityConfig(
         G5,
