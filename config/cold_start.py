@@ -165,15 +165,3 @@ def headroom_start(
         warm.node_ready, warm.image_pull, warm.node_prefetch, warm.pod_fetch, warm.weight_load, init,
         warm.readiness,
     )  # fmt: skip
-
-
-def cold_start_seconds(
-    cache_mode: CacheMode,
-    instance: GpuInstance,
-    weights_gb: float,
-    new_node: bool,
-    image: ImageMode = "registry",
-    compile_cache_persisted: bool = False,
-) -> float:
-    """Seconds from a pod needing a GPU to the pod being Ready (see `cold_start` for the phases)."""
-    return cold_start(cache_mode, instance, weights_gb, new_node, image, compile_cache_persisted).total

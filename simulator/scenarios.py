@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from config.catalog import GPU_INSTANCES, GpuInstance
-from config.cold_start import ImageMode, cold_start_seconds
+from config.cold_start import ImageMode
 from config.model_profiles import profile
 from config.schema import (
     Autoscaling,
@@ -36,7 +36,7 @@ from config.schema import (
 )
 from plan import ModelPlan, Plan, PoolPlan, resolve
 from simulator import oracle
-from simulator.capacity import CapacityConfig
+from simulator.capacity import CapacityConfig, start_times
 from simulator.engine import Result, SimConfig, simulate
 from simulator.replica import EngineConfig, ReplicaModel, ReplicaTable, TokenStats
 from simulator.strategies import Strategy, for_stack, from_plan, hpa_gpu_memory, keda, scaling_for, static
@@ -220,13 +220,7 @@ def seed_strategies(setup: Setup) -> list[Strategy]:
     rates = minute_rates(setup.traffic)
     business = rates[9 * 60 : 17 * 60] if len(rates) >= 17 * 60 else rates  # the article's 09-17 window
     b_min = min(8, math.ceil(float(np.median(business)) / lam_slo))
-    cold = cold_start_seconds(
-        setup.config.capacity.cache_mode,
-        setup.config.capacity.instance,
-        setup.config.capacity.weights_gb,
-        True,
-        setup.config.capacity.image,
-    )
+    cold = start_times(setup.config.capacity).new_node
     rec = recommend(setup.table, setup.traffic, setup.config.slo, cold, SEED_C.max_replicas)
     a = static(8)
     b = hpa_gpu_memory(b_min, 8, 0.9)
@@ -265,9 +259,7 @@ def oracle_for(
     lam, frac = curve or miss_curve(setup.table, setup.traffic, setup.config.slo)
     minutes = setup.traffic.duration // 60
     counts = np.bincount((setup.traffic.arrivals // 60).astype(np.int64), minlength=minutes)[:minutes]
-    lead = cold_start_seconds(
-        c.cache_mode, c.instance, c.weights_gb, True, c.image, c.compile_cache_persisted
-    )
+    lead = start_times(c).new_node
     starts = np.arange(minutes) * 60.0
     expiry = c.reservations_expire_at
     held = starts < (np.inf if expiry is None else expiry)
@@ -280,9 +272,7 @@ def oracle_for(
 
 def recommended_for(setup: Setup) -> Autoscaling:
     c = setup.config.capacity
-    cold = cold_start_seconds(
-        c.cache_mode, c.instance, c.weights_gb, True, c.image, c.compile_cache_persisted
-    )
+    cold = start_times(c).new_node
     return recommend(setup.table, setup.traffic, setup.config.slo, cold, SEED_C.max_replicas)
 
 
@@ -417,9 +407,7 @@ def stack_run(
     sim = SimConfig(capacity, slo, scrape_interval=scrape_interval or mp.scaling.scrape_interval_s, seed=seed)
     setup = Setup(table, sim, traffic)
     strategies = for_stack(mp.scaling, memory_target)
-    cold = cold_start_seconds(
-        m.cache, mp.instance, prof.weights_gb, True, capacity.image, capacity.compile_cache_persisted
-    )
+    cold = start_times(capacity).new_node
     note = reservation_note(pool, reserved_instances)
     rec = None
     try:

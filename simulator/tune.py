@@ -33,11 +33,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from config.cold_start import cold_start_seconds
 from config.loader import ConfigError, Stack, parse, read_stack, stack_file, stack_region
 from config.schema import Autoscaling, Headroom, HeadroomWindow, PrewarmWindow, ScalingRules
 from plan.headroom import with_headroom
 from simulator.args import non_negative_float, positive_float, positive_int
+from simulator.capacity import start_times
 from simulator.engine import simulate
 from simulator.reservations_cmd import most_useful
 from simulator.scenarios import (
@@ -157,10 +157,7 @@ class Tuner:
 
     def _day_windows(self, run: StackRun) -> list[PrewarmWindow]:
         s = run.setup
-        c = s.config.capacity
-        cold = cold_start_seconds(
-            c.cache_mode, c.instance, c.weights_gb, True, c.image, c.compile_cache_persisted
-        )
+        cold = start_times(s.config.capacity).new_node
         try:
             rec = recommend(s.table, s.traffic, s.config.slo, cold, self.stack_max, 1)
         except ValueError:

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import copy
 import json
-import runpy
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pulumi
 import pytest
 
 from config.loader import PROJECT, ROOT, ConfigError, load_stack, raw_stack_config
@@ -74,12 +72,7 @@ def run_program() -> Iterator[Callable[[str], platform_mocks.PlatformMocks]]:
         m, loop = platform_mocks.install(stack, config, secret_keys)
         loops.append(loop)
         run.last = m  # type: ignore[attr-defined]  # what was registered even when the program fails
-
-        @pulumi.runtime.test
-        def program() -> None:
-            runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
-
-        program()
+        platform_mocks.run_main()
         if unchanged:
             _UNCHANGED_STACKS[stack] = m
         return m

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import runpy
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from typing import Any
 import pulumi
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
+
+from config.loader import ROOT
 
 ACCOUNT = "111122223333"
 REGION = "us-east-1"
@@ -182,6 +185,17 @@ def install(
     )
     pulumi.runtime.set_all_config(config, secret_keys)
     return mocks, loop
+
+
+def run_main() -> None:
+    """Evaluate the project's __main__.py once under the installed mocks; `pulumi.runtime.test` waits until
+    every output has resolved, so everything the program registers is recorded."""
+
+    @pulumi.runtime.test
+    def program() -> None:
+        runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+
+    program()
 
 
 def uninstall(loop: asyncio.AbstractEventLoop) -> None:

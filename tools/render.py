@@ -11,7 +11,6 @@ No cloud credentials, Pulumi CLI or cluster are needed.
 from __future__ import annotations
 
 import json
-import runpy
 import shutil
 import sys
 import tempfile
@@ -21,12 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pulumi
 import yaml
 
 from config.loader import (
     PROJECT,
-    ROOT,
     SECRET_KEYS,
     ConfigError,
     Stack,
@@ -78,12 +75,7 @@ def evaluate(stack: Stack) -> Render:
     config, secret_keys = stack_config(stack)
     mocks, loop = platform_mocks.install(stack_name(stack), config, secret_keys)
     try:
-
-        @pulumi.runtime.test
-        def program() -> None:
-            runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
-
-        program()
+        platform_mocks.run_main()
     finally:
         platform_mocks.uninstall(loop)
     seconds = time.perf_counter() - started

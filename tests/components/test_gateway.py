@@ -7,13 +7,11 @@ from __future__ import annotations
 import copy
 import json
 import math
-import runpy
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import pulumi
 import pytest
 import yaml
 
@@ -64,12 +62,7 @@ def evaluate(overrides: dict[str, Any] | None = None, client_keys: dict[str, str
     config[f"{PROJECT}:gatewayClientKeys"] = json.dumps(client_keys or CLIENT_KEYS)
     m, loop = platform_mocks.install("gateway-fixture", config, [f"{PROJECT}:{k}" for k in SECRET_KEYS])
     try:
-
-        @pulumi.runtime.test
-        def program() -> None:
-            runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
-
-        program()
+        platform_mocks.run_main()
     finally:
         platform_mocks.uninstall(loop)
     return Run(m)

@@ -8,7 +8,6 @@ from config.cold_start import (
     ENGINE_INIT_CACHED_SECONDS,
     ENGINE_INIT_COLD_SECONDS,
     cold_start,
-    cold_start_seconds,
 )
 
 G5 = GPU_INSTANCES["g5.2xlarge"]
@@ -16,12 +15,12 @@ G5 = GPU_INSTANCES["g5.2xlarge"]
 
 @pytest.mark.parametrize("mode", CACHE_MODES)
 def test_new_node_is_slower_than_warm_node(mode):
-    assert cold_start_seconds(mode, G5, 16, True) > cold_start_seconds(mode, G5, 16, False)
+    assert cold_start(mode, G5, 16, True).total > cold_start(mode, G5, 16, False).total
 
 
 def test_hub_is_the_slowest_weight_source():
-    assert cold_start_seconds("hub", G5, 16, False) > cold_start_seconds("s3", G5, 16, False)
-    assert cold_start_seconds("s3", G5, 16, False) > cold_start_seconds("nvme", G5, 16, False)
+    assert cold_start("hub", G5, 16, False).total > cold_start("s3", G5, 16, False).total
+    assert cold_start("s3", G5, 16, False).total > cold_start("nvme", G5, 16, False).total
 
 
 def test_fsx_is_bounded_by_the_instance_network():
