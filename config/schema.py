@@ -389,6 +389,16 @@ class PrewarmWindow(Schema):
     replicas: int = Field(gt=0)
 
 
+# prod runs every model on at least this many replicas (one node loss or a rollout keeps it up)
+PROD_MIN_REPLICAS = 2
+
+
+def replica_floor(environment: Environment) -> int:
+    """Fewest replicas a model may run in an environment: one (no scale to zero), PROD_MIN_REPLICAS in prod.
+    The rule below and the simulator's oracle (a bound the stack would accept) both read it."""
+    return PROD_MIN_REPLICAS if environment is Environment.PROD else 1
+
+
 class Autoscaling(Schema):
     min_replicas: int = Field(default=1, ge=1)
     max_replicas: int = Field(default=4, ge=1)
@@ -688,11 +698,12 @@ class StackConfig(Schema):
                         w.replicas,
                         f"must be between minReplicas {a.min_replicas} and maxReplicas {a.max_replicas}",
                     )
-            if prod and a.min_replicas < 2:
+            if a.min_replicas < replica_floor(self.environment):
                 raise RuleError(
                     (*at, "autoscaling", "minReplicas"),
                     a.min_replicas,
-                    "is not allowed in prod; use at least 2 so one node loss or rollout keeps the model up",
+                    f"is not allowed in prod; use at least {PROD_MIN_REPLICAS} so one node loss or rollout "
+                    "keeps the model up",
                 )
             if m.cache == "hub" and self.environment is not Environment.DEV:
                 raise RuleError(

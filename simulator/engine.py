@@ -39,6 +39,8 @@ class SimConfig:
     day_start_utc: datetime = datetime(2026, 9, 15, tzinfo=UTC)  # a Tuesday: weekday cron windows apply
     prometheus_outages: tuple[tuple[float, float], ...] = ()  # [start, end) seconds: queries fail
     seed: int = 0
+    # fewest replicas the stack may run (config.schema.replica_floor): the oracle bound never goes below it
+    replica_floor: int = 1
 
 
 @dataclass

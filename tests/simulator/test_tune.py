@@ -232,3 +232,31 @@ def test_a_headroom_candidate_is_checked_by_the_stack_files_rules(tmp_path):
     assert accepts(own, None, Headroom(gpus=2)) is None
     problem = accepts(own, None, Headroom(gpus=run.plan.pool.gpu_limit))
     assert problem is not None and "headroom" in problem
+
+
+def test_the_pools_consolidate_after_is_a_knob_and_is_printed_for_the_pool(tmp_path, capsys):
+    """An empty GPU node kept 10 minutes after a 30-minute surge is paid for those minutes: the tuner simulates
+    each consolidateAfter (the stack's own among them), checks it with the stack file's rules and prints the
+    chosen one under the pool."""
+    from simulator.tune import CONSOLIDATE_AFTER
+
+    runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
+    tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
+    own = int(runs[0].setup.config.capacity.consolidate_after)
+    assert own in tuner.space[CONSOLIDATE_AFTER] and 60 in tuner.space[CONSOLIDATE_AFTER]
+    base = {
+        "kv_target_scale": 1.0, "queue_depth_per_replica": 2.0, "min_replicas": 2, "scale_down_window": 120,
+        "prewarm": "none", "headroom_placeholders": 0, "headroom_hours": "all-day", MAX_REPLICAS: 4,
+    }  # fmt: skip
+    quick, slow = tuner.score({**base, CONSOLIDATE_AFTER: 60}), tuner.score({**base, CONSOLIDATE_AFTER: 3600})
+    assert quick[0] < slow[0], "an empty node kept an hour is paid for the hour"
+    check = stack_accepts(STACK, runs[0])
+    cfg = tuner.config(base, None)
+    assert check(cfg, None, None, 60) is None
+    argv = ["tune", "--stack", str(STACK), "--traffic", short_day(tmp_path, "b", 90), "--max-miss-pct", "50",
+            "--passes", "1", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["consolidate_after"] in {"1m", "5m", "10m", f"{own // 60}m"}
+    seconds = {"1m": 60, "5m": 300, "10m": 600}.get(out["consolidate_after"], own)
+    assert out["knobs"][CONSOLIDATE_AFTER] == seconds
