@@ -404,6 +404,10 @@ class Autoscaling(Schema):
     max_replicas: int = Field(default=4, ge=1)
     queue_depth_per_replica: float = Field(default=5, gt=0)
     kv_cache_usage: float = Field(default=0.8, gt=0, le=1)
+    # completed requests/s per replica (vLLM's request_success counter): proportional to the load below
+    # saturation and bounded past it (a saturated pool asks for its throughput over this, never the KV
+    # trigger's max); None: no such trigger
+    requests_per_second_per_replica: float | None = Field(default=None, gt=0)
     polling_interval: int = Field(default=10, gt=0, le=300)
     cooldown_period: int = Field(default=300, ge=0)
     scale_up: ScalingRules = ScalingRules(

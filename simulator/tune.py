@@ -8,7 +8,7 @@ maxReplicas) is one more knob: each count is prepaid at R all day (a Capacity Bl
 on-demand rate) and nodes beyond it are bought on-demand or spot (simulator/capacity.py); the count is printed
 beside the YAML, since it is bought, not configured in the autoscaling block.
 
-Knobs: the per-pod KV target, the queue threshold, minReplicas, the scale-down window, pre-warm windows and
+Knobs: the per-pod KV target, the served-throughput target (or none), the queue threshold, minReplicas, the scale-down window, pre-warm windows and
 maxReplicas (the stack's, or what the busiest minute of the training days needs at the per-replica SLO rate,
 and a fifth more; a maxReplicas above the stack's grows the pool's gpuLimit, printed with the YAML); and of the
 model's GPU pool, its warm GPUs (`headroom`) and `consolidateAfter` (an empty node kept longer is a warm node
@@ -56,14 +56,20 @@ from simulator.traffic import load
 from simulator.yaml_out import autoscaling_yaml, go_duration, headroom_yaml
 from tools.cli import ArgumentParser, known_stack
 
+SERVED_RATE_SCALE = "served_rate_scale"
 # the pool's `consolidateAfter`, searched with the model's knobs (the stack's own value is a candidate too)
 CONSOLIDATE_AFTER = "consolidate_after"
 # knob -> candidate values. kv_target_scale multiplies the KV fill one replica holds at its SLO rate
-# (the derived per-pod target); prewarm is "none" or "recurring" (windows from the other days);
+# (the derived per-pod target); served_rate_scale multiplies the per-replica SLO rate into
+# `requestsPerSecondPerReplica` (0: no served-throughput trigger; otherwise it sizes the pool and the KV
+# trigger is left at the schema's default, a guard near a full cache, since a KV target in the linear regime
+# asks for maxReplicas in any overload);
+# prewarm is "none" or "recurring" (windows from the other days);
 # headroom_placeholders is the pool's warm replicas' worth of GPUs (placeholders), held all day or only in
 # HEADROOM_WINDOW (headroom_hours).
 SEARCH_SPACE: dict[str, tuple[object, ...]] = {
     "kv_target_scale": (0.5, 0.7, 0.85, 1.0, 1.25),
+    SERVED_RATE_SCALE: (0.0, 0.6, 0.7, 0.8, 0.9),
     "queue_depth_per_replica": (1.0, 2.0, 5.0),
     "min_replicas": (1, 2, 3),
     "scale_down_window": (120, 300, 600),
@@ -166,6 +172,7 @@ class Tuner:
         first = runs[0].setup
         lam_slo = slo_rate_per_replica(first.table, first.traffic, first.config.slo)
         self.kv_at_slo = float(first.table.at(lam_slo)["kv_usage"])
+        self.slo_rate = lam_slo
         self._cache: dict[tuple, tuple[float, float, list[DayScore]]] = {}
         self._curves: dict[int, tuple] = {}  # each run's miss curve, for its oracle bound
 
@@ -203,10 +210,17 @@ class Tuner:
             update={
                 "min_replicas": min_r,
                 "max_replicas": max_r,
-                "kv_cache_usage": round(
-                    min(1.0, max(1e-4, self.kv_at_slo * _number(knobs["kv_target_scale"]))), 4
+                "kv_cache_usage": (
+                    Autoscaling().kv_cache_usage
+                    if self.served_drives(knobs)
+                    else round(min(1.0, max(1e-4, self.kv_at_slo * _number(knobs["kv_target_scale"]))), 4)
                 ),
                 "queue_depth_per_replica": _number(knobs["queue_depth_per_replica"]),
+                "requests_per_second_per_replica": (
+                    round(self.slo_rate * _number(knobs[SERVED_RATE_SCALE]), 2)
+                    if self.served_drives(knobs)
+                    else None
+                ),
                 "scale_down": ScalingRules.model_validate(down.model_dump()),
                 "prewarm": [
                     w.model_copy(update={"replicas": min(w.replicas, max_r)})
@@ -215,6 +229,11 @@ class Tuner:
                 ],
             }
         )
+
+    @staticmethod
+    def served_drives(knobs: dict[str, object]) -> bool:
+        """The served-throughput trigger sizes the pool (the KV target is then not a knob)."""
+        return _number(knobs.get(SERVED_RATE_SCALE, 0.0)) > 0
 
     def headroom(self, knobs: dict[str, object]) -> Headroom | None:
         """The pool's `headroom` block for the knobs (None: no warm GPUs), within what the pool's gpuLimit
@@ -301,6 +320,7 @@ class Tuner:
     def search(self, passes: int = 2) -> dict[str, object]:
         knobs: dict[str, object] = {
             "kv_target_scale": 1.0,
+            SERVED_RATE_SCALE: 0.0,
             "queue_depth_per_replica": 2.0,
             "min_replicas": min(max(self.stack_min, 1), 3),
             "scale_down_window": 300,
@@ -317,7 +337,7 @@ class Tuner:
             changed = False
             for name, values in self.space.items():
                 for value in values:
-                    if value == knobs[name]:
+                    if value == knobs[name] or (name == "kv_target_scale" and self.served_drives(knobs)):
                         continue
                     trial = {**knobs, name: value}
                     if not self.accepted(trial):

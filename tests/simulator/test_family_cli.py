@@ -41,4 +41,6 @@ def test_bursts_are_short_and_in_business_hours_over_the_seed_day() -> None:
         assert 1 <= len(starts) <= 12 and 20 <= extra.max() <= 12 * 60
     assert not np.allclose(family.day("bursts", 0), family.day("bursts", 1))
     flash = family.day("flash") - seed
-    assert np.flatnonzero(flash).tolist() == list(range(14 * 60, 14 * 60 + 5)) and flash.max() == pytest.approx(100)
+    assert np.flatnonzero(flash).tolist() == list(
+        range(14 * 60, 14 * 60 + 5)
+    ) and flash.max() == pytest.approx(100)

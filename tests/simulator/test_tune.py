@@ -260,3 +260,27 @@ def test_the_pools_consolidate_after_is_a_knob_and_is_printed_for_the_pool(tmp_p
     assert out["consolidate_after"] in {"1m", "5m", "10m", f"{own // 60}m"}
     seconds = {"1m": 60, "5m": 300, "10m": 600}.get(out["consolidate_after"], own)
     assert out["knobs"][CONSOLIDATE_AFTER] == seconds
+
+
+def test_the_served_throughput_target_is_a_knob_that_takes_over_from_the_kv_target(tmp_path):
+    """served_rate_scale x the per-replica SLO rate becomes `requestsPerSecondPerReplica`; the KV trigger then
+    stays at the schema's guard near a full cache (a linear-regime KV target would still ask for maxReplicas
+    in any overload), and the KV knob is not searched. 0 keeps the KV-driven config."""
+    from config.schema import Autoscaling
+    from simulator.tune import SERVED_RATE_SCALE
+
+    runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
+    tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=2)
+    assert 0.0 in tuner.space[SERVED_RATE_SCALE] and max(tuner.space[SERVED_RATE_SCALE]) < 1.0
+    base = {
+        "kv_target_scale": 1.0, SERVED_RATE_SCALE: 0.0, "queue_depth_per_replica": 2.0, "min_replicas": 2,
+        "scale_down_window": 300, "prewarm": "none", "headroom_placeholders": 0, "headroom_hours": "all-day",
+    }  # fmt: skip
+    kv_driven = tuner.config(base, None)
+    assert kv_driven.requests_per_second_per_replica is None
+    assert kv_driven.kv_cache_usage == pytest.approx(tuner.kv_at_slo, abs=1e-4)
+    served = tuner.config({**base, SERVED_RATE_SCALE: 0.7}, None)
+    assert served.requests_per_second_per_replica == pytest.approx(0.7 * tuner.slo_rate, abs=0.01)
+    assert served.kv_cache_usage == Autoscaling().kv_cache_usage
+    # the candidate is simulated with the trigger the plan renders: a different config, a different day
+    assert tuner.score({**base, SERVED_RATE_SCALE: 0.7})[2][0].cost != tuner.score(base)[2][0].cost
