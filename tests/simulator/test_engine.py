@@ -7,7 +7,7 @@ import pytest
 
 from config.catalog import GPU_INSTANCES
 from config.model_profiles import profile
-from config.schema import Autoscaling, PrewarmWindow, Slo
+from config.schema import Autoscaling, PrewarmWindow, ScalingRules, Slo
 from simulator.capacity import CapacityConfig
 from simulator.engine import SimConfig, simulate
 from simulator.replica import ReplicaModel, TokenStats
@@ -127,7 +127,7 @@ def test_served_throughput_sizes_an_overload_where_a_low_kv_target_asks_for_max_
     for maxReplicas; the served-throughput trigger (requests completed per second per replica) asks for the
     pool's throughput over its target, and once the replicas serve the load, for load / target."""
     from plan.model import scaling_plan
-    from simulator.scenarios import stack_run, slo_rate_per_replica
+    from simulator.scenarios import slo_rate_per_replica, stack_run
     from simulator.strategies import from_plan
     from tests.conftest import fixture_stack
 
@@ -137,8 +137,13 @@ def test_served_throughput_sizes_an_overload_where_a_low_kv_target_asks_for_max_
     run = stack_run(fixture_stack("prod"), "mistral-7b", traffic)
     slo_rate = slo_rate_per_replica(run.setup.table, traffic, run.setup.config.slo)
     kv_at_slo = float(run.setup.table.at(np.array([slo_rate]))["kv_usage"][0])
-    base = Autoscaling(min_replicas=2, max_replicas=30, queue_depth_per_replica=1000, scale_down={
-        "stabilizationWindowSeconds": 300, "policies": [{"type": "Percent", "value": 100, "periodSeconds": 60}]})  # fmt: skip
+    down = ScalingRules.model_validate(
+        {
+            "stabilizationWindowSeconds": 300,
+            "policies": [{"type": "Percent", "value": 100, "periodSeconds": 60}],
+        }
+    )
+    base = Autoscaling(min_replicas=2, max_replicas=30, queue_depth_per_replica=1000, scale_down=down)
 
     def desired(a: Autoscaling) -> np.ndarray:
         scaling = scaling_plan(run.plan.names, run.plan.model.served_model_name, a)

@@ -214,9 +214,9 @@ def test_the_tuner_only_proposes_what_the_stack_file_accepts(tmp_path):
     run = stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))
     accepts = stack_accepts(STACK, run)
     own = run.plan.model.autoscaling
-    assert accepts(own, None, None) is None
+    assert accepts(own, None, None, None) is None
     # a prod model keeps two replicas: the schema's rule, applied to the candidate as `pulumi up` would
-    problem = accepts(own.model_copy(update={"min_replicas": 1}), None, None)
+    problem = accepts(own.model_copy(update={"min_replicas": 1}), None, None, None)
     assert problem is not None and "minReplicas" in problem
     tuner = Tuner([run], 5.0, False, run.max_replicas, own.min_replicas, accepts=accepts)
     assert tuner.search(passes=1)["min_replicas"] != 1
@@ -229,8 +229,8 @@ def test_a_headroom_candidate_is_checked_by_the_stack_files_rules(tmp_path):
     run = stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))
     accepts = stack_accepts(STACK, run)
     own = run.plan.model.autoscaling
-    assert accepts(own, None, Headroom(gpus=2)) is None
-    problem = accepts(own, None, Headroom(gpus=run.plan.pool.gpu_limit))
+    assert accepts(own, None, Headroom(gpus=2), None) is None
+    problem = accepts(own, None, Headroom(gpus=run.plan.pool.gpu_limit), None)
     assert problem is not None and "headroom" in problem
 
 
@@ -271,7 +271,8 @@ def test_the_served_throughput_target_is_a_knob_that_takes_over_from_the_kv_targ
 
     runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
     tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=2)
-    assert 0.0 in tuner.space[SERVED_RATE_SCALE] and max(tuner.space[SERVED_RATE_SCALE]) < 1.0
+    assert 0.0 in tuner.space[SERVED_RATE_SCALE]
+    assert all(isinstance(v, float) and v < 1.0 for v in tuner.space[SERVED_RATE_SCALE])
     base = {
         "kv_target_scale": 1.0, SERVED_RATE_SCALE: 0.0, "queue_depth_per_replica": 2.0, "min_replicas": 2,
         "scale_down_window": 300, "prewarm": "none", "headroom_placeholders": 0, "headroom_hours": "all-day",
