@@ -4,8 +4,8 @@ misses, GPU $/day and cost vs the perfect-foresight oracle at the same miss rate
 (`simulator.scenarios.oracle_for`) per day, without headroom and with several levels held all day (each
 level resolved by the plan as the pool's `headroom: {gpus: N}` would render it), on a family of bursty days
 (random 5-15 minute bursts of +20-60 req/s over the seed day, a sharp 5-minute spike) and on the seed day.
-Then the same with the model on another cache mode (`--what-if-cache`, default nvme: its compile cache is
-persisted, so a replica on a warm node starts from it) and its maxReplicas raised to what the days' busiest
+Then the same with the model on another cache mode (`--what-if-cache`, default nvme: its weights are on
+every node of the pool before a replica starts there) and its maxReplicas raised to what the days' busiest
 minute needs at the per-replica SLO rate (the stack's 10 caps prod's mistral-7b below the bursts' need), the
 stack file otherwise unchanged. After each
 table, per level, whether the target holds: every bursty day under 3 % misses at no more than 1.3x the
@@ -130,7 +130,7 @@ def main() -> None:
     parser.add_argument("--levels", default="0,2,4", help="warm GPUs held all day (0 = no headroom)")
     parser.add_argument(
         "--what-if-cache", default="nvme",
-        help="also run the stack with the model on this cache mode ('' to skip): nvme persists the compile cache",
+        help="also run the stack with the model on this cache mode ('' to skip): nvme syncs weights to every node",
     )  # fmt: skip
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
