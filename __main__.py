@@ -102,7 +102,6 @@ if eks_mode:
             fsx=plan.model_cache.fsx if plan.uses_fsx else None,
             vpc_id=network.vpc_id,
             subnet_id=network.private_subnet_ids[0],
-            reader=plan.needs_weights_reader,
             tags=stack_tags,
         ),
         opts=in_cluster,

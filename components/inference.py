@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
+import pulumi_aws as aws
 
 from components import child_options
 from components.identity import pod_identity_association, pod_identity_role
@@ -45,9 +48,6 @@ class InferenceService(pulumi.ComponentResource):
         model, names = args.model, args.model.names
         namespace = names.namespace
         self.namespace = namespace
-        model, names = args.model, args.model.names
-        namespace = names.namespace
-        self.namespace = namespace
         # the loader Job needs the token for a gated model; the vLLM container only when it downloads from
         # the Hub itself (cache `hub`): offline caches (nvme, fsx, s3) never give it the token
         needs_token = args.hf_token is not None and (
@@ -70,6 +70,7 @@ class InferenceService(pulumi.ComponentResource):
                     "hf-token", secret(names.hf_token_secret, namespace, {HF_TOKEN_SECRET_KEY: token}), ns
                 )
             )
+        prerequisites += self._identities(ns)
         if model.cache.loads_from_s3:
             prerequisites += self._weights_pipeline(ns, prerequisites)
 
@@ -101,58 +102,68 @@ class InferenceService(pulumi.ComponentResource):
     def _apply(self, suffix: str, manifest: dict, *after: pulumi.Resource) -> pulumi.CustomResource:
         return apply_manifest(f"{self._name}-{suffix}", manifest, child_options(self, self._opts, *after))
 
-    def _weights_pipeline(self, ns: pulumi.Resource, ready: list[pulumi.Resource]) -> list[pulumi.Resource]:
-        """Pod Identity for the model's service accounts, the Hub -> S3 loader Job, then the NVMe sync
-        DaemonSet or the FSx volume."""
+    def _identities(self, ns: pulumi.Resource) -> list[pulumi.Resource]:
+        """Pod Identity for each of the model's service accounts that reaches the bucket, each with a role of
+        this model alone: no other model's pods can read its weights or write (and poison) the compiled code
+        its vLLM loads. The loader writes its weights; the NVMe sync reads them and saves the compile cache;
+        the vLLM pods stream them (s3) and restore and save the compile cache (every mode but nvme)."""
         args, model, name, namespace = self._args, self._args.model, self._name, self.namespace
-        names, mode = model.names, model.cache.mode
-        weights = args.weights
-        if weights is None or args.cluster_name is None:
-            raise ValueError(f"model {model.name!r}: cache {mode!r} needs the model cache's bucket")
+        names, cache = model.names, model.cache
+        if not (cache.loads_from_s3 or cache.serving_needs_role):
+            return []
+        weights, cluster_name = args.weights, args.cluster_name
+        if weights is None or cluster_name is None:
+            raise ValueError(f"model {model.name!r}: cache {cache.mode!r} needs the model cache's bucket")
         after_ns = child_options(self, self._opts, ns)
-        out: list[pulumi.Resource] = []
-        # least privilege per mode: the loader writes; only the pods that read S3 themselves get the reader
-        # the loader writes this model's prefix only: one model's loader can never overwrite another's weights
-        loader_role = pod_identity_role(
-            f"{name}-loader",
-            description=f"Copy {model.model.hugging_face_id} from the Hugging Face Hub into the model bucket",
-            policy=pulumi.Output.from_input(weights.bucket_arn).apply(
-                lambda arn: json.dumps(cache_spec.writer_policy(arn, model.cache.weights_prefix))
-            ),
-            tags=args.tags,
-            opts=after_ns,
-        )
-        identities: list[tuple[str, pulumi.Input[str]]] = [(names.loader_service_account, loader_role.arn)]
-        if mode == "nvme":
-            # the node sync reads this model's weights and saves its compile cache: a role of its own, so
-            # no other model's pods can write (and poison) the compiled code this model's vLLM loads
-            sync_role = pod_identity_role(
-                f"{name}-sync",
-                description=f"Sync {model.model.hugging_face_id} and its vLLM compile cache to GPU nodes",
-                policy=pulumi.Output.from_input(weights.bucket_arn).apply(
-                    lambda arn: json.dumps(
-                        cache_spec.sync_policy(
-                            arn, model.cache.weights_prefix, model.cache.compile_cache_prefix
-                        )
-                    )
-                ),
+        bucket_arn = pulumi.Output.from_input(weights.bucket_arn)
+
+        def role(suffix: str, description: str, policy: Callable[[str], dict[str, Any]]) -> aws.iam.Role:
+            return pod_identity_role(
+                f"{name}-{suffix}",
+                description=description,
+                policy=bucket_arn.apply(lambda arn: json.dumps(policy(arn))),
                 tags=args.tags,
                 opts=after_ns,
             )
-            identities.append((names.sync_service_account, sync_role.arn))
-        reader = model.cache.reader_service_account
-        if reader is not None:
-            if weights.reader_role_arn is None:
-                raise ValueError(f"model {model.name!r}: cache {mode!r} needs the model reader role")
-            identities.append((reader, weights.reader_role_arn))
-        for service_account, role_arn in identities:
+
+        hf_id = model.model.hugging_face_id
+        identities: list[tuple[str, aws.iam.Role]] = []
+        if cache.loads_from_s3:
+            description = f"Copy {hf_id} from the Hugging Face Hub into the model bucket"
+            writer = role(
+                "loader", description, lambda arn: cache_spec.writer_policy(arn, cache.weights_prefix)
+            )
+            identities.append((names.loader_service_account, writer))
+        if cache.mode == "nvme":
+            description = f"Sync {hf_id} and its vLLM compile cache to GPU nodes"
+            sync = role(
+                "sync",
+                description,
+                lambda arn: cache_spec.model_access_policy(
+                    arn, cache.weights_prefix, cache.compile_cache_prefix
+                ),
+            )
+            identities.append((names.sync_service_account, sync))
+        if cache.serving_needs_role:
+            reads = cache.weights_prefix if cache.serving_reads_weights else None
+            description = f"vLLM pods of {model.name}: " + (
+                "stream its weights, its compile cache" if reads else "its compile cache"
+            )
+            serving = role(
+                "serving",
+                description,
+                lambda arn: cache_spec.model_access_policy(arn, reads, cache.serving_compile_prefix),
+            )
+            identities.append((names.service_account, serving))
+        out: list[pulumi.Resource] = []
+        for service_account, role_ in identities:
             out.append(
                 pod_identity_association(
                     f"{name}-{service_account}",
-                    cluster_name=args.cluster_name,
+                    cluster_name=cluster_name,
                     namespace=namespace,
                     service_account=service_account,
-                    role_arn=role_arn,
+                    role_arn=role_.arn,
                     tags=args.tags,
                     opts=after_ns,
                 )
@@ -169,6 +180,16 @@ class InferenceService(pulumi.ComponentResource):
                         ns,
                     )
                 )
+        return out
+
+    def _weights_pipeline(self, ns: pulumi.Resource, ready: list[pulumi.Resource]) -> list[pulumi.Resource]:
+        """The Hub -> S3 loader Job, then the NVMe sync DaemonSet or the FSx volume."""
+        args, model, name, namespace = self._args, self._args.model, self._name, self.namespace
+        names, mode = model.names, model.cache.mode
+        weights = args.weights
+        assert weights is not None  # checked with the identities
+        after_ns = child_options(self, self._opts, ns)
+        out: list[pulumi.Resource] = []
         out.append(self._apply("loader-script", cache_spec.loader_configmap(namespace), ns))
         bucket = pulumi.Output.from_input(weights.bucket_name)
         job = bucket.apply(lambda b: cache_spec.loader_job(model, bucket=b))
@@ -185,7 +206,7 @@ class InferenceService(pulumi.ComponentResource):
                 apply_manifest(
                     f"{name}-weights",
                     daemonset,
-                    child_options(self, self._opts, *out),
+                    child_options(self, self._opts, *ready, *out),
                     api_version="apps/v1",
                     kind="DaemonSet",
                 )

@@ -10,7 +10,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import child_options
-from components.identity import pod_identity_role, service_account_identity
+from components.identity import service_account_identity
 from components.specs import model_cache as spec
 from config.schema import FsxConfig, S3BucketConfig
 from config.versions import FSX_CSI_REPO, FSX_CSI_VERSION, FSX_LUSTRE_VERSION
@@ -22,8 +22,6 @@ class ModelWeights:
 
     bucket_name: pulumi.Input[str]
     bucket_arn: pulumi.Input[str]
-    reader_role_arn: pulumi.Input[str] | None
-    """Only when a model reads S3 itself (s3) or through the node sync (nvme)."""
     fsx_file_system_id: pulumi.Input[str] | None = None
     fsx_dns_name: pulumi.Input[str] | None = None
     fsx_mount_name: pulumi.Input[str] | None = None
@@ -39,8 +37,6 @@ class ModelCacheArgs:
     vpc_id: pulumi.Input[str]
     subnet_id: pulumi.Input[str]
     """Lustre file systems live in one zone; the first private subnet's."""
-    reader: bool
-    """Whether any model reads the bucket itself (cache s3) or through the NVMe sync (cache nvme)."""
     tags: dict[str, str]
 
 
@@ -54,12 +50,11 @@ class FsxVolume:
 
 
 class ModelCache(pulumi.ComponentResource):
-    """A versioned, encrypted, private, TLS-only bucket; a reader role limited to its model prefix (used
-    through EKS Pod Identity) when a model reads S3; and, when asked for, FSx for Lustre with its CSI driver."""
+    """A versioned, encrypted, private, TLS-only bucket and, when asked for, FSx for Lustre with its CSI
+    driver."""
 
     bucket_name: pulumi.Output[str]
     bucket_arn: pulumi.Output[str]
-    reader_role_arn: pulumi.Output[str] | None
     fsx: FsxVolume | None
 
     def __init__(self, name: str, args: ModelCacheArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -122,28 +117,14 @@ class ModelCache(pulumi.ComponentResource):
             opts=child,
         )
 
-        # the reader role exists only when a model's vLLM reads S3 itself (s3); each model's loader and NVMe
-        # sync get roles of their own (components.inference)
-        reader = (
-            pod_identity_role(
-                f"{name}-model-reader",
-                description=f"Read model weights from the {args.cluster_name} model bucket (vLLM streaming from S3)",
-                policy=bucket.arn.apply(lambda arn: json.dumps(spec.reader_policy(arn))),
-                tags=args.tags,
-                opts=child,
-            )
-            if args.reader
-            else None
-        )
-
+        # no role here: each model's loader, NVMe sync and vLLM pods get roles of their own, scoped to that
+        # model's prefixes (components.inference)
         self.fsx = self._lustre(name, args, bucket, opts) if args.fsx else None
         self.bucket_name = bucket.bucket
         self.bucket_arn = bucket.arn
-        self.reader_role_arn = reader.arn if reader else None
         self.weights = ModelWeights(
             bucket_name=self.bucket_name,
             bucket_arn=self.bucket_arn,
-            reader_role_arn=self.reader_role_arn,
             fsx_file_system_id=self.fsx.file_system_id if self.fsx else None,
             fsx_dns_name=self.fsx.dns_name if self.fsx else None,
             fsx_mount_name=self.fsx.mount_name if self.fsx else None,

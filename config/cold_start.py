@@ -45,12 +45,13 @@ S3_GB_PER_S = 1.25
 # CUDA graphs 54 s + engine/imports 94 s = 200 s cold; with the compile cache persisted 10 + 13 + 7 + 34 = 64 s.
 ENGINE_INIT_COLD_SECONDS = 200.0
 ENGINE_INIT_CACHED_SECONDS = 64.0
-# A persisted compile cache (`nvme`: written to S3 once per model, vLLM image and GPU, restored by the node's
-# weights sync before the replica's weights marker): vLLM keys `$VLLM_CACHE_ROOT/torch_compile_cache/<hash>`
+# A persisted compile cache (written to S3 once per model, vLLM image and GPU; restored by the node's weights
+# sync before the replica's weights marker for `nvme`, by the vLLM pod's init container otherwise): vLLM keys `$VLLM_CACHE_ROOT/torch_compile_cache/<hash>`
 # on its configs, PyTorch's and the traced code, and "you can directly copy the whole
 # ~/.cache/vllm/torch_compile_cache directory in your deployment scenario" (docs.vllm.ai, design/torch_compile,
 # "Compilation Cache"). Its size (Inductor kernels and graphs of one model) is a few hundred MB: restored at
-# the node's S3 rate alongside the weights (Unverified size, so 1 GB is counted).
+# the node's S3 rate, alongside the weights on a new nvme node, in every pod's start otherwise (Unverified
+# size, so 1 GB is counted).
 COMPILE_CACHE_GB = 1.0
 # readinessProbe periodSeconds 10 -> on average 5 s between "serving" and "Ready".
 READINESS_SECONDS = 5.0
@@ -69,7 +70,9 @@ class CacheBehaviour:
     prefetch_on_new_node: bool  # a node-level DaemonSet copies weights before the pod can load them (nvme)
     fetch_per_pod: bool  # every pod downloads its own copy before loading (hub)
     streams_from_s3: bool  # vLLM streams the weights from S3 straight into the GPU (runai_streamer)
-    compile_cache_on_node: bool  # the torch.compile/CUDA-graph cache survives on the node's NVMe (nvme)
+    # the torch.compile/CUDA-graph cache survives on the node's NVMe, where the node sync restores it (nvme);
+    # otherwise it lives in the pod, which restores a persisted cache itself
+    compile_cache_on_node: bool
 
 
 CACHE_BEHAVIOUR: dict[CacheMode, CacheBehaviour] = {
@@ -125,8 +128,8 @@ def cold_start(
     compile_cache_persisted: bool = False,
 ) -> ColdStart:
     """Phase-by-phase cold start of one replica (weights_gb: all shards the node must read).
-    `compile_cache_persisted`: the node sync restores the model's compile cache from S3 with the weights, so
-    every node (new, headroom or kept) starts the engine from the cache."""
+    `compile_cache_persisted`: the model's compile cache is restored from S3 (by the node sync with the
+    weights for nvme, by each pod before vLLM starts otherwise), so every start loads the compiled engine."""
     if cache_mode not in CACHE_BEHAVIOUR:
         raise ValueError(f"cache mode {cache_mode!r} is not allowed; allowed: {', '.join(CACHE_MODES)}")
     mode = CACHE_BEHAVIOUR[cache_mode]
@@ -138,6 +141,8 @@ def cold_start(
         (weights_gb + restored) / min(net, S3_GB_PER_S) if mode.prefetch_on_new_node and new_node else 0.0
     )
     fetch = weights_gb / min(net, HUB_GB_PER_S) if mode.fetch_per_pod else 0.0
+    if compile_cache_persisted and not mode.compile_cache_on_node:  # the pod's own restore, every start
+        fetch += COMPILE_CACHE_GB / min(net, S3_GB_PER_S)
     if cache_mode == "fsx":
         load = weights_gb / min(net, FSX_GB_PER_S, LOADER_GB_PER_S)
     elif mode.streams_from_s3:
@@ -158,7 +163,7 @@ def headroom_start(
 ) -> ColdStart:
     """A replica on a node launched for a headroom placeholder: the pre-pull and weights-sync DaemonSets
     already put the image and node-local weights there, but no replica has run there yet: the engine starts
-    cold unless the sync restored the persisted compile cache."""
+    cold unless the persisted compile cache is restored (node sync or the pod's own restore)."""
     warm = cold_start(cache_mode, instance, weights_gb, False, image, compile_cache_persisted)
     init = ENGINE_INIT_CACHED_SECONDS if compile_cache_persisted else ENGINE_INIT_COLD_SECONDS
     return ColdStart(

@@ -112,17 +112,26 @@ class CachePlan:
     marker_key: str  # the loader's completion marker, under the prefix
     nvme_root: str | None  # nvme: the node directory the sync DaemonSet fills
     compile_cache_host_path: str | None  # nvme: torch.compile / CUDA-graph cache kept on the node
-    # nvme: s3://<bucket>/<prefix>/ holds the compile cache one node wrote for this model, vLLM image and GPU;
-    # every new node's sync restores it (None: not persisted, see `compile_cache_prefix`)
+    # s3://<bucket>/<prefix>/ holds the compile cache the first replica wrote for this model, vLLM image and
+    # GPU; every start restores it (None: not persisted, see `compile_cache_prefix`)
     compile_cache_prefix: str | None
+    # the vLLM pod itself restores (init container) and saves (native sidecar) the persisted compile cache:
+    # every mode but nvme, whose node sync DaemonSet does both for the node
+    compile_cache_in_pod: bool
     # written into the compile cache by the vLLM pod once it serves (its compile is then complete): the
-    # node's sync uploads the cache only after it, so a half-written cache never reaches S3
+    # saver uploads the cache only after it, so a half-written cache never reaches S3
     compiled_marker: str | None
     reads_host_path: bool  # the vLLM pod mounts node directories (namespace needs `privileged`)
     loads_from_s3: bool  # a Hub -> S3 loader Job runs (every mode but hub)
-    # who reads the bucket itself with the shared reader role: vLLM (s3), nobody else (the nvme sync
-    # DaemonSet gets a role of its own: it also saves the model's compile cache)
-    reader_service_account: str | None
+    # the vLLM pod's own S3 access, on a role of this model alone: its weights prefix (s3 streams them) and
+    # its compile-cache prefix (read and write); None for either: the pod needs no such access
+    serving_reads_weights: bool
+    serving_compile_prefix: str | None
+
+    @property
+    def serving_needs_role(self) -> bool:
+        """The vLLM pod's service account gets this model's own Pod Identity role."""
+        return self.serving_reads_weights or self.serving_compile_prefix is not None
 
 
 def image_tag(image: str) -> str:
@@ -131,11 +140,11 @@ def image_tag(image: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "-", ref)
 
 
-def compile_cache_prefix(model: ModelConfig, pool: GpuNodePool, gpus: int) -> str | None:
+def compile_cache_prefix(model: ModelConfig, pool: GpuNodePool, gpus: int, has_bucket: bool) -> str | None:
     """Where the model's compile cache is persisted, keyed by vLLM image and GPU (Inductor's kernels are
-    built for one GPU architecture). Only for `nvme` (its sync DaemonSet restores and saves it) and only
-    when every pool instance that fits a replica has the same GPU: the key is known before the node is."""
-    if model.cache != "nvme":
+    built for one GPU architecture). Only when every pool instance that fits a replica has the same GPU (the
+    key is known before the node is) and the stack has the model bucket (an existing cluster has none)."""
+    if not has_bucket:
         return None
     kinds = {i.gpu.name for i in pool.instances if i.gpus >= gpus}
     if len(kinds) != 1:
@@ -144,11 +153,12 @@ def compile_cache_prefix(model: ModelConfig, pool: GpuNodePool, gpus: int) -> st
     return f"{naming.COMPILE_CACHE_PREFIX}/{model.name}/{image_tag(model.image)}/{gpu}"
 
 
-def cache_plan(model: ModelConfig, pool: GpuNodePool, gpus: int) -> CachePlan:
+def cache_plan(model: ModelConfig, pool: GpuNodePool, gpus: int, has_bucket: bool = True) -> CachePlan:
     prefix = naming.weights_prefix(model.hugging_face_id)
     nvme = model.cache == "nvme"
     root = nvme_root(pool.ami_family) if nvme else None
-    persisted = compile_cache_prefix(model, pool, gpus)
+    persisted = compile_cache_prefix(model, pool, gpus, has_bucket)
+    in_pod = persisted is not None and not nvme
     return CachePlan(
         mode=model.cache,
         behaviour=CACHE_BEHAVIOUR[model.cache],
@@ -157,10 +167,12 @@ def cache_plan(model: ModelConfig, pool: GpuNodePool, gpus: int) -> CachePlan:
         nvme_root=root,
         compile_cache_host_path=f"{root}/vllm-cache/{model.name}" if root else None,
         compile_cache_prefix=persisted,
+        compile_cache_in_pod=in_pod,
         compiled_marker=f".llm-platform-compiled-{image_tag(model.image)}" if persisted else None,
         reads_host_path=nvme,
         loads_from_s3=model.cache != "hub",
-        reader_service_account={"s3": naming.SERVING_SERVICE_ACCOUNT}.get(model.cache),
+        serving_reads_weights=model.cache == "s3",
+        serving_compile_prefix=persisted if in_pod else None,
     )
 
 
@@ -338,14 +350,18 @@ def pool_headroom_gpus(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
 
 
 def resolve_model(
-    model: ModelConfig, pool: GpuNodePool, stack_models: Sequence[ModelConfig] | None = None
+    model: ModelConfig,
+    pool: GpuNodePool,
+    stack_models: Sequence[ModelConfig] | None = None,
+    has_bucket: bool = True,
 ) -> ModelPlan:
-    """`stack_models`: every model of the stack (they share pool limits); by default the model alone."""
+    """`stack_models`: every model of the stack (they share pool limits); by default the model alone.
+    `has_bucket`: the stack creates the model bucket (an EKS stack; an existing cluster has none)."""
     names = model_names(model.name)
     gpus = model.tensor_parallel_size
     instance = pod_instance(pool, gpus)
     image_pull = image_pull_mode(pool.ami_family)
-    cache = cache_plan(model, pool, gpus)
+    cache = cache_plan(model, pool, gpus, has_bucket)
     return ModelPlan(
         model=model,
         names=names,

@@ -81,7 +81,6 @@ class Plan:
     uses_fsx: bool
     mig_in_use: bool
     needs_hf_token: bool  # some model is gated: the stack must hold the Hugging Face token secret
-    needs_weights_reader: bool  # some model's pods read the bucket themselves (the reader role exists)
     monitoring: MonitoringPlan
     alerting: AlertingConfig
     gateway: GatewayConfig
@@ -106,11 +105,12 @@ def resolve(config: StackConfig, stack: str = "") -> Plan:
     uses_fsx = any(m.cache == "fsx" for m in config.models)
     ami_versions = config.cluster.ami_versions.model_dump()
     extra_tags = {"llm-platform/stack": stack} if stack else {}
-    models = tuple(resolve_model(m, pools[m.node_pool], config.models) for m in config.models)
+    eks = config.cluster.mode == "eks"
+    models = tuple(resolve_model(m, pools[m.node_pool], config.models, eks) for m in config.models)
     return Plan(
         environment=environment,
         prod=config.environment is Environment.PROD,
-        eks=config.cluster.mode == "eks",
+        eks=eks,
         cluster=config.cluster,
         tags=naming.tags(config.cluster.name, environment, **extra_tags),
         gpu_node_pools=tuple(config.gpu_node_pools),
@@ -130,7 +130,6 @@ def resolve(config: StackConfig, stack: str = "") -> Plan:
         uses_fsx=uses_fsx,
         mig_in_use=any(p.mig for p in config.gpu_node_pools),
         needs_hf_token=any(m.needs_hf_token for m in config.models),
-        needs_weights_reader=any(m.cache.reader_service_account is not None for m in models),
         monitoring=MonitoringPlan(
             namespace=naming.MONITORING_NAMESPACE,
             release=naming.PROMETHEUS_RELEASE,

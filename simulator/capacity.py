@@ -72,7 +72,7 @@ class CapacityConfig:
     cache_mode: CacheMode = "nvme"
     image: ImageMode = "registry"
     weights_gb: float = 16.0
-    compile_cache_persisted: bool = False  # the node sync restores the model's compile cache (plan's cache)
+    compile_cache_persisted: bool = False  # every start restores the model's compile cache (plan's cache)
     consolidate_after: float = 300.0
     spot: bool = False
     spot_discount: float = 0.6

@@ -33,7 +33,7 @@ from components.specs.common import (
     SERVING_PRIORITY_CLASS,
 )
 from components.specs.model_cache import cache_wiring
-from components.specs.serving import pod_resources
+from components.specs.serving import replica_resources
 from config.cold_start import KARPENTER_LAUNCH_SECONDS
 from config.schema import GpuNodePool
 from config.versions import PAUSE_IMAGE
@@ -98,9 +98,13 @@ def _headroom(p: PoolPlan) -> HeadroomPlan:
     return p.headroom
 
 
-def placeholder_resources(h: HeadroomPlan) -> dict[str, Any]:
-    """One replica's requests and limits: those of the pool's model with the largest tensor-parallel size."""
-    return pod_resources(h.replica_gpus, h.instance)
+def placeholder_resources(p: PoolPlan) -> dict[str, Any]:
+    """One replica's pod requests: those of the pool's model with the largest tensor-parallel size, with
+    the compile-cache sidecar when one of those replicas runs it (a replica then fits wherever one
+    placeholder was)."""
+    h = _headroom(p)
+    sidecar = any(m.cache.compile_cache_in_pod for m in p.models if m.gpus == h.replica_gpus)
+    return replica_resources(h.replica_gpus, h.instance, sidecar)
 
 
 def _non_root_pod() -> dict[str, Any]:
@@ -148,7 +152,7 @@ def placeholder_deployment(p: PoolPlan) -> dict[str, Any]:
                     {
                         "name": "pause",
                         "image": PAUSE_IMAGE,
-                        "resources": placeholder_resources(h),
+                        "resources": placeholder_resources(p),
                         "securityContext": restricted_container(),
                     }
                 ],

@@ -13,10 +13,16 @@ depends on the Hub.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from components.specs.common import GPU_TOLERATION, POOL_LABEL, SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
+from components.specs.compile_cache import (
+    RESTORE_COMPILE_CACHE,
+    SAVE_SCRIPT,
+    compile_cache_containers,
+    compile_cache_env,
+)
 from config.versions import AWS_CLI_IMAGE, LOADER_BOTO3_VERSION, LOADER_HUGGINGFACE_HUB_VERSION, PYTHON_IMAGE
 from plan import ModelPlan
 from plan.naming import (
@@ -30,7 +36,6 @@ from plan.naming import (
 )
 
 MODEL_MOUNT = "/models"
-COMPILE_CACHE_MOUNT = "/var/cache/vllm"
 LUSTRE_PORTS = [(988, 988), (1018, 1023)]  # TCP: Lustre server and client ports (FSx for Lustre user guide)
 # The loader holds one file at a time in its scratch space: the largest file of a Hub repo (Llama-3.1-70B's
 # original/consolidated.*.pth are ~17.6 GB) plus pip's cache. It runs on a system node, whose root volume
@@ -59,14 +64,6 @@ def bucket_policy(bucket_arn: str) -> dict[str, Any]:
     }
 
 
-def reader_policy(bucket_arn: str) -> dict[str, Any]:
-    """Serving pods and node sync: read the model prefix of this one bucket, nothing else."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": _read_statements(bucket_arn, MODELS_PREFIX),
-    }
-
-
 def writer_policy(bucket_arn: str, prefix: str) -> dict[str, Any]:
     """One model's Hub-to-S3 loader: read and write under that model's prefix only."""
     return {
@@ -83,15 +80,48 @@ def writer_policy(bucket_arn: str, prefix: str) -> dict[str, Any]:
     }
 
 
+def model_access_policy(
+    bucket_arn: str, weights_prefix: str | None, compile_prefix: str | None
+) -> dict[str, Any]:
+    """One model's own role (its NVMe sync, or its vLLM pods): read its weights (when it reads them from S3);
+    read and write its compile cache (model, vLLM image, GPU). Nothing of any other model."""
+    statements = (
+        _read_statements(bucket_arn, weights_prefix)
+        if weights_prefix is not None
+        else [_locate_bucket(bucket_arn)]
+    )
+    if compile_prefix is not None:
+        statements += [
+            {
+                "Sid": "ListCompileCache",
+                "Effect": "Allow",
+                "Action": "s3:ListBucket",
+                "Resource": bucket_arn,
+                "Condition": {"StringLike": {"s3:prefix": [f"{compile_prefix}/*", compile_prefix]}},
+            },
+            {
+                "Sid": "ReadWriteCompileCache",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
+                "Resource": f"{bucket_arn}/{compile_prefix}/*",
+            },
+        ]
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def _locate_bucket(bucket_arn: str) -> dict[str, Any]:
+    # GetBucketLocation never carries s3:prefix, so it cannot sit under the ListBucket condition
+    return {
+        "Sid": "LocateBucket",
+        "Effect": "Allow",
+        "Action": "s3:GetBucketLocation",
+        "Resource": bucket_arn,
+    }
+
+
 def _read_statements(bucket_arn: str, prefix: str) -> list[dict[str, Any]]:
     return [
-        {
-            # GetBucketLocation never carries s3:prefix, so it cannot sit under the ListBucket condition
-            "Sid": "LocateBucket",
-            "Effect": "Allow",
-            "Action": "s3:GetBucketLocation",
-            "Resource": bucket_arn,
-        },
+        _locate_bucket(bucket_arn),
         {
             "Sid": "ListModels",
             "Effect": "Allow",
@@ -162,7 +192,7 @@ def _wait_for_object(bucket: str, key: str) -> dict[str, Any]:
     }
 
 
-def cache_wiring(m: ModelPlan, *, bucket: str) -> CacheWiring:
+def _weights_wiring(m: ModelPlan, *, bucket: str) -> CacheWiring:
     model, cache = m.model, m.cache
     if cache.mode == "nvme":
         assert cache.nvme_root is not None and cache.compile_cache_host_path is not None
@@ -205,6 +235,18 @@ def cache_wiring(m: ModelPlan, *, bucket: str) -> CacheWiring:
             init_containers=[_wait_for_object(bucket, cache.marker_key)],
         )
     return CacheWiring(model_path=model.hugging_face_id)
+
+
+def cache_wiring(m: ModelPlan, *, bucket: str) -> CacheWiring:
+    """The cache mode's weights wiring; with a compile cache persisted by the pod (every mode but nvme,
+    whose node sync does it) an init container restores it before vLLM starts and a native sidecar saves it
+    once vLLM wrote the compiled marker (it runs beside vLLM and never holds up the pod's termination)."""
+    wiring = _weights_wiring(m, bucket=bucket)
+    if not m.cache.compile_cache_in_pod:
+        return wiring
+    return replace(
+        wiring, init_containers=[*wiring.init_containers, *compile_cache_containers(m, bucket=bucket)]
+    )
 
 
 # -------------------------------------------------------------------------- Hub -> S3 loader Job
@@ -335,27 +377,20 @@ def loader_job(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------ NVMe pre-warm
 
-# vLLM's compile cache lives in $VLLM_CACHE_ROOT/torch_compile_cache/<hash>/ (docs.vllm.ai, design/torch_compile)
-TORCH_COMPILE_CACHE = "torch_compile_cache"
-
-SYNC_SCRIPT = f"""\
+SYNC_SCRIPT = (
+    f"""\
 set -eu
 src="s3://${{BUCKET}}/${{PREFIX}}/"
 dst="/nvme/${{PREFIX}}"
-cache="/nvme/vllm-cache/${{MODEL}}"
-mkdir -p "$dst" "$cache"
-chown {PLATFORM_UID}:{PLATFORM_UID} "$cache"
+mkdir -p "$dst" "$COMPILE_CACHE_DIR"
 until aws s3api head-object --bucket "$BUCKET" --key "${{PREFIX}}/{READY_MARKER}" >/dev/null 2>&1; do
   echo "waiting for the loader job to finish ${{src}}"; sleep 30
 done
-# the compile cache a first node saved for this model, vLLM image and GPU, before the weights' marker lets
-# a replica start: its engine then loads the compiled graphs instead of compiling them
-if [ -n "${{COMPILE_PREFIX}}" ] && \
-   aws s3api head-object --bucket "$BUCKET" --key "${{COMPILE_PREFIX}}/{READY_MARKER}" >/dev/null 2>&1; then
-  aws s3 sync --no-progress "s3://${{BUCKET}}/${{COMPILE_PREFIX}}/{TORCH_COMPILE_CACHE}/" "$cache/{TORCH_COMPILE_CACHE}/"
-  chown -R {PLATFORM_UID}:{PLATFORM_UID} "$cache"
-  echo "compile cache restored from s3://${{BUCKET}}/${{COMPILE_PREFIX}}/"
-fi
+"""
+    # restored before the weights' marker lets a replica start
+    + RESTORE_COMPILE_CACHE
+    + f"""\
+chown -R {PLATFORM_UID}:{PLATFORM_UID} "$COMPILE_CACHE_DIR"
 rev=$(aws s3 cp "s3://${{BUCKET}}/${{PREFIX}}/{READY_MARKER}" -)
 if [ "$(cat "$dst/{READY_MARKER}" 2>/dev/null || true)" != "$rev" ]; then
   rm -f "$dst/{READY_MARKER}"
@@ -364,49 +399,7 @@ if [ "$(cat "$dst/{READY_MARKER}" 2>/dev/null || true)" != "$rev" ]; then
 fi
 echo "weights of revision $rev ready in $dst"
 """
-
-
-# After a replica on this node serves (it wrote the compiled marker), save its compile cache to S3 unless
-# a node already did. One node writes: a claim object created with S3's conditional write (If-None-Match)
-# only the first node can create; the ready marker is written after the upload, so a reader never restores
-# a half-written cache.
-SAVE_SCRIPT = f"""\
-trap 'exit 0' TERM
-cache="/nvme/vllm-cache/${{MODEL}}"
-while true; do
-  if [ -n "${{COMPILE_PREFIX}}" ] && [ -f "$cache/${{COMPILED_MARKER}}" ] && \
-     ! aws s3api head-object --bucket "$BUCKET" --key "${{COMPILE_PREFIX}}/{READY_MARKER}" >/dev/null 2>&1; then
-    if aws s3api put-object --bucket "$BUCKET" --key "${{COMPILE_PREFIX}}/.claim" --if-none-match '*' >/dev/null 2>&1; then
-      aws s3 sync --no-progress "$cache/{TORCH_COMPILE_CACHE}/" "s3://${{BUCKET}}/${{COMPILE_PREFIX}}/{TORCH_COMPILE_CACHE}/" && \
-        aws s3api put-object --bucket "$BUCKET" --key "${{COMPILE_PREFIX}}/{READY_MARKER}" >/dev/null && \
-        echo "compile cache saved to s3://${{BUCKET}}/${{COMPILE_PREFIX}}/"
-    fi
-  fi
-  sleep 60 & wait $!
-done
-"""
-
-
-def sync_policy(bucket_arn: str, weights_prefix: str, compile_prefix: str | None) -> dict[str, Any]:
-    """The NVMe sync of one model: read its weights; read and write its compile cache (model, image, GPU)."""
-    statements = _read_statements(bucket_arn, weights_prefix)
-    if compile_prefix is not None:
-        statements += [
-            {
-                "Sid": "ListCompileCache",
-                "Effect": "Allow",
-                "Action": "s3:ListBucket",
-                "Resource": bucket_arn,
-                "Condition": {"StringLike": {"s3:prefix": [f"{compile_prefix}/*", compile_prefix]}},
-            },
-            {
-                "Sid": "ReadWriteCompileCache",
-                "Effect": "Allow",
-                "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
-                "Resource": f"{bucket_arn}/{compile_prefix}/*",
-            },
-        ]
-    return {"Version": "2012-10-17", "Statement": statements}
+)
 
 
 NVME_SYNC_CAPABILITIES_REASON = (
@@ -426,13 +419,8 @@ def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
     assert m.cache.nvme_root is not None
     marker = f"/nvme/{m.cache.marker_key}"
     env = [
-        {"name": "BUCKET", "value": bucket},
         {"name": "PREFIX", "value": m.cache.weights_prefix},
-        {"name": "MODEL", "value": model.name},
-        {"name": "COMPILE_PREFIX", "value": m.cache.compile_cache_prefix or ""},
-        {"name": "COMPILED_MARKER", "value": m.cache.compiled_marker or ""},
-        {"name": "AWS_RETRY_MODE", "value": "adaptive"},
-        {"name": "HOME", "value": "/tmp"},
+        *compile_cache_env(m, bucket=bucket, cache_dir=f"/nvme/vllm-cache/{model.name}"),
     ]
     labels = {"app.kubernetes.io/name": "model-sync", "app.kubernetes.io/instance": model.name}
     return {

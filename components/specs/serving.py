@@ -12,7 +12,13 @@ import math
 from typing import Any
 
 from components.specs.common import GPU_TOLERATION, POOL_LABEL, SERVING_PRIORITY_CLASS
-from components.specs.model_cache import COMPILE_CACHE_MOUNT, CacheWiring
+from components.specs.compile_cache import (
+    COMPILE_CACHE_MOUNT,
+    COMPILE_CACHE_VOLUME,
+    SAVER_CPU_MILLICORES,
+    SAVER_MEMORY_MIB,
+)
+from components.specs.model_cache import CacheWiring
 from config.catalog import GpuInstance
 from config.schema import ModelConfig
 from plan import ModelPlan
@@ -142,6 +148,24 @@ def pod_resources(gpus: int, instance: GpuInstance) -> dict[str, Any]:
     }
 
 
+def replica_resources(gpus: int, instance: GpuInstance, compile_cache_sidecar: bool) -> dict[str, Any]:
+    """What one replica's pod reserves on its node, as the scheduler and Karpenter count it: vLLM's requests
+    plus those of the native sidecar that runs beside it (the compile-cache saver, when the pod persists its
+    compile cache); init containers that finish before vLLM starts request less. The headroom placeholder
+    holds exactly this, so preempting one frees room for one replica."""
+    vllm = pod_resources(gpus, instance)
+    if not compile_cache_sidecar:
+        return vllm
+    requests, limits = vllm["requests"], vllm["limits"]
+    cpu = int(requests["cpu"]) * 1000 + SAVER_CPU_MILLICORES
+    memory = int(requests["memory"].removesuffix("Gi")) * 1024 + SAVER_MEMORY_MIB
+    memory_limit = int(limits["memory"].removesuffix("Gi")) * 1024 + SAVER_MEMORY_MIB
+    return {
+        "requests": {**requests, "cpu": f"{cpu}m", "memory": f"{memory}Mi"},
+        "limits": {**limits, "memory": f"{memory_limit}Mi"},
+    }
+
+
 def rollout_strategy(m: ModelPlan) -> dict[str, Any]:
     """Add a replica before removing one when the pool's GPU limit has room for it even with every model
     at maxReplicas; otherwise Karpenter could never launch the surge node and the rollout would hang, so
@@ -225,7 +249,7 @@ def deployment(
             {"name": "dshm", "mountPath": "/dev/shm"},
             {"name": "home", "mountPath": HOME},
             {"name": "tmp", "mountPath": "/tmp"},
-            {"name": "compile-cache", "mountPath": COMPILE_CACHE_MOUNT},
+            {"name": COMPILE_CACHE_VOLUME, "mountPath": COMPILE_CACHE_MOUNT},
             *wiring.volume_mounts,
         ],
         # everything vLLM, torch, Triton and CUDA write goes to $HOME, /tmp, /dev/shm or the compile cache
@@ -286,7 +310,7 @@ def deployment(
                         },
                         {"name": "home", "emptyDir": {"sizeLimit": "20Gi"}},
                         {"name": "tmp", "emptyDir": {"sizeLimit": "10Gi"}},
-                        {"name": "compile-cache", **wiring.compile_cache},
+                        {"name": COMPILE_CACHE_VOLUME, **wiring.compile_cache},
                         *wiring.volumes,
                     ],
                 },

@@ -1,26 +1,41 @@
-"""A persisted vLLM compile cache (nvme): one node saves it to S3 after its replica served, every new node's
-sync restores it before a replica may start, so a replica on any node (new, headroom, kept) starts its engine
-from the cache. The scripts run here against a stand-in `aws` that keeps the bucket in a directory."""
+"""A persisted vLLM compile cache: the first replica that served saves it to S3, every later start restores it
+before vLLM starts, so a replica on any node (new, headroom, kept) starts its engine from the cache. For nvme
+the node's sync DaemonSet does both; for every other mode the vLLM pod itself (an init container and a
+native sidecar). The scripts run here against a stand-in `aws` that keeps the bucket in a directory."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from components.specs import compile_cache
 from components.specs import model_cache as spec
 from components.specs.serving import deployment
-from config.cold_start import ENGINE_INIT_CACHED_SECONDS, ENGINE_INIT_COLD_SECONDS
+from config.cold_start import (
+    COMPILE_CACHE_GB,
+    ENGINE_INIT_CACHED_SECONDS,
+    ENGINE_INIT_COLD_SECONDS,
+    S3_GB_PER_S,
+    network_gb_per_s,
+)
 from config.loader import PROJECT, parse
 from plan import ModelPlan
-from tests.conftest import fixture_stack
+from plan.model import resolve_model
+from tests.conftest import fixture_stack, load_fixture
 from tests.plans import model_plan, stack_plan
 
 BUCKET_ARN = "arn:aws:s3:::llm-models"
 KEY = "compile-cache/mistral-7b/v0.30.0/A10G"
+FSX_PREFIX = (
+    "compile-cache/mistral-7b/v0.30.0/A10G"  # the prod fixture's mistral-7b (fsx, g5 pool: A10G only)
+)
 
 # a stand-in for the AWS CLI commands the scripts run, over a bucket kept in $FAKE_S3
 FAKE_AWS = r"""#!/bin/sh
@@ -37,6 +52,7 @@ case "$1 $2" in
     cat "$FAKE_S3/${3#s3://*/}" ;;
   "s3 sync")
     shift 2
+    if [ -n "${FAKE_SYNC_FAILS:-}" ]; then mkdir -p "$FAKE_PARTIAL"; : > "$FAKE_PARTIAL/half-written"; exit 1; fi
     while [ "${1#--}" != "$1" ]; do
       if [ "$1" = "--exclude" ]; then shift; fi
       shift
@@ -60,13 +76,35 @@ def _nvme_model(sizes: list[str] | None = None, families: list[str] | None = Non
     return model_plan(parse(values), "mistral-7b")
 
 
+def _pod(m: ModelPlan) -> dict[str, Any]:
+    manifest = deployment(
+        m, environment="prod", wiring=spec.cache_wiring(m, bucket="b"), mounts_hf_token=False
+    )
+    return manifest["spec"]["template"]["spec"]
+
+
 def test_the_cache_is_keyed_by_model_vllm_image_and_gpu_and_only_where_the_gpu_is_known() -> None:
     m = _nvme_model()
     assert m.cache.compile_cache_prefix == KEY
     assert m.cache.compiled_marker == ".llm-platform-compiled-v0.30.0"
     # a pool that may launch an L4 or an A10G: Inductor's kernels are per GPU, the key is unknown
     assert _nvme_model(["2xlarge"], ["g6", "g5"]).cache.compile_cache_prefix is None
-    assert stack_plan("prod").model("mistral-7b").cache.compile_cache_prefix is None  # fsx: not persisted
+    assert stack_plan("dev").model("qwen-1-5b").cache.compile_cache_prefix is None  # s3 on g6 + g5
+    # every weights cache mode persists it: fsx (prod: A10G, A100), by the pod itself
+    prod = stack_plan("prod")
+    assert prod.model("mistral-7b").cache.compile_cache_prefix == FSX_PREFIX
+    assert prod.model("llama-70b").cache.compile_cache_prefix == "compile-cache/llama-70b/v0.30.0/A100-40GB"
+    assert all(prod.model(n).cache.compile_cache_in_pod for n in ("mistral-7b", "llama-70b"))
+    assert not m.cache.compile_cache_in_pod, "nvme: the node sync restores and saves it"
+
+
+def test_without_the_model_bucket_nothing_is_persisted() -> None:
+    """An existing cluster (hub only) has no bucket: the key would point nowhere."""
+    model = load_fixture("prod").models[0].model_copy(update={"cache": "hub"})
+    pool = load_fixture("prod").gpu_node_pools[0]
+    assert resolve_model(model, pool, has_bucket=False).cache.compile_cache_prefix is None
+    hub = resolve_model(model, pool, has_bucket=True).cache
+    assert hub.compile_cache_prefix == FSX_PREFIX and hub.compile_cache_in_pod
 
 
 def test_every_start_of_a_persisted_model_loads_the_compiled_engine() -> None:
@@ -83,53 +121,140 @@ def test_every_start_of_a_persisted_model_loads_the_compiled_engine() -> None:
     )
 
 
-def test_the_replica_marks_its_cache_complete_only_once_it_serves() -> None:
-    m = _nvme_model()
-    pod = deployment(m, environment="staging", wiring=spec.cache_wiring(m, bucket="b"), mounts_hf_token=False)
-    (vllm,) = pod["spec"]["template"]["spec"]["containers"]
-    check = " ".join(vllm["startupProbe"]["exec"]["command"])
-    assert "http://127.0.0.1:8000/health" in check
-    assert check.index("/health") < check.index(f"/var/cache/vllm/{m.cache.compiled_marker}")
-    fsx = stack_plan("prod").model("mistral-7b")
-    pod = deployment(
-        fsx, environment="prod", wiring=spec.cache_wiring(fsx, bucket="b"), mounts_hf_token=False
+def test_an_fsx_replica_restores_its_compile_cache_in_every_start() -> None:
+    """fsx keeps nothing on the node: each pod copies COMPILE_CACHE_GB at the node's S3 rate, then starts
+    its engine from the cache (64 s, not 200 s), on a new node and on a warm one alike."""
+    m = stack_plan("prod").model("mistral-7b")
+    restore = COMPILE_CACHE_GB / min(network_gb_per_s(m.instance), S3_GB_PER_S)
+    for start in (m.cold_start.new_node, m.cold_start.warm_node):
+        assert start is not None
+        assert start.engine_init == ENGINE_INIT_CACHED_SECONDS
+        assert start.pod_fetch == pytest.approx(restore)
+    warm = m.cold_start.warm_node
+    assert warm is not None
+    assert warm.total == pytest.approx(
+        restore + warm.weight_load + ENGINE_INIT_CACHED_SECONDS + warm.readiness
     )
-    (vllm,) = pod["spec"]["template"]["spec"]["containers"]
+    # the startup probe's budget follows the shorter start
+    assert m.cold_start.startup_failure_threshold == max(30, math.ceil(3 * warm.total / 10))
+
+
+def test_the_replica_marks_its_cache_complete_only_once_it_serves() -> None:
+    for m in (_nvme_model(), stack_plan("prod").model("mistral-7b")):
+        (vllm,) = _pod(m)["containers"]
+        check = " ".join(vllm["startupProbe"]["exec"]["command"])
+        assert "http://127.0.0.1:8000/health" in check
+        assert check.index("/health") < check.index(f"/var/cache/vllm/{m.cache.compiled_marker}")
+    (vllm,) = _pod(stack_plan("dev").model("qwen-1-5b"))["containers"]
     assert vllm["startupProbe"]["httpGet"] == {"path": "/health", "port": "http"}
 
 
+def test_an_fsx_pod_restores_before_vllm_and_saves_beside_it() -> None:
+    pod = _pod(stack_plan("prod").model("mistral-7b"))
+    names = [c["name"] for c in pod["initContainers"]]
+    assert names == ["wait-for-weights", "restore-compile-cache", "save-compile-cache"]
+    restore, save = pod["initContainers"][1:]
+    assert "restartPolicy" not in restore, "runs to completion before vLLM starts"
+    assert save["restartPolicy"] == "Always", "a native sidecar: beside vLLM, never holds up termination"
+    assert restore["command"][-1] == compile_cache.RESTORE_SCRIPT
+    assert save["command"][-1] == compile_cache.SAVE_SCRIPT == spec.nvme_daemonset(_nvme_model(), bucket="b")[
+        "spec"]["template"]["spec"]["containers"][0]["command"][-1]  # fmt: skip
+    (vllm,) = pod["containers"]
+    cache_root = next(e["value"] for e in vllm["env"] if e["name"] == "VLLM_CACHE_ROOT")
+    volume = next(v["name"] for v in vllm["volumeMounts"] if v["mountPath"] == cache_root)
+    for c in (restore, save):
+        env = {e["name"]: e["value"] for e in c["env"]}
+        assert env["COMPILE_PREFIX"] == FSX_PREFIX and env["COMPILE_CACHE_DIR"] == cache_root
+        assert {v["name"]: v["mountPath"] for v in c["volumeMounts"]}[volume] == cache_root
+        assert "AWS_SECRET_ACCESS_KEY" not in env and "args" not in c, "credentials come from Pod Identity"
+    assert next(v for v in save["volumeMounts"] if v["name"] == volume)["readOnly"] is True
+
+
+def test_no_pod_level_cache_where_the_gpu_is_unknown_or_the_node_keeps_it() -> None:
+    for m in (stack_plan("dev").model("qwen-1-5b"), _nvme_model()):
+        names = [c["name"] for c in _pod(m).get("initContainers", [])]
+        assert not {"restore-compile-cache", "save-compile-cache"} & set(names)
+
+
 def test_the_sync_role_writes_only_its_models_compile_cache() -> None:
-    policy = spec.sync_policy(BUCKET_ARN, "models/TheBloke/Mistral", KEY)
+    policy = spec.model_access_policy(BUCKET_ARN, "models/TheBloke/Mistral", KEY)
     writes = [s for s in policy["Statement"] if "s3:PutObject" in s["Action"]]
     assert [s["Resource"] for s in writes] == [f"{BUCKET_ARN}/{KEY}/*"]
     reads = next(s for s in policy["Statement"] if s["Sid"] == "ReadModels")
     assert reads["Resource"] == f"{BUCKET_ARN}/models/TheBloke/Mistral/*", "its own weights only"
     assert not [
         s
-        for s in spec.sync_policy(BUCKET_ARN, "models/x", None)["Statement"]
+        for s in spec.model_access_policy(BUCKET_ARN, "models/x", None)["Statement"]
         if "s3:PutObject" in s["Action"]
     ]
+
+
+def test_each_fsx_models_vllm_pods_write_only_their_own_compile_cache(run_program) -> None:
+    m = run_program("prod")
+    policies = {r.name: json.loads(r.inputs["policy"]) for r in m.by_type("aws:iam/rolePolicy:RolePolicy")}
+    bucket = "arn:aws:s3:::llm-prod-cache-models-mock"
+    for model, prefix in (
+        ("mistral-7b", FSX_PREFIX),
+        ("llama-70b", "compile-cache/llama-70b/v0.30.0/A100-40GB"),
+    ):
+        statements = policies[f"llm-prod-{model}-serving"]["Statement"]
+        granted = {(a, r) for s in statements for a in _list(s["Action"]) for r in _list(s["Resource"])}
+        writes = {r for a, r in granted if a.startswith("s3:Put") or a.startswith("s3:Delete")}
+        assert writes == {f"{bucket}/{prefix}/*"}
+        reads = {r for a, r in granted if a == "s3:GetObject"}
+        assert reads == {f"{bucket}/{prefix}/*"}, "fsx: vLLM reads no weights from S3"
+        listed = [
+            s["Condition"]["StringLike"]["s3:prefix"] for s in statements if s["Action"] == "s3:ListBucket"
+        ]
+        assert listed == [[f"{prefix}/*", prefix]]
+    associations = {
+        (a.inputs["namespace"], a.inputs["serviceAccount"]): a.inputs["roleArn"]
+        for a in m.by_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    }
+    # the vLLM pods' service account of each model holds that model's role, no shared one
+    assert associations["model-mistral-7b", "vllm"].endswith("/llm-prod-mistral-7b-serving")
+    assert associations["model-llama-70b", "vllm"].endswith("/llm-prod-llama-70b-serving")
+
+
+def _list(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
 
 
 # -------------------------------------------------------------------------- the scripts, run for real
 
 
-def _env(tmp_path: Path, m: ModelPlan) -> dict[str, str]:
-    daemonset = spec.nvme_daemonset(m, bucket="llm-models")["spec"]["template"]["spec"]
+def _env(tmp_path: Path, container: dict[str, Any], mounts: dict[str, Path]) -> dict[str, str]:
+    """The container's own env, its volume paths (`mounts`) moved under tmp_path, and the stand-in `aws`."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "aws").write_text(FAKE_AWS)
     (bin_dir / "chown").write_text("#!/bin/sh\nexit 0\n")  # the ownership is the container's concern
     for tool in ("aws", "chown"):
         (bin_dir / tool).chmod(0o755)
-    env = {e["name"]: e["value"] for e in daemonset["containers"][0]["env"]}
+    env = {e["name"]: _local(e["value"], mounts) for e in container["env"]}
     return {**os.environ, **env, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_S3": str(tmp_path / "s3")}
 
 
-def _run(script: str, tmp_path: Path, env: dict[str, str], timeout: float = 20) -> None:
-    node = tmp_path / "node"
-    body = script.replace("/nvme", str(node)).replace("sleep 60", "exit 0 #")
+def _local(text: str, mounts: dict[str, Path]) -> str:
+    for path, local in mounts.items():
+        text = text.replace(path, str(local))
+    return text
+
+
+def _run(
+    container: dict[str, Any], env: dict[str, str], mounts: dict[str, Path], timeout: float = 20
+) -> None:
+    """The container's script, as rendered, with its waits cut short."""
+    body = _local(container["command"][-1], mounts)
+    for wait in ("sleep 60 & wait $!", "sleep 3600 & wait $!"):
+        body = body.replace(wait, "exit 0")
     subprocess.run(["sh", "-c", body], env=env, check=True, timeout=timeout)
+
+
+def _sync_containers(tmp_path: Path, m: ModelPlan) -> tuple[dict[str, Any], dict[str, Any], dict[str, Path]]:
+    """The nvme DaemonSet's sync (init) and save (long-running) containers, and its host path under tmp_path."""
+    pod = spec.nvme_daemonset(m, bucket="llm-models")["spec"]["template"]["spec"]
+    return pod["initContainers"][0], pod["containers"][0], {"/nvme": tmp_path / "node"}
 
 
 def _seed_weights(s3: Path, m: ModelPlan) -> None:
@@ -143,37 +268,39 @@ def test_a_node_saves_its_cache_once_its_replica_served_and_only_the_first_node_
     tmp_path: Path,
 ) -> None:
     m = _nvme_model()
-    env = _env(tmp_path, m)
+    _, saver, mounts = _sync_containers(tmp_path, m)
+    env = _env(tmp_path, saver, mounts)
     s3 = tmp_path / "s3"
     _seed_weights(s3, m)
     cache = tmp_path / "node" / "vllm-cache" / "mistral-7b"
     (cache / "torch_compile_cache" / "1517964802" / "rank_0_0").mkdir(parents=True)
     (cache / "torch_compile_cache" / "1517964802" / "rank_0_0" / "computation_graph.py").write_text("g")
-    _run(spec.SAVE_SCRIPT, tmp_path, env)
+    _run(saver, env, mounts)
     assert not (s3 / KEY).exists(), "no upload before the replica served (its compile may be half done)"
     assert m.cache.compiled_marker is not None
     (cache / m.cache.compiled_marker).touch()
-    _run(spec.SAVE_SCRIPT, tmp_path, env)
+    _run(saver, env, mounts)
     saved = s3 / KEY / "torch_compile_cache" / "1517964802" / "rank_0_0" / "computation_graph.py"
     assert saved.read_text() == "g" and (s3 / KEY / ".llm-platform-complete").exists()
     log = (tmp_path / "s3.log").read_text().splitlines()
     assert log.index(f"put {KEY}/.claim") < log.index(f"put {KEY}/.llm-platform-complete")
     # another node whose replica also served: the cache is there, it writes nothing
     (s3 / KEY / ".llm-platform-complete").unlink()  # even mid-upload, the claim keeps it out
-    _run(spec.SAVE_SCRIPT, tmp_path, env)
+    _run(saver, env, mounts)
     assert (tmp_path / "s3.log").read_text().count("sync to") == 1
 
 
 def test_a_new_node_restores_the_cache_before_the_weights_marker_lets_a_replica_start(tmp_path: Path) -> None:
     m = _nvme_model()
-    env = _env(tmp_path, m)
+    sync, _, mounts = _sync_containers(tmp_path, m)
+    env = _env(tmp_path, sync, mounts)
     s3 = tmp_path / "s3"
     _seed_weights(s3, m)
     saved = s3 / KEY / "torch_compile_cache" / "1517964802"
     saved.mkdir(parents=True)
     (saved / "transformed_code.py").write_text("c")
     (s3 / KEY / ".llm-platform-complete").touch()
-    _run(spec.SYNC_SCRIPT, tmp_path, env)
+    _run(sync, env, mounts)
     node = tmp_path / "node"
     restored = (
         node / "vllm-cache" / "mistral-7b" / "torch_compile_cache" / "1517964802" / "transformed_code.py"
@@ -185,9 +312,80 @@ def test_a_new_node_restores_the_cache_before_the_weights_marker_lets_a_replica_
 
 def test_without_a_saved_cache_the_sync_copies_only_the_weights(tmp_path: Path) -> None:
     m = _nvme_model()
-    env = _env(tmp_path, m)
+    sync, _, mounts = _sync_containers(tmp_path, m)
+    env = _env(tmp_path, sync, mounts)
     _seed_weights(tmp_path / "s3", m)
-    _run(spec.SYNC_SCRIPT, tmp_path, env)
+    _run(sync, env, mounts)
     node = tmp_path / "node"
     assert (node / m.cache.weights_prefix / "model.safetensors").exists()
     assert not (node / "vllm-cache" / "mistral-7b" / "torch_compile_cache").exists()
+
+
+# ------------------------------------------------------------------ the vLLM pod's own restore and save
+
+
+def _pod_containers(
+    tmp_path: Path, pod_dir: str = "pod"
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Path]]:
+    """prod's mistral-7b (fsx): its restore init container and save sidecar as rendered, and the pod's
+    compile-cache volume (vLLM's VLLM_CACHE_ROOT) under tmp_path."""
+    m = stack_plan("prod").model("mistral-7b")
+    init = {c["name"]: c for c in _pod(m)["initContainers"]}
+    mounts = {compile_cache.COMPILE_CACHE_MOUNT: tmp_path / pod_dir / "compile-cache"}
+    mounts[compile_cache.COMPILE_CACHE_MOUNT].mkdir(parents=True)
+    return init["restore-compile-cache"], init["save-compile-cache"], mounts
+
+
+def test_an_fsx_pod_restores_the_saved_cache_into_vllms_cache_root(tmp_path: Path) -> None:
+    restore, _, mounts = _pod_containers(tmp_path)
+    saved = tmp_path / "s3" / FSX_PREFIX / "torch_compile_cache" / "1517964802"
+    saved.mkdir(parents=True)
+    (saved / "transformed_code.py").write_text("c")
+    (tmp_path / "s3" / FSX_PREFIX / ".llm-platform-complete").touch()
+    _run(restore, _env(tmp_path, restore, mounts), mounts)
+    cache = mounts[compile_cache.COMPILE_CACHE_MOUNT]
+    assert (cache / "torch_compile_cache" / "1517964802" / "transformed_code.py").read_text() == "c"
+
+
+def test_an_fsx_pod_without_a_saved_cache_or_with_a_failed_copy_starts_vllm_on_an_empty_cache(
+    tmp_path: Path,
+) -> None:
+    restore, _, mounts = _pod_containers(tmp_path)
+    env = _env(tmp_path, restore, mounts)
+    cache = mounts[compile_cache.COMPILE_CACHE_MOUNT]
+    _run(restore, env, mounts)  # nothing saved yet: exits 0, copies nothing
+    assert not (cache / "torch_compile_cache").exists()
+    (tmp_path / "s3" / FSX_PREFIX / "torch_compile_cache").mkdir(parents=True)
+    (tmp_path / "s3" / FSX_PREFIX / ".llm-platform-complete").touch()
+    partial = cache / "torch_compile_cache"
+    _run(restore, {**env, "FAKE_SYNC_FAILS": "1", "FAKE_PARTIAL": str(partial)}, mounts)
+    assert not partial.exists(), "a half-copied cache is removed, never loaded"
+
+
+def test_an_fsx_pod_saves_its_cache_once_vllm_served_and_only_the_first_pod_writes(tmp_path: Path) -> None:
+    _, save, mounts = _pod_containers(tmp_path)
+    env = _env(tmp_path, save, mounts)
+    s3 = tmp_path / "s3"
+    cache = mounts[compile_cache.COMPILE_CACHE_MOUNT]
+    (cache / "torch_compile_cache" / "1517964802" / "rank_0_0").mkdir(parents=True)
+    (cache / "torch_compile_cache" / "1517964802" / "rank_0_0" / "computation_graph.py").write_text("g")
+    _run(save, env, mounts)
+    assert not (s3 / FSX_PREFIX).exists(), "no upload before vLLM served (its compile may be half done)"
+    # the marker vLLM's startup probe touches once /health answers
+    (vllm,) = _pod(stack_plan("prod").model("mistral-7b"))["containers"]
+    probe = " ".join(vllm["startupProbe"]["exec"]["command"])
+    marker = probe.split("pathlib.Path('")[1].split("')")[0]
+    Path(_local(marker, mounts)).touch()
+    _run(save, env, mounts)
+    saved = s3 / FSX_PREFIX / "torch_compile_cache" / "1517964802" / "rank_0_0" / "computation_graph.py"
+    assert saved.read_text() == "g" and (s3 / FSX_PREFIX / ".llm-platform-complete").exists()
+    log = (tmp_path / "s3.log").read_text().splitlines()
+    assert log.index(f"put {FSX_PREFIX}/.claim") < log.index(f"put {FSX_PREFIX}/.llm-platform-complete")
+    # a second pod whose vLLM also served, on another node: the claim keeps it out even mid-upload
+    _, save2, mounts2 = _pod_containers(tmp_path, "pod-2")
+    cache2 = mounts2[compile_cache.COMPILE_CACHE_MOUNT]
+    (cache2 / "torch_compile_cache").mkdir()
+    Path(_local(marker, mounts2)).touch()
+    (s3 / FSX_PREFIX / ".llm-platform-complete").unlink()
+    _run(save2, _env(tmp_path, save2, mounts2), mounts2)
+    assert (tmp_path / "s3.log").read_text().count("sync to") == 1

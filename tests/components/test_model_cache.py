@@ -34,10 +34,10 @@ def test_bucket_is_private_versioned_encrypted_and_tls_only(run_program) -> None
     assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
-def test_reader_and_writer_are_limited_to_the_model_prefix() -> None:
-    reader = spec.reader_policy(BUCKET_ARN)
+def test_a_models_reader_and_writer_are_limited_to_its_own_prefix() -> None:
+    reader = spec.model_access_policy(BUCKET_ARN, "models/org/model-a", None)
     resources = [s["Resource"] for s in reader["Statement"]]
-    assert resources == [BUCKET_ARN, BUCKET_ARN, f"{BUCKET_ARN}/models/*"]
+    assert resources == [BUCKET_ARN, BUCKET_ARN, f"{BUCKET_ARN}/models/org/model-a/*"]
     actions = {
         a
         for s in reader["Statement"]
@@ -54,18 +54,25 @@ def test_reader_and_writer_are_limited_to_the_model_prefix() -> None:
 
 def test_get_bucket_location_is_not_under_the_prefix_condition() -> None:
     """GetBucketLocation requests carry no s3:prefix: under that condition they are always denied."""
-    for policy in (spec.reader_policy(BUCKET_ARN), spec.writer_policy(BUCKET_ARN, "models/a/b")):
+    for policy in (
+        spec.model_access_policy(BUCKET_ARN, "models/a/b", "compile-cache/a/v1/A10G"),
+        spec.model_access_policy(BUCKET_ARN, None, "compile-cache/a/v1/A10G"),
+        spec.writer_policy(BUCKET_ARN, "models/a/b"),
+    ):
+        sids = [s["Sid"] for s in policy["Statement"]]
+        assert len(sids) == len(set(sids)), "IAM wants one Sid per statement"
         for s in policy["Statement"]:
             actions = [s["Action"]] if isinstance(s["Action"], str) else s["Action"]
             if "s3:GetBucketLocation" in actions:
                 assert "Condition" not in s
 
 
-def test_one_loader_role_per_model_and_no_unused_reader(run_program) -> None:
-    """prod serves both models from FSx: no role reads S3 for serving, and each loader writes its own prefix."""
+def test_one_loader_role_per_model_and_no_shared_reader(run_program) -> None:
+    """prod serves both models from FSx: no role reads weights from S3 for serving, and each loader writes
+    its own prefix."""
     m = run_program("prod")
     roles = {r.name: r for r in m.by_type("aws:iam/role:Role")}
-    assert not [n for n in roles if "model-reader" in n], "prod has no s3/nvme model: no reader role"
+    assert not [n for n in roles if "model-reader" in n], "no role shared by every model's pods"
     policies = {r.name: json.loads(r.inputs["policy"]) for r in m.by_type("aws:iam/rolePolicy:RolePolicy")}
     for model, prefix in (
         ("mistral-7b", "models/TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"),
@@ -74,12 +81,19 @@ def test_one_loader_role_per_model_and_no_unused_reader(run_program) -> None:
         loader = policies[f"llm-prod-{model}-loader"]
         writes = [s for s in loader["Statement"] if s["Sid"] == "WriteModel"]
         assert [s["Resource"] for s in writes] == [f"arn:aws:s3:::llm-prod-cache-models-mock/{prefix}/*"]
+        serving = policies[f"llm-prod-{model}-serving"]
+        assert not [s for s in serving["Statement"] if "models/" in json.dumps(s["Resource"])]
 
 
 def test_pod_identity_per_cache_mode_is_least_privilege(run_program) -> None:
     for stack, expected in (
         ("dev", {("model-qwen-1-5b", "model-loader"), ("model-qwen-1-5b", "vllm")}),  # s3: vLLM reads S3
         ("staging", {("model-mistral-7b", "model-loader"), ("model-mistral-7b", "model-sync")}),  # nvme
+        # fsx: vLLM restores and saves its compile cache
+        (
+            "prod",
+            {(f"model-{n}", sa) for n in ("mistral-7b", "llama-70b") for sa in ("model-loader", "vllm")},
+        ),
     ):
         m = run_program(stack)
         associations = {
@@ -88,6 +102,14 @@ def test_pod_identity_per_cache_mode_is_least_privilege(run_program) -> None:
             if a.inputs["namespace"].startswith("model-")
         }
         assert associations == expected
+    dev = run_program("dev")
+    (serving,) = [r for r in dev.by_type("aws:iam/rolePolicy:RolePolicy") if r.name.endswith("-serving")]
+    reads = [
+        s["Resource"] for s in json.loads(serving.inputs["policy"])["Statement"] if s["Sid"] == "ReadModels"
+    ]
+    assert reads == ["arn:aws:s3:::llm-dev-cache-models-mock/models/Qwen/Qwen2.5-1.5B-Instruct/*"], (
+        "s3: vLLM streams its own model's weights, no other model's"
+    )
 
 
 def test_lustre_ports_open_to_gpu_nodes_only(run_program) -> None:

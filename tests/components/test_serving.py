@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.specs import model_cache, serving
+from components.specs import compile_cache, model_cache, serving
 from config.catalog import GPU_INSTANCES
 from config.loader import parse
 from plan.model import resolve_model
@@ -79,7 +79,8 @@ def test_shm_is_a_sized_memory_volume() -> None:
 def test_probes_allow_for_weight_loading() -> None:
     container = _container(_deployment("prod", "llama-70b"))
     startup = container["startupProbe"]
-    assert startup["httpGet"] == {"path": "/health", "port": "http"}
+    # /health, then the compile cache's completion marker (its compile cache is persisted)
+    assert "http://127.0.0.1:8000/health" in startup["exec"]["command"][-1]
     budget = startup["failureThreshold"] * startup["periodSeconds"]
     plan = _model("prod", "llama-70b")
     assert plan.instance is GPU_INSTANCES["p4d.24xlarge"]
@@ -117,7 +118,7 @@ def test_vllm_runs_unprivileged() -> None:
     container = _container(deployment)
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     writable = {m["mountPath"] for m in container["volumeMounts"] if not m.get("readOnly")}
-    assert {serving.HOME, "/tmp", model_cache.COMPILE_CACHE_MOUNT, "/dev/shm"} <= writable
+    assert {serving.HOME, "/tmp", compile_cache.COMPILE_CACHE_MOUNT, "/dev/shm"} <= writable
 
 
 def test_network_policy_admits_only_gateway_and_prometheus() -> None:

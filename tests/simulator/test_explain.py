@@ -111,14 +111,15 @@ def test_explained_inputs_equal_the_rendered_objects(
              "placeholders": int(t["metadata"]["desiredReplicas"])}
             for t in schedule["spec"]["triggers"]
         ]  # fmt: skip
-    # a persisted compile cache: the node sync restores and saves it, the startup probe marks it complete
+    # a persisted compile cache: the node sync (nvme) or the pod's own native sidecar saves it and restores
+    # it before vLLM starts; the startup probe marks it complete
     sync = rendered.get(("DaemonSet", f"{model}-weights"))
-    sync_env = (
-        {e["name"]: e["value"] for e in sync["spec"]["template"]["spec"]["containers"][0]["env"]}
-        if sync
-        else {}
-    )
-    assert inputs["compile_cache_persisted"] == bool(sync_env.get("COMPILE_PREFIX"))
+    savers = [
+        *(sync["spec"]["template"]["spec"]["containers"] if sync else []),
+        *(c for c in pod.get("initContainers", []) if c.get("restartPolicy") == "Always"),
+    ]
+    prefixes = {e["value"] for c in savers for e in c["env"] if e["name"] == "COMPILE_PREFIX"} - {""}
+    assert inputs["compile_cache_persisted"] == bool(prefixes)
     assert ("exec" in probe) == inputs["compile_cache_persisted"]
 
 

@@ -45,6 +45,23 @@ def requests_of(containers: list[dict[str, Any]]) -> dict[str, int]:
     return total
 
 
+def pod_requests(spec: dict[str, Any]) -> dict[str, int]:
+    """What the scheduler reserves for a pod: its containers plus its native sidecars (init containers with
+    `restartPolicy: Always`, which run beside them), or an ordinary init container plus the sidecars started
+    before it, whichever is larger (KEP-753; k8s.io/component-helpers resource.PodRequests, which the
+    scheduler and Karpenter's own podRequests follow)."""
+    sidecars: dict[str, int] = dict.fromkeys(RESOURCES, 0)
+    peaks = []
+    for c in spec.get("initContainers") or []:
+        own = requests_of([c])
+        if c.get("restartPolicy") == "Always":
+            sidecars = {r: sidecars[r] + own[r] for r in RESOURCES}
+        else:
+            peaks.append({r: sidecars[r] + own[r] for r in RESOURCES})
+    main = requests_of(spec.get("containers") or [])
+    return {r: max([main[r] + sidecars[r], *(p[r] for p in peaks)]) for r in RESOURCES}
+
+
 @dataclass
 class PodTemplate:
     owner: str  # "Deployment model-x/x", "Helm release karpenter (controller)"
@@ -67,9 +84,7 @@ class PodTemplate:
 def from_pod_spec(
     owner: str, where: str, kind: str, replicas: int, spec: dict[str, Any], labels: dict[str, str]
 ) -> PodTemplate:
-    main = requests_of(spec.get("containers") or [])
-    init = [requests_of([c]) for c in spec.get("initContainers") or []]
-    requests = {r: max([main[r], *(i[r] for i in init)]) for r in RESOURCES}
+    requests = pod_requests(spec)
     affinity = spec.get("affinity") or {}
     node_affinity = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
     terms = [t.get("matchExpressions") or [] for t in (node_affinity or {}).get("nodeSelectorTerms") or []]
