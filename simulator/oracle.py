@@ -11,6 +11,9 @@ The oracle knows every minute's request rate in advance:
 - `whole_nodes`: whole nodes of the stack's instance, each launched one full cold start (node boot + pod start
   on a new node) before it serves and billed per second with EC2's 60 s minimum; a node idle for less than a
   cold start is kept rather than relaunched.
+`reactive_bound` is the other end: the cheapest config any reactive autoscaler could run at the same miss
+rate, given how long a new replica takes to serve (the gap between the two is what foresight is worth; the
+gap between a config and the reactive bound is what better control could still win).
 With reservations the oracle holds the same ones: their prepaid cost is paid as it is by the config, and only
 the nodes (or GPU slots) beyond the reserved count each minute (none left once a Capacity Block expires) are
 bought, so `cost_vs_oracle` compares like with like.
@@ -131,3 +134,57 @@ def bound(
         "peak_replicas": float(need.max(initial=0)),
         "peak_nodes": float(math.ceil(need.max(initial=0) / slots_per_node)),
     }
+
+
+def reactive_bound(
+    bin_requests: np.ndarray,
+    bin_seconds: int,
+    lam: np.ndarray,
+    miss_fraction: np.ndarray,
+    miss_pct: float,
+    lag_seconds: float,
+    price_per_hour: float,
+    slots_per_node: int,
+    days: float,
+    floor: int = 0,
+    buffers: int = 8,
+) -> dict[str, float]:
+    """The cheapest reactive config: what no autoscaler that learns the load only as it arrives can beat with
+    replicas that serve `lag_seconds` after they are asked for.
+
+    Each candidate sizes the pool from the rate of the last minute (known instantly: no scrape, poll or sync
+    delay) at a per-replica target rho, plus a standing buffer of B replicas, never below `floor`; a replica
+    serves `lag_seconds` after it is asked for and is billed from then, per second (no 60 s minimum, no
+    whole nodes), and leaves the moment it is not needed. Misses are the replica model's steady state at
+    each bin's per-replica rate (no queue carried over). Among rho (20 steps up to saturation) x B (0 up to
+    `buffers`) the cheapest whose misses stay within `miss_pct` wins; None-like (inf) when none does.
+    """
+    rate = bin_requests / bin_seconds
+    window = max(1, 60 // bin_seconds)
+    known = np.convolve(rate, np.ones(window) / window)[: len(rate)]
+    shift = math.ceil(lag_seconds / bin_seconds)
+    seen = np.concatenate((np.zeros(shift), known[: len(rate) - shift])) if shift else known
+    mu = float(lam[-1])
+    total = float(bin_requests.sum())
+    best = {"usd_per_day": math.inf, "rho": math.nan, "buffer": math.nan, "miss_pct": math.nan}
+    for rho in np.linspace(mu / 20, mu, 20):
+        for buffer in range(buffers + 1):
+            n = np.maximum(np.ceil(seen / rho - 1e-9) + buffer, max(floor, 1))
+            per = rate / n
+            missed = float((np.where(per > mu, 1.0, np.interp(per, lam, miss_fraction)) * bin_requests).sum())
+            if total and missed / total * 100 > miss_pct:
+                continue
+            ahead = np.concatenate((n[shift:], np.repeat(n[-1], shift))) if shift else n
+            usd = (
+                float(np.maximum(n, ahead).sum())
+                * bin_seconds
+                * price_per_hour
+                / slots_per_node
+                / 3600
+                / days
+            )
+            if usd < best["usd_per_day"]:
+                best = {"usd_per_day": usd, "rho": float(rho), "buffer": float(buffer),
+                        "miss_pct": missed / total * 100 if total else 0.0}  # fmt: skip
+            break  # a larger buffer at this rho only costs more
+    return best

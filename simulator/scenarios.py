@@ -252,6 +252,9 @@ def run_all(
     return results
 
 
+REACTIVE_BIN_SECONDS = 10  # the reactive bound's time step
+
+
 def oracle_for(
     setup: Setup, miss_pct: float, curve: tuple[np.ndarray, np.ndarray] | None = None
 ) -> dict[str, float]:
@@ -268,6 +271,21 @@ def oracle_for(
     return oracle.bound(
         counts.astype(np.float64), lam, frac, miss_pct, c.node_price_per_hour, c.slots_per_node, lead,
         setup.traffic.days, reserved, c.reserved_cost(setup.traffic.duration), setup.config.replica_floor,
+    )  # fmt: skip
+
+
+def reactive_bound_for(
+    setup: Setup, miss_pct: float, lag_seconds: float, curve: tuple[np.ndarray, np.ndarray] | None = None
+) -> dict[str, float]:
+    """The cheapest reactive config at a miss rate whose new replicas serve `lag_seconds` after they are asked
+    for, on the setup's instance price and replica floor (simulator/oracle.py `reactive_bound`)."""
+    c = setup.config.capacity
+    lam, frac = curve or miss_curve(setup.table, setup.traffic, setup.config.slo)
+    bins = setup.traffic.duration // REACTIVE_BIN_SECONDS
+    counts = np.bincount((setup.traffic.arrivals // REACTIVE_BIN_SECONDS).astype(np.int64), minlength=bins)
+    return oracle.reactive_bound(
+        counts[:bins].astype(np.float64), REACTIVE_BIN_SECONDS, lam, frac, miss_pct, lag_seconds,
+        c.node_price_per_hour, c.slots_per_node, setup.traffic.days, setup.config.replica_floor,
     )  # fmt: skip
 
 

@@ -83,3 +83,24 @@ def test_a_stack_run_bounds_its_oracle_by_the_environment_floor():
         oracle_for(prod.setup, 2.0)["whole_nodes_usd_per_day"]
         > oracle_for(one, 2.0)["whole_nodes_usd_per_day"]
     )
+
+
+def test_the_reactive_bound_pays_for_not_knowing_and_never_beats_instant_reaction():
+    """A 10-minute burst to 10x: reacting instantly costs about what the load needs; each minute of start lag
+    must be covered by a lower per-replica target or a standing buffer (misses within budget), so the bound
+    only grows with the lag, and stays above the perfect-foresight per-second oracle."""
+    lam, frac = curve()
+    bins = np.full(6 * 360, 40.0)  # 4 req/s in 10-s bins over 6 hours
+    bins[720:780] = 400.0  # 40 req/s for 10 minutes
+    costs = [
+        oracle.reactive_bound(bins, 10, lam, frac, 1.0, lag, 1.0, 1, 0.25, floor=1)["usd_per_day"]
+        for lag in (0, 120, 300)
+    ]
+    assert costs[0] <= costs[1] <= costs[2] and costs[2] > 1.2 * costs[0]
+    minutes = bins.reshape(-1, 6).sum(axis=1)
+    foresight = oracle.bound(minutes, lam, frac, 1.0, 1.0, 1, 0, 0.25, floor=1)["per_second_usd_per_day"]
+    assert foresight <= costs[0] * 1.05
+    late = oracle.reactive_bound(bins, 10, lam, frac, 1.0, 300, 1.0, 1, 0.25, floor=1)
+    assert late["buffer"] > 0 or late["rho"] < 0.8 * lam[-1], "the burst is covered before it is seen"
+    none = oracle.reactive_bound(bins, 10, lam, frac, 0.0, 300, 1.0, 1, 0.25, floor=1, buffers=0)
+    assert none["usd_per_day"] > late["usd_per_day"], "no misses at all, no buffer: a low target all day"
