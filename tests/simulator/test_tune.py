@@ -285,3 +285,25 @@ def test_the_served_throughput_target_is_a_knob_that_takes_over_from_the_kv_targ
     assert served.kv_cache_usage == Autoscaling().kv_cache_usage
     # the candidate is simulated with the trigger the plan renders: a different config, a different day
     assert tuner.score({**base, SERVED_RATE_SCALE: 0.7})[2][0].cost != tuner.score(base)[2][0].cost
+
+
+def test_the_search_descends_from_each_load_signal_and_keeps_the_better_end(tmp_path, monkeypatch):
+    """A KV-sized start rarely crosses to a throughput-sized config one knob at a time (switching the signal
+    alone misses more before the other knobs follow): the search descends from both and keeps the cheaper
+    feasible end."""
+    from simulator.tune import SERVED_RATE_SCALE, SIGNAL_STARTS
+
+    runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
+    tuner = Tuner(runs, 5.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=2)
+    started: list[float] = []
+
+    def descend(knobs, passes):
+        started.append(float(knobs[SERVED_RATE_SCALE]))  # type: ignore[arg-type]
+        return knobs
+
+    costs = {0.0: (120.0, 2.0, []), 0.7: (80.0, 2.5, []), 0.8: (70.0, 6.0, [])}
+    monkeypatch.setattr(tuner, "descend", descend)
+    monkeypatch.setattr(tuner, "score", lambda knobs, *a, **k: costs[float(knobs[SERVED_RATE_SCALE])])
+    best = tuner.search()
+    assert started == [float(s[SERVED_RATE_SCALE]) for s in SIGNAL_STARTS]  # type: ignore[arg-type]
+    assert best[SERVED_RATE_SCALE] == 0.7, "the cheaper end within the miss target"
