@@ -80,7 +80,7 @@ def test_the_readme_cold_start_tables_are_what_the_model_computes():
     )
     assert len(rows) == 2 * len(CACHE_MODES)
     for label, *_, new, warm in rows:
-        mode = next(m for m in CACHE_MODES if label.split(",")[0] == m)
+        mode = {m: m for m in CACHE_MODES}[label.split(",")[0]]
         persisted = "compile cache persisted" in label
         assert _seconds(new) == round(cold_start(mode, G5, 16, True, "registry", persisted).total), label
         assert _seconds(warm) == round(cold_start(mode, G5, 16, False, "registry", persisted).total), label
