@@ -8,6 +8,7 @@ from config.cold_start import (
     ENGINE_INIT_CACHED_SECONDS,
     ENGINE_INIT_COLD_SECONDS,
     PREEMPTION_SECONDS,
+    CacheMode,
     cold_start,
     headroom_start,
 )
@@ -79,8 +80,9 @@ def test_the_readme_cold_start_tables_are_what_the_model_computes():
         "| cache | node ready | image pull | weights | engine init (new / warm node) | total new node | total warm node |"
     )
     assert len(rows) == 2 * len(CACHE_MODES)
+    modes: dict[str, CacheMode] = {m: m for m in CACHE_MODES}
     for label, *_, new, warm in rows:
-        mode = {m: m for m in CACHE_MODES}[label.split(",")[0]]
+        mode = modes[label.split(",")[0]]
         persisted = "compile cache persisted" in label
         assert _seconds(new) == round(cold_start(mode, G5, 16, True, "registry", persisted).total), label
         assert _seconds(warm) == round(cold_start(mode, G5, 16, False, "registry", persisted).total), label
