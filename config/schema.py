@@ -411,11 +411,25 @@ class PrewarmWindow(Schema):
     replicas: int = Field(gt=0)
 
 
+# prod runs every model on at least this many replicas (one node loss or a rollout keeps it up)
+PROD_MIN_REPLICAS = 2
+
+
+def replica_floor(environment: Environment) -> int:
+    """Fewest replicas a model may run in an environment: one (no scale to zero), PROD_MIN_REPLICAS in prod.
+    The rule below and the simulator's oracle (a bound the stack would accept) both read it."""
+    return PROD_MIN_REPLICAS if environment is Environment.PROD else 1
+
+
 class Autoscaling(Schema):
     min_replicas: int = Field(default=1, ge=1)
     max_replicas: int = Field(default=4, ge=1)
     queue_depth_per_replica: float = Field(default=5, gt=0)
     kv_cache_usage: float = Field(default=0.8, gt=0, le=1)
+    # completed requests/s per replica (vLLM's request_success counter): proportional to the load below
+    # saturation and bounded past it (a saturated pool asks for its throughput over this, never the KV
+    # trigger's max); None: no such trigger
+    requests_per_second_per_replica: float | None = Field(default=None, gt=0)
     polling_interval: int = Field(default=10, gt=0, le=300)
     cooldown_period: int = Field(default=300, ge=0)
     scale_up: ScalingRules = ScalingRules(
@@ -710,11 +724,12 @@ class StackConfig(Schema):
                         w.replicas,
                         f"must be between minReplicas {a.min_replicas} and maxReplicas {a.max_replicas}",
                     )
-            if prod and a.min_replicas < 2:
+            if a.min_replicas < replica_floor(self.environment):
                 raise RuleError(
                     (*at, "autoscaling", "minReplicas"),
                     a.min_replicas,
-                    "is not allowed in prod; use at least 2 so one node loss or rollout keeps the model up",
+                    f"is not allowed in prod; use at least {PROD_MIN_REPLICAS} so one node loss or rollout "
+                    "keeps the model up",
                 )
             if m.cache == "hub" and self.environment is not Environment.DEV:
                 raise RuleError(

@@ -290,6 +290,18 @@ def scaling_plan(names: ModelNames, served_model_name: str, autoscaling: Autosca
                 query(promql.kv_cache_usage(namespace, served_model_name)),
                 a.kv_cache_usage,
             ),
+            *(
+                ()
+                if a.requests_per_second_per_replica is None
+                else (
+                    MetricTrigger(
+                        "served-throughput",
+                        promql.SUCCESS,
+                        query(promql.served_throughput(namespace, served_model_name)),
+                        a.requests_per_second_per_replica,
+                    ),
+                )
+            ),
         ),
         prewarm=tuple(PrewarmTrigger(f"prewarm-{w.name}", w) for w in a.prewarm),
         scale_up=a.scale_up,

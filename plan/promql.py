@@ -17,6 +17,10 @@ E2E = "vllm:e2e_request_latency_seconds"
 PROMPT_TOKENS = "vllm:prompt_tokens_total"
 GENERATION_TOKENS = "vllm:generation_tokens_total"
 PREEMPTIONS = "vllm:num_preemptions_total"
+SUCCESS = "vllm:request_success_total"
+# the window the served-throughput trigger rates vLLM's success counter over (>= 4 scrapes at 5 s)
+THROUGHPUT_WINDOW_SECONDS = 60
+THROUGHPUT_WINDOW = f"{THROUGHPUT_WINDOW_SECONDS}s"
 
 
 # vLLM's fixed histogram buckets at the pinned image (vllm/v1/metrics/buckets.py: TIME_TO_FIRST_TOKEN_BUCKETS,
@@ -60,6 +64,11 @@ def queue_depth(namespace: str, model_name: str) -> str:
 def kv_cache_usage(namespace: str, model_name: str) -> str:
     """Sum of each replica's KV-cache fill (0..1): divided by replicas, the average fill."""
     return f"sum({KV_CACHE}{selector(namespace, model_name)})"
+
+
+def served_throughput(namespace: str, model_name: str) -> str:
+    """Requests the replicas completed per second over THROUGHPUT_WINDOW: the HPA divides by replicas."""
+    return f"sum(rate({SUCCESS}{selector(namespace, model_name)}[{THROUGHPUT_WINDOW}]))"
 
 
 def latency_quantile(

@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from config.schema import Slo
+from plan.promql import THROUGHPUT_WINDOW_SECONDS
 from simulator.capacity import CapacityConfig, Cluster
 from simulator.cron import active_minutes
 from simulator.hpa import HPA, SYNC_PERIOD_SECONDS, pods_average_value_replicas
@@ -39,6 +40,8 @@ class SimConfig:
     day_start_utc: datetime = datetime(2026, 9, 15, tzinfo=UTC)  # a Tuesday: weekday cron windows apply
     prometheus_outages: tuple[tuple[float, float], ...] = ()  # [start, end) seconds: queries fail
     seed: int = 0
+    # fewest replicas the stack may run (config.schema.replica_floor): the oracle bound never goes below it
+    replica_floor: int = 1
 
 
 @dataclass
@@ -143,7 +146,8 @@ def simulate(
     next_hpa = hpa_phase
 
     # Prometheus: the latest scrape; queries read it.
-    scraped: dict[str, float] = {"waiting_sum": 0.0, "running_sum": 0.0, "kv_sum": 0.0, "kv_max": 0.0}
+    idle = {"waiting_sum": 0.0, "running_sum": 0.0, "kv_sum": 0.0, "kv_max": 0.0, "served_rate": 0.0}
+    scraped: dict[str, float] = dict(idle)
     scraped_fb: list[float] = []
     outages = cfg.prometheus_outages
 
@@ -158,6 +162,7 @@ def simulate(
     queue_start = np.zeros(T)
     capacity_s = np.zeros(T)
     lam_s = np.zeros(T)
+    served_s = np.zeros(T)  # requests completed each second (vLLM's success counter, fluid)
 
     q = 0.0
     lam_eff = 0.0
@@ -177,17 +182,20 @@ def simulate(
                     per = float(np.interp(lam_eff, table.lam, table.running))
                     running = rng.poisson(per, ready).astype(np.float64)
                 kv = np.minimum(running * kv_per_seq, 1.0)
+                window = served_s[max(0, t - THROUGHPUT_WINDOW_SECONDS) : t]
                 scraped = {
                     "waiting_sum": q,
                     "running_sum": float(running.sum()),
                     "kv_sum": float(kv.sum()),
                     "kv_max": float(kv.max()),
+                    # sum(rate(vllm:request_success_total[1m])): completions over the window
+                    "served_rate": float(window.sum()) / THROUGHPUT_WINDOW_SECONDS,
                 }
                 scraped_fb = [fb] * ready
             else:
                 # no Ready replica, no vLLM series: the requests waiting outside vLLM are invisible, and the
                 # deployed queries read 0 (plan/promql.py `until_a_replica_serves`)
-                scraped = {"waiting_sum": 0.0, "running_sum": 0.0, "kv_sum": 0.0, "kv_max": 0.0}
+                scraped = dict(idle)
                 scraped_fb = []
         # KEDA executor
         if keda is not None and t % poll_every == 0:
@@ -221,6 +229,7 @@ def simulate(
         capacity_s[t] = cap
         served = min(q + a, cap)
         q = q + a - served
+        served_s[t] = served
         lam_eff = served / ready if ready else 0.0
         lam_s[t] = lam_eff
         ready_s[t] = ready

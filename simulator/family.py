@@ -6,6 +6,9 @@ scratch, deterministic for a seed:
 - flat: the seed day's mean rate all day;
 - spiky: the seed profile with a 4x lunchtime spike (12:00-12:20);
 - bursty: a weekend: low base with random 5-15 minute bursts of 3-6x, ~8 a day;
+- bursts: a business day with bursts shorter than a cold start: the seed profile plus 6-12 random bursts of
+  5-15 minutes, +20-60 req/s each, between 07:00 and 21:00 (issue #13's bursty days);
+- flash: the seed profile with one sharp spike, +100 req/s for 5 minutes at 14:00;
 - growing: the seed profile growing linearly to 1.5x by midnight;
 - shifted: the seed profile two hours later (a surge a fixed pre-warm window misses).
 """
@@ -23,7 +26,8 @@ from simulator.args import non_negative_int, positive_float
 from simulator.traffic import SEED_DAY_KNOTS, rate_curve
 from tools.cli import ArgumentParser
 
-KINDS = ("seed", "flat", "spiky", "bursty", "growing", "shifted")
+KINDS = ("seed", "flat", "spiky", "bursty", "bursts", "flash", "growing", "shifted")
+RANDOM_KINDS = ("bursty", "bursts")  # drawn from the seed: --holdout-seed writes new days of these
 MINUTES = 1440
 
 
@@ -47,6 +51,14 @@ def day(kind: str, seed: int = 0, scale: float = 1.0) -> np.ndarray:
         for _ in range(rng.poisson(8)):
             start, length = int(rng.integers(0, MINUTES - 15)), int(rng.integers(5, 16))
             rate[start : start + length] *= rng.uniform(3, 6)
+    elif kind == "bursts":
+        rate = base.copy()
+        for _ in range(int(rng.integers(6, 13))):
+            start = int(rng.integers(7 * 60, 21 * 60))
+            rate[start : start + int(rng.integers(5, 16))] += rng.uniform(20, 60)
+    elif kind == "flash":
+        rate = base.copy()
+        rate[14 * 60 : 14 * 60 + 5] += 100.0
     elif kind == "growing":
         rate = base * np.linspace(1.0, 1.5, MINUTES)
     elif kind == "shifted":
@@ -76,7 +88,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated, of {', '.join(KINDS)}")
     p.add_argument(
         "--holdout-seed", type=non_negative_int,
-        help="also write holdout days of the random kinds (bursty) from this seed, as <kind>-holdout.csv",
+        help="also write holdout days of the random kinds (bursty, bursts) from this seed, as <kind>-holdout.csv",
     )  # fmt: skip
     return p
 
@@ -90,5 +102,6 @@ def run(argv: Sequence[str]) -> int:
     for i, kind in enumerate(kinds):
         print(write(kind, args.out / f"{kind}.csv", seed=i, scale=args.scale))
     if args.holdout_seed is not None:
-        print(write("bursty", args.out / "bursty-holdout.csv", seed=args.holdout_seed, scale=args.scale))
+        for kind in (k for k in RANDOM_KINDS if k in kinds):
+            print(write(kind, args.out / f"{kind}-holdout.csv", seed=args.holdout_seed, scale=args.scale))
     return 0

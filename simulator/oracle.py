@@ -4,7 +4,9 @@ A config's cost means little alone; `cost_vs_oracle` says how far it is from the
 The oracle knows every minute's request rate in advance:
 - each minute it runs the fewest replicas such that the day's misses, from the replica model's steady-state
   miss share at each per-replica rate, stay within the config's own miss count (greedy on the marginal
-  misses one more replica saves; no autoscaling lag, no queue carried between minutes);
+  misses one more replica saves; no autoscaling lag, no queue carried between minutes), and never fewer than
+  the stack may deploy (`floor`: minReplicas >= 1 everywhere, >= 2 in prod; config.schema.replica_floor), so
+  the bound is a config the stack would accept;
 - `per_second`: GPU time billed per second, per GPU slot, no start-up delay (the floor of all floors);
 - `whole_nodes`: whole nodes of the stack's instance, each launched one full cold start (node boot + pod start
   on a new node) before it serves and billed per second with EC2's 60 s minimum; a node idle for less than a
@@ -25,14 +27,19 @@ from simulator.capacity import MINIMUM_BILLED_SECONDS
 
 
 def replicas_needed(
-    minute_requests: np.ndarray, lam: np.ndarray, miss_fraction: np.ndarray, miss_budget: float
+    minute_requests: np.ndarray,
+    lam: np.ndarray,
+    miss_fraction: np.ndarray,
+    miss_budget: float,
+    floor: int = 0,
 ) -> np.ndarray:
-    """Fewest replicas per minute whose total misses stay within `miss_budget` requests (perfect foresight).
+    """Fewest replicas per minute, never below `floor`, whose total misses stay within `miss_budget` requests
+    (perfect foresight).
 
     `miss_fraction(lam)` is the replica model's steady-state share of requests that miss the SLO at a
-    per-replica rate (1 past saturation). Start at saturation, then add replicas greedily where one more
-    replica saves the most missed requests, until the misses fit the budget; budget left over drops whole
-    minutes, those where a replica-minute serves the fewest requests first.
+    per-replica rate (1 past saturation). Start at saturation (or the floor), then add replicas greedily where
+    one more replica saves the most missed requests, until the misses fit the budget; budget left over cuts
+    minutes down to the floor, those where a replica-minute serves the fewest requests first.
     """
     mu = float(lam[-1])
 
@@ -44,7 +51,7 @@ def replicas_needed(
         rate = minute_requests[m] / 60 / n
         return float(minute_requests[m] * (1.0 if rate > mu else np.interp(rate, lam, miss_fraction)))
 
-    need = np.ceil(minute_requests / 60 / mu - 1e-9).astype(np.int64)
+    need = np.maximum(np.ceil(minute_requests / 60 / mu - 1e-9).astype(np.int64), floor)
     current = np.array([misses(m, int(need[m])) for m in range(len(need))])
     total = float(current.sum())
     heap = [(-(current[m] - misses(m, int(need[m]) + 1)), m) for m in range(len(need)) if current[m] > 0]
@@ -59,14 +66,16 @@ def replicas_needed(
         current[m] = after
         if after > 0:
             heapq.heappush(heap, (-(after - misses(m, int(need[m]) + 1)), m))
-    # budget left over (a config that misses a lot): drop whole minutes where a replica serves the fewest
+    # budget left over (a config that misses a lot): cut minutes to the floor where a replica serves the fewest
     spare = miss_budget - total
-    lost = minute_requests - current
-    for m in np.argsort(np.where(need > 0, lost / np.maximum(need, 1), np.inf), kind="stable"):
-        if need[m] <= 0 or lost[m] > spare:
+    at_floor = np.array([misses(m, floor) for m in range(len(need))])
+    lost = at_floor - current
+    saved = need - floor
+    for m in np.argsort(np.where(saved > 0, lost / np.maximum(saved, 1), np.inf), kind="stable"):
+        if saved[m] <= 0 or lost[m] > spare:
             continue
         spare -= lost[m]
-        need[m] = 0
+        need[m] = floor
     return need
 
 
@@ -101,11 +110,13 @@ def bound(
     days: float,
     reserved_per_minute: np.ndarray | None = None,
     prepaid_usd: float = 0.0,
+    floor: int = 0,
 ) -> dict[str, float]:
     """Both oracle costs per day for a per-minute request count, at a miss rate (percent); nodes up to
-    `reserved_per_minute` are the reservations, paid as `prepaid_usd` for the whole horizon."""
+    `reserved_per_minute` are the reservations, paid as `prepaid_usd` for the whole horizon; never fewer than
+    `floor` replicas."""
     budget = miss_pct / 100 * float(minute_requests.sum())
-    need = replicas_needed(minute_requests, lam, miss_fraction, budget)
+    need = replicas_needed(minute_requests, lam, miss_fraction, budget, floor)
     reserved = np.zeros(len(need), dtype=np.int64) if reserved_per_minute is None else reserved_per_minute
     bought = np.maximum(need - reserved * slots_per_node, 0)
     per_second = prepaid_usd + bought.sum() * 60 * price_per_hour / slots_per_node / 3600

@@ -33,6 +33,7 @@ from config.schema import (
     ScalingRules,
     Slo,
     StackConfig,
+    replica_floor,
 )
 from plan import ModelPlan, Plan, PoolPlan, resolve
 from simulator import oracle
@@ -266,7 +267,7 @@ def oracle_for(
     reserved = np.where(held, c.reserved_nodes, 0).astype(np.int64)
     return oracle.bound(
         counts.astype(np.float64), lam, frac, miss_pct, c.node_price_per_hour, c.slots_per_node, lead,
-        setup.traffic.days, reserved, c.reserved_cost(setup.traffic.duration),
+        setup.traffic.days, reserved, c.reserved_cost(setup.traffic.duration), setup.config.replica_floor,
     )  # fmt: skip
 
 
@@ -404,7 +405,10 @@ def stack_run(
         headroom=pool_plan.headroom,
     )
     slo = m.slo
-    sim = SimConfig(capacity, slo, scrape_interval=scrape_interval or mp.scaling.scrape_interval_s, seed=seed)
+    sim = SimConfig(
+        capacity, slo, scrape_interval=scrape_interval or mp.scaling.scrape_interval_s, seed=seed,
+        replica_floor=replica_floor(cfg.environment),
+    )  # fmt: skip
     setup = Setup(table, sim, traffic)
     strategies = for_stack(mp.scaling, memory_target)
     cold = start_times(capacity).new_node

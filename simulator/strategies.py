@@ -19,7 +19,8 @@ from simulator.hpa import Behavior
 from simulator.keda import CronTrigger, Fallback, PrometheusTrigger, ScaledObjectSpec, Trigger
 
 # what each deployed trigger's query sums over the model's Ready pods, as the engine scrapes it
-SCRAPED_SUM = {promql.QUEUE: "waiting_sum", promql.KV_CACHE: "kv_sum"}
+SCRAPED_SUM = {promql.QUEUE: "waiting_sum", promql.KV_CACHE: "kv_sum", promql.SUCCESS: "served_rate"}
+TRIGGER_LABEL = {promql.QUEUE: "queue", promql.KV_CACHE: "sum(kv)", promql.SUCCESS: "served req/s"}
 
 Kind = Literal["static", "hpa-memory", "keda"]
 
@@ -140,7 +141,7 @@ def scaling_for(model: ModelPlan, autoscaling: Autoscaling) -> ScalingPlan:
 
 def _describe_plan(scaling: ScalingPlan, metrics: frozenset[str] | None, prewarm: bool) -> str:
     parts = [
-        f"{'queue' if t.metric == promql.QUEUE else 'sum(kv)'} {t.threshold:g}/pod"
+        f"{TRIGGER_LABEL[t.metric]} {t.threshold:g}/pod"
         for t in scaling.triggers
         if metrics is None or t.metric in metrics
     ]

@@ -8,9 +8,11 @@ maxReplicas) is one more knob: each count is prepaid at R all day (a Capacity Bl
 on-demand rate) and nodes beyond it are bought on-demand or spot (simulator/capacity.py); the count is printed
 beside the YAML, since it is bought, not configured in the autoscaling block.
 
-Knobs: the per-pod KV target, the queue threshold, minReplicas, the scale-down window, pre-warm windows and
+Knobs: the per-pod KV target, the served-throughput target (or none), the queue threshold, minReplicas, the scale-down window, pre-warm windows and
 maxReplicas (the stack's, or what the busiest minute of the training days needs at the per-replica SLO rate,
-and a fifth more; a maxReplicas above the stack's grows the pool's gpuLimit, printed with the YAML).
+and a fifth more; a maxReplicas above the stack's grows the pool's gpuLimit, printed with the YAML); and of the
+model's GPU pool, its warm GPUs (`headroom`) and `consolidateAfter` (an empty node kept longer is a warm node
+for the next burst, and is paid until then), printed for the pool (they apply to every model it serves).
 
 Search: coordinate descent over `search_space()` (one place for the knobs: add a knob there and to `config`),
 starting from the model-derived recommendation (`scenarios.recommend`), two passes, each candidate simulated on
@@ -51,21 +53,31 @@ from simulator.scenarios import (
 )
 from simulator.strategies import from_plan, scaling_for
 from simulator.traffic import load
-from simulator.yaml_out import autoscaling_yaml, headroom_yaml
+from simulator.yaml_out import autoscaling_yaml, go_duration, headroom_yaml
 from tools.cli import ArgumentParser, known_stack
 
+SERVED_RATE_SCALE = "served_rate_scale"
+# the pool's `consolidateAfter`, searched with the model's knobs (the stack's own value is a candidate too)
+CONSOLIDATE_AFTER = "consolidate_after"
 # knob -> candidate values. kv_target_scale multiplies the KV fill one replica holds at its SLO rate
-# (the derived per-pod target); prewarm is "none" or "recurring" (windows from the other days);
+# (the derived per-pod target); served_rate_scale multiplies the per-replica SLO rate into
+# `requestsPerSecondPerReplica` (0: no served-throughput trigger; otherwise it sizes the pool and the KV
+# trigger is left at the schema's default, a guard near a full cache, since a KV target in the linear regime
+# asks for maxReplicas in any overload);
+# prewarm is "none" or "recurring" (windows from the other days);
 # headroom_placeholders is the pool's warm replicas' worth of GPUs (placeholders), held all day or only in
 # HEADROOM_WINDOW (headroom_hours).
 SEARCH_SPACE: dict[str, tuple[object, ...]] = {
     "kv_target_scale": (0.5, 0.7, 0.85, 1.0, 1.25),
+    SERVED_RATE_SCALE: (0.0, 0.6, 0.7, 0.8, 0.9),
     "queue_depth_per_replica": (1.0, 2.0, 5.0),
     "min_replicas": (1, 2, 3),
     "scale_down_window": (120, 300, 600),
     "prewarm": ("none", "recurring"),
     "headroom_placeholders": (0, 1, 2, 4),
     "headroom_hours": ("all-day", "07-21"),
+    # the pool's consolidateAfter (s): how long an empty GPU node is kept (a warm node for the next burst, paid)
+    CONSOLIDATE_AFTER: (60, 300, 600),
 }
 # the daytime window a "07-21" headroom is held in (cron, the stack's days are UTC)
 HEADROOM_WINDOW = ("0 7 * * *", "0 21 * * *")
@@ -75,10 +87,15 @@ RESERVED = "reserved_instances"  # the knob `--reserved-usd-per-hour` adds: rese
 MAX_REPLICAS = "max_replicas"
 
 
-def search_space(max_replicas: Sequence[int], reserved_max: int | None) -> dict[str, tuple[object, ...]]:
-    """SEARCH_SPACE with the maxReplicas candidates, and the reserved instance count 0..reserved_max when a
-    reserved rate is given."""
+def search_space(
+    max_replicas: Sequence[int], reserved_max: int | None, consolidate_after: float | None = None
+) -> dict[str, tuple[object, ...]]:
+    """SEARCH_SPACE with the maxReplicas candidates, the stack's own consolidateAfter, and the reserved
+    instance count 0..reserved_max when a reserved rate is given."""
     space: dict[str, tuple[object, ...]] = {**SEARCH_SPACE, MAX_REPLICAS: tuple(sorted(set(max_replicas)))}
+    if consolidate_after is not None:
+        own = {int(_number(v)) for v in SEARCH_SPACE[CONSOLIDATE_AFTER]} | {int(consolidate_after)}
+        space[CONSOLIDATE_AFTER] = tuple(sorted(own))
     if reserved_max is not None:
         space[RESERVED] = tuple(range(reserved_max + 1))
     return space
@@ -138,12 +155,15 @@ class Tuner:
         stack_max: int,
         stack_min: int,
         reserved_max: int | None = None,
-        accepts: Callable[[Autoscaling, int | None, Headroom | None], str | None] | None = None,
+        accepts: Callable[[Autoscaling, int | None, Headroom | None, float | None], str | None] | None = None,
     ):
         self.runs = runs
         self.accepts = accepts  # the stack's own rules for a candidate (stack_accepts); None: any
         peak = peak_replicas(runs)
-        self.space = search_space((stack_max, peak, math.ceil(peak * 1.2)), reserved_max)
+        self.consolidate_after = runs[0].setup.config.capacity.consolidate_after  # the pool's, as deployed
+        self.space = search_space(
+            (stack_max, peak, math.ceil(peak * 1.2)), reserved_max, self.consolidate_after
+        )
         self.max_miss = max_miss_pct
         self.surge_known = surge_known
         self.stack_max = stack_max
@@ -152,6 +172,7 @@ class Tuner:
         first = runs[0].setup
         lam_slo = slo_rate_per_replica(first.table, first.traffic, first.config.slo)
         self.kv_at_slo = float(first.table.at(lam_slo)["kv_usage"])
+        self.slo_rate = lam_slo
         self._cache: dict[tuple, tuple[float, float, list[DayScore]]] = {}
         self._curves: dict[int, tuple] = {}  # each run's miss curve, for its oracle bound
 
@@ -189,10 +210,17 @@ class Tuner:
             update={
                 "min_replicas": min_r,
                 "max_replicas": max_r,
-                "kv_cache_usage": round(
-                    min(1.0, max(1e-4, self.kv_at_slo * _number(knobs["kv_target_scale"]))), 4
+                "kv_cache_usage": (
+                    Autoscaling().kv_cache_usage
+                    if self.served_drives(knobs)
+                    else round(min(1.0, max(1e-4, self.kv_at_slo * _number(knobs["kv_target_scale"]))), 4)
                 ),
                 "queue_depth_per_replica": _number(knobs["queue_depth_per_replica"]),
+                "requests_per_second_per_replica": (
+                    round(self.slo_rate * _number(knobs[SERVED_RATE_SCALE]), 2)
+                    if self.served_drives(knobs)
+                    else None
+                ),
                 "scale_down": ScalingRules.model_validate(down.model_dump()),
                 "prewarm": [
                     w.model_copy(update={"replicas": min(w.replicas, max_r)})
@@ -201,6 +229,11 @@ class Tuner:
                 ],
             }
         )
+
+    @staticmethod
+    def served_drives(knobs: dict[str, object]) -> bool:
+        """The served-throughput trigger sizes the pool (the KV target is then not a knob)."""
+        return _number(knobs.get(SERVED_RATE_SCALE, 0.0)) > 0
 
     def headroom(self, knobs: dict[str, object]) -> Headroom | None:
         """The pool's `headroom` block for the knobs (None: no warm GPUs), within what the pool's gpuLimit
@@ -244,6 +277,7 @@ class Tuner:
                 reserved_nodes=int(_number(knobs.get(RESERVED, 0))),
                 gpu_limit=self.gpu_limit(s.config.capacity.gpu_limit, cfg.max_replicas, run),
                 headroom=with_headroom(run.pool, self.headroom(knobs)),
+                consolidate_after=_number(knobs.get(CONSOLIDATE_AFTER, s.config.capacity.consolidate_after)),
             )
             r = simulate(
                 s.traffic,
@@ -272,7 +306,10 @@ class Tuner:
             return True
         cfg = self.config(knobs, None)
         limit = pool_gpu_limit(self.runs[0], cfg.max_replicas)
-        return self.accepts(cfg, limit, self.headroom(knobs)) is None
+        return self.accepts(cfg, limit, self.headroom(knobs), self.pool_consolidate_after(knobs)) is None
+
+    def pool_consolidate_after(self, knobs: dict[str, object]) -> float:
+        return _number(knobs.get(CONSOLIDATE_AFTER, self.consolidate_after))
 
     def better(self, a: tuple[float, float, list[DayScore]], b: tuple[float, float, list[DayScore]]) -> bool:
         feasible_a, feasible_b = a[1] <= self.max_miss, b[1] <= self.max_miss
@@ -283,6 +320,7 @@ class Tuner:
     def search(self, passes: int = 2) -> dict[str, object]:
         knobs: dict[str, object] = {
             "kv_target_scale": 1.0,
+            SERVED_RATE_SCALE: 0.0,
             "queue_depth_per_replica": 2.0,
             "min_replicas": min(max(self.stack_min, 1), 3),
             "scale_down_window": 300,
@@ -291,6 +329,7 @@ class Tuner:
             "headroom_hours": "all-day",
         }
         knobs[MAX_REPLICAS] = self.stack_max
+        knobs[CONSOLIDATE_AFTER] = int(self.consolidate_after)
         if RESERVED in self.space:
             knobs[RESERVED] = 0
         best = self.score(knobs)
@@ -298,7 +337,7 @@ class Tuner:
             changed = False
             for name, values in self.space.items():
                 for value in values:
-                    if value == knobs[name]:
+                    if value == knobs[name] or (name == "kv_target_scale" and self.served_drives(knobs)):
                         continue
                     trial = {**knobs, name: value}
                     if not self.accepted(trial):
@@ -313,7 +352,7 @@ class Tuner:
 
 def stack_accepts(
     stack: Stack, run: StackRun
-) -> Callable[[Autoscaling, int | None, Headroom | None], str | None]:
+) -> Callable[[Autoscaling, int | None, Headroom | None, float | None], str | None]:
     """A check of a candidate against the stack file's own rules (e.g. prod keeps minReplicas >= 2, windows
     within min/max, headroom within gpuLimit): the candidate's autoscaling, a grown pool gpuLimit and the
     pool's headroom put in the file's values and validated as `pulumi up` would; returns the first problem,
@@ -321,7 +360,12 @@ def stack_accepts(
     raw, _ = read_stack(stack)
     region = stack_region(stack)
 
-    def check(autoscaling: Autoscaling, gpu_limit: int | None, headroom: Headroom | None) -> str | None:
+    def check(
+        autoscaling: Autoscaling,
+        gpu_limit: int | None,
+        headroom: Headroom | None,
+        consolidate_after: float | None = None,
+    ) -> str | None:
         values = copy.deepcopy(raw)
         model = next(m for m in values["models"] if m["name"] == run.model_name)
         model["autoscaling"] = autoscaling.model_dump(by_alias=True, exclude_none=True)
@@ -329,6 +373,8 @@ def stack_accepts(
         if gpu_limit is not None:
             pool["gpuLimit"] = gpu_limit
         pool.pop("headroom", None)
+        if consolidate_after is not None:
+            pool["consolidateAfter"] = go_duration(consolidate_after)
         if headroom is not None:
             pool["headroom"] = headroom.model_dump(by_alias=True, exclude_none=True)
         try:
@@ -418,6 +464,7 @@ def run(argv: Sequence[str]) -> int:
         "yaml": autoscaling_yaml(final),
         "headroom_path": pool_path,
         "headroom_yaml": headroom_yaml(tuner.headroom(knobs)),
+        "consolidate_after": go_duration(tuner.pool_consolidate_after(knobs)),
         "days": [d.row() for d in days],
     }
     if pool_limit is not None:
@@ -457,7 +504,11 @@ def run(argv: Sequence[str]) -> int:
         )
     print(f"paste under {stack_cfg.model_path} in {stack_file(args.stack).name}:")
     print(autoscaling_yaml(final))
-    print(f"and under {pool_path} (the pool's warm GPUs, placeholders below the replicas' priority):")
+    print(
+        f"and under {pool_path}: how long an empty GPU node is kept, and the pool's warm GPUs (placeholders "
+        "below the replicas' priority):"
+    )
+    print(f"consolidateAfter: {go_duration(tuner.pool_consolidate_after(knobs))}")
     print(headroom_yaml(tuner.headroom(knobs)))
     if pool_limit is not None:
         print(

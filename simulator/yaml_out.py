@@ -1,4 +1,4 @@
-"""Render an `autoscaling` or `headroom` block the way it goes into Pulumi.<stack>.yaml (camelCase)."""
+"""Render an `autoscaling` or `headroom` block (or a duration) the way it goes into Pulumi.<stack>.yaml (camelCase)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ from config.schema import Autoscaling, Headroom
 def autoscaling_yaml(a: Autoscaling) -> str:
     data = a.model_dump(by_alias=True, exclude_none=True, mode="json")
     return yaml.safe_dump({"autoscaling": data}, sort_keys=False, default_flow_style=None, width=200)
+
+
+def go_duration(seconds: float) -> str:
+    """Seconds as the Go-style duration a stack file takes (`consolidateAfter: 5m`)."""
+    n = int(seconds)
+    return f"{n // 3600}h" if n and n % 3600 == 0 else f"{n // 60}m" if n and n % 60 == 0 else f"{n}s"
 
 
 def headroom_yaml(h: Headroom | None) -> str:

@@ -1,8 +1,13 @@
-"""What a model's autoscaling looks like: a KEDA ScaledObject on vLLM's queue depth and KV-cache usage.
+"""What a model's autoscaling looks like: a KEDA ScaledObject on vLLM's queue depth and KV-cache usage, and
+optionally on the requests its replicas complete per second.
 
-Both Prometheus triggers are AverageValue metrics: the HPA divides the summed value by the current replica
+Every Prometheus trigger is an AverageValue metric: the HPA divides the summed value by the current replica
 count and compares it with the threshold, so `queueDepthPerReplica: 5` means "add replicas while more than
-five requests wait per replica". The HPA takes the largest replica count any trigger asks for; cron
+five requests wait per replica". The KV fill grows with the load below saturation but jumps to the batch's
+full fill past it, so a low KV target asks for maxReplicas in any overload; served throughput
+(`requestsPerSecondPerReplica`, vLLM's request_success counter) is proportional below saturation and a
+saturated pool asks for only its throughput over the target. The HPA takes the largest replica count any
+trigger asks for; cron
 triggers hold capacity ready before known surges. Never CPU or GPU utilisation: vLLM pre-allocates GPU
 memory and keeps the GPU busy while requests queue, so neither says whether users are waiting.
 """

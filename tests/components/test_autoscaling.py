@@ -155,3 +155,41 @@ def test_first_rollout_reads_zero_and_a_renamed_metric_stays_loud(tmp_path: Path
         check([{"series": available, "values": "2x10"}], []),
     ]
     promtool.unit_test_rules({"groups": []}, tests, tmp_path)
+
+
+def test_served_throughput_is_an_average_value_trigger_only_when_set(tmp_path: Path) -> None:
+    """`requestsPerSecondPerReplica` adds a trigger on the requests the replicas complete per second (vLLM's
+    request_success counter, rated over a minute): the HPA divides it by the replicas, so the pool is sized
+    to its load below saturation and asks for only throughput / target past it. Without it: two triggers."""
+    from config.loader import parse
+
+    values = stack_values("dev")
+    assert "served-throughput" not in _triggers(
+        autoscaling.scaled_object(stack_plan(parse(values)).models[0], "dev")
+    )
+    values["models"][0]["autoscaling"]["requestsPerSecondPerReplica"] = 7.5
+    model = stack_plan(parse(values)).models[0]
+    served = _triggers(autoscaling.scaled_object(model, "dev"))["served-throughput"]
+    assert served["type"] == "prometheus" and served["metricType"] == "AverageValue"
+    assert served["metadata"]["threshold"] == "7.5"
+    assert served["metadata"]["ignoreNullValues"] == "false"
+    query = served["metadata"]["query"]
+    labels = f'namespace="{model.names.namespace}",model_name="{model.model.served_model_name}"'
+    assert query.startswith(f"sum(rate({promql.SUCCESS}{{{labels}}}[{promql.THROUGHPUT_WINDOW}]))")
+    available = (
+        f'kube_deployment_status_replicas_available{{namespace="{model.names.namespace}",'
+        f'deployment="{model.names.deployment}"}}'
+    )
+    success = f'{promql.SUCCESS}{{{labels},pod="%s",finished_reason="stop"}}'
+    tests = [
+        {
+            "interval": "15s",
+            "input_series": [
+                {"series": available, "values": "2x40"},
+                {"series": success % "p0", "values": "0+45x40"},  # 3 requests/s
+                {"series": success % "p1", "values": "0+60x40"},  # 4 requests/s
+            ],
+            "promql_expr_test": [{"expr": query, "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 7}]}],
+        }
+    ]  # fmt: skip
+    promtool.unit_test_rules({"groups": []}, tests, tmp_path)

@@ -7,7 +7,7 @@ import pytest
 
 from config.catalog import GPU_INSTANCES
 from config.model_profiles import profile
-from config.schema import Autoscaling, PrewarmWindow, Slo
+from config.schema import Autoscaling, PrewarmWindow, ScalingRules, Slo
 from simulator.capacity import CapacityConfig
 from simulator.engine import SimConfig, simulate
 from simulator.replica import ReplicaModel, TokenStats
@@ -120,3 +120,43 @@ def test_seed_benchmark_orderings(seed_rows):
     for r in (a, b, c, rec):  # the perfect-foresight bound is below every real config at its miss rate
         assert r.cost_vs_oracle is not None and r.cost_vs_oracle >= 1.0
         assert 0 < r.oracle["per_second_usd_per_day"] <= r.oracle["whole_nodes_usd_per_day"]
+
+
+def test_served_throughput_sizes_an_overload_where_a_low_kv_target_asks_for_max_replicas():
+    """Past saturation every replica's batch fills its KV cache, so a KV target set for the linear regime asks
+    for maxReplicas; the served-throughput trigger (requests completed per second per replica) asks for the
+    pool's throughput over its target, and once the replicas serve the load, for load / target."""
+    from plan.model import scaling_plan
+    from simulator.scenarios import slo_rate_per_replica, stack_run
+    from simulator.strategies import from_plan
+    from tests.conftest import fixture_stack
+
+    rate = np.full(3 * 3600, 6.0)
+    rate[3600 : 3600 + 1800] = 60.0  # a 30-minute burst to 10x
+    traffic = poisson_day(rate, TokenMix(), np.random.default_rng(3), "burst")
+    run = stack_run(fixture_stack("prod"), "mistral-7b", traffic)
+    slo_rate = slo_rate_per_replica(run.setup.table, traffic, run.setup.config.slo)
+    kv_at_slo = float(run.setup.table.at(np.array([slo_rate]))["kv_usage"][0])
+    down = ScalingRules.model_validate(
+        {
+            "stabilizationWindowSeconds": 300,
+            "policies": [{"type": "Percent", "value": 100, "periodSeconds": 60}],
+        }
+    )
+    base = Autoscaling(min_replicas=2, max_replicas=30, queue_depth_per_replica=1000, scale_down=down)
+
+    def desired(a: Autoscaling) -> np.ndarray:
+        scaling = scaling_plan(run.plan.names, run.plan.model.served_model_name, a)
+        return simulate(traffic, run.setup.table, from_plan("x", scaling), run.setup.config).minute_desired
+
+    kv_only = desired(base.model_copy(update={"kv_cache_usage": kv_at_slo}))
+    target = 0.8 * slo_rate
+    served = desired(
+        base.model_copy(update={"kv_cache_usage": 1.0, "requests_per_second_per_replica": target})
+    )
+    assert kv_only.max() == 30, "a saturated batch's KV fill over a linear-regime target: maxReplicas"
+    # the backlog built while replicas start drains at full throughput, then the pool settles at load / target
+    assert served.max() < 30
+    need = int(np.ceil(60.0 / target))
+    assert (need <= served[85:90]).all() and (served[85:90] <= need + 1).all(), (served[60:95], need)
+    assert (served[170:] == 2).all(), "back to minReplicas after the burst"

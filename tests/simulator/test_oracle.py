@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -49,3 +51,35 @@ def test_the_oracle_holds_the_same_reservations_and_buys_only_beyond_them():
     assert held["whole_nodes_usd_per_day"] - prepaid < plain["whole_nodes_usd_per_day"]
     expired = oracle.bound(minutes, lam, frac, 0.0, 1.212, 1, 400, 1.0, np.zeros(1440, dtype=np.int64), 0.0)
     assert expired == plain
+
+
+def test_the_oracle_never_runs_fewer_replicas_than_the_stack_may_deploy():
+    """A night with no requests still holds minReplicas' floor (1 anywhere, 2 in prod): a bound below what the
+    stack accepts is not a config anyone could deploy, and a miss budget never cuts below it either."""
+    lam, frac = curve()
+    minutes = np.concatenate([np.zeros(600), np.full(840, 6000.0)])
+    assert oracle.replicas_needed(minutes, lam, frac, 0).min() == 0  # no floor: the old, undeployable bound
+    for floor in (1, 2):
+        need = oracle.replicas_needed(minutes, lam, frac, 0, floor)
+        assert need[:600].tolist() == [floor] * 600 and need[600:].min() == 13
+        generous = oracle.replicas_needed(minutes, lam, frac, 0.5 * minutes.sum(), floor)
+        assert generous.min() == floor
+    low = oracle.bound(minutes, lam, frac, 0.0, 1.212, 1, 400, 1.0, floor=1)["whole_nodes_usd_per_day"]
+    prod = oracle.bound(minutes, lam, frac, 0.0, 1.212, 1, 400, 1.0, floor=2)["whole_nodes_usd_per_day"]
+    assert prod - low == pytest.approx(600 * 60 * 1.212 / 3600, rel=0.01)  # one more replica all night
+
+
+def test_a_stack_run_bounds_its_oracle_by_the_environment_floor():
+    from config.schema import PROD_MIN_REPLICAS
+    from simulator.scenarios import oracle_for, stack_run
+    from simulator.traffic import seed_day
+    from tests.conftest import fixture_stack
+
+    prod = stack_run(fixture_stack("prod"), None, seed_day(0))
+    assert prod.setup.config.replica_floor == PROD_MIN_REPLICAS
+    assert stack_run(fixture_stack("staging"), None, seed_day(0)).setup.config.replica_floor == 1
+    one = dataclasses.replace(prod.setup, config=dataclasses.replace(prod.setup.config, replica_floor=1))
+    assert (
+        oracle_for(prod.setup, 2.0)["whole_nodes_usd_per_day"]
+        > oracle_for(one, 2.0)["whole_nodes_usd_per_day"]
+    )

@@ -214,9 +214,9 @@ def test_the_tuner_only_proposes_what_the_stack_file_accepts(tmp_path):
     run = stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))
     accepts = stack_accepts(STACK, run)
     own = run.plan.model.autoscaling
-    assert accepts(own, None, None) is None
+    assert accepts(own, None, None, None) is None
     # a prod model keeps two replicas: the schema's rule, applied to the candidate as `pulumi up` would
-    problem = accepts(own.model_copy(update={"min_replicas": 1}), None, None)
+    problem = accepts(own.model_copy(update={"min_replicas": 1}), None, None, None)
     assert problem is not None and "minReplicas" in problem
     tuner = Tuner([run], 5.0, False, run.max_replicas, own.min_replicas, accepts=accepts)
     assert tuner.search(passes=1)["min_replicas"] != 1
@@ -229,6 +229,59 @@ def test_a_headroom_candidate_is_checked_by_the_stack_files_rules(tmp_path):
     run = stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))
     accepts = stack_accepts(STACK, run)
     own = run.plan.model.autoscaling
-    assert accepts(own, None, Headroom(gpus=2)) is None
-    problem = accepts(own, None, Headroom(gpus=run.plan.pool.gpu_limit))
+    assert accepts(own, None, Headroom(gpus=2), None) is None
+    problem = accepts(own, None, Headroom(gpus=run.plan.pool.gpu_limit), None)
     assert problem is not None and "headroom" in problem
+
+
+def test_the_pools_consolidate_after_is_a_knob_and_is_printed_for_the_pool(tmp_path, capsys):
+    """An empty GPU node kept 10 minutes after a 30-minute surge is paid for those minutes: the tuner simulates
+    each consolidateAfter (the stack's own among them), checks it with the stack file's rules and prints the
+    chosen one under the pool."""
+    from simulator.tune import CONSOLIDATE_AFTER
+
+    runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
+    tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
+    own = int(runs[0].setup.config.capacity.consolidate_after)
+    assert own in tuner.space[CONSOLIDATE_AFTER] and 60 in tuner.space[CONSOLIDATE_AFTER]
+    base = {
+        "kv_target_scale": 1.0, "queue_depth_per_replica": 2.0, "min_replicas": 2, "scale_down_window": 120,
+        "prewarm": "none", "headroom_placeholders": 0, "headroom_hours": "all-day", MAX_REPLICAS: 4,
+    }  # fmt: skip
+    quick, slow = tuner.score({**base, CONSOLIDATE_AFTER: 60}), tuner.score({**base, CONSOLIDATE_AFTER: 3600})
+    assert quick[0] < slow[0], "an empty node kept an hour is paid for the hour"
+    check = stack_accepts(STACK, runs[0])
+    cfg = tuner.config(base, None)
+    assert check(cfg, None, None, 60) is None
+    argv = ["tune", "--stack", str(STACK), "--traffic", short_day(tmp_path, "b", 90), "--max-miss-pct", "50",
+            "--passes", "1", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["consolidate_after"] in {"1m", "5m", "10m", f"{own // 60}m"}
+    seconds = {"1m": 60, "5m": 300, "10m": 600}.get(out["consolidate_after"], own)
+    assert out["knobs"][CONSOLIDATE_AFTER] == seconds
+
+
+def test_the_served_throughput_target_is_a_knob_that_takes_over_from_the_kv_target(tmp_path):
+    """served_rate_scale x the per-replica SLO rate becomes `requestsPerSecondPerReplica`; the KV trigger then
+    stays at the schema's guard near a full cache (a linear-regime KV target would still ask for maxReplicas
+    in any overload), and the KV knob is not searched. 0 keeps the KV-driven config."""
+    from config.schema import Autoscaling
+    from simulator.tune import SERVED_RATE_SCALE
+
+    runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
+    tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=2)
+    assert 0.0 in tuner.space[SERVED_RATE_SCALE]
+    assert all(isinstance(v, float) and v < 1.0 for v in tuner.space[SERVED_RATE_SCALE])
+    base = {
+        "kv_target_scale": 1.0, SERVED_RATE_SCALE: 0.0, "queue_depth_per_replica": 2.0, "min_replicas": 2,
+        "scale_down_window": 300, "prewarm": "none", "headroom_placeholders": 0, "headroom_hours": "all-day",
+    }  # fmt: skip
+    kv_driven = tuner.config(base, None)
+    assert kv_driven.requests_per_second_per_replica is None
+    assert kv_driven.kv_cache_usage == pytest.approx(tuner.kv_at_slo, abs=1e-4)
+    served = tuner.config({**base, SERVED_RATE_SCALE: 0.7}, None)
+    assert served.requests_per_second_per_replica == pytest.approx(0.7 * tuner.slo_rate, abs=0.01)
+    assert served.kv_cache_usage == Autoscaling().kv_cache_usage
+    # the candidate is simulated with the trigger the plan renders: a different config, a different day
+    assert tuner.score({**base, SERVED_RATE_SCALE: 0.7})[2][0].cost != tuner.score(base)[2][0].cost
