@@ -128,6 +128,25 @@ def _version_text(value: Any) -> Any:
     return value
 
 
+# The oldest Kubernetes the platform's pods run on: the vLLM pod's preStop `sleep` action (PodLifecycleSleepAction,
+# beta and on by default in 1.30) and its compile-cache saver, a native sidecar (an init container with
+# `restartPolicy: Always`, SidecarContainers on by default since 1.29; on an older API server the field is
+# dropped and the never-ending saver would hold vLLM back forever).
+MIN_KUBERNETES_MINOR = 30
+
+
+def _supported_version(value: str) -> str:
+    if int(value.split(".")[1]) < MIN_KUBERNETES_MINOR:
+        raise RuleError(
+            (),
+            value,
+            f"is older than 1.{MIN_KUBERNETES_MINOR}, which the platform's pods need (the vLLM pod's preStop "
+            "sleep action, 1.30; its compile-cache native sidecar, 1.29); "
+            f'use "1.{MIN_KUBERNETES_MINOR}" or later',
+        )
+    return value
+
+
 def _power_of_two(value: int) -> int:
     if value < 1 or value & (value - 1):
         raise ValueError(f"{value} is not allowed; must be a power of two (1, 2, 4, 8)")
@@ -186,9 +205,12 @@ class AmiVersions(Schema):
 class ClusterConfig(Schema):
     mode: Literal["eks", "existing"] = "eks"
     name: Annotated[str, _dns_label(40)]
-    kubernetes_version: Annotated[str, BeforeValidator(_version_text), Field(pattern=r"^1\.[0-9]{2}$")] = (
-        "1.34"
-    )
+    kubernetes_version: Annotated[
+        str,
+        BeforeValidator(_version_text),
+        Field(pattern=r"^1\.[0-9]{2}$"),
+        AfterValidator(_supported_version),
+    ] = "1.34"
     vpc_cidr: IPv4Network = IPv4Network("10.0.0.0/16")
     availability_zones: list[str] = Field(min_length=2, max_length=3)
     system_nodes: SystemNodes = Field(default_factory=SystemNodes)

@@ -110,6 +110,17 @@ def test_an_unquoted_kubernetes_version_is_refused_as_written(tmp_path: Path) ->
     assert "1.3 " not in msg.split("(")[0]
 
 
+def test_a_kubernetes_version_without_native_sidecars_is_refused(tmp_path: Path) -> None:
+    path = _stack_file(
+        tmp_path, lambda t: t.replace('kubernetesVersion: "1.34"', 'kubernetesVersion: "1.28"')
+    )
+    msg = _error(path)
+    assert "cluster.kubernetesVersion: '1.28' is older than 1.30" in msg and "native sidecar" in msg
+    assert ":15" in msg.split("cluster.")[0], "names the file and line"
+    ok = _stack_file(tmp_path, lambda t: t.replace('kubernetesVersion: "1.34"', 'kubernetesVersion: "1.30"'))
+    assert load_stack(ok).cluster.kubernetes_version == "1.30"
+
+
 def test_one_gpu_is_singular() -> None:
     v = stack_values("dev")
     v["models"][0]["tensorParallelSize"] = 2  # the dev pool has 1-GPU instances only

@@ -7,8 +7,12 @@ from config.cold_start import (
     CACHE_MODES,
     ENGINE_INIT_CACHED_SECONDS,
     ENGINE_INIT_COLD_SECONDS,
+    PREEMPTION_SECONDS,
+    CacheMode,
     cold_start,
+    headroom_start,
 )
+from config.loader import ROOT
 
 G5 = GPU_INSTANCES["g5.2xlarge"]
 
@@ -28,11 +32,11 @@ def test_fsx_is_bounded_by_the_instance_network():
     big = cold_start("fsx", GPU_INSTANCES["g5.12xlarge"], 16, False)
     assert small.weight_load == pytest.approx(16 / (2.5 / 8))
     assert big.weight_load < small.weight_load
-    # FSx is mounted read-only: the compile cache lives in the pod, so every new pod compiles
+    # without a persisted compile cache, the cache lives in the pod: every new pod compiles
     assert small.engine_init == ENGINE_INIT_COLD_SECONDS
 
 
-def test_compile_cache_survives_on_a_warm_nvme_node_only():
+def test_without_persistence_the_compile_cache_survives_on_a_warm_nvme_node_only():
     assert cold_start("nvme", G5, 16, False).engine_init == ENGINE_INIT_CACHED_SECONDS
     assert cold_start("nvme", G5, 16, True).engine_init == ENGINE_INIT_COLD_SECONDS
     assert cold_start("s3", G5, 16, False).engine_init == ENGINE_INIT_COLD_SECONDS
@@ -53,3 +57,43 @@ def test_prebaked_image_removes_the_pull():
 def test_unknown_cache_mode_is_rejected():
     with pytest.raises(ValueError, match="allowed: nvme, fsx, s3, hub"):
         cold_start("tape", G5, 4, True)  # pyright: ignore[reportArgumentType]
+
+
+def _readme_table(header: str) -> list[list[str]]:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    start = lines.index(header)
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def _seconds(cell: str) -> int:
+    return int(cell.strip("*").split(" s")[0].strip("*"))
+
+
+def test_the_readme_cold_start_tables_are_what_the_model_computes():
+    """g5.2xlarge, 16 GB, a registry pull: each row's totals, with and without a persisted compile cache."""
+    rows = _readme_table(
+        "| cache | node ready | image pull | weights | engine init (new / warm node) | total new node | total warm node |"
+    )
+    assert len(rows) == 2 * len(CACHE_MODES)
+    modes: dict[str, CacheMode] = {m: m for m in CACHE_MODES}
+    for label, *_, new, warm in rows:
+        mode = modes[label.split(",")[0]]
+        persisted = "compile cache persisted" in label
+        assert _seconds(new) == round(cold_start(mode, G5, 16, True, "registry", persisted).total), label
+        assert _seconds(warm) == round(cold_start(mode, G5, 16, False, "registry", persisted).total), label
+    landing = {
+        r[0]: r[4:]
+        for r in _readme_table("| replica lands on | node | image | weights | nvme | fsx | s3 | hub |")
+    }
+    for mode, cells in zip(CACHE_MODES, zip(*landing.values(), strict=True), strict=True):
+        new, kept, headroom = ((_seconds(c), _seconds(c.split("(")[1])) for c in cells)
+        for persisted, i in ((True, 0), (False, 1)):
+            assert new[i] == round(cold_start(mode, G5, 16, True, "registry", persisted).total), mode
+            assert kept[i] == round(cold_start(mode, G5, 16, False, "registry", persisted).total), mode
+            start = headroom_start(mode, G5, 16, "registry", persisted).total + PREEMPTION_SECONDS
+            assert headroom[i] == round(start), mode

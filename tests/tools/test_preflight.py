@@ -15,6 +15,7 @@ from config.loader import ROOT
 from tools.preflight import __main__ as cli
 from tools.preflight import view as preflight_view
 from tools.preflight.findings import Finding
+from tools.preflight.pods import pod_requests, program_pods, requests_of
 from tools.preflight.run import CHECKS, run
 from tools.preflight.view import Manifest, RenderView
 
@@ -364,3 +365,32 @@ def test_cli_bad_config_exits_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "invalid config for stack 'dev'" in err and "models[0] (x).slo.ttftSeconds" in err
+
+
+def test_a_replicas_native_sidecar_counts_beside_vllm(clean: RenderView) -> None:
+    """The fsx model's compile-cache saver (an init container with restartPolicy Always) runs beside vLLM for
+    the pod's life: its requests add to vLLM's, as the scheduler and Karpenter count them."""
+    spec = manifest(clean, "Deployment", "large").body["spec"]["template"]["spec"]
+    assert [c["name"] for c in spec["initContainers"] if c.get("restartPolicy") == "Always"] == [
+        "save-compile-cache"
+    ]
+    (pod,) = [
+        p for p in program_pods(clean) if p.owner.startswith("Deployment") and p.owner.endswith("/large")
+    ]
+    vllm = requests_of(spec["containers"])
+    assert (pod.requests["cpu"], pod.requests["memory"]) == (vllm["cpu"] + 10, vllm["memory"] + 64)
+
+
+def test_pod_requests_count_sidecars_with_the_init_containers_after_them() -> None:
+    """k8s.io/component-helpers PodRequests: an init container runs beside the sidecars started before it."""
+
+    def container(cpu: str, sidecar: bool = False) -> dict[str, Any]:
+        return {"resources": {"requests": {"cpu": cpu}}, **({"restartPolicy": "Always"} if sidecar else {})}
+
+    spec = {
+        "initContainers": [container("500m"), container("300m", sidecar=True), container("400m")],
+        "containers": [container("100m")],
+    }
+    assert pod_requests(spec)["cpu"] == 700  # the last init step beside the sidecar, not vLLM's 100 + 300
+    spec["containers"] = [container("1")]
+    assert pod_requests(spec)["cpu"] == 1300  # the containers beside the sidecar
