@@ -90,6 +90,10 @@ def parser() -> argparse.ArgumentParser:
         "--holdout-seed", type=non_negative_int,
         help="also write holdout days of the random kinds (bursty, bursts) from this seed, as <kind>-holdout.csv",
     )  # fmt: skip
+    p.add_argument(
+        "--more-seeds", default="",
+        help="comma-separated seeds: also write more training days of the random kinds, as <kind>-<seed>.csv",
+    )  # fmt: skip
     return p
 
 
@@ -104,4 +108,7 @@ def run(argv: Sequence[str]) -> int:
     if args.holdout_seed is not None:
         for kind in (k for k in RANDOM_KINDS if k in kinds):
             print(write(kind, args.out / f"{kind}-holdout.csv", seed=args.holdout_seed, scale=args.scale))
+    for seed in (int(s) for s in args.more_seeds.split(",") if s.strip()):
+        for kind in (k for k in RANDOM_KINDS if k in kinds):
+            print(write(kind, args.out / f"{kind}-{seed}.csv", seed=seed, scale=args.scale))
     return 0

@@ -24,6 +24,14 @@ def test_the_family_written_is_the_family_tuned_on(tmp_path, capsys: pytest.Capt
     assert len(load(str(tmp_path / "seed.csv")).arrivals) > 0
 
 
+def test_more_seeds_write_more_days_of_the_random_kinds(tmp_path) -> None:
+    assert main(["family", "--out", str(tmp_path), "--kinds", "seed,bursts", "--more-seeds", "1,2"]) == 0
+    assert {p.name for p in tmp_path.iterdir()} == {"seed.csv", "bursts.csv", "bursts-1.csv", "bursts-2.csv"}
+    for seed in (1, 2):
+        rates = np.loadtxt(tmp_path / f"bursts-{seed}.csv", delimiter=",", skiprows=1)[:, 1]
+        assert rates == pytest.approx(family.day("bursts", seed=seed), abs=1e-4)
+
+
 def test_a_missing_folder_is_one_line_and_exit_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["family", "--out", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
