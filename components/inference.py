@@ -146,9 +146,11 @@ class InferenceService(pulumi.ComponentResource):
             identities.append((names.sync_service_account, sync))
         if cache.serving_needs_role:
             reads = cache.weights_prefix if cache.serving_reads_weights else None
-            description = f"vLLM pods of {model.name}: " + (
-                "stream its weights, its compile cache" if reads else "its compile cache"
-            )
+            does = [
+                *(["stream its weights from S3"] if reads else []),
+                *(["restore and save its vLLM compile cache"] if cache.serving_compile_prefix else []),
+            ]
+            description = f"vLLM pods of {model.name}: {' and '.join(does)}"
             serving = role(
                 "serving",
                 description,

@@ -211,6 +211,8 @@ def test_each_fsx_models_vllm_pods_write_only_their_own_compile_cache(run_progra
         (a.inputs["namespace"], a.inputs["serviceAccount"]): a.inputs["roleArn"]
         for a in m.by_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
     }
+    role = m.named("llm-prod-mistral-7b-serving", "aws:iam/role:Role")
+    assert role.inputs["description"] == "vLLM pods of mistral-7b: restore and save its vLLM compile cache"
     # the vLLM pods' service account of each model holds that model's role, no shared one
     assert associations["model-mistral-7b", "vllm"].endswith("/llm-prod-mistral-7b-serving")
     assert associations["model-llama-70b", "vllm"].endswith("/llm-prod-llama-70b-serving")

@@ -103,6 +103,8 @@ def test_pod_identity_per_cache_mode_is_least_privilege(run_program) -> None:
         }
         assert associations == expected
     dev = run_program("dev")
+    role = dev.named("llm-dev-qwen-1-5b-serving", "aws:iam/role:Role")
+    assert role.inputs["description"] == "vLLM pods of qwen-1-5b: stream its weights from S3"
     (serving,) = [r for r in dev.by_type("aws:iam/rolePolicy:RolePolicy") if r.name.endswith("-serving")]
     reads = [
         s["Resource"] for s in json.loads(serving.inputs["policy"])["Statement"] if s["Sid"] == "ReadModels"
