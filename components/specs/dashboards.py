@@ -232,6 +232,21 @@ def vllm_dashboard(*, deployment: str = "$model_name", scaled_object: str = "$mo
             description="vllm:kv_cache_usage_perc (0..1) per pod; above 95% requests queue and get preempted.",
         ),
         _panel(
+            "Requests completed per second",
+            [
+                (promql.served_throughput(ns, model), "all replicas (served-throughput trigger)"),
+                (
+                    f"{promql.served_throughput(ns, model)} / count({promql.RUNNING}{sel})",
+                    "per replica (vs requestsPerSecondPerReplica)",
+                ),
+            ],
+            unit="reqps",
+            description=(
+                "rate(vllm:request_success_total) over the served-throughput trigger's window; per replica, "
+                "what KEDA compares with requestsPerSecondPerReplica when that trigger is on."
+            ),
+        ),
+        _panel(
             "Tokens per second",
             [
                 (f"sum(rate({promql.PROMPT_TOKENS}{sel}[{RATE}]))", "prompt"),

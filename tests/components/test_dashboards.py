@@ -115,6 +115,7 @@ def test_vllm_dashboard_variables_and_panels() -> None:
         promql.PROMPT_TOKENS,
         promql.GENERATION_TOKENS,
         promql.PREEMPTIONS,
+        promql.SUCCESS,
         alerts.HPA_DESIRED,
         alerts.DEPLOYMENT_READY,
     ):
