@@ -38,8 +38,8 @@ from plan.headroom import with_headroom
 from simulator import family
 from simulator.capacity import start_times
 from simulator.engine import simulate
-from simulator.scenarios import miss_curve, oracle_for, reactive_bound_for, stack_run
-from simulator.traffic import TokenMix, Traffic, poisson_day, seed_day
+from simulator.scenarios import StackRun, miss_curve, oracle_for, reactive_bound_for, stack_run
+from simulator.traffic import TokenMix, Traffic, rate_traffic, seed_day
 from simulator.tune import peak_replicas, pool_gpu_limit
 
 
@@ -47,9 +47,7 @@ def family_day(kind: str, seed: int) -> Traffic:
     """A generated day of simulator/family.py (per-minute rate), as Poisson arrivals: `bursts` is the seed day
     plus 6-12 random 5-15 minute bursts of +20-60 req/s between 07:00 and 21:00, `flash` one +100 req/s
     spike for 5 minutes at 14:00."""
-    rng = np.random.default_rng(3000 + seed)
-    rate = np.repeat(family.day(kind, seed), 60)
-    return poisson_day(rate, TokenMix(), rng, f"{kind}-{seed}")
+    return rate_traffic(np.repeat(family.day(kind, seed), 60), TokenMix(), 3000 + seed, f"{kind}-{seed}")
 
 
 TARGET_MISS_PCT = 3.0
@@ -78,32 +76,37 @@ def what_if(stack: str, model: str, cache: str, days: list[Traffic], folder: Pat
 DEPLOYED = "deployed"  # the pool's own `headroom` block, as rendered
 
 
+def _print_header(run: StackRun, columns: list[int | str], title: str) -> dict[str, float]:
+    """The model's start facts and the table header; returns the starts the reactive bound is priced at."""
+    c = run.setup.config.capacity
+    start = run.pool.headroom or with_headroom(run.pool, Headroom(gpus=run.plan.gpus))
+    warm = start.warm_start(run.model_name) if start is not None else float("nan")
+    print(
+        f"\n{title}: {run.model_name} on {run.instance.instance_type}, {c.cache_mode} cache "
+        f"(compile cache {'persisted' if c.compile_cache_persisted else 'not persisted'}), "
+        f"{c.image} image pull; a replica preempting a placeholder is Ready in {warm:.0f} s"
+    )
+    lags = {"new node": start_times(c).new_node, "warm node": warm}
+    names = [g if g == DEPLOYED else f"{g} GPUs" for g in columns]
+    header = "".join(f"{f'{g} miss%':>16}{'$/day':>8}{'vs oracle':>10}" for g in names)
+    bounds = "".join(f"{f'{k} {v:.0f}s':>16}" for k, v in lags.items())
+    print(f"{'day':<18}{header}   reactive bound at the deployed miss rate, replicas serving after a{bounds}")
+    return lags
+
+
 def compare(stack: str | Path, model: str, days: list[Traffic], levels: list[int], title: str) -> None:
     """One table: per day, misses, $/day and cost vs the oracle with the pool's own headroom and at each
-    level held all day; then the verdict per column."""
+    level held all day, and the reactive bound at the deployed miss rate; then the verdict per column."""
     columns: list[int | str] = [DEPLOYED, *levels]
     worst: dict[int | str, tuple[float, float]] = {g: (0.0, 0.0) for g in columns}
-    for n, traffic in enumerate(days):
-        run = stack_run(stack, model, traffic)
-        if n == 0:
-            c = run.setup.config.capacity
-            start = run.pool.headroom or with_headroom(run.pool, Headroom(gpus=run.plan.gpus))
-            warm = start.warm_start(run.model_name) if start is not None else float("nan")
-            print(
-                f"\n{title}: {run.model_name} on {run.instance.instance_type}, {c.cache_mode} cache "
-                f"(compile cache {'persisted' if c.compile_cache_persisted else 'not persisted'}), "
-                f"{c.image} image pull; a replica preempting a placeholder is Ready in {warm:.0f} s"
-            )
-            lags = {"new node": start_times(c).new_node, "warm node": warm}
-            names = [g if g == DEPLOYED else f"{g} GPUs" for g in columns]
-            header = "".join(f"{f'{g} miss%':>16}{'$/day':>8}{'vs oracle':>10}" for g in names)
-            bounds = "".join(f"{f'{k} {v:.0f}s':>16}" for k, v in lags.items())
-            print(
-                f"{'day':<18}{header}   reactive bound at the deployed miss rate, replicas serving after a{bounds}"
-            )
+    runs = [stack_run(stack, model, traffic) for traffic in days]
+    lags = _print_header(runs[0], columns, title)
+    for run in runs:
+        traffic = run.setup.traffic
         strategy = next(s for s in run.strategies if s.name == "stack-config")
         curve = miss_curve(run.setup.table, traffic, run.setup.config.slo)
         row = f"{traffic.name:<18}"
+        scores: dict[int | str, tuple[float, float]] = {}  # column -> (misses %, oracle $/day)
         for gpus in columns:
             if gpus == DEPLOYED:
                 config = run.setup.config
@@ -115,12 +118,11 @@ def compare(stack: str | Path, model: str, days: list[Traffic], levels: list[int
             bound = oracle_for(run.setup, result.slo_violation_pct, curve)["whole_nodes_usd_per_day"]
             vs = result.gpu_cost_usd_per_day / bound if bound else float("inf")
             row += f"{result.slo_violation_pct:>16.2f}{result.gpu_cost_usd_per_day:>8.2f}{vs:>9.2f}x"
-            if gpus == DEPLOYED:
-                deployed = (result.slo_violation_pct, bound)
+            scores[gpus] = (result.slo_violation_pct, bound)
             if traffic.name.startswith(("bursts", "flash")):
                 miss, ratio = worst[gpus]
                 worst[gpus] = (max(miss, result.slo_violation_pct), max(ratio, vs))
-        miss, bound = deployed
+        miss, bound = scores[DEPLOYED]
         for lag in lags.values():
             reactive = reactive_bound_for(run.setup, miss, lag, curve)["usd_per_day"]
             row += f"{reactive / bound:>15.2f}x" if bound and math.isfinite(reactive) else f"{'none':>16}"
