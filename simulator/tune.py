@@ -8,16 +8,17 @@ maxReplicas) is one more knob: each count is prepaid at R all day (a Capacity Bl
 on-demand rate) and nodes beyond it are bought on-demand or spot (simulator/capacity.py); the count is printed
 beside the YAML, since it is bought, not configured in the autoscaling block.
 
-Knobs: the per-pod KV target, the served-throughput target (or none), the queue threshold, minReplicas, the scale-down window, pre-warm windows and
-maxReplicas (the stack's, or what the busiest minute of the training days needs at the per-replica SLO rate,
-and a fifth more; a maxReplicas above the stack's grows the pool's gpuLimit, printed with the YAML); and of the
-model's GPU pool, its warm GPUs (`headroom`) and `consolidateAfter` (an empty node kept longer is a warm node
-for the next burst, and is paid until then), printed for the pool (they apply to every model it serves).
+Knobs: the per-pod KV target, the served-throughput target (or none), the queue threshold, minReplicas, the
+scale-down window, pre-warm windows and maxReplicas (the stack's, or what the busiest minute of the training
+days needs at the per-replica SLO rate, and a fifth more; a maxReplicas above the stack's grows the pool's
+gpuLimit, printed with the YAML); and of the model's GPU pool, its warm GPUs (`headroom`) and
+`consolidateAfter` (an empty node kept longer is a warm node for the next burst, and is paid until then),
+printed for the pool (they apply to every model it serves).
 
 Search: coordinate descent over `search_space()` (one place for the knobs: add a knob there and to `config`),
 starting from the model-derived recommendation (`scenarios.recommend`) once sized by the KV target and once by
-served throughput (SIGNAL_STARTS), two passes each, each candidate simulated on every training day. A candidate is feasible when its worst day misses <= X %; among feasible ones the lowest
-mean GPU $/day wins (if none is feasible, the lowest worst-day miss rate). A candidate the stack file would
+served throughput (SIGNAL_STARTS), two passes each, each candidate simulated on every training day. A
+candidate is feasible when its worst day misses <= X %; among feasible ones the lowest mean GPU $/day wins (if none is feasible, the lowest worst-day miss rate). A candidate the stack file would
 refuse (its schema's rules, e.g. prod's minReplicas >= 2) is never tried. Pre-warm windows: a day's own
 traffic never places windows for that same day, and a window is kept only where its surge recurs (an
 overlapping window on another day it may learn from): when scoring day i the windows come from the other
@@ -279,7 +280,7 @@ class Tuner:
                 reserved_nodes=int(_number(knobs.get(RESERVED, 0))),
                 gpu_limit=self.gpu_limit(s.config.capacity.gpu_limit, cfg.max_replicas, run),
                 headroom=with_headroom(run.pool, self.headroom(knobs)),
-                consolidate_after=_number(knobs.get(CONSOLIDATE_AFTER, s.config.capacity.consolidate_after)),
+                consolidate_after=self.pool_consolidate_after(knobs),
             )
             r = simulate(
                 s.traffic,
@@ -311,6 +312,7 @@ class Tuner:
         return self.accepts(cfg, limit, self.headroom(knobs), self.pool_consolidate_after(knobs)) is None
 
     def pool_consolidate_after(self, knobs: dict[str, object]) -> float:
+        """The pool's consolidateAfter (s) for the knobs: simulated, checked and printed from here."""
         return _number(knobs.get(CONSOLIDATE_AFTER, self.consolidate_after))
 
     def better(self, a: tuple[float, float, list[DayScore]], b: tuple[float, float, list[DayScore]]) -> bool:
