@@ -17,6 +17,7 @@ from config.catalog import GpuInstance
 from config.cold_start import CACHE_BEHAVIOUR, CacheBehaviour, CacheMode, ColdStart, ImageMode, cold_start
 from config.schema import (
     Autoscaling,
+    GatewayConfig,
     GpuNodePool,
     ModelConfig,
     PrewarmWindow,
@@ -24,6 +25,7 @@ from config.schema import (
     duration_seconds,
 )
 from plan import naming, promql
+from plan.gateway import FlowControlPlan, flow_control
 
 # Prometheus scrapes every vLLM pod this often (PodMonitor): KEDA's decisions are only as fresh as the scrape
 SCRAPE_INTERVAL_SECONDS = 5
@@ -259,8 +261,12 @@ def fallback_replicas(autoscaling: Autoscaling) -> int:
     return max(autoscaling.min_replicas, math.ceil(autoscaling.max_replicas / 2))
 
 
-def scaling_plan(names: ModelNames, served_model_name: str, autoscaling: Autoscaling) -> ScalingPlan:
-    """Resolve an `autoscaling` block (a stack's, or one the simulator proposes) for one model."""
+def scaling_plan(
+    names: ModelNames, served_model_name: str, autoscaling: Autoscaling, behind_gateway: bool = False
+) -> ScalingPlan:
+    """Resolve an `autoscaling` block (a stack's, or one the simulator proposes) for one model.
+    `requestsPerSecondPerReplica` sizes by the load: behind the gateway its arrivals (served or shed), else
+    vLLM's completions, which cannot exceed what the Ready replicas serve."""
     a, namespace = autoscaling, names.namespace
 
     def query(summed: str) -> str:
@@ -295,6 +301,13 @@ def scaling_plan(names: ModelNames, served_model_name: str, autoscaling: Autosca
                 if a.requests_per_second_per_replica is None
                 else (
                     MetricTrigger(
+                        "arrival-rate",
+                        promql.EPP_REQUESTS,
+                        query(promql.gateway_arrivals(namespace, served_model_name)),
+                        a.requests_per_second_per_replica,
+                    )
+                    if behind_gateway
+                    else MetricTrigger(
                         "served-throughput",
                         promql.SUCCESS,
                         query(promql.served_throughput(namespace, served_model_name)),
@@ -320,6 +333,8 @@ class ModelPlan:
     cache: CachePlan
     cold_start: ColdStartBudget
     scaling: ScalingPlan
+    # the gateway's bounded queue in front of the model (plan/gateway.py); None without the gateway
+    flow_control: FlowControlPlan | None
     # GPUs the pool's `nvidia.com/gpu` limit leaves free with every model of the pool at maxReplicas
     pool_headroom_gpus: int
     consolidate_after_s: float  # the pool's `consolidateAfter`: an empty GPU node lives this long
@@ -354,14 +369,21 @@ def resolve_model(
     pool: GpuNodePool,
     stack_models: Sequence[ModelConfig] | None = None,
     has_bucket: bool = True,
+    gateway: GatewayConfig | None = None,
 ) -> ModelPlan:
     """`stack_models`: every model of the stack (they share pool limits); by default the model alone.
-    `has_bucket`: the stack creates the model bucket (an EKS stack; an existing cluster has none)."""
+    `has_bucket`: the stack creates the model bucket (an EKS stack; an existing cluster has none).
+    `gateway`: the stack's; an enabled one puts its bounded queue in front of the model."""
     names = model_names(model.name)
     gpus = model.tensor_parallel_size
     instance = pod_instance(pool, gpus)
     image_pull = image_pull_mode(pool.ami_family)
     cache = cache_plan(model, pool, gpus, has_bucket)
+    queue = (
+        flow_control(model.autoscaling, gateway.max_pending_per_replica)
+        if gateway is not None and gateway.enabled
+        else None
+    )
     return ModelPlan(
         model=model,
         names=names,
@@ -371,7 +393,8 @@ def resolve_model(
         image_pull=image_pull,
         cache=cache,
         cold_start=cold_start_budget(model, instance, image_pull, cache),
-        scaling=scaling_plan(names, model.served_model_name, model.autoscaling),
+        scaling=scaling_plan(names, model.served_model_name, model.autoscaling, queue is not None),
+        flow_control=queue,
         pool_headroom_gpus=pool_headroom_gpus(pool, stack_models if stack_models is not None else [model]),
         consolidate_after_s=duration_seconds(pool.consolidate_after),
         loader_uses_hf_token=model.needs_hf_token and model.cache != "hub",

@@ -18,7 +18,17 @@ PROMPT_TOKENS = "vllm:prompt_tokens_total"
 GENERATION_TOKENS = "vllm:generation_tokens_total"
 PREEMPTIONS = "vllm:num_preemptions_total"
 SUCCESS = "vllm:request_success_total"
-# the window the served-throughput trigger rates vLLM's success counter over (>= 4 scrapes at 5 s)
+# the gateway's endpoint picker (llm-d router v0.10.0, pkg/epp/metrics/llm_d_router_metrics.go; scraped by
+# the chart's ServiceMonitor): requests it dispatched to a pod, and requests it answered with an error
+# (`error_code`); `model_name` is the request's `model` field, the served model name. Both counters appear
+# with the first request they count.
+EPP_REQUESTS = "llm_d_epp_request_total"
+EPP_REQUEST_ERRORS = "llm_d_epp_request_error_total"
+# errors that are demand the pool did not serve (pkg/epp/requestcontrol/admission.go): flow control's 429 (queue
+# full, held past its TTL) and 503 (no endpoint, client gone); a pod's own failure (ModelServerError) was
+# already counted as dispatched
+SHED_ERROR_CODES = ("ResourceExhausted", "ServiceUnavailable")
+# the window the load triggers rate their counters over (>= 4 scrapes at 5 s)
 THROUGHPUT_WINDOW_SECONDS = 60
 THROUGHPUT_WINDOW = f"{THROUGHPUT_WINDOW_SECONDS}s"
 
@@ -69,6 +79,18 @@ def kv_cache_usage(namespace: str, model_name: str) -> str:
 def served_throughput(namespace: str, model_name: str) -> str:
     """Requests the replicas completed per second over THROUGHPUT_WINDOW: the HPA divides by replicas."""
     return f"sum(rate({SUCCESS}{selector(namespace, model_name)}[{THROUGHPUT_WINDOW}]))"
+
+
+def gateway_arrivals(namespace: str, model_name: str) -> str:
+    """Requests per second that reached the model through the gateway over THROUGHPUT_WINDOW, served or shed:
+    the load itself, which completions understate while the pool is saturated (the gateway holds or sheds the
+    excess) and overstate while a backlog drains. Until the picker has counted a request its series do not
+    exist, and vLLM's completions stand in (its counter exists from the start), so the trigger never errors.
+    Each part is one label-less series; the outer sum() keeps it one for KEDA's scaler."""
+    shed = f'{{namespace="{namespace}",model_name="{model_name}",error_code=~"{"|".join(SHED_ERROR_CODES)}"}}'
+    dispatched = f"sum(rate({EPP_REQUESTS}{selector(namespace, model_name)}[{THROUGHPUT_WINDOW}]))"
+    rejected = f"sum(rate({EPP_REQUEST_ERRORS}{shed}[{THROUGHPUT_WINDOW}]))"
+    return f"sum(({dispatched} + ({rejected} or vector(0))) or {served_throughput(namespace, model_name)})"
 
 
 def latency_quantile(

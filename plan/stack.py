@@ -106,7 +106,9 @@ def resolve(config: StackConfig, stack: str = "") -> Plan:
     ami_versions = config.cluster.ami_versions.model_dump()
     extra_tags = {"llm-platform/stack": stack} if stack else {}
     eks = config.cluster.mode == "eks"
-    models = tuple(resolve_model(m, pools[m.node_pool], config.models, eks) for m in config.models)
+    models = tuple(
+        resolve_model(m, pools[m.node_pool], config.models, eks, config.gateway) for m in config.models
+    )
     return Plan(
         environment=environment,
         prod=config.environment is Environment.PROD,

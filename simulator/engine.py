@@ -8,6 +8,12 @@ control (15 s and up). Per-request TTFT = fluid queue wait + sampled in-replica 
 ITL of the second it was admitted; a request misses the SLO if either exceeds the model's SLO.
 Controllers run at their own clocks: Prometheus scrapes every `scrape_interval` (metrics of Ready pods only),
 KEDA's executor every pollingInterval, the HPA every 15 s with a random phase.
+
+Behind the gateway (`SimConfig.flow_control`, the plan's figures) the queue is bounded as the endpoint
+picker bounds it: vLLM's own waiting stays at most Q per Ready pod (what the queue trigger reads), the picker
+holds the rest up to its bound, and a request that would be held longer than the TTL is shed on arrival (429,
+a miss; in the picker it is shed after the TTL, when it has missed any TTFT objective already). With no Ready
+pod everything is shed (503). The gateway counts arrivals as dispatched (entering service) plus shed.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from config.schema import Slo
+from plan.gateway import FlowControlPlan
 from plan.promql import THROUGHPUT_WINDOW_SECONDS
 from simulator.capacity import CapacityConfig, Cluster
 from simulator.cron import active_minutes
@@ -42,6 +49,7 @@ class SimConfig:
     seed: int = 0
     # fewest replicas the stack may run (config.schema.replica_floor): the oracle bound never goes below it
     replica_floor: int = 1
+    flow_control: FlowControlPlan | None = None  # the gateway's bounded queue in front of the model
 
 
 @dataclass
@@ -61,6 +69,7 @@ class Result:
     minute_p95_ttft_ms: np.ndarray = field(repr=False)
     minute_violation_pct: np.ndarray = field(repr=False)
     p95_itl_ms: float = 0.0
+    shed_pct: float = 0.0  # requests the gateway answered 429/503 (counted in slo_violation_pct)
     max_replicas: int = 0
     days: float = 1.0
     minute_queue: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
@@ -146,7 +155,10 @@ def simulate(
     next_hpa = hpa_phase
 
     # Prometheus: the latest scrape; queries read it.
-    idle = {"waiting_sum": 0.0, "running_sum": 0.0, "kv_sum": 0.0, "kv_max": 0.0, "served_rate": 0.0}
+    idle = {
+        "waiting_sum": 0.0, "running_sum": 0.0, "kv_sum": 0.0, "kv_max": 0.0, "served_rate": 0.0,
+        "arrival_rate": 0.0,
+    }  # fmt: skip
     scraped: dict[str, float] = dict(idle)
     scraped_fb: list[float] = []
     outages = cfg.prometheus_outages
@@ -163,6 +175,9 @@ def simulate(
     capacity_s = np.zeros(T)
     lam_s = np.zeros(T)
     served_s = np.zeros(T)  # requests completed each second (vLLM's success counter, fluid)
+    admitted_s = np.zeros(T)  # requests let into the queue each second (all of them without the gateway)
+    shed_s = np.zeros(T)  # requests the gateway answered 429/503 each second
+    fc = cfg.flow_control
 
     q = 0.0
     lam_eff = 0.0
@@ -182,14 +197,17 @@ def simulate(
                     per = float(np.interp(lam_eff, table.lam, table.running))
                     running = rng.poisson(per, ready).astype(np.float64)
                 kv = np.minimum(running * kv_per_seq, 1.0)
-                window = served_s[max(0, t - THROUGHPUT_WINDOW_SECONDS) : t]
+                window = slice(max(0, t - THROUGHPUT_WINDOW_SECONDS), t)
                 scraped = {
-                    "waiting_sum": q,
+                    "waiting_sum": q if fc is None else min(q, fc.saturation_queue_depth * ready),
                     "running_sum": float(running.sum()),
                     "kv_sum": float(kv.sum()),
                     "kv_max": float(kv.max()),
                     # sum(rate(vllm:request_success_total[1m])): completions over the window
-                    "served_rate": float(window.sum()) / THROUGHPUT_WINDOW_SECONDS,
+                    "served_rate": float(served_s[window].sum()) / THROUGHPUT_WINDOW_SECONDS,
+                    # the picker's dispatched + shed counters (plan.promql.gateway_arrivals)
+                    "arrival_rate": float(served_s[window].sum() + shed_s[window].sum())
+                    / THROUGHPUT_WINDOW_SECONDS,
                 }
                 scraped_fb = [fb] * ready
             else:
@@ -225,6 +243,11 @@ def simulate(
         # serving (fluid, 1 s)
         a = arrivals_per_s[t]
         cap = ready * mu
+        if fc is not None:  # vLLM's Q per pod, then the picker's bound or TTL's worth of service
+            room = fc.saturation_queue_depth * ready + min(fc.held_requests, fc.ttl_seconds * cap) - q
+            shed_s[t] = a - min(a, max(0.0, room))
+            a -= shed_s[t]
+        admitted_s[t] = a
         queue_start[t] = q
         capacity_s[t] = cap
         served = min(q + a, cap)
@@ -238,8 +261,9 @@ def simulate(
             progress(report_every)
 
     return _summarise(
-        traffic, table, strategy, cfg, rng, cluster, ready_s, desired_s, queue_start, capacity_s, lam_s
-    )
+        traffic, table, strategy, cfg, rng, cluster, ready_s, desired_s, queue_start, capacity_s, lam_s,
+        admitted_s,
+    )  # fmt: skip
 
 
 def _placeholder_targets(capacity: CapacityConfig, day_start: datetime, seconds: int) -> np.ndarray:
@@ -274,6 +298,7 @@ def _summarise(
     queue_start: np.ndarray,
     capacity_s: np.ndarray,
     lam_s: np.ndarray,
+    admitted_s: np.ndarray,
 ) -> Result:
     T = traffic.duration
     t_arr = traffic.arrivals
@@ -282,6 +307,8 @@ def _summarise(
     first = np.searchsorted(t_arr, np.arange(T), side="left")
     rank = np.arange(len(t_arr)) - first[tick]
     u = t_arr - tick
+    # the gateway sheds the last arrivals of a second that finds its queue full: they get no token
+    shed = rank >= np.rint(admitted_s[tick])
     ahead = queue_start[tick] + rank - capacity_s[tick] * u
     # FIFO fluid wait: time until the pool's cumulative capacity has served `ahead` more requests
     cum = np.concatenate(([0.0], np.cumsum(capacity_s)))
@@ -304,10 +331,12 @@ def _summarise(
     admitted = {name: values[admit] for name, values in state.items()}
     ttft_s = wait + table.ttft_seconds(traffic.input_tokens.astype(np.float64), admitted, rng)
     itl = state["itl"][admit]
-    violated = (ttft_s > cfg.slo.ttft_seconds) | (itl > cfg.slo.itl_seconds) | never
+    violated = (ttft_s > cfg.slo.ttft_seconds) | (itl > cfg.slo.itl_seconds) | never | shed
     n = len(t_arr)
-    p95 = float(np.percentile(ttft_s, 95)) * 1000 if n else 0.0
-    p95_itl = float(np.percentile(itl, 95)) * 1000 if n else 0.0
+    ttft_s = np.where(shed, np.nan, ttft_s)  # latency percentiles are over the requests that got tokens
+    itl = np.where(shed, np.nan, itl)
+    p95 = float(np.nanpercentile(ttft_s, 95)) * 1000 if (~shed).any() else 0.0
+    p95_itl = float(np.nanpercentile(itl, 95)) * 1000 if (~shed).any() else 0.0
 
     minutes = T // 60
     bounds = np.searchsorted(t_arr, np.arange(minutes + 1) * 60.0)
@@ -318,9 +347,10 @@ def _summarise(
     for m in range(minutes):
         lo, hi = bounds[m], bounds[m + 1]
         if hi > lo:
-            minute_p95[m] = np.percentile(np.minimum(ttft_s[lo:hi], 1e3), 95) * 1000
-            minute_itl[m] = np.percentile(itl[lo:hi], 95) * 1000
             minute_violation[m] = violated[lo:hi].mean() * 100
+        if (~shed[lo:hi]).any():
+            minute_p95[m] = np.nanpercentile(np.minimum(ttft_s[lo:hi], 1e3), 95) * 1000
+            minute_itl[m] = np.nanpercentile(itl[lo:hi], 95) * 1000
     by_minute = lambda x: x[: minutes * 60].reshape(minutes, 60).mean(axis=1)  # noqa: E731
     minute_queue = by_minute(queue_start)
     minute_kv = by_minute(np.where(queue_start > 0, 1.0, state["kv_usage"]) * (ready_s > 0))
@@ -356,6 +386,7 @@ def _summarise(
         minute_p95,
         minute_violation,
         p95_itl,
+        float(shed.mean() * 100) if n else 0.0,
         strategy.max_replicas,
         days,
         minute_queue,

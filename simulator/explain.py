@@ -82,6 +82,14 @@ def explain(run: StackRun) -> dict[str, Any]:
             "refill_s": round(capacity.headroom.refill_seconds, 1),
         },
         "consolidate_after_s": capacity.consolidate_after,
+        # the gateway's bounded queue in front of the model (None: vLLM's queue alone, unbounded)
+        "flow_control": None
+        if sim.flow_control is None
+        else {
+            "saturation_queue_depth": sim.flow_control.saturation_queue_depth,
+            "held_requests": sim.flow_control.held_requests,
+            "ttl_s": sim.flow_control.ttl_seconds,
+        },
         "cold_start_s": {
             "new_node": round(starts.new_node, 1),
             "warm_node": round(starts.warm_node, 1),

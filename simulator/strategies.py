@@ -19,8 +19,18 @@ from simulator.hpa import Behavior
 from simulator.keda import CronTrigger, Fallback, PrometheusTrigger, ScaledObjectSpec, Trigger
 
 # what each deployed trigger's query sums over the model's Ready pods, as the engine scrapes it
-SCRAPED_SUM = {promql.QUEUE: "waiting_sum", promql.KV_CACHE: "kv_sum", promql.SUCCESS: "served_rate"}
-TRIGGER_LABEL = {promql.QUEUE: "queue", promql.KV_CACHE: "sum(kv)", promql.SUCCESS: "served req/s"}
+SCRAPED_SUM = {
+    promql.QUEUE: "waiting_sum",
+    promql.KV_CACHE: "kv_sum",
+    promql.SUCCESS: "served_rate",
+    promql.EPP_REQUESTS: "arrival_rate",
+}
+TRIGGER_LABEL = {
+    promql.QUEUE: "queue",
+    promql.KV_CACHE: "sum(kv)",
+    promql.SUCCESS: "served req/s",
+    promql.EPP_REQUESTS: "arriving req/s",
+}
 
 Kind = Literal["static", "hpa-memory", "keda"]
 
@@ -136,7 +146,9 @@ def from_plan(
 
 def scaling_for(model: ModelPlan, autoscaling: Autoscaling) -> ScalingPlan:
     """The plan of another `autoscaling` block (a recommendation, a tuner candidate) for the same model."""
-    return scaling_plan(model.names, model.model.served_model_name, autoscaling)
+    return scaling_plan(
+        model.names, model.model.served_model_name, autoscaling, model.flow_control is not None
+    )
 
 
 def _describe_plan(scaling: ScalingPlan, metrics: frozenset[str] | None, prewarm: bool) -> str:

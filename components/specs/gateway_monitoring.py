@@ -11,8 +11,9 @@ from typing import Any
 
 from components.specs import dashboards
 from components.specs.alerts import DEPLOYMENT_AVAILABLE, VALUE, _rule
-from components.specs.inference_pool import EPP_REPLICAS, epp_name, release_name
+from components.specs.inference_pool import epp_name, release_name
 from plan import ModelPlan
+from plan.gateway import EPP_REPLICAS
 
 READY_ENDPOINTS = "llm_d_epp_ready_endpoints"
 SCHEDULER_ATTEMPTS = "llm_d_epp_scheduler_attempts_total"

@@ -8,10 +8,11 @@ affinity (3), the chart's weights. Prefix affinity is estimated from the prompts
 (approximate, no vLLM change) unless `precisePrefixRouting` is on: then vLLM publishes its KV-cache events
 over ZMQ and a tokenizer sidecar in the picker pod turns prompts into the same block keys.
 
-Bounded queue: the picker's flow control (feature gate `flowControl`). A pool is saturated when its pods'
-mean of max(vLLM waiting / Q, KV use / K) reaches 1 (utilization detector); past that, requests wait in the
-picker, at most `maxPendingPerReplica x maxReplicas` of them and QUEUE_TTL each, then get 429 (503 when the
-pool has no endpoint at all). vLLM's own queue per pod stays near Q instead of growing without bound.
+Bounded queue: the picker's flow control (feature gate `flowControl`), its figures resolved in
+plan/gateway.py (the simulator serves behind the same ones). A pool is saturated when its pods' mean of
+max(vLLM waiting / Q, KV use / K) reaches 1 (utilization detector); past that, requests wait in the picker,
+at most `maxPendingPerReplica x maxReplicas` of them and the TTL each, then get 429 (503 when the pool has
+no endpoint at all). vLLM's own queue per pod stays near Q instead of growing without bound.
 Q sits above the autoscaler's queue target, so KEDA still sees the queue it scales on.
 
 Failure: AI Gateway v1.1.0 hard-codes `failure_mode_allow: false` on the picker's ext_proc, so a pool whose
@@ -22,7 +23,6 @@ available. The chart hard-codes `strategy: Recreate`: a picker upgrade is a shor
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import yaml
@@ -38,9 +38,9 @@ from config.versions import (
     VLLM_RENDER_IMAGE_TAG,
 )
 from plan import ModelPlan
+from plan.gateway import EPP_REPLICAS, flow_control
 from plan.naming import HF_TOKEN_SECRET, model_selector
 
-EPP_REPLICAS = 2
 EXT_PROC_PORT = 9002  # gRPC ext_proc (TLS, self-signed; AI Gateway does not verify it)
 HEALTH_PORT = 9003  # gRPC health
 METRICS_PORT = 9090  # /metrics, token-authenticated; the chart's ServiceMonitor sends the token
@@ -53,11 +53,7 @@ CREDENTIAL_SECRET = "vllm-credential"  # key `credential` = "Bearer <vLLM key>" 
 AI_GATEWAY_HOST_REWRITE_FILTER = "ai-eg-host-rewrite"
 MODEL_HEADER = "x-ai-eg-model"  # AI Gateway copies the request's `model` field here
 
-# flow control (llm-d-router v0.10.0 apix/config/v1alpha1, saturationdetector/utilization)
-QUEUE_TTL = "30s"  # a request held longer has missed any TTFT objective; a 429 lets the client back off
 QUEUE_MAX_BYTES = "512Mi"  # request bodies held in the picker's memory, under its memory limit
-MIN_SATURATION_QUEUE_DEPTH = 5  # the detector's default
-SATURATION_KV_CACHE = 0.95  # vLLM preempts running sequences at a full KV cache
 # sizing: idle CPU grows with the pods scraped every 50 ms (~0.075 core per pod, docs/operations.md), and
 # short chat prompts cost far less than the 100k-token agentic runs measured there
 EPP_MEMORY = "1Gi"
@@ -84,24 +80,10 @@ def epp_cpu_millicores(model: ModelPlan) -> int:
     return max(500, 100 * model.model.autoscaling.max_replicas)
 
 
-def saturation_queue_depth(model: ModelPlan) -> int:
-    """vLLM waiting requests per pod at which the pool counts as saturated: twice the autoscaler's queue
-    target, so the queue KEDA scales on can still grow past its target (at 1x the HPA ratio would stay 1)."""
-    return max(MIN_SATURATION_QUEUE_DEPTH, math.ceil(2 * model.model.autoscaling.queue_depth_per_replica))
-
-
-def queue_bound(model: ModelPlan, max_pending_per_replica: int) -> int:
-    """Requests the gateway holds for the model, all picker replicas together."""
-    return max_pending_per_replica * model.model.autoscaling.max_replicas
-
-
-def queue_bound_per_picker(model: ModelPlan, max_pending_per_replica: int) -> int:
-    """Flow-control state is per picker replica (active-active): each holds its share, rounded up."""
-    return max(1, math.ceil(queue_bound(model, max_pending_per_replica) / EPP_REPLICAS))
-
-
 def endpoint_picker_config(model: ModelPlan, *, max_pending_per_replica: int) -> dict[str, Any]:
-    """The EPP's EndpointPickerConfig (llm-d.ai/v1alpha1)."""
+    """The EPP's EndpointPickerConfig (llm-d.ai/v1alpha1; flow control: apix/config/v1alpha1,
+    saturationdetector/utilization)."""
+    queue = flow_control(model.model.autoscaling, max_pending_per_replica)
     plugins: list[dict[str, Any]] = [
         {"type": "queue-scorer"},
         {"type": "kv-cache-utilization-scorer"},
@@ -113,8 +95,8 @@ def endpoint_picker_config(model: ModelPlan, *, max_pending_per_replica: int) ->
         {
             "type": "utilization-detector",
             "parameters": {
-                "queueDepthThreshold": saturation_queue_depth(model),
-                "kvCacheUtilThreshold": SATURATION_KV_CACHE,
+                "queueDepthThreshold": queue.saturation_queue_depth,
+                "kvCacheUtilThreshold": queue.saturation_kv_cache,
             },
         },
     ]
@@ -172,9 +154,9 @@ def endpoint_picker_config(model: ModelPlan, *, max_pending_per_replica: int) ->
             }
         ],
         "flowControl": {
-            "maxRequests": str(queue_bound_per_picker(model, max_pending_per_replica)),
+            "maxRequests": str(queue.held_per_picker),
             "maxBytes": QUEUE_MAX_BYTES,
-            "defaultRequestTTL": QUEUE_TTL,
+            "defaultRequestTTL": f"{queue.ttl_seconds}s",
             "saturationDetector": {"pluginRef": "utilization-detector"},
         },
     }

@@ -193,3 +193,79 @@ def test_served_throughput_is_an_average_value_trigger_only_when_set(tmp_path: P
         }
     ]  # fmt: skip
     promtool.unit_test_rules({"groups": []}, tests, tmp_path)
+
+
+def test_behind_the_gateway_the_load_trigger_counts_what_arrives_served_or_shed(tmp_path: Path) -> None:
+    """With the gateway on, `requestsPerSecondPerReplica` compares the requests that reach the model per
+    second (the pickers' dispatched counter plus their 429/503s) with the target: completions cannot exceed
+    what the Ready replicas serve, so they under-ask while the gateway holds or sheds the excess. A pod's own
+    failure was counted as dispatched already, and a malformed request is no load. Until a picker has counted
+    a request its series are absent and vLLM's completions stand in: the trigger never errors on an idle
+    model (KEDA's fallback would scale it up)."""
+    from config.loader import parse
+
+    values = stack_values("prod")
+    assert values["gateway"]["enabled"]
+    values["models"][0]["autoscaling"]["requestsPerSecondPerReplica"] = 6.5
+    model = stack_plan(parse(values)).models[0]
+    assert model.flow_control is not None
+    triggers = _triggers(autoscaling.scaled_object(model, "prod"))
+    assert "served-throughput" not in triggers
+    arrivals = triggers["arrival-rate"]
+    assert arrivals["metricType"] == "AverageValue" and arrivals["metadata"]["threshold"] == "6.5"
+    query = arrivals["metadata"]["query"]
+    ns, served = model.names.namespace, model.model.served_model_name
+    labels = f'namespace="{ns}",model_name="{served}"'
+    available = (
+        f'kube_deployment_status_replicas_available{{namespace="{ns}",deployment="{model.names.deployment}"}}'
+    )
+    dispatched = f'{promql.EPP_REQUESTS}{{{labels},target_model_name="{served}",pod="%s"}}'
+    errors = f'{promql.EPP_REQUEST_ERRORS}{{{labels},target_model_name="{served}",pod="%s",error_code="%s"}}'
+    success = f'{promql.SUCCESS}{{{labels},pod="v0",finished_reason="stop"}}'
+
+    def case(series: list[dict], value: float) -> dict:
+        return {
+            "interval": "15s",
+            "input_series": [{"series": available, "values": "2x40"}, *series],
+            "promql_expr_test": [
+                {"expr": query, "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": value}]}
+            ],
+        }
+
+    tests = [
+        case(
+            [
+                {"series": success, "values": "0+105x40"},  # the replicas complete 7 req/s
+                {"series": dispatched % "epp-a", "values": "0+60x40"},  # 4 req/s
+                {"series": dispatched % "epp-b", "values": "0+45x40"},  # 3 req/s
+                {
+                    "series": errors % ("epp-a", "ResourceExhausted"),
+                    "values": "0+30x40",
+                },  # 2 req/s held too long
+                {
+                    "series": errors % ("epp-b", "ServiceUnavailable"),
+                    "values": "0+15x40",
+                },  # 1 req/s, no endpoint
+                {
+                    "series": errors % ("epp-a", "ModelServerError"),
+                    "values": "0+150x40",
+                },  # counted as dispatched
+                {"series": errors % ("epp-b", "BadRequest"), "values": "0+150x40"},  # no load
+            ],
+            10,
+        ),
+        case(  # nothing shed yet: the error counter does not exist
+            [
+                {"series": success, "values": "0+105x40"},
+                {"series": dispatched % "epp-a", "values": "0+120x40"},
+            ],
+            8,
+        ),
+        case([{"series": success, "values": "0+105x40"}], 7),  # no request through a picker yet
+    ]
+    promtool.unit_test_rules({"groups": []}, tests, tmp_path)
+
+    values["gateway"]["enabled"] = False
+    without = stack_plan(parse(values)).models[0]
+    assert without.flow_control is None
+    assert set(_triggers(autoscaling.scaled_object(without, "prod"))) >= {"served-throughput"}

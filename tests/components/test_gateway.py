@@ -218,7 +218,7 @@ def test_queue_is_bounded_and_sheds_past_it(max_pending: int) -> None:
     # the pickers together hold at least what the stack allows, and less than one extra request each
     total = max_pending * model.model.autoscaling.max_replicas
     assert total <= per_picker * pool.EPP_REPLICAS < total + pool.EPP_REPLICAS
-    assert config["flowControl"]["defaultRequestTTL"] == pool.QUEUE_TTL
+    assert config["flowControl"]["defaultRequestTTL"] == "30s"
     detector = next(p for p in config["plugins"] if p["type"] == "utilization-detector")
     # vLLM's queue may grow past the autoscaler's target before the gateway holds requests, so KEDA scales
     assert (

@@ -160,3 +160,44 @@ def test_served_throughput_sizes_an_overload_where_a_low_kv_target_asks_for_max_
     need = int(np.ceil(60.0 / target))
     assert (need <= served[85:90]).all() and (served[85:90] <= need + 1).all(), (served[60:95], need)
     assert (served[170:] == 2).all(), "back to minReplicas after the burst"
+
+
+def test_behind_the_gateway_the_queue_is_bounded_and_the_arrivals_size_the_pool():
+    """Behind the gateway the backlog never exceeds vLLM's Q per Ready pod plus the pickers' bound, and what
+    would be held past the TTL is shed (429, a miss). Completions then read only what the Ready replicas
+    serve and vLLM's queue stays near Q, so sizing on them climbs about 2x per cold start; the gateway's
+    arrivals (served or shed) ask for load / target at once, and the burst costs fewer misses."""
+    from plan.model import scaling_plan
+    from simulator.scenarios import slo_rate_per_replica, stack_run
+    from simulator.strategies import from_plan
+    from tests.conftest import fixture_stack
+
+    rate = np.full(3 * 3600, 6.0)
+    rate[3600 : 3600 + 1800] = 60.0  # a 30-minute burst to 10x
+    traffic = poisson_day(rate, TokenMix(), np.random.default_rng(3), "burst")
+    run = stack_run(fixture_stack("prod"), "mistral-7b", traffic)
+    queue = run.setup.config.flow_control
+    assert queue is not None, "the fixture's prod stack runs the gateway"
+    target = 0.6 * slo_rate_per_replica(run.setup.table, traffic, run.setup.config.slo)
+    a = Autoscaling(
+        min_replicas=2, max_replicas=30, kv_cache_usage=1.0, requests_per_second_per_replica=target
+    )
+
+    def result(behind_gateway: bool):
+        scaling = scaling_plan(run.plan.names, run.plan.model.served_model_name, a, behind_gateway)
+        return simulate(traffic, run.setup.table, from_plan("x", scaling), run.setup.config)
+
+    arrivals, completions = result(True), result(False)
+    assert {t.name for t in scaling_plan(run.plan.names, "m", a, True).triggers} >= {"arrival-rate"}
+    for r in (arrivals, completions):
+        assert r.minute_queue.max() <= queue.saturation_queue_depth * 30 + queue.held_requests
+        assert 0 < r.shed_pct < r.slo_violation_pct, "shed requests are misses; so are late ones"
+        assert (r.minute_violation_pct[100:] < 5).all(), "no backlog outlives the burst"
+    need = int(np.ceil(60.0 / target))
+    asked = int(np.argmax(arrivals.minute_desired >= need))
+    assert 60 <= asked <= 62, arrivals.minute_desired[58:66]
+    # completions ask for what the Ready replicas serve: the pool reaches its need a cold start later
+    assert int(np.argmax(completions.minute_desired >= need)) >= asked + 2, completions.minute_desired[58:70]
+    served_by = [int(np.argmax(r.minute_ready >= need)) for r in (arrivals, completions)]
+    assert served_by[0] + 2 <= served_by[1], served_by
+    assert arrivals.slo_violation_pct < completions.slo_violation_pct

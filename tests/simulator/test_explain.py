@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from components.specs.common import POOL_LABEL
 from config.loader import ROOT, load_stack
@@ -33,8 +34,23 @@ CASES = [
 
 
 @cache
+def rendered_stack(path: Path) -> render.Render:
+    return render.evaluate(path)
+
+
 def manifests(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(m["kind"], m["metadata"]["name"]): m for m in render.evaluate(path).manifests}
+    return {(m["kind"], m["metadata"]["name"]): m for m in rendered_stack(path).manifests}
+
+
+def picker(path: Path, model: str) -> tuple[dict[str, Any], int] | None:
+    """The model's endpoint picker config and replicas as its Helm release carries them (None without the
+    gateway)."""
+    release = rendered_stack(path).helm.get(model)
+    if release is None:
+        return None
+    epp = release["values"]["router"]["epp"]
+    (config,) = epp["pluginsCustomConfig"].values()
+    return yaml.safe_load(config), epp["replicas"]
 
 
 def explained(path: Path, model: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -121,6 +137,20 @@ def test_explained_inputs_equal_the_rendered_objects(
     prefixes = {e["value"] for c in savers for e in c["env"] if e["name"] == "COMPILE_PREFIX"} - {""}
     assert inputs["compile_cache_persisted"] == bool(prefixes)
     assert ("exec" in probe) == inputs["compile_cache_persisted"]
+
+    # the gateway's flow control: the queue the model is served behind
+    gateway = picker(path, model)
+    if gateway is None:
+        assert inputs["flow_control"] is None
+    else:
+        config, replicas = gateway
+        detector = next(p for p in config["plugins"] if p["type"] == "utilization-detector")
+        flow = config["flowControl"]
+        assert inputs["flow_control"] == {
+            "saturation_queue_depth": detector["parameters"]["queueDepthThreshold"],
+            "held_requests": int(flow["maxRequests"]) * replicas,
+            "ttl_s": duration_seconds(flow["defaultRequestTTL"]),
+        }
 
 
 def test_explain_is_a_stack_mode_only_flag(capsys: pytest.CaptureFixture[str]) -> None:
