@@ -380,7 +380,7 @@ def resolve_model(
     image_pull = image_pull_mode(pool.ami_family)
     cache = cache_plan(model, pool, gpus, has_bucket)
     queue = (
-        flow_control(model.autoscaling, gateway.max_pending_per_replica)
+        flow_control(model.autoscaling, model.slo, gateway.max_pending_per_replica)
         if gateway is not None and gateway.enabled
         else None
     )

@@ -243,9 +243,9 @@ def simulate(
         # serving (fluid, 1 s)
         a = arrivals_per_s[t]
         cap = ready * mu
-        if fc is not None:  # vLLM's Q per pod, then the picker's bound or TTL's worth of service
-            room = fc.saturation_queue_depth * ready + min(fc.held_requests, fc.ttl_seconds * cap) - q
-            shed_s[t] = a - min(a, max(0.0, room))
+        if fc is not None:  # what this second serves, then vLLM's Q per pod and the picker's hold may wait
+            waiting = fc.saturation_queue_depth * ready + min(fc.held_requests, fc.ttl_seconds * cap)
+            shed_s[t] = a - min(a, max(0.0, cap + waiting - q))
             a -= shed_s[t]
         admitted_s[t] = a
         queue_start[t] = q

@@ -148,16 +148,20 @@ def reactive_bound(
     days: float,
     floor: int = 0,
     buffers: int = 8,
+    targets: int = 60,
 ) -> dict[str, float]:
     """The cheapest reactive config: what no autoscaler that learns the load only as it arrives can beat with
     replicas that serve `lag_seconds` after they are asked for.
 
     Each candidate sizes the pool from the rate of the last minute (known instantly: no scrape, poll or sync
     delay) at a per-replica target rho, plus a standing buffer of B replicas, never below `floor`; a replica
-    serves `lag_seconds` after it is asked for and is billed from then, per second (no 60 s minimum, no
-    whole nodes), and leaves the moment it is not needed. Misses are the replica model's steady state at
-    each bin's per-replica rate (no queue carried over). Among rho (20 steps up to saturation) x B (0 up to
-    `buffers`) the cheapest whose misses stay within `miss_pct` wins; None-like (inf) when none does.
+    serves `lag_seconds` after it is asked for, is billed per second from when it is asked for (no 60 s
+    minimum, no whole nodes), and leaves the moment it is not needed. Misses are the replica model's steady
+    state at each bin's per-replica rate (no queue carried over). Among rho (`targets` steps up to
+    saturation; a coarser grid overstates the bound by a few per cent) x B (0 up to `buffers`) the cheapest
+    whose misses stay within `miss_pct` wins; None-like (inf) when none does. Warm headroom is inside the
+    family: B placeholders cost what B buffer replicas cost, and a buffer replica serves at once where a
+    placeholder's replica serves a warm start later.
     """
     rate = bin_requests / bin_seconds
     window = max(1, 60 // bin_seconds)
@@ -167,7 +171,7 @@ def reactive_bound(
     mu = float(lam[-1])
     total = float(bin_requests.sum())
     best = {"usd_per_day": math.inf, "rho": math.nan, "buffer": math.nan, "miss_pct": math.nan}
-    for rho in np.linspace(mu / 20, mu, 20):
+    for rho in np.linspace(mu / targets, mu, targets):
         for buffer in range(buffers + 1):
             n = np.maximum(np.ceil(seen / rho - 1e-9) + buffer, max(floor, 1))
             per = rate / n

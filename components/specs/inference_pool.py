@@ -11,9 +11,9 @@ over ZMQ and a tokenizer sidecar in the picker pod turns prompts into the same b
 Bounded queue: the picker's flow control (feature gate `flowControl`), its figures resolved in
 plan/gateway.py (the simulator serves behind the same ones). A pool is saturated when its pods' mean of
 max(vLLM waiting / Q, KV use / K) reaches 1 (utilization detector); past that, requests wait in the picker,
-at most `maxPendingPerReplica x maxReplicas` of them and the TTL each, then get 429 (503 when the pool has
-no endpoint at all). vLLM's own queue per pod stays near Q instead of growing without bound.
-Q sits above the autoscaler's queue target, so KEDA still sees the queue it scales on.
+at most `maxPendingPerReplica x maxReplicas` of them and no longer than the model's TTFT objective each,
+then get 429 (503 when the pool has no endpoint at all). vLLM's own queue per pod stays near Q instead of
+growing without bound. Q sits above the autoscaler's queue target, so KEDA still sees the queue it scales on.
 
 Failure: AI Gateway v1.1.0 hard-codes `failure_mode_allow: false` on the picker's ext_proc, so a pool whose
 pickers are all down answers 5xx whatever `failureMode` says (envoyproxy/ai-gateway#2502); the pool states
@@ -83,7 +83,7 @@ def epp_cpu_millicores(model: ModelPlan) -> int:
 def endpoint_picker_config(model: ModelPlan, *, max_pending_per_replica: int) -> dict[str, Any]:
     """The EPP's EndpointPickerConfig (llm-d.ai/v1alpha1; flow control: apix/config/v1alpha1,
     saturationdetector/utilization)."""
-    queue = flow_control(model.model.autoscaling, max_pending_per_replica)
+    queue = flow_control(model.model.autoscaling, model.model.slo, max_pending_per_replica)
     plugins: list[dict[str, Any]] = [
         {"type": "queue-scorer"},
         {"type": "kv-cache-utilization-scorer"},
@@ -156,7 +156,7 @@ def endpoint_picker_config(model: ModelPlan, *, max_pending_per_replica: int) ->
         "flowControl": {
             "maxRequests": str(queue.held_per_picker),
             "maxBytes": QUEUE_MAX_BYTES,
-            "defaultRequestTTL": f"{queue.ttl_seconds}s",
+            "defaultRequestTTL": queue.ttl,
             "saturationDetector": {"pluginRef": "utilization-detector"},
         },
     }

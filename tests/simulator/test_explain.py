@@ -149,7 +149,7 @@ def test_explained_inputs_equal_the_rendered_objects(
         assert inputs["flow_control"] == {
             "saturation_queue_depth": detector["parameters"]["queueDepthThreshold"],
             "held_requests": int(flow["maxRequests"]) * replicas,
-            "ttl_s": duration_seconds(flow["defaultRequestTTL"]),
+            "ttl_s": float(flow["defaultRequestTTL"].removesuffix("ms")) / 1000,
         }
 
 

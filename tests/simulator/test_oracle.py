@@ -104,3 +104,18 @@ def test_the_reactive_bound_pays_for_not_knowing_and_never_beats_instant_reactio
     assert late["buffer"] > 0 or late["rho"] < 0.8 * lam[-1], "the burst is covered before it is seen"
     none = oracle.reactive_bound(bins, 10, lam, frac, 0.0, 300, 1.0, 1, 0.25, floor=1, buffers=0)
     assert none["usd_per_day"] > late["usd_per_day"], "no misses at all, no buffer: a low target all day"
+
+
+def test_a_finer_grid_of_targets_only_lowers_the_reactive_bound():
+    """The bound is a minimum over per-replica targets: 60 steps hold every target of 20 steps, so the
+    finer grid is never dearer (a coarser one overstates what control could reach)."""
+    lam, frac = curve()
+    rng = np.random.default_rng(5)
+    bins = np.full(12 * 360, 60.0)
+    for start in rng.integers(0, 12 * 360 - 90, 8):
+        bins[start : start + 60] += rng.uniform(200, 500)
+    coarse, fine = (
+        oracle.reactive_bound(bins, 10, lam, frac, 2.5, 210, 1.0, 1, 0.5, floor=2, targets=n)["usd_per_day"]
+        for n in (20, 60)
+    )
+    assert fine <= coarse
