@@ -35,8 +35,9 @@ class FlowControlPlan:
 
     @property
     def ttl(self) -> str:
-        """`defaultRequestTTL` as the picker reads it (a Kubernetes duration)."""
-        return f"{round(self.ttl_seconds * 1000)}ms"
+        """`defaultRequestTTL` as the picker reads it (a Kubernetes duration: Go's time.ParseDuration)."""
+        millis = round(self.ttl_seconds * 1000)
+        return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
 
     @property
     def held_requests(self) -> int:

@@ -219,7 +219,9 @@ def test_queue_is_bounded_and_sheds_past_it(max_pending: int) -> None:
     total = max_pending * model.model.autoscaling.max_replicas
     assert total <= per_picker * pool.EPP_REPLICAS < total + pool.EPP_REPLICAS
     # a request is held no longer than the model's TTFT objective: past it, it has missed it anyway
-    assert config["flowControl"]["defaultRequestTTL"] == f"{round(model.model.slo.ttft_seconds * 1000)}ms"
+    ttl = config["flowControl"]["defaultRequestTTL"]
+    seconds = float(ttl.removesuffix("ms")) / 1000 if ttl.endswith("ms") else float(ttl.removesuffix("s"))
+    assert seconds == model.model.slo.ttft_seconds
     detector = next(p for p in config["plugins"] if p["type"] == "utilization-detector")
     # vLLM's queue may grow past the autoscaler's target before the gateway holds requests, so KEDA scales
     assert (

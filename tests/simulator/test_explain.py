@@ -42,6 +42,11 @@ def manifests(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return {(m["kind"], m["metadata"]["name"]): m for m in rendered_stack(path).manifests}
 
 
+def go_seconds(duration: str) -> float:
+    """A Go duration of whole seconds or milliseconds ("1s", "250ms")."""
+    return float(duration[:-2]) / 1000 if duration.endswith("ms") else float(duration.removesuffix("s"))
+
+
 def picker(path: Path, model: str) -> tuple[dict[str, Any], int] | None:
     """The model's endpoint picker config and replicas as its Helm release carries them (None without the
     gateway)."""
@@ -149,7 +154,7 @@ def test_explained_inputs_equal_the_rendered_objects(
         assert inputs["flow_control"] == {
             "saturation_queue_depth": detector["parameters"]["queueDepthThreshold"],
             "held_requests": int(flow["maxRequests"]) * replicas,
-            "ttl_s": float(flow["defaultRequestTTL"].removesuffix("ms")) / 1000,
+            "ttl_s": go_seconds(flow["defaultRequestTTL"]),
         }
 
 
