@@ -12,7 +12,7 @@ from typing import Any
 from components.specs import dashboards
 from components.specs.alerts import DEPLOYMENT_AVAILABLE, VALUE, _rule
 from components.specs.inference_pool import epp_name, release_name
-from plan import ModelPlan
+from plan import ModelPlan, promql
 from plan.gateway import EPP_REPLICAS
 
 READY_ENDPOINTS = "llm_d_epp_ready_endpoints"
@@ -135,6 +135,13 @@ def epp_dashboard() -> dict[str, Any]:
     flow_sel = '{namespace="$namespace",inference_pool="$pool"}'
     rate = "[$__rate_interval]"
 
+    shed = f'{{namespace="$namespace",error_code=~"{"|".join(promql.SHED_ERROR_CODES)}"}}'
+    window = f"[{promql.THROUGHPUT_WINDOW}]"
+    arrivals = (
+        f"sum(rate({promql.EPP_REQUESTS}{sel}{window})) + "
+        f"(sum(rate({promql.EPP_REQUEST_ERRORS}{shed}{window})) or vector(0))"
+    )
+
     def quantile(q: float, histogram: str) -> str:
         return f"histogram_quantile({q}, sum by (le) (rate({histogram}_bucket{sel}{rate})))"
 
@@ -168,6 +175,15 @@ def epp_dashboard() -> dict[str, Any]:
             [(f"sum by (outcome) (rate({FLOW_CONTROL_REQUESTS}{flow_sel}{rate}))", "{{outcome}}")],
             unit="reqps",
             description="Dispatched, or shed with 429 (capacity, queue timeout) / 503 (no endpoint).",
+        ),
+        dashboards._panel(
+            "Requests arriving per second (served or shed)",
+            [(arrivals, "arriving (arrival-rate trigger, all replicas)")],
+            unit="reqps",
+            description=(
+                "Dispatched plus answered 429/503: the load requestsPerSecondPerReplica sizes the pool by "
+                "behind the gateway (KEDA divides it by the replicas)."
+            ),
         ),
         dashboards._panel(
             "Scheduling attempts",
