@@ -12,7 +12,7 @@ oracle's cost. Beside each day, the reactive bound (simulator/oracle.py) at the 
 for replicas serving a new node's start and a warm node's start after they are asked for: what no
 autoscaler that learns the load only as it arrives could beat, as a multiple of the oracle.
 
-    uv run python benchmarks/headroom_bursty.py [--stack prod] [--model mistral-7b] [--seeds 100,101,102] [--levels 0,2,4]
+    uv run python benchmarks/headroom_bursty.py [--stack prod] [--model mistral-7b] [--seeds 100,...,109] [--levels 0,2,4]
 
 Figures, not assertions.
 """
@@ -144,7 +144,7 @@ def main() -> None:
     parser.add_argument("--stack", default="prod")
     parser.add_argument("--model", default="mistral-7b")
     parser.add_argument(
-        "--seeds", default="100,101,102",
+        "--seeds", default="100,101,102,103,104,105,106,107,108,109",
         help="seeds of the random bursty days (simulator/family.py `bursts`); the tuned stacks never saw 100+",
     )  # fmt: skip
     parser.add_argument("--levels", default="0,2", help="warm GPUs held all day (0 = no headroom)")
