@@ -213,7 +213,6 @@ if gateway_cfg.enabled and api_key is not None and gateway_keys is not None:
             internal=gateway_cfg.internal,
             certificate_arn=gateway_cfg.certificate_arn,
             replicas=gateway_cfg.replicas,
-            max_pending_per_replica=gateway_cfg.max_pending_per_replica,
             depends_on_models=services,
         ),
         # monitors and alert rules of the pickers need the Prometheus Operator's CRDs

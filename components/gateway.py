@@ -43,7 +43,6 @@ class GatewayArgs:
     certificate_arn: str | None = None
     """ACM certificate: TLS on port 443 at the NLB. Required when `internal` is false (and in prod)."""
     replicas: int = 2
-    max_pending_per_replica: int = 32
     depends_on_models: Sequence[pulumi.Resource] = field(default_factory=list)
     """The models' InferenceServices: their namespaces and pods exist before pools and routes."""
 
@@ -148,7 +147,7 @@ class Gateway(pulumi.ComponentResource):
             f"{prefix}-pool",
             "llm-d-router-gateway",
             LLM_D_ROUTER_VERSION,
-            pool.helm_values(model, max_pending_per_replica=args.max_pending_per_replica),
+            pool.helm_values(model),
             *waits,
             namespace=model.names.namespace,
             release=pool.release_name(model),

@@ -87,10 +87,18 @@ def gateway_arrivals(namespace: str, model_name: str) -> str:
     excess) and overstate while a backlog drains. Until the picker has counted a request its series do not
     exist, and vLLM's completions stand in (its counter exists from the start), so the trigger never errors.
     Each part is one label-less series; the outer sum() keeps it one for KEDA's scaler."""
-    shed = f'{{namespace="{namespace}",model_name="{model_name}",error_code=~"{"|".join(SHED_ERROR_CODES)}"}}'
-    dispatched = f"sum(rate({EPP_REQUESTS}{selector(namespace, model_name)}[{THROUGHPUT_WINDOW}]))"
-    rejected = f"sum(rate({EPP_REQUEST_ERRORS}{shed}[{THROUGHPUT_WINDOW}]))"
-    return f"sum(({dispatched} + ({rejected} or vector(0))) or {served_throughput(namespace, model_name)})"
+    labels = f'namespace="{namespace}",model_name="{model_name}"'
+    return f"sum(({picker_arrivals(labels)}) or {served_throughput(namespace, model_name)})"
+
+
+def picker_arrivals(labels: str) -> str:
+    """Requests per second the endpoint pickers dispatched or shed, over the series matching `labels` (a
+    label-matcher list without braces); `or vector(0)` while nothing has been shed yet."""
+    shed = f'{labels},error_code=~"{"|".join(SHED_ERROR_CODES)}"'
+    return (
+        f"sum(rate({EPP_REQUESTS}{{{labels}}}[{THROUGHPUT_WINDOW}])) + "
+        f"(sum(rate({EPP_REQUEST_ERRORS}{{{shed}}}[{THROUGHPUT_WINDOW}])) or vector(0))"
+    )
 
 
 def latency_quantile(

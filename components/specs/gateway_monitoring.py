@@ -135,13 +135,6 @@ def epp_dashboard() -> dict[str, Any]:
     flow_sel = '{namespace="$namespace",inference_pool="$pool"}'
     rate = "[$__rate_interval]"
 
-    shed = f'{{namespace="$namespace",error_code=~"{"|".join(promql.SHED_ERROR_CODES)}"}}'
-    window = f"[{promql.THROUGHPUT_WINDOW}]"
-    arrivals = (
-        f"sum(rate({promql.EPP_REQUESTS}{sel}{window})) + "
-        f"(sum(rate({promql.EPP_REQUEST_ERRORS}{shed}{window})) or vector(0))"
-    )
-
     def quantile(q: float, histogram: str) -> str:
         return f"histogram_quantile({q}, sum by (le) (rate({histogram}_bucket{sel}{rate})))"
 
@@ -178,7 +171,12 @@ def epp_dashboard() -> dict[str, Any]:
         ),
         dashboards._panel(
             "Requests arriving per second (served or shed)",
-            [(arrivals, "arriving (arrival-rate trigger, all replicas)")],
+            [
+                (
+                    promql.picker_arrivals('namespace="$namespace"'),
+                    "arriving (arrival-rate trigger, all replicas)",
+                )
+            ],
             unit="reqps",
             description=(
                 "Dispatched plus answered 429/503: the load requestsPerSecondPerReplica sizes the pool by "

@@ -38,7 +38,7 @@ from config.versions import (
     VLLM_RENDER_IMAGE_TAG,
 )
 from plan import ModelPlan
-from plan.gateway import EPP_REPLICAS, flow_control
+from plan.gateway import EPP_REPLICAS
 from plan.naming import HF_TOKEN_SECRET, model_selector
 
 EXT_PROC_PORT = 9002  # gRPC ext_proc (TLS, self-signed; AI Gateway does not verify it)
@@ -80,10 +80,12 @@ def epp_cpu_millicores(model: ModelPlan) -> int:
     return max(500, 100 * model.model.autoscaling.max_replicas)
 
 
-def endpoint_picker_config(model: ModelPlan, *, max_pending_per_replica: int) -> dict[str, Any]:
+def endpoint_picker_config(model: ModelPlan) -> dict[str, Any]:
     """The EPP's EndpointPickerConfig (llm-d.ai/v1alpha1; flow control: apix/config/v1alpha1,
-    saturationdetector/utilization)."""
-    queue = flow_control(model.model.autoscaling, model.model.slo, max_pending_per_replica)
+    saturationdetector/utilization), its queue as the plan resolved it for the stack's gateway."""
+    queue = model.flow_control
+    if queue is None:
+        raise ValueError(f"model {model.name}: its stack's gateway is off, so it has no endpoint picker")
     plugins: list[dict[str, Any]] = [
         {"type": "queue-scorer"},
         {"type": "kv-cache-utilization-scorer"},
@@ -193,9 +195,9 @@ def _affinity(model: ModelPlan) -> dict[str, Any]:
     }
 
 
-def helm_values(model: ModelPlan, *, max_pending_per_replica: int) -> dict[str, Any]:
+def helm_values(model: ModelPlan) -> dict[str, Any]:
     """llm-d-router-gateway values: the InferencePool over the model's vLLM pods and its picker."""
-    config = endpoint_picker_config(model, max_pending_per_replica=max_pending_per_replica)
+    config = endpoint_picker_config(model)
     epp: dict[str, Any] = {
         "replicas": EPP_REPLICAS,
         "image": {

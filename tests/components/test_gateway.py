@@ -211,8 +211,10 @@ def test_picker_metrics_are_scraped(run: Run) -> None:
 
 @pytest.mark.parametrize("max_pending", [1, 8, 33])
 def test_queue_is_bounded_and_sheds_past_it(max_pending: int) -> None:
-    model = resolve(parse(fixture_values())).models[0]
-    config = pool.endpoint_picker_config(model, max_pending_per_replica=max_pending)
+    values = fixture_values()
+    values["gateway"]["maxPendingPerReplica"] = max_pending
+    model = resolve(parse(values)).models[0]
+    config = pool.endpoint_picker_config(model)
     assert "flowControl" in config["featureGates"]
     per_picker = int(config["flowControl"]["maxRequests"])
     # the pickers together hold at least what the stack allows, and less than one extra request each
