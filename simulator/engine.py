@@ -203,7 +203,7 @@ def simulate(
                     "running_sum": float(running.sum()),
                     "kv_sum": float(kv.sum()),
                     "kv_max": float(kv.max()),
-                    # sum(rate(vllm:request_success_total[1m])): completions over the window
+                    # sum(rate(vllm:request_success_total[THROUGHPUT_WINDOW])): completions over the window
                     "served_rate": float(served_s[window].sum()) / THROUGHPUT_WINDOW_SECONDS,
                     # the picker's dispatched + shed counters (plan.promql.gateway_arrivals)
                     "arrival_rate": float(served_s[window].sum() + shed_s[window].sum())

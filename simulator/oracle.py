@@ -149,46 +149,58 @@ def reactive_bound(
     floor: int = 0,
     buffers: int = 8,
     targets: int = 60,
+    windows_seconds: tuple[int, ...] = (10, 20, 30, 60, 120),
 ) -> dict[str, float]:
     """The cheapest reactive config: what no autoscaler that learns the load only as it arrives can beat with
     replicas that serve `lag_seconds` after they are asked for.
 
-    Each candidate sizes the pool from the rate of the last minute (known instantly: no scrape, poll or sync
-    delay) at a per-replica target rho, plus a standing buffer of B replicas, never below `floor`; a replica
+    Each candidate sizes the pool from the mean rate over a trailing window (one of `windows_seconds`, known
+    instantly: no scrape, poll or sync delay; a short window sees a burst sooner, a long one rides out
+    noise) at a per-replica target rho, plus a standing buffer of B replicas, never below `floor`; a replica
     serves `lag_seconds` after it is asked for, is billed per second from when it is asked for (no 60 s
     minimum, no whole nodes), and leaves the moment it is not needed. Misses are the replica model's steady
     state at each bin's per-replica rate (no queue carried over). Among rho (`targets` steps up to
-    saturation; a coarser grid overstates the bound by a few per cent) x B (0 up to `buffers`) the cheapest
+    saturation; a coarser grid overstates the bound by a few per cent) x B (0 up to `buffers`) x window the cheapest
     whose misses stay within `miss_pct` wins; None-like (inf) when none does. Warm headroom is inside the
     family: B placeholders cost what B buffer replicas cost, and a buffer replica serves at once where a
     placeholder's replica serves a warm start later.
     """
     rate = bin_requests / bin_seconds
-    window = max(1, 60 // bin_seconds)
-    known = np.convolve(rate, np.ones(window) / window)[: len(rate)]
     shift = math.ceil(lag_seconds / bin_seconds)
-    seen = np.concatenate((np.zeros(shift), known[: len(rate) - shift])) if shift else known
     mu = float(lam[-1])
     total = float(bin_requests.sum())
-    best = {"usd_per_day": math.inf, "rho": math.nan, "buffer": math.nan, "miss_pct": math.nan}
-    for rho in np.linspace(mu / targets, mu, targets):
-        for buffer in range(buffers + 1):
-            n = np.maximum(np.ceil(seen / rho - 1e-9) + buffer, max(floor, 1))
-            per = rate / n
-            missed = float((np.where(per > mu, 1.0, np.interp(per, lam, miss_fraction)) * bin_requests).sum())
-            if total and missed / total * 100 > miss_pct:
-                continue
-            ahead = np.concatenate((n[shift:], np.repeat(n[-1], shift))) if shift else n
-            usd = (
-                float(np.maximum(n, ahead).sum())
-                * bin_seconds
-                * price_per_hour
-                / slots_per_node
-                / 3600
-                / days
-            )
-            if usd < best["usd_per_day"]:
-                best = {"usd_per_day": usd, "rho": float(rho), "buffer": float(buffer),
-                        "miss_pct": missed / total * 100 if total else 0.0}  # fmt: skip
-            break  # a larger buffer at this rho only costs more
+    best = {
+        "usd_per_day": math.inf,
+        "rho": math.nan,
+        "buffer": math.nan,
+        "miss_pct": math.nan,
+        "window": math.nan,
+    }
+    for window_seconds in windows_seconds:
+        window = max(1, window_seconds // bin_seconds)
+        known = np.convolve(rate, np.ones(window) / window)[: len(rate)]
+        seen = np.concatenate((np.zeros(shift), known[: len(rate) - shift])) if shift else known
+        for rho in np.linspace(mu / targets, mu, targets):
+            for buffer in range(buffers + 1):
+                n = np.maximum(np.ceil(seen / rho - 1e-9) + buffer, max(floor, 1))
+                per = rate / n
+                missed = float(
+                    (np.where(per > mu, 1.0, np.interp(per, lam, miss_fraction)) * bin_requests).sum()
+                )
+                if total and missed / total * 100 > miss_pct:
+                    continue
+                ahead = np.concatenate((n[shift:], np.repeat(n[-1], shift))) if shift else n
+                usd = (
+                    float(np.maximum(n, ahead).sum())
+                    * bin_seconds
+                    * price_per_hour
+                    / slots_per_node
+                    / 3600
+                    / days
+                )
+                if usd < best["usd_per_day"]:
+                    best = {"usd_per_day": usd, "rho": float(rho), "buffer": float(buffer),
+                            "miss_pct": missed / total * 100 if total else 0.0,
+                            "window": float(window * bin_seconds)}  # fmt: skip
+                break  # a larger buffer at this rho only costs more
     return best

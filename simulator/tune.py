@@ -33,11 +33,15 @@ import argparse
 import copy
 import json
 import math
-from collections.abc import Callable, Sequence
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from config.loader import ConfigError, Stack, parse, read_stack, stack_file, stack_region
-from config.schema import Autoscaling, Headroom, HeadroomWindow, PrewarmWindow, ScalingRules
+from config.schema import Autoscaling, Headroom, HeadroomWindow, PrewarmWindow, ScalingPolicy, ScalingRules
 from plan.headroom import with_headroom
 from simulator.args import non_negative_float, positive_float, positive_int
 from simulator.capacity import start_times
@@ -62,6 +66,7 @@ SERVED_RATE_SCALE = "served_rate_scale"
 SIGNAL_STARTS: tuple[dict[str, object], ...] = ({SERVED_RATE_SCALE: 0.0}, {SERVED_RATE_SCALE: 0.7})
 # the pool's `consolidateAfter`, searched with the model's knobs (the stack's own value is a candidate too)
 CONSOLIDATE_AFTER = "consolidate_after"
+SCALE_DOWN_PERCENT = "scale_down_percent"
 # knob -> candidate values. kv_target_scale multiplies the KV fill one replica holds at its SLO rate
 # (the derived per-pod target); served_rate_scale multiplies the per-replica SLO rate into
 # `requestsPerSecondPerReplica` (0: no served-throughput trigger; otherwise it sizes the pool and the KV
@@ -72,15 +77,18 @@ CONSOLIDATE_AFTER = "consolidate_after"
 # HEADROOM_WINDOW (headroom_hours).
 SEARCH_SPACE: dict[str, tuple[object, ...]] = {
     "kv_target_scale": (0.5, 0.7, 0.85, 1.0, 1.25),
-    SERVED_RATE_SCALE: (0.0, 0.6, 0.7, 0.8, 0.9),
+    SERVED_RATE_SCALE: (0.0, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9),
     "queue_depth_per_replica": (1.0, 2.0, 5.0),
     "min_replicas": (1, 2, 3),
-    "scale_down_window": (120, 300, 600),
+    "scale_down_window": (30, 120, 300, 600),
+    # the share of replicas one scale-down step may remove per minute: 10 % walks a burst's replicas down over
+    # minutes (paid), 100 % lets the HPA drop to what the load asks for once the window has passed
+    SCALE_DOWN_PERCENT: (10, 100),
     "prewarm": ("none", "recurring"),
     "headroom_placeholders": (0, 1, 2, 4),
     "headroom_hours": ("all-day", "07-21"),
     # the pool's consolidateAfter (s): how long an empty GPU node is kept (a warm node for the next burst, paid)
-    CONSOLIDATE_AFTER: (60, 300, 600),
+    CONSOLIDATE_AFTER: (0, 60, 300, 600),
 }
 # the daytime window a "07-21" headroom is held in (cron, the stack's days are UTC)
 HEADROOM_WINDOW = ("0 7 * * *", "0 21 * * *")
@@ -149,6 +157,14 @@ class DayScore:
         }
 
 
+_FORKED: list[Tuner] = []  # the tuner a forked worker inherits (set by Tuner.parallel)
+
+
+def _simulate_training_day(knobs: dict[str, object], index: int) -> tuple[float, float]:
+    tuner = _FORKED[0]
+    return tuner.simulate_day(knobs, index, tuner.runs[index], holdout=False)
+
+
 class Tuner:
     def __init__(
         self,
@@ -178,6 +194,7 @@ class Tuner:
         self.slo_rate = lam_slo
         self._cache: dict[tuple, tuple[float, float, list[DayScore]]] = {}
         self._curves: dict[int, tuple] = {}  # each run's miss curve, for its oracle bound
+        self._pool: ProcessPoolExecutor | None = None  # set while `search` runs
 
     def _day_windows(self, run: StackRun) -> list[PrewarmWindow]:
         s = run.setup
@@ -206,6 +223,11 @@ class Tuner:
     def config(self, knobs: dict[str, object], day: int | None) -> Autoscaling:
         base = self.runs[0].recommendation or Autoscaling()
         down = base.scale_down.model_copy(update={"stabilization_window_seconds": knobs["scale_down_window"]})
+        if SCALE_DOWN_PERCENT in knobs:
+            share = int(_number(knobs[SCALE_DOWN_PERCENT]))
+            down = down.model_copy(
+                update={"policies": [ScalingPolicy(type="Percent", value=share, period_seconds=60)]}
+            )
         windows = self.windows_for(day) if knobs["prewarm"] == "recurring" else []
         max_r = int(_number(knobs.get(MAX_REPLICAS, self.stack_max)))
         min_r = min(int(_number(knobs["min_replicas"])), max_r)
@@ -271,32 +293,39 @@ class Tuner:
         key = (tuple(sorted(knobs.items())), holdout)
         if key in self._cache and runs is None:
             return self._cache[key]
+        scored = list(runs or self.runs)
+        if runs is None and self._pool is not None:  # the training days, one process per core
+            results = list(self._pool.map(_simulate_training_day, [knobs] * len(scored), range(len(scored))))
+        else:
+            results = [self.simulate_day(knobs, i, run, holdout) for i, run in enumerate(scored)]
         days = []
-        for i, run in enumerate(runs or self.runs):
-            cfg = self.config(knobs, None if holdout else i)
+        for run, (cost, miss) in zip(scored, results, strict=True):
             s = run.setup
-            capacity = replace(
-                s.config.capacity,
-                reserved_nodes=int(_number(knobs.get(RESERVED, 0))),
-                gpu_limit=self.gpu_limit(s.config.capacity.gpu_limit, cfg.max_replicas, run),
-                headroom=with_headroom(run.pool, self.headroom(knobs)),
-                consolidate_after=self.pool_consolidate_after(knobs),
-            )
-            r = simulate(
-                s.traffic,
-                s.table,
-                from_plan("tuned", scaling_for(run.plan, cfg)),
-                replace(s.config, capacity=capacity),
-            )
             if id(run) not in self._curves:
                 self._curves[id(run)] = miss_curve(s.table, s.traffic, s.config.slo)
-            curve = self._curves[id(run)]
-            bound = oracle_for(s, r.slo_violation_pct, curve)["whole_nodes_usd_per_day"]
-            days.append(DayScore(s.traffic.name, r.gpu_cost_usd_per_day, r.slo_violation_pct, bound, holdout))
+            bound = oracle_for(s, miss, self._curves[id(run)])["whole_nodes_usd_per_day"]
+            days.append(DayScore(s.traffic.name, cost, miss, bound, holdout))
         out = (sum(d.cost for d in days) / len(days), max(d.miss_pct for d in days), days)
         if runs is None:
             self._cache[key] = out
         return out
+
+    def simulate_day(
+        self, knobs: dict[str, object], i: int, run: StackRun, holdout: bool
+    ) -> tuple[float, float]:
+        """GPU $/day and SLO misses (%) of day `i` under the knobs (a training day's windows leave it out)."""
+        cfg = self.config(knobs, None if holdout else i)
+        s = run.setup
+        capacity = replace(
+            s.config.capacity,
+            reserved_nodes=int(_number(knobs.get(RESERVED, 0))),
+            gpu_limit=self.gpu_limit(s.config.capacity.gpu_limit, cfg.max_replicas, run),
+            headroom=with_headroom(run.pool, self.headroom(knobs)),
+            consolidate_after=self.pool_consolidate_after(knobs),
+        )
+        strategy = from_plan("tuned", scaling_for(run.plan, cfg))
+        r = simulate(s.traffic, s.table, strategy, replace(s.config, capacity=capacity))
+        return r.gpu_cost_usd_per_day, r.slo_violation_pct
 
     def gpu_limit(self, left: int | None, max_replicas: int, run: StackRun) -> int | None:
         """The pool's GPUs left to this model, grown by the GPUs of replicas above the stack's maxReplicas."""
@@ -321,11 +350,29 @@ class Tuner:
             return feasible_a
         return a[0] < b[0] if feasible_a else a[1] < b[1]
 
+    @contextmanager
+    def parallel(self) -> Iterator[None]:
+        """Inside, `score` simulates the training days in parallel, one process per core (forked: each
+        worker inherits the days instead of receiving them); the same figures as one by one."""
+        _FORKED[:] = [self]
+        workers = min(len(self.runs), os.cpu_count() or 1)
+        if workers < 2:
+            yield
+            return
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            self._pool = pool
+            try:
+                yield
+            finally:
+                self._pool = None
+
     def search(self, passes: int = 2) -> dict[str, object]:
         """Coordinate descent from each load signal (KEDA sized by the KV target, or by served throughput):
         the signal decides which other knobs pay, so one descent from the KV start rarely crosses to the
-        other; the better end wins."""
-        ends = [self.descend({**self.start(), **start}, passes) for start in SIGNAL_STARTS]
+        other; the better end wins. The training days of a candidate are simulated in parallel, one
+        process per core."""
+        with self.parallel():
+            ends = [self.descend({**self.start(), **start}, passes) for start in SIGNAL_STARTS]
         best = ends[0]
         for knobs in ends[1:]:
             if self.better(self.score(knobs), self.score(best)):
@@ -339,6 +386,7 @@ class Tuner:
             "queue_depth_per_replica": 2.0,
             "min_replicas": min(max(self.stack_min, 1), 3),
             "scale_down_window": 300,
+            SCALE_DOWN_PERCENT: 10,
             "prewarm": "recurring",
             "headroom_placeholders": 0,
             "headroom_hours": "all-day",

@@ -228,7 +228,8 @@ def helm_values(model: ModelPlan) -> dict[str, Any]:
         # what actually happens when no picker answers (AI Gateway v1.1.0 ignores FailOpen)
         "inferencePool": {"create": True, "failureMode": "FailClose"},
         "epp": epp,
-        "monitoring": {"prometheus": {"enabled": True}},
+        # scraped as often as vLLM, so the arrival-rate trigger's window holds four samples of each
+        "monitoring": {"interval": f"{model.scaling.scrape_interval_s}s", "prometheus": {"enabled": True}},
     }
     if model.model.precise_prefix_routing:
         router["tokenizer"] = {

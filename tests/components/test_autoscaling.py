@@ -6,6 +6,7 @@ from pathlib import Path
 
 from components.specs import autoscaling
 from plan import promql
+from plan.model import SCRAPE_INTERVAL_SECONDS
 from tests.components import promtool
 from tests.conftest import stack_values
 from tests.plans import model_plan, stack_plan
@@ -159,7 +160,7 @@ def test_first_rollout_reads_zero_and_a_renamed_metric_stays_loud(tmp_path: Path
 
 def test_served_throughput_is_an_average_value_trigger_only_when_set(tmp_path: Path) -> None:
     """`requestsPerSecondPerReplica` adds a trigger on the requests the replicas complete per second (vLLM's
-    request_success counter, rated over a minute): the HPA divides it by the replicas, so the pool is sized
+    request_success counter, rated over THROUGHPUT_WINDOW): the HPA divides it by the replicas, so the pool is sized
     to its load below saturation and asks for only throughput / target past it. Without it: two triggers."""
     from config.loader import parse
 
@@ -183,13 +184,13 @@ def test_served_throughput_is_an_average_value_trigger_only_when_set(tmp_path: P
     success = f'{promql.SUCCESS}{{{labels},pod="%s",finished_reason="stop"}}'
     tests = [
         {
-            "interval": "15s",
+            "interval": f"{SCRAPE_INTERVAL_SECONDS}s",
             "input_series": [
                 {"series": available, "values": "2x40"},
-                {"series": success % "p0", "values": "0+45x40"},  # 3 requests/s
-                {"series": success % "p1", "values": "0+60x40"},  # 4 requests/s
+                {"series": success % "p0", "values": "0+15x40"},  # 3 requests/s
+                {"series": success % "p1", "values": "0+20x40"},  # 4 requests/s
             ],
-            "promql_expr_test": [{"expr": query, "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 7}]}],
+            "promql_expr_test": [{"expr": query, "eval_time": "3m", "exp_samples": [{"labels": "{}", "value": 7}]}],
         }
     ]  # fmt: skip
     promtool.unit_test_rules({"groups": []}, tests, tmp_path)
@@ -225,43 +226,43 @@ def test_behind_the_gateway_the_load_trigger_counts_what_arrives_served_or_shed(
 
     def case(series: list[dict], value: float) -> dict:
         return {
-            "interval": "15s",
+            "interval": f"{SCRAPE_INTERVAL_SECONDS}s",
             "input_series": [{"series": available, "values": "2x40"}, *series],
             "promql_expr_test": [
-                {"expr": query, "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": value}]}
+                {"expr": query, "eval_time": "3m", "exp_samples": [{"labels": "{}", "value": value}]}
             ],
         }
 
     tests = [
         case(
             [
-                {"series": success, "values": "0+105x40"},  # the replicas complete 7 req/s
-                {"series": dispatched % "epp-a", "values": "0+60x40"},  # 4 req/s
-                {"series": dispatched % "epp-b", "values": "0+45x40"},  # 3 req/s
+                {"series": success, "values": "0+35x40"},  # the replicas complete 7 req/s
+                {"series": dispatched % "epp-a", "values": "0+20x40"},  # 4 req/s
+                {"series": dispatched % "epp-b", "values": "0+15x40"},  # 3 req/s
                 {
                     "series": errors % ("epp-a", "ResourceExhausted"),
-                    "values": "0+30x40",
+                    "values": "0+10x40",
                 },  # 2 req/s held too long
                 {
                     "series": errors % ("epp-b", "ServiceUnavailable"),
-                    "values": "0+15x40",
+                    "values": "0+5x40",
                 },  # 1 req/s, no endpoint
                 {
                     "series": errors % ("epp-a", "ModelServerError"),
-                    "values": "0+150x40",
+                    "values": "0+50x40",
                 },  # counted as dispatched
-                {"series": errors % ("epp-b", "BadRequest"), "values": "0+150x40"},  # no load
+                {"series": errors % ("epp-b", "BadRequest"), "values": "0+50x40"},  # no load
             ],
             10,
         ),
         case(  # nothing shed yet: the error counter does not exist
             [
-                {"series": success, "values": "0+105x40"},
-                {"series": dispatched % "epp-a", "values": "0+120x40"},
+                {"series": success, "values": "0+35x40"},
+                {"series": dispatched % "epp-a", "values": "0+40x40"},
             ],
             8,
         ),
-        case([{"series": success, "values": "0+105x40"}], 7),  # no request through a picker yet
+        case([{"series": success, "values": "0+35x40"}], 7),  # no request through a picker yet
     ]
     promtool.unit_test_rules({"groups": []}, tests, tmp_path)
 

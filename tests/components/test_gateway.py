@@ -204,9 +204,19 @@ def test_pickers_score_queue_kv_and_prefix_sized_for_the_platform(run: Run) -> N
         }
 
 
-def test_picker_metrics_are_scraped(run: Run) -> None:
+def test_picker_metrics_are_scraped_as_often_as_vllm(run: Run) -> None:
+    """The arrival-rate trigger rates the pickers' counters over THROUGHPUT_WINDOW: the chart's ServiceMonitor
+    (routerlib `_servicemonitor.yaml`, `router.monitoring.interval`, 10s by default) must scrape at vLLM's
+    interval so that window holds four samples, as the simulator assumes."""
+    from plan.model import SCRAPE_INTERVAL_SECONDS
+    from plan.promql import THROUGHPUT_WINDOW_SECONDS
+
+    assert THROUGHPUT_WINDOW_SECONDS >= 4 * SCRAPE_INTERVAL_SECONDS
     for model in models():
-        assert run.helm[model["name"]]["values"]["router"]["monitoring"] == {"prometheus": {"enabled": True}}
+        assert run.helm[model["name"]]["values"]["router"]["monitoring"] == {
+            "interval": f"{SCRAPE_INTERVAL_SECONDS}s",
+            "prometheus": {"enabled": True},
+        }
 
 
 @pytest.mark.parametrize("max_pending", [1, 8, 33])

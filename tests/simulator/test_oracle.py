@@ -119,3 +119,20 @@ def test_a_finer_grid_of_targets_only_lowers_the_reactive_bound():
         for n in (20, 60)
     )
     assert fine <= coarse
+
+
+def test_a_shorter_sizing_window_sees_a_burst_sooner_and_lowers_the_bound():
+    """The bound searches the window its load is averaged over: on sudden bursts a window shorter than a
+    minute sizes the pool for them sooner, so searching windows is cheaper than the minute alone (and never
+    dearer: the minute is one of them)."""
+    lam, frac = curve()
+    rng = np.random.default_rng(5)
+    bins = np.full(12 * 360, 60.0)
+    for start in rng.integers(0, 12 * 360 - 90, 8):
+        bins[start : start + 60] += rng.uniform(200, 500)
+    minute, searched = (
+        oracle.reactive_bound(bins, 10, lam, frac, 2.5, 210, 1.0, 1, 0.5, floor=2, windows_seconds=w)
+        for w in ((60,), (10, 20, 30, 60, 120))
+    )
+    assert searched["usd_per_day"] < minute["usd_per_day"]
+    assert searched["window"] < 60

@@ -257,9 +257,51 @@ def test_the_pools_consolidate_after_is_a_knob_and_is_printed_for_the_pool(tmp_p
             "--passes", "1", "--json"]  # fmt: skip
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["consolidate_after"] in {"1m", "5m", "10m", f"{own // 60}m"}
-    seconds = {"1m": 60, "5m": 300, "10m": 600}.get(out["consolidate_after"], own)
+    assert out["consolidate_after"] in {"0s", "1m", "5m", "10m", f"{own // 60}m"}
+    seconds = {"0s": 0, "1m": 60, "5m": 300, "10m": 600}.get(out["consolidate_after"], own)
     assert out["knobs"][CONSOLIDATE_AFTER] == seconds
+
+
+def test_how_fast_a_burst_is_walked_down_is_a_knob(tmp_path):
+    """After a surge, 10 % of the replicas a minute walks them down over many minutes, each paid; 100 % drops
+    to what the load asks for once the stabilization window has passed. Sized by the load, the quick drop is
+    cheaper at the same misses (sized by a KV target it can cost more: a pool cut to its target refills
+    its caches and asks again); the tuner searches both shares and windows down to 30 s and writes the share
+    as the scale-down policy."""
+    from config.schema import ScalingPolicy
+    from simulator.tune import SCALE_DOWN_PERCENT, SERVED_RATE_SCALE
+
+    runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
+    tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
+    assert set(tuner.space[SCALE_DOWN_PERCENT]) == {10, 100} and min(tuner.space["scale_down_window"]) == 30
+    base = {
+        "kv_target_scale": 1.0, "queue_depth_per_replica": 2.0, "min_replicas": 1, "scale_down_window": 120,
+        "prewarm": "none", "headroom_placeholders": 0, "headroom_hours": "all-day", MAX_REPLICAS: 12,
+        SERVED_RATE_SCALE: 0.7,
+    }  # fmt: skip
+    walked, dropped = ({**base, SCALE_DOWN_PERCENT: share} for share in (10, 100))
+    assert tuner.config(dropped, None).scale_down.policies == [
+        ScalingPolicy(type="Percent", value=100, period_seconds=60)
+    ]
+    (walked_cost, walked_misses, _), (dropped_cost, dropped_misses, _) = (
+        tuner.score(walked),
+        tuner.score(dropped),
+    )
+    assert dropped_cost < walked_cost, "the surge's replicas leave sooner"
+    assert dropped_misses <= walked_misses + 0.5
+
+
+def test_training_days_scored_in_parallel_give_the_figures_scored_one_by_one(tmp_path):
+    """`search` simulates a candidate's training days one process per core: the same costs and misses."""
+    runs = [stack_run(STACK, None, load(short_day(tmp_path, n, at))) for n, at in (("a", 60), ("b", 90))]
+    tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
+    knobs = {**tuner.start(), "prewarm": "none"}
+    one_by_one = tuner.score(knobs)
+    tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
+    with tuner.parallel():
+        assert tuner._pool is not None or len(runs) < 2
+        in_parallel = tuner.score(knobs)
+    assert [d.row() for d in in_parallel[2]] == [d.row() for d in one_by_one[2]]
 
 
 def test_the_served_throughput_target_is_a_knob_that_takes_over_from_the_kv_target(tmp_path):
