@@ -273,7 +273,7 @@ def test_how_fast_a_burst_is_walked_down_is_a_knob(tmp_path):
 
     runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
     tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
-    assert set(tuner.space[SCALE_DOWN_PERCENT]) == {10, 100} and min(tuner.space["scale_down_window"]) == 30
+    assert set(tuner.space[SCALE_DOWN_PERCENT]) == {10, 100} and 30 in tuner.space["scale_down_window"]
     base = {
         "kv_target_scale": 1.0, "queue_depth_per_replica": 2.0, "min_replicas": 1, "scale_down_window": 120,
         "prewarm": "none", "headroom_placeholders": 0, "headroom_hours": "all-day", MAX_REPLICAS: 12,
