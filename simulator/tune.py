@@ -9,9 +9,10 @@ on-demand rate) and nodes beyond it are bought on-demand or spot (simulator/capa
 beside the YAML, since it is bought, not configured in the autoscaling block.
 
 Knobs: the per-pod KV target, the served-throughput target (or none), the queue threshold, minReplicas, the
-scale-down window, pre-warm windows and maxReplicas (the stack's, or what the busiest minute of the training
-days needs at the per-replica SLO rate, and a fifth more; a maxReplicas above the stack's grows the pool's
-gpuLimit, printed with the YAML); and of the model's GPU pool, its warm GPUs (`headroom`) and
+scale-down window and share per minute, pre-warm windows and maxReplicas (the stack's, or what the busiest
+minute of the training days needs at the per-replica SLO rate, and a fifth more; a maxReplicas above the
+stack's grows the pool's gpuLimit, printed with the YAML); and of the model's GPU pool, its warm GPUs
+(`headroom`) and
 `consolidateAfter` (an empty node kept longer is a warm node for the next burst, and is paid until then),
 printed for the pool (they apply to every model it serves).
 
@@ -194,7 +195,7 @@ class Tuner:
         self.slo_rate = lam_slo
         self._cache: dict[tuple, tuple[float, float, list[DayScore]]] = {}
         self._curves: dict[int, tuple] = {}  # each run's miss curve, for its oracle bound
-        self._pool: ProcessPoolExecutor | None = None  # set while `search` runs
+        self._pool: ProcessPoolExecutor | None = None  # set inside `parallel()`
 
     def _day_windows(self, run: StackRun) -> list[PrewarmWindow]:
         s = run.setup
