@@ -6,6 +6,11 @@ from collections.abc import Sequence
 
 from config.schema import GpuNodePool
 
+# the GPU NodePools' disruption budget for every reason (empty nodes included): Karpenter lets at most this share
+# of a pool's initialized nodes, rounded up, be disrupted at once (kubernetes-sigs/karpenter
+# `BuildDisruptionBudgetMapping`); what the render writes and what the simulator paces consolidation by
+DISRUPTION_BUDGET_PERCENT = 10
+
 
 def uses_reservations(pool: GpuNodePool) -> bool:
     return bool(pool.capacity_reservations)

@@ -5,7 +5,10 @@
   (config/cold_start.py gives launch, boot, pull, load and init times).
 - Scale-down deletes pods in the ReplicaSet's order (unbound, then not Ready, then the newest Ready); the GPU
   is free after the pod drains; an empty node is deleted `consolidateAfter` later if still empty
-  (Karpenter's empty-node consolidation; budgets not modelled).
+  (Karpenter's empty-node consolidation), by the disruption controller's next pass (every 10 s), at most the
+  pool's disruption budget per pass: ceil(budget % x the Ready nodes) (kubernetes-sigs/karpenter
+  `BuildDisruptionBudgetMapping`; an empty node's deletion is done within the pass); the rest wait for the
+  next pass. The pool's other models' nodes are not counted (the budget is per pool).
 - GPU headroom (the pool's placeholders): placeholder pods hold one replica's slot each. A replica that finds
   no free slot on a Ready node preempts a Running placeholder there (PREEMPTION_SECONDS, then the start of a
   node whose image and weights the pre-pull and sync DaemonSets already put there) or takes a launching
@@ -47,6 +50,8 @@ from plan import HeadroomPlan
 MINIMUM_BILLED_SECONDS = 60
 SPOT_NOTICE_SECONDS = 120
 POD_DRAIN_SECONDS = 10.0  # preStop + in-flight drain before the GPU is free (Unverified)
+# kubernetes-sigs/karpenter pkg/controllers/disruption/controller.go `pollingPeriod`
+DISRUPTION_POLL_SECONDS = 10.0
 CAPACITY_BLOCK_EXPIRING_SECONDS = (
     40 * 60
 )  # Karpenter drains a Capacity Block's nodes this long before its end
@@ -74,6 +79,8 @@ class CapacityConfig:
     weights_gb: float = 16.0
     compile_cache_persisted: bool = False  # every start restores the model's compile cache (plan's cache)
     consolidate_after: float = 300.0
+    # the NodePool's disruption budget (%): empty nodes deleted per disruption pass; None: all at once
+    disruption_budget_percent: float | None = None
     spot: bool = False
     spot_discount: float = 0.6
     spot_interruptions_per_hour: float = 0.0
@@ -202,6 +209,7 @@ class Cluster:
         self._events: list[tuple[float, int, str, object]] = []
         self._seq = count()
         self._ids = count()
+        self._disruption_pass_at: float | None = None  # the next pass of Karpenter's disruption controller
         if cfg.reservations_expire_at is not None:
             self._push(cfg.reservations_expire_at, "reservations-expiring", self)
         starts = start_times(cfg)
@@ -281,6 +289,8 @@ class Cluster:
             elif kind == "consolidate":
                 assert isinstance(obj, Node)
                 self._consolidate(when, obj)
+            elif kind == "disruption-pass":
+                self._disruption_pass(when)
             elif kind == "interrupt":
                 assert isinstance(obj, Node)
                 self._interrupt(when, obj)
@@ -443,10 +453,35 @@ class Cluster:
         node.empty_since = now
         self._push(now + self.cfg.consolidate_after, "consolidate", node)
 
-    def _consolidate(self, now: float, node: Node) -> None:
+    def _consolidatable(self, now: float, node: Node) -> bool:
         empty = node.terminated_at is None and not node.pods and node.empty_since is not None
-        if empty and now >= (node.empty_since or 0.0) + self.cfg.consolidate_after:
+        return empty and now >= (node.empty_since or 0.0) + self.cfg.consolidate_after
+
+    def _consolidate(self, now: float, node: Node) -> None:
+        if not self._consolidatable(now, node):
+            return
+        if self.cfg.disruption_budget_percent is None:
             node.terminated_at = now
+        elif self._disruption_pass_at is None:  # the disruption controller's next pass takes it
+            self._disruption_pass_at = math.ceil(now / DISRUPTION_POLL_SECONDS) * DISRUPTION_POLL_SECONDS
+            self._push(self._disruption_pass_at, "disruption-pass", self)
+
+    def _disruption_pass(self, now: float) -> None:
+        """One pass of Karpenter's disruption controller: the empty nodes past consolidateAfter, longest
+        empty first, up to the budget; the rest wait for the next pass."""
+        self._disruption_pass_at = None
+        budget = self.cfg.disruption_budget_percent
+        assert budget is not None
+        ready = sum(1 for n in self.nodes if n.terminated_at is None and n.ready_at <= now)
+        allowed = math.ceil(budget / 100 * ready - 1e-9)
+        candidates = sorted(
+            (n for n in self.nodes if self._consolidatable(now, n)), key=lambda n: n.empty_since or 0.0
+        )
+        for node in candidates[:allowed]:
+            node.terminated_at = now
+        if len(candidates) > allowed:
+            self._disruption_pass_at = now + DISRUPTION_POLL_SECONDS
+            self._push(self._disruption_pass_at, "disruption-pass", self)
 
     def _interrupt(self, now: float, node: Node) -> None:
         if node.terminated_at is not None:

@@ -82,6 +82,8 @@ def explain(run: StackRun) -> dict[str, Any]:
             "refill_s": round(capacity.headroom.refill_seconds, 1),
         },
         "consolidate_after_s": capacity.consolidate_after,
+        # empty nodes deleted per disruption pass: ceil(this % x the pool's Ready nodes)
+        "disruption_budget_percent": capacity.disruption_budget_percent,
         # the gateway's bounded queue in front of the model (None: vLLM's queue alone, unbounded)
         "flow_control": None
         if sim.flow_control is None

@@ -412,6 +412,7 @@ def stack_run(
         weights_gb=prof.weights_gb,
         compile_cache_persisted=mp.cache.compile_cache_prefix is not None,
         consolidate_after=mp.consolidate_after_s,
+        disruption_budget_percent=mp.disruption_budget_percent,
         spot=spot,
         spot_discount=spot_discount,
         spot_interruptions_per_hour=spot_interruptions_per_hour if spot else 0.0,

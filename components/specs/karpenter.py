@@ -16,7 +16,7 @@ from components.specs.common import GPU_TAINT, POOL_LABEL, SYSTEM_NODE_LABEL, SY
 from config.schema import GpuNodePool
 from config.versions import LUSTRE_CLIENT_PACKAGE
 from plan import NodeClassPlan
-from plan.nodes import node_class_name, pool_node_class_name, uses_reservations
+from plan.nodes import DISRUPTION_BUDGET_PERCENT, node_class_name, pool_node_class_name, uses_reservations
 
 NAMESPACE = "karpenter"
 NODE_CLASS_API = "karpenter.k8s.aws/v1"
@@ -419,9 +419,12 @@ def node_labels(pool: GpuNodePool) -> dict[str, str]:
 
 
 def disruption_budgets(prod: bool) -> list[dict[str, Any]]:
-    """Replace at most 10% of nodes at a time and roll drifted GPU nodes one by one; in prod, no
-    drift replacement during business hours (US East)."""
-    budgets: list[dict[str, Any]] = [{"nodes": "10%"}, {"nodes": "1", "reasons": ["Drifted"]}]
+    """Disrupt at most DISRUPTION_BUDGET_PERCENT of nodes at a time and roll drifted GPU nodes one by one; in
+    prod, no drift replacement during business hours (US East)."""
+    budgets: list[dict[str, Any]] = [
+        {"nodes": f"{DISRUPTION_BUDGET_PERCENT}%"},
+        {"nodes": "1", "reasons": ["Drifted"]},
+    ]
     if prod:
         budgets.append({"nodes": "0", "reasons": ["Drifted"], "schedule": "0 12 * * 1-5", "duration": "10h"})
     return budgets

@@ -77,6 +77,35 @@ def test_empty_node_is_consolidated_after_consolidate_after_and_billed_until_the
     )
 
 
+def test_the_disruption_budget_paces_a_large_scale_down_pass_by_pass():
+    """Twenty Ready nodes, fifteen emptied at once with `consolidateAfter: 0s`: at the NodePool's 10 % budget
+    Karpenter's disruption controller deletes ceil(10 % x the Ready nodes) per 10 s pass, longest empty
+    first, so the last goes minutes after the first and is billed until then; without a budget all go at once."""
+    from simulator.capacity import DISRUPTION_POLL_SECONDS
+
+    def emptied(budget: float | None) -> Cluster:
+        cfg = CapacityConfig(G5, "us-east-1", consolidate_after=0.0, disruption_budget_percent=budget)
+        c = Cluster(cfg, np.random.default_rng(0), initial_replicas=20)
+        c.set_replicas(1000, 5)
+        c.advance(1000 + POD_DRAIN_SECONDS + 600)
+        return c
+
+    c = emptied(10)
+    assert c.live_nodes == 5
+    ends = sorted(n.terminated_at for n in c.nodes if n.terminated_at is not None)
+    passes = sorted(set(ends))
+    assert all(t % DISRUPTION_POLL_SECONDS == 0 for t in passes)
+    assert passes[0] >= 1000 + POD_DRAIN_SECONDS
+    # 20 Ready -> 2 go; then 18 -> 2, 16 -> 2, 14 -> 2, 12 -> 2, 10 -> 1, 9 -> 1, 8 -> 1, 7 -> 1, 6 -> 1
+    assert [ends.count(t) for t in passes] == [2, 2, 2, 2, 2, 1, 1, 1, 1, 1]
+    assert passes[-1] - passes[0] == 9 * DISRUPTION_POLL_SECONDS
+    unbounded = emptied(None)
+    assert {n.terminated_at for n in unbounded.nodes if n.terminated_at is not None} == {
+        1000 + POD_DRAIN_SECONDS
+    }
+    assert c.cost(2000) > unbounded.cost(2000)
+
+
 def test_a_warm_node_is_reused_with_the_warm_cold_start():
     c = cluster(consolidate_after=300)
     c.set_replicas(0, 0)

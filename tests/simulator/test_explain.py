@@ -111,6 +111,9 @@ def test_explained_inputs_equal_the_rendered_objects(
     pool_name = pod["nodeSelector"][POOL_LABEL]
     pool = rendered["NodePool", pool_name]["spec"]
     assert duration_seconds(pool["disruption"]["consolidateAfter"]) == inputs["consolidate_after_s"]
+    # the budget that applies to empty nodes: one without `reasons` covers every reason
+    (every_reason,) = [b for b in pool["disruption"]["budgets"] if "reasons" not in b and "schedule" not in b]
+    assert every_reason["nodes"] == f"{inputs['disruption_budget_percent']}%"
     node_class = rendered["EC2NodeClass", pool["template"]["spec"]["nodeClassRef"]["name"]]["spec"]
     fast_pull = "FastImagePull: true" in node_class.get("userData", "")
     assert (inputs["image_pull"] == "soci") == fast_pull
