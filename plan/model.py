@@ -26,7 +26,6 @@ from config.schema import (
 )
 from plan import naming, promql
 from plan.gateway import FlowControlPlan, flow_control
-from plan.nodes import DISRUPTION_BUDGET_PERCENT
 
 # Prometheus scrapes every vLLM pod this often (PodMonitor): KEDA's decisions are only as fresh as the scrape
 SCRAPE_INTERVAL_SECONDS = 5
@@ -339,8 +338,6 @@ class ModelPlan:
     # GPUs the pool's `nvidia.com/gpu` limit leaves free with every model of the pool at maxReplicas
     pool_headroom_gpus: int
     consolidate_after_s: float  # the pool's `consolidateAfter`: an empty GPU node lives this long
-    # the pool's disruption budget: empty nodes go at most this share (rounded up) of the pool per pass
-    disruption_budget_percent: int
     # the loader Job reads a gated model from the Hub with the token (every cache mode but hub)
     loader_uses_hf_token: bool
     # the vLLM container itself downloads from the Hub (cache `hub`); offline caches never get the token
@@ -400,7 +397,6 @@ def resolve_model(
         flow_control=queue,
         pool_headroom_gpus=pool_headroom_gpus(pool, stack_models if stack_models is not None else [model]),
         consolidate_after_s=duration_seconds(pool.consolidate_after),
-        disruption_budget_percent=DISRUPTION_BUDGET_PERCENT,
         loader_uses_hf_token=model.needs_hf_token and model.cache != "hub",
         serving_uses_hf_token=model.cache == "hub",
     )

@@ -160,8 +160,8 @@ def reactive_bound(
     serves `lag_seconds` after it is asked for, is billed per second from when it is asked for (no 60 s
     minimum, no whole nodes), and leaves the moment it is not needed. Misses are the replica model's steady
     state at each bin's per-replica rate (no queue carried over). Among rho (`targets` steps up to
-    saturation; a coarser grid overstates the bound by a few per cent) x B (0 up to `buffers`) x window the cheapest
-    whose misses stay within `miss_pct` wins; None-like (inf) when none does. Warm headroom is inside the
+    saturation; a coarser grid overstates the bound by a few per cent) x B (0 up to `buffers`) x window, the
+    cheapest whose misses stay within `miss_pct` wins; None-like (inf) when none does. Warm headroom is inside the
     family: B placeholders cost what B buffer replicas cost, and a buffer replica serves at once where a
     placeholder's replica serves a warm start later.
     """

@@ -36,6 +36,7 @@ from config.schema import (
     replica_floor,
 )
 from plan import ModelPlan, Plan, PoolPlan, resolve
+from plan.nodes import DISRUPTION_BUDGET_PERCENT
 from simulator import oracle
 from simulator.capacity import CapacityConfig, start_times
 from simulator.engine import Result, SimConfig, simulate
@@ -412,7 +413,7 @@ def stack_run(
         weights_gb=prof.weights_gb,
         compile_cache_persisted=mp.cache.compile_cache_prefix is not None,
         consolidate_after=mp.consolidate_after_s,
-        disruption_budget_percent=mp.disruption_budget_percent,
+        disruption_budget_percent=DISRUPTION_BUDGET_PERCENT,
         spot=spot,
         spot_discount=spot_discount,
         spot_interruptions_per_hour=spot_interruptions_per_hour if spot else 0.0,

@@ -12,9 +12,8 @@ Knobs: the per-pod KV target, the served-throughput target (or none), the queue 
 scale-down window and share per minute, pre-warm windows and maxReplicas (the stack's, or what the busiest
 minute of the training days needs at the per-replica SLO rate, and a fifth more; a maxReplicas above the
 stack's grows the pool's gpuLimit, printed with the YAML); and of the model's GPU pool, its warm GPUs
-(`headroom`) and
-`consolidateAfter` (an empty node kept longer is a warm node for the next burst, and is paid until then),
-printed for the pool (they apply to every model it serves).
+(`headroom`) and `consolidateAfter` (an empty node kept longer is a warm node for the next burst, and is paid
+until then), printed for the pool (they apply to every model it serves).
 
 Search: coordinate descent over `search_space()` (one place for the knobs: add a knob there and to `config`),
 starting from the model-derived recommendation (`scenarios.recommend`) once sized by the KV target and once by

@@ -106,14 +106,20 @@ def test_the_reactive_bound_pays_for_not_knowing_and_never_beats_instant_reactio
     assert none["usd_per_day"] > late["usd_per_day"], "no misses at all, no buffer: a low target all day"
 
 
-def test_a_finer_grid_of_targets_only_lowers_the_reactive_bound():
-    """The bound is a minimum over per-replica targets: 60 steps hold every target of 20 steps, so the
-    finer grid is never dearer (a coarser one overstates what control could reach)."""
-    lam, frac = curve()
+def bursty_bins() -> np.ndarray:
+    """12 hours of 10-s bins at 6 req/s with eight 10-minute bursts of +20-50 req/s."""
     rng = np.random.default_rng(5)
     bins = np.full(12 * 360, 60.0)
     for start in rng.integers(0, 12 * 360 - 90, 8):
         bins[start : start + 60] += rng.uniform(200, 500)
+    return bins
+
+
+def test_a_finer_grid_of_targets_only_lowers_the_reactive_bound():
+    """The bound is a minimum over per-replica targets: 60 steps hold every target of 20 steps, so the
+    finer grid is never dearer (a coarser one overstates what control could reach)."""
+    lam, frac = curve()
+    bins = bursty_bins()
     coarse, fine = (
         oracle.reactive_bound(bins, 10, lam, frac, 2.5, 210, 1.0, 1, 0.5, floor=2, targets=n)["usd_per_day"]
         for n in (20, 60)
@@ -126,10 +132,7 @@ def test_a_shorter_sizing_window_sees_a_burst_sooner_and_lowers_the_bound():
     minute sizes the pool for them sooner, so searching windows is cheaper than the minute alone (and never
     dearer: the minute is one of them)."""
     lam, frac = curve()
-    rng = np.random.default_rng(5)
-    bins = np.full(12 * 360, 60.0)
-    for start in rng.integers(0, 12 * 360 - 90, 8):
-        bins[start : start + 60] += rng.uniform(200, 500)
+    bins = bursty_bins()
     minute, searched = (
         oracle.reactive_bound(bins, 10, lam, frac, 2.5, 210, 1.0, 1, 0.5, floor=2, windows_seconds=w)
         for w in ((60,), (10, 20, 30, 60, 120))
