@@ -19,9 +19,11 @@ from typing import Any
 import pulumi
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
+from pulumi.runtime.proto import resource_pb2
 
 from config.loader import ROOT
 
+STACK_TYPE = "pulumi:pulumi:Stack"
 ACCOUNT = "111122223333"
 REGION = "us-east-1"
 
@@ -45,6 +47,7 @@ class Registered:
     urn: str
     custom: bool
     dependencies: list[str]
+    aliases: list[str]
 
     def depends_on(self, typ: str, name: str | None = None) -> bool:
         """Whether this registration waits for a resource of `typ` (and `name`), as the engine would."""
@@ -61,7 +64,8 @@ class Registered:
 class PlatformMocks(pulumi.runtime.Mocks):
     def __init__(self) -> None:
         self.created: list[Registered] = []
-        self.pending: dict[tuple[str, str], tuple[str, list[str]]] = {}
+        # (type, name) -> (urn, parent urn, dependencies, alias urns) of a registration in flight
+        self.pending: dict[tuple[str, str], tuple[str, str, list[str], list[str]]] = {}
 
     def by_type(self, typ: str) -> list[Registered]:
         return [r for r in self.created if r.typ == typ]
@@ -70,12 +74,13 @@ class PlatformMocks(pulumi.runtime.Mocks):
         return next(r for r in self.created if r.name == name and (typ is None or r.typ == typ))
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        parent, dependencies = self.pending.pop((args.typ, args.name), ("", []))
-        urn = f"urn:pulumi:mock::llm-platform::{args.typ}::{args.name}"
+        urn, parent, dependencies, aliases = self.pending.pop((args.typ, args.name), ("", "", [], []))
         inputs = dict(args.inputs)
         provider = args.provider or ""
         self.created.append(
-            Registered(args.typ, args.name, inputs, provider, parent, urn, bool(args.custom), dependencies)
+            Registered(
+                args.typ, args.name, inputs, provider, parent, urn, bool(args.custom), dependencies, aliases
+            )
         )
         return _physical_id(args.typ, args.name), _outputs(args.typ, args.name, dict(args.inputs))
 
@@ -90,14 +95,39 @@ class PlatformMocks(pulumi.runtime.Mocks):
 
 
 class RecordingMonitor(MockMonitor):
-    """The SDK's mock monitor, plus each registration's parent and dependencies (MockResourceArgs lacks them)."""
+    """The SDK's mock monitor, plus each registration's URN as the engine builds it, its parent, dependencies
+    and alias URNs (MockResourceArgs lacks them).
+
+    The SDK's mock builds a child's URN from its parent's last type only; the engine (sdk/go/common/resource
+    urn.go, NewURN) prefixes the parent's whole qualified type chain, and none for a child of the stack.
+    Alias specs are declined, so the SDK computes every alias URN itself, a child's inherited ones included
+    (pulumi.runtime.resource.inherited_child_alias), and a URN snapshot can tell a rename from a replacement.
+    """
 
     def __init__(self, mocks: PlatformMocks) -> None:
         super().__init__(mocks)
         self._recording = mocks
 
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        qualified = parent.split("::")[2] if parent else ""
+        if qualified and qualified != STACK_TYPE:
+            type_ = f"{qualified}${type_}"
+        return "urn:pulumi:" + "::".join([pulumi.get_stack(), pulumi.get_project(), type_, name])
+
+    def GetDeploymentInfo(self, request):  # gRPC method name, as the SDK spells it
+        info = super().GetDeploymentInfo(request)
+        features = [
+            f for f in info.supportedFeatures if f != resource_pb2.RESOURCE_MONITOR_FEATURE_ALIAS_SPECS
+        ]
+        return resource_pb2.DeploymentInfo(supportedFeatures=features)
+
     def RegisterResource(self, request):  # gRPC method name, as the SDK spells it
-        self._recording.pending[(request.type, request.name)] = (request.parent, list(request.dependencies))
+        self._recording.pending[(request.type, request.name)] = (
+            self.make_urn(request.parent, request.type, request.name),
+            request.parent,
+            list(request.dependencies),
+            list(request.aliasURNs),
+        )
         return super().RegisterResource(request)
 
 
