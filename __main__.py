@@ -2,20 +2,20 @@
 
 import pulumi
 
-from components.autoscaling import ModelAutoscaling, ModelAutoscalingArgs
-from components.cluster import EksCluster, EksClusterArgs, ExistingCluster, ExistingClusterArgs
-from components.gateway import Gateway, GatewayArgs
-from components.gpu_operator import GpuOperator, GpuOperatorArgs
-from components.headroom import GpuHeadroom, GpuHeadroomArgs
-from components.inference import InferenceService, InferenceServiceArgs
-from components.karpenter import GpuNodePools, GpuNodePoolsArgs, Karpenter, KarpenterArgs
-from components.keda import Keda
-from components.load_balancer import LoadBalancerController, LoadBalancerControllerArgs
-from components.model_cache import ModelCache, ModelCacheArgs, ModelWeights
-from components.network import Network, NetworkArgs
-from components.observability import Observability, ObservabilityArgs
-from config.loader import PROJECT, load_from_pulumi
-from plan import resolve
+from llm_platform.components.autoscaling import ModelAutoscaling, ModelAutoscalingArgs
+from llm_platform.components.cluster import EksCluster, EksClusterArgs, ExistingCluster, ExistingClusterArgs
+from llm_platform.components.gateway import Gateway, GatewayArgs
+from llm_platform.components.gpu_operator import GpuOperator, GpuOperatorArgs
+from llm_platform.components.headroom import GpuHeadroom, GpuHeadroomArgs
+from llm_platform.components.inference import InferenceService, InferenceServiceArgs
+from llm_platform.components.karpenter import GpuNodePools, GpuNodePoolsArgs, Karpenter, KarpenterArgs
+from llm_platform.components.keda import Keda
+from llm_platform.components.load_balancer import LoadBalancerController, LoadBalancerControllerArgs
+from llm_platform.components.model_cache import ModelCache, ModelCacheArgs, ModelWeights
+from llm_platform.components.network import Network, NetworkArgs
+from llm_platform.components.observability import Observability, ObservabilityArgs
+from llm_platform.config.loader import PROJECT, load_from_pulumi
+from llm_platform.plan import resolve
 
 # raises ConfigError (field, value, what is allowed) before any resource exists
 plan = resolve(load_from_pulumi(), pulumi.get_stack())

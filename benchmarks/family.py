@@ -11,21 +11,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 from pathlib import Path
 
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from simulator import family  # noqa: E402
-from simulator.engine import simulate  # noqa: E402
-from simulator.scenarios import SEED_C, oracle_for, stack_run  # noqa: E402
-from simulator.strategies import keda, static  # noqa: E402
-from simulator.traffic import load  # noqa: E402
-from simulator.tune import Tuner, pool_gpu_limit, stack_accepts  # noqa: E402
-from simulator.yaml_out import autoscaling_yaml  # noqa: E402
+from llm_platform.simulator import family  # noqa: E402
+from llm_platform.simulator.engine import simulate  # noqa: E402
+from llm_platform.simulator.scenarios import SEED_C, oracle_for, stack_run  # noqa: E402
+from llm_platform.simulator.strategies import keda, static  # noqa: E402
+from llm_platform.simulator.traffic import load  # noqa: E402
+from llm_platform.simulator.tune import Tuner, pool_gpu_limit, stack_accepts  # noqa: E402
+from llm_platform.simulator.yaml_out import autoscaling_yaml  # noqa: E402
 
 
 def main() -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,17 +29,15 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
-
-from config.loader import PROJECT, stack_file
-from config.schema import Headroom
-from plan.headroom import with_headroom
-from simulator import family
-from simulator.capacity import start_times
-from simulator.engine import simulate
-from simulator.scenarios import StackRun, miss_curve, oracle_for, reactive_bound_for, stack_run
-from simulator.traffic import TokenMix, Traffic, rate_traffic, seed_day
-from simulator.tune import peak_replicas, pool_gpu_limit
+from llm_platform.config.loader import PROJECT, stack_file
+from llm_platform.config.schema import Headroom
+from llm_platform.plan.headroom import with_headroom
+from llm_platform.simulator import family
+from llm_platform.simulator.capacity import start_times
+from llm_platform.simulator.engine import simulate
+from llm_platform.simulator.scenarios import StackRun, miss_curve, oracle_for, reactive_bound_for, stack_run
+from llm_platform.simulator.traffic import TokenMix, Traffic, rate_traffic, seed_day
+from llm_platform.simulator.tune import peak_replicas, pool_gpu_limit
 
 
 def family_day(kind: str, seed: int) -> Traffic:

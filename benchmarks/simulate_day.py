@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar, cast
 
 # one core: keep BLAS/numpy single-threaded (set before numpy is imported)
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the repo root
 
-from simulator.engine import simulate  # noqa: E402
-from simulator.scenarios import seed_setup, seed_strategies  # noqa: E402
+from llm_platform.simulator.engine import simulate  # noqa: E402
+from llm_platform.simulator.scenarios import seed_setup, seed_strategies  # noqa: E402
 
 T = TypeVar("T")
 

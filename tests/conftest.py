@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from config.loader import PROJECT, ROOT, ConfigError, load_stack, raw_stack_config
-from config.schema import StackConfig
-from tools import mocks as platform_mocks
-from tools.render import stack_config
+from llm_platform.config.loader import PROJECT, ROOT, ConfigError, load_stack, raw_stack_config
+from llm_platform.config.schema import StackConfig
+from llm_platform.tools import mocks as platform_mocks
+from llm_platform.tools.render import stack_config
 
 FIXTURE_STACKS = ROOT / "tests" / "fixtures" / "stacks"
 

@@ -3,8 +3,8 @@ from these)."""
 
 from __future__ import annotations
 
-from config.schema import StackConfig
-from plan import ModelPlan, Plan, resolve
+from llm_platform.config.schema import StackConfig
+from llm_platform.plan import ModelPlan, Plan, resolve
 from tests.conftest import load_fixture
 
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from config.loader import ROOT
+from llm_platform.config.loader import ROOT
 
 README = (ROOT / "README.md").read_text()
 
@@ -32,7 +32,11 @@ class _Parsed(Exception):
 
 def test_the_readme_shows_the_tools() -> None:
     modules = {c.split()[1] for c in COMMANDS if c.startswith("-m ")}
-    assert {"tools.render", "tools.security_scan", "simulator"} <= modules
+    assert {
+        "llm_platform.tools.render",
+        "llm_platform.tools.security_scan",
+        "llm_platform.simulator",
+    } <= modules
 
 
 @pytest.mark.filterwarnings("ignore:.*found in sys.modules:RuntimeWarning")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tools import mocks as platform_mocks
-from tools.render import evaluate
+from llm_platform.tools import mocks as platform_mocks
+from llm_platform.tools.render import evaluate
 
 SNAPSHOTS = Path(__file__).resolve().parent / "fixtures" / "urns"
 
@@ -41,7 +41,7 @@ def stacks() -> dict[tuple[str, str], Path]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--write", action="store_true", help="write the snapshots")
     if not parser.parse_args().write:
         parser.error("nothing to do: pass --write")

@@ -17,13 +17,13 @@ import jsonschema
 import pytest
 import yaml
 
-from components.specs import alerts
-from components.specs.alerts import prometheus_rule
-from config.loader import ROOT
-from config.schema import ModelConfig
-from plan import promql
-from plan.model import resolve_model
-from plan.naming import keda_hpa_name
+from llm_platform.components.specs import alerts
+from llm_platform.components.specs.alerts import prometheus_rule
+from llm_platform.config.loader import ROOT
+from llm_platform.config.schema import ModelConfig
+from llm_platform.plan import promql
+from llm_platform.plan.model import resolve_model
+from llm_platform.plan.naming import keda_hpa_name
 from tests.components import promtool
 from tests.components.promtool import rule_expressions
 from tests.conftest import load_fixture

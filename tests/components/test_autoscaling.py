@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components.specs import autoscaling
-from plan import promql
-from plan.model import SCRAPE_INTERVAL_SECONDS
+from llm_platform.components.specs import autoscaling
+from llm_platform.plan import promql
+from llm_platform.plan.model import SCRAPE_INTERVAL_SECONDS
 from tests.components import promtool
 from tests.conftest import stack_values
 from tests.plans import model_plan, stack_plan
@@ -47,7 +47,7 @@ def test_triggers_are_queue_depth_and_kv_cache_as_average_values() -> None:
 def test_thresholds_follow_the_config() -> None:
     values = stack_values("dev")
     values["models"][0]["autoscaling"] |= {"queueDepthPerReplica": 7.5, "kvCacheUsage": 0.65}
-    from config.loader import parse
+    from llm_platform.config.loader import parse
 
     triggers = _triggers(autoscaling.scaled_object(stack_plan(parse(values)).models[0], "dev"))
     assert triggers["queue-depth"]["metadata"]["threshold"] == "7.5"
@@ -90,7 +90,7 @@ def test_replica_bounds_polling_and_behaviour() -> None:
 def test_unset_behaviour_fields_take_kubernetes_defaults() -> None:
     values = stack_values("dev")
     values["models"][0]["autoscaling"]["scaleUp"] = {"selectPolicy": "Max"}
-    from config.loader import parse
+    from llm_platform.config.loader import parse
 
     behavior = autoscaling.scaled_object(stack_plan(parse(values)).models[0], "dev")["spec"]["advanced"][
         "horizontalPodAutoscalerConfig"
@@ -162,7 +162,7 @@ def test_served_throughput_is_an_average_value_trigger_only_when_set(tmp_path: P
     """`requestsPerSecondPerReplica` adds a trigger on the requests the replicas complete per second (vLLM's
     request_success counter, rated over THROUGHPUT_WINDOW): the HPA divides it by the replicas, so the pool is sized
     to its load below saturation and asks for only throughput / target past it. Without it: two triggers."""
-    from config.loader import parse
+    from llm_platform.config.loader import parse
 
     values = stack_values("dev")
     assert "served-throughput" not in _triggers(
@@ -203,7 +203,7 @@ def test_behind_the_gateway_the_load_trigger_counts_what_arrives_served_or_shed(
     failure was counted as dispatched already, and a malformed request is no load. Until a picker has counted
     a request its series are absent and vLLM's completions stand in: the trigger never errors on an idle
     model (KEDA's fallback would scale it up)."""
-    from config.loader import parse
+    from llm_platform.config.loader import parse
 
     values = stack_values("prod")
     assert values["gateway"]["enabled"]

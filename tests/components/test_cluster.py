@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from components.specs.network import subnet_plan
-from config.schema import ClusterConfig
+from llm_platform.components.specs.network import subnet_plan
+from llm_platform.config.schema import ClusterConfig
 
 
 def test_every_kubernetes_resource_uses_the_cluster_provider(run_program) -> None:

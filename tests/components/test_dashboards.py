@@ -10,14 +10,14 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.specs import alerts, dashboards
-from components.specs.dashboards import (
+from llm_platform.components.specs import alerts, dashboards
+from llm_platform.components.specs.dashboards import (
     dashboard_configmap,
     gpu_dashboard,
     headroom_dashboard,
     vllm_dashboard,
 )
-from plan import promql
+from llm_platform.plan import promql
 from tests.components import promtool
 from tests.components.promtool import dashboard_expressions
 from tests.conftest import load_fixture

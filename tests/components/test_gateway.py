@@ -15,15 +15,15 @@ from typing import Any
 import pytest
 import yaml
 
-from components.specs import gateway as gw
-from components.specs import gateway_monitoring as monitoring
-from components.specs import inference_pool as pool
-from config.loader import PROJECT, ROOT, SECRET_KEYS, ConfigError, parse
-from config.schema import GatewayClient
-from plan import resolve
+from llm_platform.components.specs import gateway as gw
+from llm_platform.components.specs import gateway_monitoring as monitoring
+from llm_platform.components.specs import inference_pool as pool
+from llm_platform.config.loader import PROJECT, ROOT, SECRET_KEYS, ConfigError, parse
+from llm_platform.config.schema import GatewayClient
+from llm_platform.plan import resolve
+from llm_platform.tools import mocks as platform_mocks
+from llm_platform.tools import render
 from tests.components import promtool
-from tools import mocks as platform_mocks
-from tools import render
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stacks" / "Pulumi.gateway.yaml"
 SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
@@ -208,8 +208,8 @@ def test_picker_metrics_are_scraped_as_often_as_vllm(run: Run) -> None:
     """The arrival-rate trigger rates the pickers' counters over THROUGHPUT_WINDOW: the chart's ServiceMonitor
     (routerlib `_servicemonitor.yaml`, `router.monitoring.interval`, 10s by default) must scrape at vLLM's
     interval so that window holds four samples, as the simulator assumes."""
-    from plan.model import SCRAPE_INTERVAL_SECONDS
-    from plan.promql import THROUGHPUT_WINDOW_SECONDS
+    from llm_platform.plan.model import SCRAPE_INTERVAL_SECONDS
+    from llm_platform.plan.promql import THROUGHPUT_WINDOW_SECONDS
 
     assert THROUGHPUT_WINDOW_SECONDS >= 4 * SCRAPE_INTERVAL_SECONDS
     for model in models():

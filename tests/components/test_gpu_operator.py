@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.specs import gpu_operator as spec
+from llm_platform.components.specs import gpu_operator as spec
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 

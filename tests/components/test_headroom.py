@@ -12,17 +12,17 @@ from typing import Any
 import pytest
 import yaml
 
-from components.specs import headroom as spec
-from components.specs.model_cache import cache_wiring, nvme_daemonset
-from components.specs.serving import deployment
-from config.cold_start import PREEMPTION_SECONDS
-from config.loader import PROJECT, ROOT, ConfigError, parse
-from config.schema import StackConfig
-from plan import PoolPlan
+from llm_platform.components.specs import headroom as spec
+from llm_platform.components.specs.model_cache import cache_wiring, nvme_daemonset
+from llm_platform.components.specs.serving import deployment
+from llm_platform.config.cold_start import PREEMPTION_SECONDS
+from llm_platform.config.loader import PROJECT, ROOT, ConfigError, parse
+from llm_platform.config.schema import StackConfig
+from llm_platform.plan import PoolPlan
+from llm_platform.tools import render
+from llm_platform.tools.preflight.pods import pod_requests
 from tests.components import promtool
 from tests.plans import model_plan, stack_plan
-from tools import render
-from tools.preflight.pods import pod_requests
 
 FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.headroom.yaml"
 SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
@@ -244,7 +244,7 @@ def test_nvme_weights_are_synced_on_the_same_nodes_as_the_pre_pull() -> None:
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fixture stack rendered exactly as `python -m tools.render` renders a stack file."""
+    """The fixture stack rendered exactly as `python -m llm_platform.tools.render` renders a stack file."""
     out = tmp_path_factory.mktemp("render") / "headroom"
     assert render.main([str(FIXTURE), "--out", str(out)]) == 0
     return out

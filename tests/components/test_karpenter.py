@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from components.specs import karpenter as spec
-from plan import NodeClassPlan
+from llm_platform.components.specs import karpenter as spec
+from llm_platform.plan import NodeClassPlan
 from tests.conftest import load_fixture, stack_values
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -66,7 +66,7 @@ def test_on_demand_only_pools_weigh_less_than_spot_pools() -> None:
 def test_bottlerocket_pools_never_get_a_second_device_plugin() -> None:
     values = stack_values("staging")
     values["gpuNodePools"][0]["amiFamily"] = "bottlerocket"
-    from config.loader import parse
+    from llm_platform.config.loader import parse
 
     pool = parse(values).gpu_node_pools[0]
     assert spec.node_labels(pool)["nvidia.com/gpu.deploy.device-plugin"] == "false"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from components.specs import load_balancer as spec
+from llm_platform.components.specs import load_balancer as spec
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 

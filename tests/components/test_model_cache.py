@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from components.specs import model_cache as spec
-from plan.model import resolve_model
-from plan.naming import READY_MARKER
+from llm_platform.components.specs import model_cache as spec
+from llm_platform.plan.model import resolve_model
+from llm_platform.plan.naming import READY_MARKER
+from llm_platform.tools.preflight import nodes
 from tests.conftest import load_fixture
 from tests.plans import model_plan as _model
-from tools.preflight import nodes
 
 BUCKET_ARN = "arn:aws:s3:::llm-prod-models"
 
@@ -224,7 +224,7 @@ def test_loader_script_is_valid_python() -> None:
 
 
 def test_hub_mode_downloads_at_start() -> None:
-    from config.loader import parse
+    from llm_platform.config.loader import parse
     from tests.conftest import stack_values
 
     values = stack_values("dev")

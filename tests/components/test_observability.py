@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from components.specs import keda, observability
-from config.loader import ConfigError, parse
-from config.schema import AlertingConfig
-from plan.stack import PROMETHEUS_SIZING
+from llm_platform.components.specs import keda, observability
+from llm_platform.config.loader import ConfigError, parse
+from llm_platform.config.schema import AlertingConfig
+from llm_platform.plan.stack import PROMETHEUS_SIZING
 from tests.conftest import stack_values
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 import yaml
 
-from components.specs import reservations
-from config.loader import ROOT, ConfigError, parse
-from plan.nodes import pool_node_class_name
+from llm_platform.components.specs import reservations
+from llm_platform.config.loader import ROOT, ConfigError, parse
+from llm_platform.plan.nodes import pool_node_class_name
+from llm_platform.tools import render
 from tests.components import promtool
 from tests.conftest import fixture_stack, stack_values
-from tools import render
 
 FIXTURE = fixture_stack("reservations")
 SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
@@ -33,7 +33,7 @@ def fixture_values() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fixture stack rendered exactly as `python -m tools.render` renders a stack file."""
+    """The fixture stack rendered exactly as `python -m llm_platform.tools.render` renders a stack file."""
     out = tmp_path_factory.mktemp("render") / "reservations"
     assert render.main([str(FIXTURE), "--out", str(out)]) == 0
     return out

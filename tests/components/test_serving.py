@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from components.specs import compile_cache, model_cache, serving
-from config.catalog import GPU_INSTANCES
-from config.loader import parse
-from plan.model import resolve_model
+from llm_platform.components.specs import compile_cache, model_cache, serving
+from llm_platform.config.catalog import GPU_INSTANCES
+from llm_platform.config.loader import parse
+from llm_platform.plan.model import resolve_model
 from tests.conftest import load_fixture, stack_values
 from tests.plans import model_plan as _model
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from config.loader import ROOT, ConfigError, load_stack, parse
+from llm_platform.config.loader import ROOT, ConfigError, load_stack, parse
+from llm_platform.tools import render
 from tests.conftest import fixture_stack, stack_values
-from tools import render
 
 
 def _stack_file(tmp_path: Path, edit: Any, base: str = "dev") -> Path:
@@ -220,7 +220,7 @@ def test_running_the_program_without_pulumi_prints_a_hint() -> None:
 def test_every_schema_object_refuses_unknown_keys() -> None:
     from pydantic import BaseModel
 
-    import config.schema as schema
+    import llm_platform.config.schema as schema
 
     classes = [c for c in vars(schema).values() if isinstance(c, type) and issubclass(c, BaseModel)]
     assert len(classes) > 10

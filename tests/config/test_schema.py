@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from config.loader import ConfigError, parse
+from llm_platform.config.loader import ConfigError, parse
 from tests.conftest import load_fixture, stack_values
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tools.security_scan import CHECKOV_VERSION, CONFIG, unjustified_skips
+from llm_platform.tools.security_scan import CHECKOV_VERSION, CONFIG, unjustified_skips
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -73,10 +73,10 @@ def test_pr_workflow_renders_scans_and_previews_every_stack_with_the_policy_pack
     for command in (
         "uv sync --frozen",
         "uv run pytest",
-        "python -m tools.render",
-        "python -m tools.validate_render",
-        "python -m tools.security_scan",
-        "python -m tools.preflight",
+        "python -m llm_platform.tools.render",
+        "python -m llm_platform.tools.validate_render",
+        "python -m llm_platform.tools.security_scan",
+        "python -m llm_platform.tools.preflight",
     ):
         assert command in runs
     render = next(i for i, s in enumerate(job["steps"]) if "tools.render" in s.get("run", ""))
@@ -131,7 +131,10 @@ def test_workflows_pass_actionlint() -> None:
 
 
 def test_the_pulumi_cli_is_pinned_to_the_sdk_version() -> None:
-    sdk = re.search(r'"pulumi==([0-9.]+)"', (ROOT / "pyproject.toml").read_text())
+    # the SDK version CI and the deploys install: uv.lock's (pyproject.toml holds a range)
+    sdk = re.search(
+        r'\[\[package\]\]\nname = "pulumi"\nversion = "([0-9.]+)"', (ROOT / "uv.lock").read_text()
+    )
     assert sdk is not None
     for name in ("pr.yml", "pulumi-up.yml"):
         actions = [s for s in steps(load(name)) if s.get("uses", "").startswith("pulumi/actions@")]
@@ -150,12 +153,12 @@ def test_deploy_runs_only_on_changes_to_the_program() -> None:
     for changed in (
         "__main__.py",
         "Pulumi.prod.yaml",
-        "components/specs/serving.py",
-        "config/schema.py",
+        "src/llm_platform/components/specs/serving.py",
+        "src/llm_platform/config/schema.py",
         "uv.lock",
     ):
         assert deploys(changed), changed
-    for package in ("components", "config", "policy"):
+    for package in ("src", "policy"):
         assert f"{package}/**" in paths
 
 
@@ -164,4 +167,4 @@ def test_a_deploy_checks_the_render_and_runs_preflight_before_pulumi_up() -> Non
     up = next(i for i, s in enumerate(steps_) if s.get("uses", "").startswith("pulumi/actions@"))
     before = " ".join(s.get("run", "") for s in steps_[:up])
     for command in ("tools.render", "tools.validate_render", "tools.security_scan", "tools.preflight"):
-        assert f"uv run python -m {command} " in before, command
+        assert f"uv run python -m llm_platform.{command} " in before, command

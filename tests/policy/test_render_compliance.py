@@ -1,5 +1,5 @@
 """The project's own objects pass every policy: each fixture stack is rendered offline (the real __main__.py under
-mocks, as `python -m tools.render` does) and every registered resource goes through the pack, the resource
+mocks, as `python -m llm_platform.tools.render` does) and every registered resource goes through the pack, the resource
 policies one resource at a time and the stack policies over the whole stack.
 
 It covers whatever the program registers, so it grows with the platform: today the cluster and network,
@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
 
+from llm_platform.tools.render import Render, evaluate
 from policy.llm_platform_policies import ALL_POLICIES
 from tests.conftest import fixture_stack
 from tests.policy.builders import render_violations
-from tools.render import Render, evaluate
 
 STACKS = ("dev", "staging", "prod")
 # the types the pack has rules for; the render summary below says how many of each the program registers

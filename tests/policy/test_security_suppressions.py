@@ -1,4 +1,4 @@
-"""Every checkov suppression is listed and justified in security/checkov.yaml, resource-scoped ones included."""
+"""Every checkov suppression is listed and justified in src/llm_platform/tools/checkov.yaml, resource-scoped ones included."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from config.loader import ROOT
+from llm_platform.config.loader import ROOT
+from llm_platform.tools.render import evaluate
 from tests.conftest import fixture_stack
-from tools.render import evaluate
 
-CONFIG = (ROOT / "security" / "checkov.yaml").read_text()
+CONFIG = (ROOT / "src/llm_platform/tools/checkov.yaml").read_text()
 ANNOTATION = re.compile(r"^checkov\.io/skip\d+$")
 
 
@@ -28,4 +28,4 @@ def test_resource_scoped_skips_are_listed_with_a_reason(stack: str) -> None:
                 f"{manifest['kind']}/{manifest['metadata']['name']}: {key} has no reason"
             )
             listed = f"resource: {manifest['kind']} " in CONFIG and f"check {check}" in CONFIG
-            assert listed, f"{manifest['kind']} {check} must be listed in security/checkov.yaml"
+            assert listed, f"{manifest['kind']} {check} must be listed in src/llm_platform/tools/checkov.yaml"

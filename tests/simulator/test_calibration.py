@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from simulator import calibration
-from simulator.calibration import LITTLE, POINTS, TOLERANCE, within_tolerance
+from llm_platform.simulator import calibration
+from llm_platform.simulator.calibration import LITTLE, POINTS, TOLERANCE, within_tolerance
 
 ROWS = {str(r["id"]): r for r in calibration.rows()}
 

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from config.loader import ROOT
-from simulator.cli import main
+from llm_platform.config.loader import ROOT
+from llm_platform.simulator.cli import main
 
 LLAMA = "meta-llama/Meta-Llama-3-8B-Instruct"
 RESERVATIONS = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.reservations.yaml"
@@ -114,7 +114,7 @@ def test_piped_day_output_is_plain_with_caps_and_yaml(tmp_path):
         "minute,requests_per_second\n" + "".join(f"{m},{200 if 60 <= m < 90 else 2}\n" for m in range(180))
     )
     out = subprocess.run(
-        [sys.executable, "-m", "simulator", "--scenario", "seed-benchmark", "--traffic", str(day)],
+        [sys.executable, "-m", "llm_platform.simulator", "--scenario", "seed-benchmark", "--traffic", str(day)],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     assert "┃" not in out and "\x1b[" not in out

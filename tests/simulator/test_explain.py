@@ -1,5 +1,5 @@
 """The simulator runs what is deployed: for every model of every stack (the real stack files, whatever teams
-put in them, and the fixtures), the inputs `python -m simulator --explain` reports equal the rendered
+put in them, and the fixtures), the inputs `python -m llm_platform.simulator --explain` reports equal the rendered
 ScaledObject, PodMonitor, Deployment, NodePool and EC2NodeClass."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 import yaml
 
-from components.specs.common import POOL_LABEL
-from config.loader import ROOT, load_stack
-from config.schema import duration_seconds
-from simulator.cli import main
-from simulator.traffic import seed_day
+from llm_platform.components.specs.common import POOL_LABEL
+from llm_platform.config.loader import ROOT, load_stack
+from llm_platform.config.schema import duration_seconds
+from llm_platform.simulator.cli import main
+from llm_platform.simulator.traffic import seed_day
+from llm_platform.tools import render
 from tests.conftest import FIXTURE_STACKS
-from tools import render
 
 STACK_FILES = sorted(ROOT.glob("Pulumi.*.yaml")) + sorted(FIXTURE_STACKS.glob("Pulumi.*.yaml"))
 CASES = [
@@ -179,7 +179,7 @@ def test_what_ifs_change_the_simulated_inputs_and_nothing_else(capsys: pytest.Ca
 
 
 def test_a_seed_day_run_simulates_the_deployed_scaled_object() -> None:
-    from simulator.scenarios import stack_run
+    from llm_platform.simulator.scenarios import stack_run
 
     run = stack_run(FIXTURE_STACKS / "Pulumi.prod.yaml", None, seed_day(0))
     deployed = next(s for s in run.strategies if s.name == "stack-config")

@@ -1,13 +1,13 @@
-"""`python -m simulator family` writes the generated days the stack configs were tuned on, reproducibly."""
+"""`python -m llm_platform.simulator family` writes the generated days the stack configs were tuned on, reproducibly."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from simulator import family
-from simulator.cli import main
-from simulator.traffic import load
+from llm_platform.simulator import family
+from llm_platform.simulator.cli import main
+from llm_platform.simulator.traffic import load
 
 
 def test_the_family_written_is_the_family_tuned_on(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from simulator.cron import Cron, active_minutes, window_active
-from simulator.keda import CronTrigger, Fallback, Keda, PrometheusTrigger, ScaledObjectSpec
+from llm_platform.simulator.cron import Cron, active_minutes, window_active
+from llm_platform.simulator.keda import CronTrigger, Fallback, Keda, PrometheusTrigger, ScaledObjectSpec
 
 QUEUE = PrometheusTrigger("queue", "waiting_sum", threshold=5, activation_threshold=1)
 

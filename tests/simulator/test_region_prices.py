@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from config.catalog import GPU_INSTANCES
-from config.loader import ROOT, ConfigError
-from simulator.engine import simulate
-from simulator.scenarios import StackRun, oracle_for, stack_run
-from simulator.traffic import TokenMix, Traffic, load
+from llm_platform.config.catalog import GPU_INSTANCES
+from llm_platform.config.loader import ROOT, ConfigError
+from llm_platform.simulator.engine import simulate
+from llm_platform.simulator.scenarios import StackRun, oracle_for, stack_run
+from llm_platform.simulator.traffic import TokenMix, Traffic, load
 
 PROD = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.prod.yaml"
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from config.catalog import A10G, A100_40, H100, L4
-from config.model_profiles import UnknownModelError, profile
-from simulator.replica import EngineConfig, ReplicaModel, TokenStats, closed_loop
+from llm_platform.config.catalog import A10G, A100_40, H100, L4
+from llm_platform.config.model_profiles import UnknownModelError, profile
+from llm_platform.simulator.replica import EngineConfig, ReplicaModel, TokenStats, closed_loop
 
 LLAMA3_8B = "meta-llama/Meta-Llama-3-8B-Instruct"
 

@@ -9,14 +9,14 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from config import loader
-from config.catalog import GPU_INSTANCES
-from config.loader import ROOT
-from simulator import reservations_cmd
-from simulator.capacity import CapacityConfig, Cluster
-from simulator.engine import simulate
-from simulator.scenarios import StackRun, stack_run
-from simulator.traffic import TokenMix, load
+from llm_platform.config import loader
+from llm_platform.config.catalog import GPU_INSTANCES
+from llm_platform.config.loader import ROOT
+from llm_platform.simulator import reservations_cmd
+from llm_platform.simulator.capacity import CapacityConfig, Cluster
+from llm_platform.simulator.engine import simulate
+from llm_platform.simulator.scenarios import StackRun, stack_run
+from llm_platform.simulator.traffic import TokenMix, load
 
 G5 = GPU_INSTANCES["g5.2xlarge"]
 FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.reservations.yaml"

@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from config.loader import ROOT
-from simulator import family
-from simulator.cli import main
-from simulator.scenarios import stack_run
-from simulator.traffic import load
-from simulator.tune import MAX_REPLICAS, Tuner, pool_gpu_limit, stack_accepts
+from llm_platform.config.loader import ROOT
+from llm_platform.simulator import family
+from llm_platform.simulator.cli import main
+from llm_platform.simulator.scenarios import stack_run
+from llm_platform.simulator.traffic import load
+from llm_platform.simulator.tune import MAX_REPLICAS, Tuner, pool_gpu_limit, stack_accepts
 
 STACK = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.prod.yaml"  # only its model and pool are read
 
@@ -150,7 +150,7 @@ def test_the_tuner_searches_headroom_and_prints_the_pools_block(tmp_path, capsys
     pool's gpuLimit, and the chosen block is printed beside the autoscaling YAML."""
     import yaml
 
-    from config.schema import Headroom, HeadroomWindow
+    from llm_platform.config.schema import Headroom, HeadroomWindow
 
     runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
     tuner = Tuner(runs, 5.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
@@ -224,7 +224,7 @@ def test_the_tuner_only_proposes_what_the_stack_file_accepts(tmp_path):
 
 def test_a_headroom_candidate_is_checked_by_the_stack_files_rules(tmp_path):
     """Warm GPUs beyond what gpuLimit leaves next to the models' minReplicas are refused like in the file."""
-    from config.schema import Headroom
+    from llm_platform.config.schema import Headroom
 
     run = stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))
     accepts = stack_accepts(STACK, run)
@@ -238,7 +238,7 @@ def test_the_pools_consolidate_after_is_a_knob_and_is_printed_for_the_pool(tmp_p
     """An empty GPU node kept 10 minutes after a 30-minute surge is paid for those minutes: the tuner simulates
     each consolidateAfter (the stack's own among them), checks it with the stack file's rules and prints the
     chosen one under the pool."""
-    from simulator.tune import CONSOLIDATE_AFTER
+    from llm_platform.simulator.tune import CONSOLIDATE_AFTER
 
     runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
     tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
@@ -268,8 +268,8 @@ def test_how_fast_a_burst_is_walked_down_is_a_knob(tmp_path):
     cheaper at the same misses (sized by a KV target it can cost more: a pool cut to its target refills
     its caches and asks again); the tuner searches both shares and windows down to 30 s and writes the share
     as the scale-down policy."""
-    from config.schema import ScalingPolicy
-    from simulator.tune import SCALE_DOWN_PERCENT, SERVED_RATE_SCALE
+    from llm_platform.config.schema import ScalingPolicy
+    from llm_platform.simulator.tune import SCALE_DOWN_PERCENT, SERVED_RATE_SCALE
 
     runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
     tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
@@ -308,8 +308,8 @@ def test_the_served_throughput_target_is_a_knob_that_takes_over_from_the_kv_targ
     """served_rate_scale x the per-replica SLO rate becomes `requestsPerSecondPerReplica`; the KV trigger then
     stays at the schema's guard near a full cache (a linear-regime KV target would still ask for maxReplicas
     in any overload), and the KV knob is not searched. 0 keeps the KV-driven config."""
-    from config.schema import Autoscaling
-    from simulator.tune import SERVED_RATE_SCALE
+    from llm_platform.config.schema import Autoscaling
+    from llm_platform.simulator.tune import SERVED_RATE_SCALE
 
     runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
     tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=2)
@@ -333,7 +333,7 @@ def test_the_search_descends_from_each_load_signal_and_keeps_the_better_end(tmp_
     """A KV-sized start rarely crosses to a throughput-sized config one knob at a time (switching the signal
     alone misses more before the other knobs follow): the search descends from both and keeps the cheaper
     feasible end."""
-    from simulator.tune import SERVED_RATE_SCALE, SIGNAL_STARTS
+    from llm_platform.simulator.tune import SERVED_RATE_SCALE, SIGNAL_STARTS
 
     runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
     tuner = Tuner(runs, 5.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=2)

@@ -10,13 +10,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from config.loader import ROOT, Stack, stack_name
+from llm_platform.config.loader import ROOT, Stack, stack_name
+from llm_platform.tools import render
+from llm_platform.tools.preflight.findings import Finding, blockers
+from llm_platform.tools.preflight.run import run as preflight
+from llm_platform.tools.preflight.view import from_mocks
 from policy.llm_platform_policies import ALL_POLICIES
 from tests.policy.builders import render_violations
-from tools import render
-from tools.preflight.findings import Finding, blockers
-from tools.preflight.run import run as preflight
-from tools.preflight.view import from_mocks
 
 SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
 

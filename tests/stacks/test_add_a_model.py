@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from config.loader import PROJECT, load_stack, stack_file, stack_names
+from llm_platform.config.loader import PROJECT, load_stack, stack_file, stack_names
+from llm_platform.tools import render
+from llm_platform.tools.preflight.findings import Finding
 from tests.stacks.real import check, problems
-from tools import render
-from tools.preflight.findings import Finding
 
 
 def with_one_more_model(stack: str, folder: Path) -> tuple[Path, str]:

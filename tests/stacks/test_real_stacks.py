@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from config.loader import stack_names
+from llm_platform.config.loader import stack_names
 from tests.stacks.real import problems
 
 

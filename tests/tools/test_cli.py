@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from config.loader import stack_names
-from simulator import cli as simulator
-from simulator import routing
+from llm_platform.config.loader import stack_names
+from llm_platform.simulator import cli as simulator
+from llm_platform.simulator import routing
+from llm_platform.tools import cli, render, security_scan, validate_render
+from llm_platform.tools.preflight import __main__ as preflight
 from tests.conftest import fixture_stack
-from tools import cli, render, security_scan, validate_render
-from tools.preflight import __main__ as preflight
 
 
 def _one_line_exit_2(capsys, main, argv: list[str]) -> str:

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from config import loader
-from config.loader import ROOT
-from tools.preflight import __main__ as cli
-from tools.preflight import view as preflight_view
-from tools.preflight.findings import Finding
-from tools.preflight.pods import pod_requests, program_pods, requests_of
-from tools.preflight.run import CHECKS, run
-from tools.preflight.view import Manifest, RenderView
+from llm_platform.config import loader
+from llm_platform.config.loader import ROOT
+from llm_platform.tools.preflight import __main__ as cli
+from llm_platform.tools.preflight import view as preflight_view
+from llm_platform.tools.preflight.findings import Finding
+from llm_platform.tools.preflight.pods import pod_requests, program_pods, requests_of
+from llm_platform.tools.preflight.run import CHECKS, run
+from llm_platform.tools.preflight.view import Manifest, RenderView
 
 FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.preflight.yaml"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from config.loader import ROOT, stack_names
+from llm_platform.config.loader import ROOT, stack_names
+from llm_platform.tools import render
 from tests.conftest import fixture_stack
-from tools import render
 
 SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from config.loader import ROOT
+from llm_platform.config.loader import ROOT
+from llm_platform.tools import render, validate_render
+from llm_platform.tools.validate_render import CRD_SOURCES, CrdSource, CrdUnavailable, problems, schemas_of
 from tests.conftest import fixture_stack
-from tools import render, validate_render
-from tools.validate_render import CRD_SOURCES, CrdSource, CrdUnavailable, problems, schemas_of
 
 WIDGETS = schemas_of(yaml.safe_load_all((ROOT / "tests/fixtures/crds/example.com_widgets.yaml").read_text()))
 REFERENCE_CRDS = ROOT.parent / "shared" / "reference" / "crds"
@@ -106,7 +106,7 @@ def test_every_kind_the_platform_renders_has_a_schema() -> None:
 
 
 def test_the_pinned_urls_follow_the_pinned_versions() -> None:
-    from config import versions
+    from llm_platform.config import versions
 
     urls = {s.kind: s.url for s in CRD_SOURCES}
     assert f"/aws/karpenter-provider-aws/v{versions.KARPENTER_VERSION}/" in urls["NodePool"]

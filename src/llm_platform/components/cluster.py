@@ -1,0 +1,204 @@
+"""Cluster: EKS (or an existing cluster) and the one Kubernetes provider every in-cluster object uses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+import pulumi_kubernetes as k8s
+
+from llm_platform.components.identity import node_role
+from llm_platform.components.specs import cluster as spec
+from llm_platform.components.specs.common import pod_identity_trust_policy
+
+
+@dataclass(frozen=True, kw_only=True)
+class EksClusterArgs:
+    cluster_name: str
+    kubernetes_version: str
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: Sequence[pulumi.Input[str]]
+    public_subnet_ids: Sequence[pulumi.Input[str]]
+    endpoint_public_access: bool
+    public_access_cidrs: list[str]
+    admin_role_arns: list[str]
+    system_instance_type: str
+    system_min: int
+    system_max: int
+    system_disk_gib: int
+    deletion_protection: bool
+    tags: dict[str, str]
+
+
+class EksCluster(pulumi.ComponentResource):
+    """EKS with API authentication, OIDC, KMS-encrypted secrets, control-plane logs, managed add-ons and a
+    tainted on-demand system node group for controllers. GPU capacity comes only from Karpenter."""
+
+    cluster_name: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    cluster_security_group_id: pulumi.Output[str]
+    node_security_group_id: pulumi.Output[str]
+    provider: k8s.Provider
+    system_nodes: eks.ManagedNodeGroup
+
+    def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llm-platform:cluster:EksCluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+
+        secrets_key = aws.kms.Key(
+            f"{name}-secrets",
+            description=f"Envelope encryption of Kubernetes secrets in {args.cluster_name}",
+            enable_key_rotation=True,
+            deletion_window_in_days=30,
+            tags=args.tags,
+            opts=child,
+        )
+        access_entries = {
+            f"admin-{i}": eks.AccessEntryArgs(
+                principal_arn=arn,
+                access_policies={
+                    "cluster-admin": eks.AccessPolicyAssociationArgs(
+                        policy_arn=spec.CLUSTER_ADMIN_POLICY,
+                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                    )
+                },
+            )
+            for i, arn in enumerate(args.admin_role_arns)
+        }
+        self.cluster = eks.Cluster(
+            f"{name}-eks",
+            name=args.cluster_name,
+            version=args.kubernetes_version,
+            vpc_id=args.vpc_id,
+            private_subnet_ids=args.private_subnet_ids,
+            public_subnet_ids=args.public_subnet_ids,
+            node_associate_public_ip_address=False,
+            endpoint_private_access=True,
+            endpoint_public_access=args.endpoint_public_access,
+            public_access_cidrs=args.public_access_cidrs if args.endpoint_public_access else None,
+            authentication_mode=eks.AuthenticationMode.API,
+            access_entries=access_entries,
+            skip_default_node_group=True,
+            encryption_config_key_arn=secrets_key.arn,
+            enabled_cluster_log_types=spec.CONTROL_PLANE_LOG_TYPES,
+            deletion_protection=args.deletion_protection,
+            # prefix delegation for pod density; network policy enforcement for the vLLM NetworkPolicies
+            vpc_cni_options=eks.VpcCniOptionsArgs(enable_prefix_delegation=True, enable_network_policy=True),
+            tags=args.tags,
+            opts=child,
+        )
+        cluster_ready = pulumi.ResourceOptions(parent=self, depends_on=[self.cluster])
+
+        pod_identity = aws.eks.Addon(
+            f"{name}-pod-identity",
+            cluster_name=args.cluster_name,
+            addon_name=spec.POD_IDENTITY_ADDON,
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=args.tags,
+            opts=cluster_ready,
+        )
+
+        system_node_role = node_role(
+            f"{name}-system-node",
+            description=f"System managed node group of {args.cluster_name}",
+            tags=args.tags,
+            opts=child,
+        )
+        self.system_nodes = eks.ManagedNodeGroup(
+            f"{name}-system",
+            cluster=self.cluster,
+            node_role_arn=system_node_role.arn,
+            instance_types=[args.system_instance_type],
+            capacity_type="ON_DEMAND",
+            # images, logs and the model loader's scratch space (EKS' 20 GiB default fits none of it)
+            disk_size=args.system_disk_gib,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=args.system_min, desired_size=args.system_min, max_size=args.system_max
+            ),
+            labels=spec.system_node_labels(),
+            taints=[aws.eks.NodeGroupTaintArgs(**t) for t in spec.system_node_taints()],
+            subnet_ids=args.private_subnet_ids,
+            tags=args.tags,
+            opts=child,
+        )
+
+        ebs_role = aws.iam.Role(
+            f"{name}-ebs-csi",
+            assume_role_policy=pod_identity_trust_policy(),
+            description=f"EBS CSI controller of {args.cluster_name} (Pod Identity)",
+            tags=args.tags,
+            opts=child,
+        )
+        aws.iam.RolePolicyAttachment(
+            f"{name}-ebs-csi", role=ebs_role.name, policy_arn=spec.EBS_CSI_POLICY_ARN, opts=child
+        )
+        aws.eks.Addon(
+            f"{name}-ebs-csi",
+            cluster_name=args.cluster_name,
+            addon_name=spec.EBS_CSI_ADDON,
+            resolve_conflicts_on_update="OVERWRITE",
+            pod_identity_associations=[
+                aws.eks.AddonPodIdentityAssociationArgs(
+                    role_arn=ebs_role.arn, service_account=spec.EBS_CSI_SERVICE_ACCOUNT
+                )
+            ],
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes, pod_identity]),
+        )
+
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.cluster.kubeconfig_json,
+            cluster_identifier=args.cluster_name,
+            enable_server_side_apply=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes]),
+        )
+        self.cluster_name = pulumi.Output.from_input(args.cluster_name)
+        self.endpoint = self.cluster.kubeconfig_json.apply(_server_of)
+        self.cluster_security_group_id = self.cluster.cluster_security_group_id
+        self.node_security_group_id = self.cluster.node_security_group_id
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "endpoint": self.endpoint,
+                "clusterSecurityGroupId": self.cluster_security_group_id,
+            }
+        )
+
+
+def _server_of(kubeconfig_json: str) -> str:
+    clusters = json.loads(kubeconfig_json).get("clusters") or [{}]
+    return clusters[0].get("cluster", {}).get("server", "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExistingClusterArgs:
+    cluster_name: str
+    kubeconfig: str
+    context: str | None
+
+
+class ExistingCluster(pulumi.ComponentResource):
+    """A cluster someone else runs: only the Kubernetes provider, no AWS resource at all."""
+
+    cluster_name: pulumi.Output[str]
+    provider: k8s.Provider
+
+    def __init__(
+        self, name: str, args: ExistingClusterArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("llm-platform:cluster:ExistingCluster", name, None, opts)
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            cluster_identifier=args.cluster_name,
+            enable_server_side_apply=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.cluster_name = pulumi.Output.from_input(args.cluster_name)
+        self.register_outputs({"clusterName": self.cluster_name})

@@ -1,0 +1,188 @@
+"""Gateway: the platform's entry point, Envoy Gateway + Envoy AI Gateway on Gateway API behind an internal NLB,
+with an InferencePool and an endpoint picker per model (components.specs.gateway, .inference_pool)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from llm_platform.components import child_options
+from llm_platform.components.kubernetes import apply_manifest
+from llm_platform.components.specs import gateway as spec
+from llm_platform.components.specs import gateway_monitoring as monitoring
+from llm_platform.components.specs import inference_pool as pool
+from llm_platform.components.specs.common import namespace_manifest
+from llm_platform.config.schema import GatewayClient
+from llm_platform.config.versions import (
+    ENVOY_AI_GATEWAY_VERSION,
+    ENVOY_GATEWAY_CHART_REPO,
+    ENVOY_GATEWAY_VERSION,
+    INFERENCE_POOL_CRD_URL,
+    LLM_D_ROUTER_CHART_REPO,
+    LLM_D_ROUTER_VERSION,
+)
+from llm_platform.plan import ModelPlan
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewayArgs:
+    models: Sequence[ModelPlan]
+    clients: Sequence[GatewayClient]
+    client_keys: pulumi.Input[Mapping[str, str]]
+    """Client name -> API key (a Pulumi secret, the `gatewayClientKeys` JSON object)."""
+    vllm_api_key: pulumi.Input[str]
+    """The key vLLM checks; the gateway injects it upstream, clients never see it."""
+    environment: str
+    vpc_cidr: str
+    """Where the NLB's connections and kubelet's probes come from."""
+    internal: bool = True
+    certificate_arn: str | None = None
+    """ACM certificate: TLS on port 443 at the NLB. Required when `internal` is false (and in prod)."""
+    replicas: int = 2
+    depends_on_models: Sequence[pulumi.Resource] = field(default_factory=list)
+    """The models' InferenceServices: their namespaces and pods exist before pools and routes."""
+
+
+class Gateway(pulumi.ComponentResource):
+    """CRDs (Gateway API, Envoy Gateway, InferencePool, AI Gateway), the two controllers, the EnvoyProxy,
+    GatewayClass and Gateway, client keys, rate limits, and per model an InferencePool with its picker."""
+
+    namespace: str
+
+    def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llm-platform:gateway:Gateway", name, None, opts)
+        self._name, self._opts = name, opts
+        self.namespace = spec.NAMESPACE
+        if args.replicas < 2:
+            pulumi.log.warn(
+                f"{name}: {args.replicas} Envoy replica(s): one node loss stops all traffic", self
+            )
+
+        ns = self._apply("ns", spec.namespace(args.environment))
+        aigw_ns = self._apply("ai-gateway-ns", namespace_manifest(spec.AI_GATEWAY_NAMESPACE, "restricted"))
+        crds = self._release(
+            "gateway-crds", "gateway-crds-helm", ENVOY_GATEWAY_VERSION, spec.gateway_crds_values(), ns
+        )
+        pool_crd = k8s.yaml.v2.ConfigFile(
+            f"{name}-inferencepool-crd", file=INFERENCE_POOL_CRD_URL, opts=child_options(self, opts, crds)
+        )
+        envoy_gateway = self._release(
+            "envoy-gateway",
+            "gateway-helm",
+            ENVOY_GATEWAY_VERSION,
+            spec.envoy_gateway_values(),
+            crds,
+            pool_crd,
+        )
+        aigw_crds = self._release(
+            "ai-gateway-crds",
+            "ai-gateway-crds-helm",
+            ENVOY_AI_GATEWAY_VERSION,
+            {},
+            aigw_ns,
+            crds,
+            namespace=spec.AI_GATEWAY_NAMESPACE,
+        )
+        ai_gateway = self._release(
+            "ai-gateway",
+            "ai-gateway-helm",
+            ENVOY_AI_GATEWAY_VERSION,
+            spec.ai_gateway_values(),
+            aigw_crds,
+            envoy_gateway,
+            pool_crd,
+            namespace=spec.AI_GATEWAY_NAMESPACE,
+        )
+        controllers = [envoy_gateway, ai_gateway]
+
+        def checked_keys(values: list[Any]) -> dict[str, str]:
+            keys, vllm_key = values
+            spec.check_clients(args.clients, dict(keys), vllm_key)
+            return dict(keys)
+
+        keys = pulumi.Output.secret(
+            pulumi.Output.all(args.client_keys, args.vllm_api_key).apply(checked_keys)
+        )
+        keys_secret = self._apply("client-keys", spec.client_keys_secret(keys), ns)
+        proxy = self._apply(
+            "envoy-proxy",
+            spec.envoy_proxy(
+                replicas=args.replicas, internal=args.internal, certificate_arn=args.certificate_arn
+            ),
+            *controllers,
+        )
+        gateway_class = self._apply("gateway-class", spec.gateway_class(), proxy)
+        model_namespaces = [m.names.namespace for m in args.models]
+        gateway = self._apply(
+            "gateway",
+            spec.gateway(certificate_arn=args.certificate_arn, model_namespaces=model_namespaces),
+            gateway_class,
+        )
+        self._apply("client-traffic", spec.client_traffic_policy(), gateway)
+        self._apply("api-keys", spec.security_policy(), gateway, keys_secret)
+        self._apply("rate-limits", spec.rate_limit_policy(args.clients, args.replicas), gateway)
+        self._apply("proxy-netpol", spec.proxy_network_policy(args.vpc_cidr, args.certificate_arn), ns)
+        self._apply("proxy-podmonitor", spec.proxy_pod_monitor(), ns)
+
+        credential = pulumi.Output.secret(pulumi.Output.from_input(args.vllm_api_key).apply(pool.bearer))
+        for model in args.models:
+            self._model(model, args, credential, gateway, pool_crd, *controllers)
+        self.register_outputs({"namespace": self.namespace, "gateway": spec.GATEWAY})
+
+    def _model(
+        self,
+        model: ModelPlan,
+        args: GatewayArgs,
+        credential: pulumi.Output[str],
+        *after: pulumi.Resource,
+    ) -> None:
+        """The model's InferencePool and picker (one chart release), routes, PDB, policies and alerts."""
+        waits = [*after, *args.depends_on_models]
+        prefix = model.name
+        picker = self._release(
+            f"{prefix}-pool",
+            "llm-d-router-gateway",
+            LLM_D_ROUTER_VERSION,
+            pool.helm_values(model),
+            *waits,
+            namespace=model.names.namespace,
+            release=pool.release_name(model),
+            repository=LLM_D_ROUTER_CHART_REPO,
+        )
+        secret = self._apply(f"{prefix}-vllm-credential", pool.credential_secret(model, credential), *waits)
+        path_filter = self._apply(f"{prefix}-vllm-key", pool.credential_filter(model), secret)
+        model_filter = self._apply(f"{prefix}-model-filter", pool.model_route_filter(model), secret)
+        self._apply(f"{prefix}-route-by-path", pool.path_route(model), picker, path_filter)
+        self._apply(f"{prefix}-route-by-model", pool.model_field_route(model), picker, model_filter)
+        self._apply(f"{prefix}-epp-pdb", pool.epp_pod_disruption_budget(model), *waits)
+        self._apply(f"{prefix}-epp-netpol", pool.epp_network_policy(model, args.vpc_cidr), *waits)
+        self._apply(f"{prefix}-vllm-from-epp", pool.vllm_from_picker_network_policy(model), *waits)
+        self._apply(f"{prefix}-epp-alerts", monitoring.epp_prometheus_rule(model), *waits)
+
+    def _release(
+        self,
+        suffix: str,
+        chart: str,
+        version: str,
+        values: dict[str, Any],
+        *after: pulumi.Resource,
+        namespace: str = spec.NAMESPACE,
+        release: str | None = None,
+        repository: str = ENVOY_GATEWAY_CHART_REPO,
+    ) -> k8s.helm.v3.Release:
+        return k8s.helm.v3.Release(
+            f"{self._name}-{suffix}",
+            name=release or suffix,
+            chart=f"{repository}/{chart}",
+            version=version,
+            namespace=namespace,
+            values=values,
+            opts=child_options(self, self._opts, *after),
+        )
+
+    def _apply(self, suffix: str, manifest: dict, *after: pulumi.Resource) -> pulumi.CustomResource:
+        return apply_manifest(f"{self._name}-{suffix}", manifest, child_options(self, self._opts, *after))

@@ -1,0 +1,53 @@
+"""GPU Operator: device plugin, GPU feature discovery and DCGM metrics on every GPU node."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from llm_platform.components import child_options
+from llm_platform.components.kubernetes import apply_manifest
+from llm_platform.components.specs import gpu_operator as spec
+from llm_platform.components.specs.common import namespace_manifest
+from llm_platform.config.versions import GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION, NFD_REPO, NFD_VERSION
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuOperatorArgs:
+    mig_in_use: bool
+
+
+class GpuOperator(pulumi.ComponentResource):
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llm-platform:gpu:GpuOperator", name, None, opts)
+        # operands mount host paths and need privileged pods
+        namespace = apply_manifest(
+            f"{name}-ns", namespace_manifest(spec.NAMESPACE, "privileged"), child_options(self, opts)
+        )
+        nfd = k8s.helm.v3.Release(
+            f"{name}-nfd",
+            name="node-feature-discovery",
+            chart="node-feature-discovery",
+            version=NFD_VERSION,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=NFD_REPO),
+            namespace=spec.NAMESPACE,
+            values=spec.nfd_values(),
+            opts=child_options(self, opts, namespace),
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="gpu-operator",
+            chart="gpu-operator",
+            version=GPU_OPERATOR_VERSION,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=GPU_OPERATOR_REPO),
+            namespace=spec.NAMESPACE,
+            values=spec.helm_values(mig_in_use=args.mig_in_use),
+            # operand DaemonSets only become ready once a GPU node exists; don't block `pulumi up` on them
+            skip_await=True,
+            opts=child_options(self, opts, namespace, nfd),
+        )
+        self.register_outputs({"release": self.release.name})

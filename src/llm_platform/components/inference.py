@@ -1,0 +1,234 @@
+"""Inference service: one model served by vLLM, with its secrets, weights, network policy and scraping."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from llm_platform.components import child_options
+from llm_platform.components.identity import pod_identity_association, pod_identity_role
+from llm_platform.components.kubernetes import apply_manifest
+from llm_platform.components.model_cache import ModelWeights
+from llm_platform.components.specs import model_cache as cache_spec
+from llm_platform.components.specs import serving as spec
+from llm_platform.components.specs.common import secret
+from llm_platform.plan import ModelPlan
+from llm_platform.plan.naming import API_KEY_SECRET_KEY, HF_TOKEN_SECRET_KEY
+
+
+@dataclass(frozen=True, kw_only=True)
+class InferenceServiceArgs:
+    model: ModelPlan
+    environment: str
+    api_key: pulumi.Input[str]
+    hf_token: pulumi.Input[str] | None
+    cluster_name: str | None = None
+    """EKS cluster for Pod Identity associations; None on an existing cluster (hub cache only)."""
+    weights: ModelWeights | None = None
+    tags: dict[str, str]
+
+
+class InferenceService(pulumi.ComponentResource):
+    """Namespace, API-key and Hugging Face token Secrets, the weights pipeline of the model's cache mode,
+    the vLLM Deployment, its Service, PodDisruptionBudget, PodMonitor and NetworkPolicy."""
+
+    namespace: str
+    service_host: str
+
+    def __init__(
+        self, name: str, args: InferenceServiceArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("llm-platform:inference:InferenceService", name, None, opts)
+        self._name, self._opts, self._args = name, opts, args
+        model, names = args.model, args.model.names
+        namespace = names.namespace
+        self.namespace = namespace
+        # the loader Job needs the token for a gated model; the vLLM container only when it downloads from
+        # the Hub itself (cache `hub`): offline caches (nvme, fsx, s3) never give it the token
+        needs_token = args.hf_token is not None and (
+            model.loader_uses_hf_token or model.serving_uses_hf_token
+        )
+
+        ns = self._apply("ns", spec.namespace(model, args.environment))
+        api_key = pulumi.Output.secret(args.api_key)
+        prerequisites: list[pulumi.Resource] = [
+            ns,
+            self._apply("sa", spec.service_account(model), ns),
+            self._apply(
+                "api-key", secret(names.api_key_secret, namespace, {API_KEY_SECRET_KEY: api_key}), ns
+            ),
+        ]
+        if needs_token:
+            token = pulumi.Output.secret(args.hf_token)
+            prerequisites.append(
+                self._apply(
+                    "hf-token", secret(names.hf_token_secret, namespace, {HF_TOKEN_SECRET_KEY: token}), ns
+                )
+            )
+        prerequisites += self._identities(ns)
+        if model.cache.loads_from_s3:
+            prerequisites += self._weights_pipeline(ns, prerequisites)
+
+        bucket = pulumi.Output.from_input(args.weights.bucket_name if args.weights else "")
+        deployment = bucket.apply(
+            lambda b: spec.deployment(
+                model,
+                environment=args.environment,
+                wiring=cache_spec.cache_wiring(model, bucket=b),
+                mounts_hf_token=needs_token and model.serving_uses_hf_token,
+            )
+        )
+        apply_manifest(
+            f"{name}-deployment",
+            deployment,
+            child_options(self, opts, *prerequisites),
+            api_version="apps/v1",
+            kind="Deployment",
+        )
+        self._apply("service", spec.service(model, args.environment), ns)
+        self._apply("pdb", spec.pod_disruption_budget(model), ns)
+        self._apply("podmonitor", spec.pod_monitor(model), ns)
+        self._apply("deny-ingress", spec.default_deny_ingress(model), ns)
+        self._apply("netpol", spec.network_policy(model), ns)
+
+        self.service_host = names.service_host
+        self.register_outputs({"namespace": namespace, "service": self.service_host})
+
+    def _apply(self, suffix: str, manifest: dict, *after: pulumi.Resource) -> pulumi.CustomResource:
+        return apply_manifest(f"{self._name}-{suffix}", manifest, child_options(self, self._opts, *after))
+
+    def _identities(self, ns: pulumi.Resource) -> list[pulumi.Resource]:
+        """Pod Identity for each of the model's service accounts that reaches the bucket, each with a role of
+        this model alone: no other model's pods can read its weights or write (and poison) the compiled code
+        its vLLM loads. The loader writes its weights; the NVMe sync reads them and saves the compile cache;
+        the vLLM pods stream them (s3) and restore and save the compile cache (every mode but nvme)."""
+        args, model, name, namespace = self._args, self._args.model, self._name, self.namespace
+        names, cache = model.names, model.cache
+        if not (cache.loads_from_s3 or cache.serving_needs_role):
+            return []
+        weights, cluster_name = args.weights, args.cluster_name
+        if weights is None or cluster_name is None:
+            raise ValueError(f"model {model.name!r}: cache {cache.mode!r} needs the model cache's bucket")
+        after_ns = child_options(self, self._opts, ns)
+        bucket_arn = pulumi.Output.from_input(weights.bucket_arn)
+
+        def role(suffix: str, description: str, policy: Callable[[str], dict[str, Any]]) -> aws.iam.Role:
+            return pod_identity_role(
+                f"{name}-{suffix}",
+                description=description,
+                policy=bucket_arn.apply(lambda arn: json.dumps(policy(arn))),
+                tags=args.tags,
+                opts=after_ns,
+            )
+
+        hf_id = model.model.hugging_face_id
+        identities: list[tuple[str, aws.iam.Role]] = []
+        if cache.loads_from_s3:
+            description = f"Copy {hf_id} from the Hugging Face Hub into the model bucket"
+            writer = role(
+                "loader", description, lambda arn: cache_spec.writer_policy(arn, cache.weights_prefix)
+            )
+            identities.append((names.loader_service_account, writer))
+        if cache.mode == "nvme":
+            description = f"Sync {hf_id} and its vLLM compile cache to GPU nodes"
+            sync = role(
+                "sync",
+                description,
+                lambda arn: cache_spec.model_access_policy(
+                    arn, cache.weights_prefix, cache.compile_cache_prefix
+                ),
+            )
+            identities.append((names.sync_service_account, sync))
+        if cache.serving_needs_role:
+            reads = cache.weights_prefix if cache.serving_reads_weights else None
+            does = [
+                *(["stream its weights from S3"] if reads else []),
+                *(["restore and save its vLLM compile cache"] if cache.serving_compile_prefix else []),
+            ]
+            description = f"vLLM pods of {model.name}: {' and '.join(does)}"
+            serving = role(
+                "serving",
+                description,
+                lambda arn: cache_spec.model_access_policy(arn, reads, cache.serving_compile_prefix),
+            )
+            identities.append((names.service_account, serving))
+        out: list[pulumi.Resource] = []
+        for service_account, role_ in identities:
+            out.append(
+                pod_identity_association(
+                    f"{name}-{service_account}",
+                    cluster_name=cluster_name,
+                    namespace=namespace,
+                    service_account=service_account,
+                    role_arn=role_.arn,
+                    tags=args.tags,
+                    opts=after_ns,
+                )
+            )
+            if service_account != names.service_account:
+                out.append(
+                    self._apply(
+                        service_account,
+                        {
+                            "apiVersion": "v1",
+                            "kind": "ServiceAccount",
+                            "metadata": {"name": service_account, "namespace": namespace},
+                        },
+                        ns,
+                    )
+                )
+        return out
+
+    def _weights_pipeline(self, ns: pulumi.Resource, ready: list[pulumi.Resource]) -> list[pulumi.Resource]:
+        """The Hub -> S3 loader Job, then the NVMe sync DaemonSet or the FSx volume."""
+        args, model, name, namespace = self._args, self._args.model, self._name, self.namespace
+        names, mode = model.names, model.cache.mode
+        weights = args.weights
+        assert weights is not None  # checked with the identities
+        after_ns = child_options(self, self._opts, ns)
+        out: list[pulumi.Resource] = []
+        out.append(self._apply("loader-script", cache_spec.loader_configmap(namespace), ns))
+        bucket = pulumi.Output.from_input(weights.bucket_name)
+        job = bucket.apply(lambda b: cache_spec.loader_job(model, bucket=b))
+        apply_manifest(
+            f"{name}-load-weights",
+            job,
+            child_options(self, self._opts, *ready, *out),
+            api_version="batch/v1",
+            kind="Job",
+        )
+        if mode == "nvme":
+            daemonset = bucket.apply(lambda b: cache_spec.nvme_daemonset(model, bucket=b))
+            out.append(
+                apply_manifest(
+                    f"{name}-weights",
+                    daemonset,
+                    child_options(self, self._opts, *ready, *out),
+                    api_version="apps/v1",
+                    kind="DaemonSet",
+                )
+            )
+        if mode == "fsx":
+            volume_name = names.fsx_volume
+            volume = pulumi.Output.all(
+                fs=weights.fsx_file_system_id, dns=weights.fsx_dns_name, mount=weights.fsx_mount_name
+            ).apply(
+                lambda o: cache_spec.fsx_persistent_volume(
+                    volume_name,
+                    file_system_id=o["fs"],
+                    dns_name=o["dns"],
+                    mount_name=o["mount"],
+                    capacity_gib=weights.fsx_capacity_gib,
+                )
+            )
+            pv = apply_manifest(f"{name}-fsx-pv", volume, after_ns, api_version="v1", kind="PersistentVolume")
+            claim = cache_spec.fsx_persistent_volume_claim(
+                names.fsx_claim, namespace, volume=volume_name, capacity_gib=weights.fsx_capacity_gib
+            )
+            out += [pv, self._apply("fsx-pvc", claim, ns, pv)]
+        return out

@@ -1,0 +1,198 @@
+"""Karpenter: the controller's identity, interruption handling and Helm release, then the GPU NodePools."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from llm_platform.components import child_options
+from llm_platform.components.identity import account_policy, node_role, service_account_identity
+from llm_platform.components.kubernetes import apply_manifest
+from llm_platform.components.specs import karpenter as spec
+from llm_platform.components.specs.common import namespace_manifest
+from llm_platform.config.schema import GpuNodePool
+from llm_platform.config.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
+from llm_platform.plan import NodeClassPlan
+from llm_platform.plan.nodes import pool_node_class_name, uses_reservations
+
+
+@dataclass(frozen=True, kw_only=True)
+class KarpenterArgs:
+    cluster_name: str
+    region: str
+    tags: dict[str, str]
+    pools: Sequence[GpuNodePool] = field(default_factory=list)
+    """The GPU pools: their capacity reservations shape the controller's IAM, events and feature gates."""
+
+
+class Karpenter(pulumi.ComponentResource):
+    """Controller IAM (Pod Identity), node IAM with an EC2_LINUX access entry, an encrypted interruption
+    queue fed by EventBridge, the CRD chart, and the controller chart on the system nodes."""
+
+    node_role_name: pulumi.Output[str]
+    node_role_arn: pulumi.Output[str]
+    queue_name: pulumi.Output[str]
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llm-platform:karpenter:Karpenter", name, None, opts)
+        child = child_options(self, opts)
+        cluster = args.cluster_name
+        reserved = any(uses_reservations(p) for p in args.pools)
+
+        gpu_node_role = node_role(
+            f"{name}-node", description=f"Karpenter GPU nodes of {cluster}", tags=args.tags, opts=child
+        )
+        node_access = aws.eks.AccessEntry(
+            f"{name}-node",
+            cluster_name=cluster,
+            principal_arn=gpu_node_role.arn,
+            type="EC2_LINUX",
+            tags=args.tags,
+            opts=child,
+        )
+
+        queue = aws.sqs.Queue(
+            f"{name}-interruption",
+            name=spec.interruption_queue_name(cluster),
+            message_retention_seconds=300,
+            sqs_managed_sse_enabled=True,
+            tags=args.tags,
+            opts=child,
+        )
+        aws.sqs.QueuePolicy(
+            f"{name}-interruption",
+            queue_url=queue.url,
+            policy=queue.arn.apply(lambda arn: json.dumps(spec.queue_policy(arn))),
+            opts=child,
+        )
+        for event, pattern in spec.interruption_events(reserved).items():
+            rule = aws.cloudwatch.EventRule(
+                f"{name}-{event}",
+                name=spec.interruption_rule_name(cluster, event),
+                description=f"Karpenter interruption handling for {cluster}: {event}",
+                event_pattern=json.dumps(pattern),
+                tags=args.tags,
+                opts=child,
+            )
+            aws.cloudwatch.EventTarget(
+                f"{name}-{event}",
+                rule=rule.name,
+                target_id="KarpenterInterruptionQueue",
+                arn=queue.arn,
+                opts=child,
+            )
+
+        policy_json = account_policy(
+            self,
+            partial(spec.controller_policy, region=args.region, cluster_name=cluster, pools=args.pools),
+            queue_arn=queue.arn,
+            node_role_arn=gpu_node_role.arn,
+        )
+        association = service_account_identity(
+            f"{name}-controller",
+            cluster_name=cluster,
+            namespace=spec.NAMESPACE,
+            service_account=spec.SERVICE_ACCOUNT,
+            description=f"Karpenter controller of {cluster} (Pod Identity)",
+            policy=policy_json,
+            tags=args.tags,
+            opts=child,
+        )
+
+        namespace = apply_manifest(f"{name}-ns", namespace_manifest(spec.NAMESPACE, "restricted"), child)
+        # CRDs from their own chart: Helm never upgrades CRDs shipped in a chart's crds/ folder
+        crds = k8s.helm.v3.Release(
+            f"{name}-crd",
+            name="karpenter-crd",
+            chart=KARPENTER_CRD_CHART,
+            version=KARPENTER_VERSION,
+            namespace=spec.NAMESPACE,
+            opts=child_options(self, opts, namespace),
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-controller",
+            name="karpenter",
+            chart=KARPENTER_CHART,
+            version=KARPENTER_VERSION,
+            namespace=spec.NAMESPACE,
+            skip_crds=True,
+            values=queue.name.apply(lambda q: spec.helm_values(cluster, q, capacity_reservations=reserved)),
+            opts=child_options(self, opts, crds, association, node_access),
+        )
+
+        self.node_role_name = gpu_node_role.name
+        self.node_role_arn = gpu_node_role.arn
+        self.queue_name = queue.name
+        self.register_outputs(
+            {"nodeRoleName": self.node_role_name, "queueName": self.queue_name, "release": self.release.name}
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuNodePoolsArgs:
+    cluster_name: str
+    pools: Sequence[GpuNodePool]
+    node_classes: Sequence[NodeClassPlan]
+    """Per AMI family in use: AMI version and what its EC2NodeClasses add at boot (plan.NodeClassPlan)."""
+    zones: list[str]
+    node_role_name: pulumi.Input[str]
+    prod: bool
+    tags: dict[str, str]
+    extra_security_group_ids: list[pulumi.Input[str]] = field(default_factory=list)
+
+
+class GpuNodePools(pulumi.ComponentResource):
+    """One EC2NodeClass per AMI family in use (one of its own for each pool with capacity reservations) and one
+    NodePool per configured GPU pool."""
+
+    node_pools: dict[str, pulumi.CustomResource]
+
+    def __init__(self, name: str, args: GpuNodePoolsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llm-platform:karpenter:GpuNodePools", name, None, opts)
+        # class name -> (AMI family, the reservation pool it belongs to, if any)
+        wanted: dict[str, tuple[str, GpuNodePool | None]] = {}
+        for pool in args.pools:
+            owner = pool if uses_reservations(pool) else None
+            wanted[pool_node_class_name(pool)] = (pool.ami_family, owner)
+        classes: dict[str, pulumi.CustomResource] = {}
+        boot = {c.ami_family: c for c in args.node_classes}
+        for class_name, (family, owner) in sorted(wanted.items()):
+            # Bottlerocket takes TOML settings, not a shell: only AL2023 gets user data of ours
+            user_data = spec.al2023_user_data(boot[family]) if family == "al2023" else None
+            body = pulumi.Output.all(
+                role=args.node_role_name, sgs=pulumi.Output.all(*args.extra_security_group_ids)
+            ).apply(
+                lambda o, family=family, owner=owner, user_data=user_data: spec.node_class(
+                    ami_family=family,
+                    ami_version=boot[family].ami_version,
+                    cluster_name=args.cluster_name,
+                    node_role_name=o["role"],
+                    tags=args.tags,
+                    extra_security_group_ids=list(o["sgs"]),
+                    user_data=user_data,
+                    pool=owner,
+                )
+            )
+            classes[class_name] = apply_manifest(
+                f"{name}-{class_name}",
+                body,
+                child_options(self, opts),
+                api_version=spec.NODE_CLASS_API,
+                kind="EC2NodeClass",
+            )
+
+        self.node_pools = {}
+        for pool in args.pools:
+            manifest = spec.node_pool(pool, zones=args.zones, prod=args.prod)
+            node_class = classes[pool_node_class_name(pool)]
+            self.node_pools[pool.name] = apply_manifest(
+                f"{name}-{pool.name}", manifest, child_options(self, opts, node_class)
+            )
+        self.register_outputs({"nodePools": sorted(self.node_pools)})

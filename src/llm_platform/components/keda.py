@@ -1,0 +1,33 @@
+"""KEDA: turns each model's ScaledObject into an HPA fed by Prometheus queries."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from llm_platform.components import child_options
+from llm_platform.components.kubernetes import apply_manifest
+from llm_platform.components.specs import keda as spec
+from llm_platform.components.specs.common import namespace_manifest
+from llm_platform.config.versions import KEDA_REPO, KEDA_VERSION
+
+
+class Keda(pulumi.ComponentResource):
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llm-platform:autoscaling:Keda", name, None, opts)
+        namespace = apply_manifest(
+            f"{name}-ns", namespace_manifest(spec.NAMESPACE, "restricted"), child_options(self, opts)
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="keda",
+            chart="keda",
+            version=KEDA_VERSION,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KEDA_REPO),
+            namespace=spec.NAMESPACE,
+            values=spec.helm_values(),
+            opts=child_options(self, opts, namespace),
+        )
+        self.register_outputs({"release": self.release.name})

@@ -1,0 +1,61 @@
+"""Load balancing: the AWS Load Balancer Controller, which turns the gateway's Service into an NLB."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from llm_platform.components import child_options
+from llm_platform.components.identity import account_policy, service_account_identity
+from llm_platform.components.specs import load_balancer as spec
+from llm_platform.config.versions import (
+    AWS_LOAD_BALANCER_CONTROLLER_REPO,
+    AWS_LOAD_BALANCER_CONTROLLER_VERSION,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadBalancerControllerArgs:
+    cluster_name: str
+    region: str
+    vpc_id: pulumi.Input[str]
+    tags: dict[str, str]
+
+
+class LoadBalancerController(pulumi.ComponentResource):
+    """The controller's least-privilege role (EKS Pod Identity) and its Helm release on the system nodes."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(
+        self, name: str, args: LoadBalancerControllerArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("llm-platform:gateway:LoadBalancerController", name, None, opts)
+        child = child_options(self, opts)
+        policy = account_policy(self, partial(spec.controller_policy, region=args.region))
+        association = service_account_identity(
+            name,
+            cluster_name=args.cluster_name,
+            namespace=spec.NAMESPACE,
+            service_account=spec.SERVICE_ACCOUNT,
+            description=f"AWS Load Balancer Controller of {args.cluster_name} (Pod Identity)",
+            policy=policy,
+            tags=args.tags,
+            opts=child,
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="aws-load-balancer-controller",
+            chart="aws-load-balancer-controller",
+            version=AWS_LOAD_BALANCER_CONTROLLER_VERSION,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=AWS_LOAD_BALANCER_CONTROLLER_REPO),
+            namespace=spec.NAMESPACE,
+            values=pulumi.Output.from_input(args.vpc_id).apply(
+                lambda vpc: spec.helm_values(cluster_name=args.cluster_name, region=args.region, vpc_id=vpc)
+            ),
+            opts=child_options(self, opts, association),
+        )
+        self.register_outputs({"release": self.release.name})

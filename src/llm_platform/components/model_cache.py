@@ -1,0 +1,255 @@
+"""Model cache: the S3 bucket every replica's weights come from, and FSx for Lustre linked to it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from llm_platform.components import child_options
+from llm_platform.components.identity import service_account_identity
+from llm_platform.components.specs import model_cache as spec
+from llm_platform.config.schema import FsxConfig, S3BucketConfig
+from llm_platform.config.versions import FSX_CSI_REPO, FSX_CSI_VERSION, FSX_LUSTRE_VERSION
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelWeights:
+    """What the model cache provides: the bucket and roles (EKS stacks), the FSx file system (if any)."""
+
+    bucket_name: pulumi.Input[str]
+    bucket_arn: pulumi.Input[str]
+    fsx_file_system_id: pulumi.Input[str] | None = None
+    fsx_dns_name: pulumi.Input[str] | None = None
+    fsx_mount_name: pulumi.Input[str] | None = None
+    fsx_capacity_gib: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelCacheArgs:
+    cluster_name: str
+    bucket: S3BucketConfig
+    fsx: FsxConfig | None
+    """FSx for Lustre settings, when a model uses the fsx cache."""
+    vpc_id: pulumi.Input[str]
+    subnet_id: pulumi.Input[str]
+    """Lustre file systems live in one zone; the first private subnet's."""
+    tags: dict[str, str]
+
+
+@dataclass(frozen=True)
+class FsxVolume:
+    file_system_id: pulumi.Output[str]
+    dns_name: pulumi.Output[str]
+    mount_name: pulumi.Output[str]
+    capacity_gib: int
+    client_security_group_id: pulumi.Output[str]
+
+
+class ModelCache(pulumi.ComponentResource):
+    """A versioned, encrypted, private, TLS-only bucket and, when asked for, FSx for Lustre with its CSI
+    driver."""
+
+    bucket_name: pulumi.Output[str]
+    bucket_arn: pulumi.Output[str]
+    fsx: FsxVolume | None
+
+    def __init__(self, name: str, args: ModelCacheArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llm-platform:cache:ModelCache", name, None, opts)
+        child = child_options(self, opts)
+
+        bucket = aws.s3.Bucket(
+            f"{name}-models", force_destroy=args.bucket.force_destroy, tags=args.tags, opts=child
+        )
+        aws.s3.BucketPublicAccessBlock(
+            f"{name}-models",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
+        aws.s3.BucketVersioning(
+            f"{name}-models",
+            bucket=bucket.id,
+            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
+            opts=child,
+        )
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-models",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                        sse_algorithm="aws:kms"
+                    ),
+                    bucket_key_enabled=True,
+                )
+            ],
+            opts=child,
+        )
+        aws.s3.BucketLifecycleConfiguration(
+            f"{name}-models",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketLifecycleConfigurationRuleArgs(
+                    id="expire-replaced-weights",
+                    status="Enabled",
+                    filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=f"{spec.MODELS_PREFIX}/"),
+                    noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
+                        noncurrent_days=args.bucket.noncurrent_version_days
+                    ),
+                    abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
+                        days_after_initiation=2
+                    ),
+                )
+            ],
+            opts=child,
+        )
+        aws.s3.BucketPolicy(
+            f"{name}-models",
+            bucket=bucket.id,
+            policy=bucket.arn.apply(lambda arn: json.dumps(spec.bucket_policy(arn))),
+            opts=child,
+        )
+
+        # no role here: each model's loader, NVMe sync and vLLM pods get roles of their own, scoped to that
+        # model's prefixes (components.inference)
+        self.fsx = self._lustre(name, args, bucket, opts) if args.fsx else None
+        self.bucket_name = bucket.bucket
+        self.bucket_arn = bucket.arn
+        self.weights = ModelWeights(
+            bucket_name=self.bucket_name,
+            bucket_arn=self.bucket_arn,
+            fsx_file_system_id=self.fsx.file_system_id if self.fsx else None,
+            fsx_dns_name=self.fsx.dns_name if self.fsx else None,
+            fsx_mount_name=self.fsx.mount_name if self.fsx else None,
+            fsx_capacity_gib=self.fsx.capacity_gib if self.fsx else 0,
+        )
+        self.register_outputs(
+            {
+                "bucketName": self.bucket_name,
+                "fsxFileSystemId": self.fsx.file_system_id if self.fsx else None,
+            }
+        )
+
+    def _lustre(
+        self, name: str, args: ModelCacheArgs, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions | None
+    ) -> FsxVolume:
+        assert args.fsx is not None
+        fsx = args.fsx
+        child = child_options(self, opts)
+        # GPU nodes carry the client group (EC2NodeClass); the file system admits only that group and itself
+        client_sg = aws.ec2.SecurityGroup(
+            f"{name}-lustre-client",
+            vpc_id=args.vpc_id,
+            description="Lustre clients (GPU nodes) of the model cache",
+            tags={**args.tags, "Name": f"{name}-lustre-client"},
+            opts=child,
+        )
+        server_sg = aws.ec2.SecurityGroup(
+            f"{name}-lustre",
+            vpc_id=args.vpc_id,
+            description="FSx for Lustre model cache: Lustre ports from GPU nodes only",
+            tags={**args.tags, "Name": f"{name}-lustre"},
+            opts=child,
+        )
+        for low, high in spec.LUSTRE_PORTS:
+            ports = f"{low}" if low == high else f"{low}-{high}"
+            for source, target, label in (
+                (client_sg, server_sg, "from-clients"),
+                (server_sg, server_sg, "self"),
+            ):
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-lustre-{label}-{ports}",
+                    security_group_id=target.id,
+                    referenced_security_group_id=source.id,
+                    ip_protocol="tcp",
+                    from_port=low,
+                    to_port=high,
+                    description=f"Lustre {ports} {label}",
+                    opts=child,
+                )
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-lustre-client-{ports}",
+                security_group_id=client_sg.id,
+                referenced_security_group_id=server_sg.id,
+                ip_protocol="tcp",
+                from_port=low,
+                to_port=high,
+                description=f"Lustre {ports} from the file system",
+                opts=child,
+            )
+        for sg, label in ((client_sg, "client"), (server_sg, "server")):
+            aws.vpc.SecurityGroupEgressRule(
+                f"{name}-lustre-{label}-egress",
+                security_group_id=sg.id,
+                cidr_ipv4="0.0.0.0/0",
+                ip_protocol="-1",
+                description="all egress",
+                opts=child,
+            )
+
+        persistent = fsx.deployment_type == "PERSISTENT_2"
+        file_system = aws.fsx.LustreFileSystem(
+            f"{name}-lustre",
+            storage_capacity=fsx.storage_capacity_gib,
+            deployment_type=fsx.deployment_type,
+            per_unit_storage_throughput=fsx.per_unit_storage_throughput,
+            file_system_type_version=FSX_LUSTRE_VERSION,
+            subnet_ids=args.subnet_id,
+            security_group_ids=[server_sg.id],
+            data_compression_type="LZ4",
+            # scratch file systems link to S3 at creation; persistent ones through an association below
+            import_path=None if persistent else bucket.bucket.apply(lambda b: f"s3://{b}"),
+            auto_import_policy=None if persistent else "NEW_CHANGED_DELETED",
+            tags={**args.tags, "Name": f"{name}-lustre"},
+            opts=child,
+        )
+        if persistent:
+            aws.fsx.DataRepositoryAssociation(
+                f"{name}-lustre-models",
+                file_system_id=file_system.id,
+                data_repository_path=bucket.bucket.apply(lambda b: f"s3://{b}/{spec.MODELS_PREFIX}"),
+                file_system_path=f"/{spec.MODELS_PREFIX}",
+                batch_import_meta_data_on_create=True,
+                s3=aws.fsx.DataRepositoryAssociationS3Args(
+                    auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(
+                        events=["NEW", "CHANGED", "DELETED"]
+                    )
+                ),
+                tags=args.tags,
+                opts=child,
+            )
+
+        association = service_account_identity(
+            f"{name}-fsx-csi",
+            cluster_name=args.cluster_name,
+            namespace=spec.FSX_CSI_NAMESPACE,
+            service_account=spec.FSX_CSI_CONTROLLER_SA,
+            description=f"FSx CSI controller of {args.cluster_name} (Pod Identity)",
+            policy=json.dumps(spec.fsx_csi_policy()),
+            tags=args.tags,
+            opts=child,
+        )
+        k8s.helm.v3.Release(
+            f"{name}-fsx-csi",
+            name="aws-fsx-csi-driver",
+            chart="aws-fsx-csi-driver",
+            version=FSX_CSI_VERSION,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=FSX_CSI_REPO),
+            namespace=spec.FSX_CSI_NAMESPACE,
+            values=spec.fsx_csi_values(),
+            opts=child_options(self, opts, association),
+        )
+        return FsxVolume(
+            file_system_id=file_system.id,
+            dns_name=file_system.dns_name,
+            mount_name=file_system.mount_name,
+            capacity_gib=fsx.storage_capacity_gib,
+            client_security_group_id=client_sg.id,
+        )

@@ -1,0 +1,135 @@
+"""Network: a VPC across the configured zones with private subnets for nodes and pods."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+
+import pulumi
+import pulumi_aws as aws
+
+from llm_platform.components.specs.network import private_subnet_tags, public_subnet_tags, subnet_plan
+
+
+@dataclass(frozen=True, kw_only=True)
+class NetworkArgs:
+    cluster_name: str
+    vpc_cidr: IPv4Network
+    availability_zones: list[str]
+    region: str
+    nat_per_zone: bool
+    """One NAT gateway per zone (survives a zone outage) or a single shared one (cheaper)."""
+    tags: dict[str, str]
+
+
+class Network(pulumi.ComponentResource):
+    """VPC, public and private subnets per zone, NAT, and an S3 gateway endpoint.
+
+    Model weights come from S3: the gateway endpoint keeps that traffic off the NAT gateways (no per-GB
+    NAT charge, no NAT bandwidth ceiling during a scale-out).
+    """
+
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: list[pulumi.Output[str]]
+    public_subnet_ids: list[pulumi.Output[str]]
+
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llm-platform:network:Network", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+
+        def tagged(suffix: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+            return {**args.tags, "Name": f"{name}-{suffix}", **(extra or {})}
+
+        vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=str(args.vpc_cidr),
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags=tagged("vpc"),
+            opts=child,
+        )
+        igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=tagged("igw"), opts=child)
+        public_rt = aws.ec2.RouteTable(
+            f"{name}-public",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
+            tags=tagged("public"),
+            opts=child,
+        )
+
+        plan = subnet_plan(args.vpc_cidr, args.availability_zones)
+        public_subnets: list[aws.ec2.Subnet] = []
+        private_subnets: list[aws.ec2.Subnet] = []
+        nat_gateways: list[aws.ec2.NatGateway] = []
+        for i, p in enumerate(plan):
+            public = aws.ec2.Subnet(
+                f"{name}-public-{p.zone}",
+                vpc_id=vpc.id,
+                cidr_block=p.public_cidr,
+                availability_zone=p.zone,
+                map_public_ip_on_launch=False,
+                tags=tagged(f"public-{p.zone}", public_subnet_tags(args.cluster_name)),
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-public-{p.zone}", subnet_id=public.id, route_table_id=public_rt.id, opts=child
+            )
+            public_subnets.append(public)
+            if args.nat_per_zone or i == 0:
+                eip = aws.ec2.Eip(
+                    f"{name}-nat-{p.zone}", domain="vpc", tags=tagged(f"nat-{p.zone}"), opts=child
+                )
+                nat_gateways.append(
+                    aws.ec2.NatGateway(
+                        f"{name}-nat-{p.zone}",
+                        allocation_id=eip.id,
+                        subnet_id=public.id,
+                        tags=tagged(f"nat-{p.zone}"),
+                        opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
+                    )
+                )
+
+        private_route_tables: list[aws.ec2.RouteTable] = []
+        for i, p in enumerate(plan):
+            nat = nat_gateways[i if args.nat_per_zone else 0]
+            rt = aws.ec2.RouteTable(
+                f"{name}-private-{p.zone}",
+                vpc_id=vpc.id,
+                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
+                tags=tagged(f"private-{p.zone}"),
+                opts=child,
+            )
+            private = aws.ec2.Subnet(
+                f"{name}-private-{p.zone}",
+                vpc_id=vpc.id,
+                cidr_block=p.private_cidr,
+                availability_zone=p.zone,
+                tags=tagged(f"private-{p.zone}", private_subnet_tags(args.cluster_name)),
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-private-{p.zone}", subnet_id=private.id, route_table_id=rt.id, opts=child
+            )
+            private_subnets.append(private)
+            private_route_tables.append(rt)
+
+        aws.ec2.VpcEndpoint(
+            f"{name}-s3",
+            vpc_id=vpc.id,
+            service_name=f"com.amazonaws.{args.region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[rt.id for rt in private_route_tables],
+            tags=tagged("s3"),
+            opts=child,
+        )
+
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = [s.id for s in private_subnets]
+        self.public_subnet_ids = [s.id for s in public_subnets]
+        self.register_outputs(
+            {
+                "vpcId": self.vpc_id,
+                "privateSubnetIds": self.private_subnet_ids,
+                "publicSubnetIds": self.public_subnet_ids,
+            }
+        )

@@ -1,0 +1,285 @@
+"""Alerting rules for one served model: a `monitoring.coreos.com/v1` PrometheusRule as a plain dict.
+
+Every expression is filtered to the model's namespace and `model_name` (`promql.selector`), or to the
+model's own Deployment, ScaledObject and KEDA-made HPA, so one model's trouble never pages for another.
+
+What the alerts watch, and where the series come from:
+- vLLM's own gauges and histograms (current names, `plan.promql`): queue depth, KV-cache
+  fill, TTFT and ITL against the model's SLO;
+- kube-state-metrics (kube-prometheus-stack scrapes it with `honorLabels: true`, so `namespace` is the
+  object's namespace): ready replicas, to notice vLLM metrics that vanished (a renamed metric after a
+  vLLM upgrade reads as 0 to KEDA and silently stops scaling), and the HPA's replica ceiling;
+- the KEDA operator (2.20): `keda_scaler_detail_errors_total{namespace, scaledObject, scaler,
+  triggerIndex, metric, type}` and `keda_scaler_empty_upstream_responses_total{namespace,
+  scaledResource, triggerName, metricName, resourceType, ignoreNullValues}`. KEDA's chart ServiceMonitor
+  sets no `honorLabels`, so Prometheus renames the metric's own `namespace` to `exported_namespace`
+  (and `namespace` becomes KEDA's namespace); the KEDA queries accept either form.
+
+Annotation values are Prometheus alert templates (`{{ $value }}`, `{{ $labels.pod }}`), rendered by
+Prometheus when the alert fires; nothing here goes through Helm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from llm_platform.config.schema import ModelConfig
+from llm_platform.plan import ModelPlan, promql
+from llm_platform.plan.naming import keda_hpa_name
+
+# The seed articles' thresholds, on current metric names.
+QUEUE_DEPTH_THRESHOLD = 10
+QUEUE_DEPTH_FOR = "2m"
+KV_CACHE_THRESHOLD = 0.95
+KV_CACHE_FOR = "1m"
+SLO_QUANTILE = 0.95
+SLO_WINDOW = "5m"
+SLO_FOR = "5m"
+METRICS_MISSING_FOR = "5m"
+KEDA_WINDOW = "5m"
+KEDA_FOR = "5m"
+AT_MAX_FOR = "15m"
+
+# kube-state-metrics
+DEPLOYMENT_AVAILABLE = "kube_deployment_status_replicas_available"
+DEPLOYMENT_READY = "kube_deployment_status_replicas_ready"
+HPA_CURRENT = "kube_horizontalpodautoscaler_status_current_replicas"
+HPA_DESIRED = "kube_horizontalpodautoscaler_status_desired_replicas"
+HPA_MAX = "kube_horizontalpodautoscaler_spec_max_replicas"
+# KEDA operator 2.20 (pkg/metricscollector/prommetrics.go); `keda_scaler_errors_total` was removed in 2.17
+KEDA_SCALER_ERRORS = "keda_scaler_detail_errors_total"
+KEDA_EMPTY_RESPONSES = "keda_scaler_empty_upstream_responses_total"
+
+VALUE = "{{ $value | humanize }}"
+PERCENT = "{{ $value | humanizePercentage }}"
+DURATION = "{{ $value | humanizeDuration }}"
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def _keda_increase(metric: str, namespace: str, object_label: str, object_name: str) -> str:
+    """increase() of a KEDA counter for one scaled object, whichever label holds its namespace."""
+    window = KEDA_WINDOW
+    return (
+        f'increase({metric}{{exported_namespace="{namespace}",{object_label}="{object_name}"}}[{window}])'
+        f' or increase({metric}{{namespace="{namespace}",{object_label}="{object_name}"}}[{window}])'
+    )
+
+
+def _rule(
+    alert: str,
+    expr: str,
+    duration: str,
+    severity: str,
+    labels: Mapping[str, str],
+    summary: str,
+    description: str,
+    runbook: str,
+) -> dict[str, Any]:
+    return {
+        "alert": alert,
+        "expr": expr,
+        "for": duration,
+        "labels": {"severity": severity, **labels},
+        "annotations": {"summary": summary, "description": description, "runbook": runbook},
+    }
+
+
+def _slo_rule(
+    alert: str,
+    what: str,
+    histogram: str,
+    slo_seconds: float,
+    namespace: str,
+    model_name: str,
+    labels: Mapping[str, str],
+    cause: str,
+    runbook: str,
+) -> dict[str, Any]:
+    """Fire when more than 1 - SLO_QUANTILE of the requests were slower than the SLO: the share above a
+    bucket boundary is exact, where `histogram_quantile` interpolates inside vLLM's fixed buckets (it fired
+    on 20 % of requests at 0.12 s against a 0.2 s SLO and missed 6 % at 0.245 s). An SLO between two
+    boundaries is alerted at the next boundary up; preflight reports it as a blocker."""
+    bound = promql.bucket_at_or_above(histogram, slo_seconds)
+    budget = 1 - SLO_QUANTILE
+    where = f"{model_name} in {namespace}"
+    return _rule(
+        alert,
+        f"{promql.share_slower_than(histogram, bound, namespace, model_name, SLO_WINDOW)} > {_num(budget)}",
+        SLO_FOR,
+        "warning",
+        labels,
+        f"More than {budget:.0%} of {where}'s requests miss the {_num(bound)}s {what} SLO",
+        f"{PERCENT} of requests over {SLO_WINDOW} had a {what} above {_num(bound)}s (SLO: "
+        f"{SLO_QUANTILE:.0%} within {_num(slo_seconds)}s): {cause}",
+        runbook,
+    )
+
+
+def alert_rules(
+    model: ModelConfig, namespace: str, *, deployment: str, scaled_object: str
+) -> list[dict[str, Any]]:
+    """The alerting rules of one model, in the PrometheusRule `rules` form."""
+    name = model.served_model_name
+    sel = promql.selector(namespace, name)
+    slo = model.slo
+    hpa = keda_hpa_name(scaled_object)
+    where = f"{name} in {namespace}"
+    labels = {"namespace": namespace, "model_name": name}
+    kubectl = f"kubectl -n {namespace}"
+
+    rules = [
+        _rule(
+            "VLLMQueueDepthHigh",
+            f"{promql.queue_depth(namespace, name)} > {QUEUE_DEPTH_THRESHOLD}",
+            QUEUE_DEPTH_FOR,
+            "critical",
+            labels,
+            f"vLLM queue for {where} is above {QUEUE_DEPTH_THRESHOLD} requests",
+            f"{VALUE} requests are waiting across all replicas of {where} (threshold "
+            f"{QUEUE_DEPTH_THRESHOLD}, for {QUEUE_DEPTH_FOR}); the fleet cannot keep up with traffic.",
+            f"Check that KEDA is scaling ({kubectl} get scaledobject {scaled_object}, hpa {hpa}), that "
+            f"new pods are not Pending for GPU capacity (Karpenter NodePool limits, {kubectl} get pods), "
+            f"and whether maxReplicas ({model.autoscaling.max_replicas}) is reached.",
+        ),
+        _rule(
+            "VLLMKVCacheNearlyFull",
+            f"max by (pod) ({promql.KV_CACHE}{sel}) > {_num(KV_CACHE_THRESHOLD)}",
+            KV_CACHE_FOR,
+            "warning",
+            labels,
+            f"vLLM KV cache of {where} is above {KV_CACHE_THRESHOLD:.0%}",
+            f"Pod {{{{ $labels.pod }}}} of {where} has {PERCENT} of its KV cache in use; new requests "
+            "queue and running ones are preempted.",
+            f"Look at preemptions (vllm:num_preemptions_total) and queue depth; scale out or lower "
+            f"max-num-seqs / maxModelLen ({model.max_model_len}) if it persists "
+            f"({kubectl} logs {{{{ $labels.pod }}}}).",
+        ),
+        _slo_rule(
+            "VLLMTimeToFirstTokenSLO",
+            "time to first token",
+            promql.TTFT,
+            slo.ttft_seconds,
+            namespace,
+            name,
+            labels,
+            "prompts wait in the queue or prefill is saturated.",
+            "Compare with queue depth and KV-cache usage: a growing queue means scale-out is too slow "
+            "or capped; a short queue with slow TTFT points at long prompts or prefill contention.",
+        ),
+        _slo_rule(
+            "VLLMInterTokenLatencySLO",
+            "inter-token latency",
+            promql.ITL,
+            slo.itl_seconds,
+            namespace,
+            name,
+            labels,
+            "decode batches are too large for the GPU.",
+            "Check requests running per pod and KV-cache usage; lower max-num-seqs or scale out "
+            "(the KV-cache trigger's target may be too high).",
+        ),
+        _rule(
+            "VLLMMetricsMissing",
+            f'sum({DEPLOYMENT_AVAILABLE}{{namespace="{namespace}",deployment="{deployment}"}})'
+            f" > (count({promql.RUNNING}{sel}) or vector(0))",
+            METRICS_MISSING_FOR,
+            "critical",
+            labels,
+            f"vLLM metrics of {where} are missing while its pods are available",
+            f"Deployment {deployment} has {VALUE} available replicas but fewer of them export "
+            f"{promql.RUNNING}{sel}. KEDA reads a missing series as 0 (or errors), so autoscaling is "
+            "blind. A vLLM upgrade that renamed metrics, a broken PodMonitor/ServiceMonitor or "
+            "a NetworkPolicy blocking /metrics are the usual causes.",
+            f"curl a pod's /metrics ({kubectl} port-forward deploy/{deployment} 8000) and compare the "
+            "metric names with plan/promql.py; check the target in Prometheus "
+            "(Status > Targets).",
+        ),
+        _rule(
+            "VLLMKedaScalerErrors",
+            f"sum by (scaledObject, scaler, triggerIndex, metric) "
+            f"({_keda_increase(KEDA_SCALER_ERRORS, namespace, 'scaledObject', scaled_object)}) > 0",
+            KEDA_FOR,
+            "warning",
+            labels,
+            f"KEDA cannot read the scaling metric of {where}",
+            f"KEDA trigger {{{{ $labels.triggerIndex }}}} ({{{{ $labels.scaler }}}}, "
+            f"{{{{ $labels.metric }}}}) of ScaledObject {scaled_object} failed {VALUE} times in the "
+            f"last {KEDA_WINDOW}; the HPA holds its replicas or uses the fallback.",
+            f"{kubectl} describe scaledobject {scaled_object}; kubectl -n keda logs "
+            "deploy/keda-operator; run the trigger query in Prometheus: it must return exactly one "
+            "series.",
+        ),
+        _rule(
+            "VLLMKedaTriggerNoData",
+            f"sum by (scaledResource, triggerName, metricName) "
+            f"({_keda_increase(KEDA_EMPTY_RESPONSES, namespace, 'scaledResource', scaled_object)}) > 0",
+            KEDA_FOR,
+            "warning",
+            labels,
+            f"A KEDA trigger query of {where} returns no data",
+            f"Trigger {{{{ $labels.triggerName }}}} ({{{{ $labels.metricName }}}}) of ScaledObject "
+            f"{scaled_object} got an empty result {VALUE} times in the last {KEDA_WINDOW}; with "
+            "ignoreNullValues it reads as 0 and the model never scales out.",
+            f"{kubectl} get scaledobject {scaled_object} -o yaml: run each trigger query in "
+            "Prometheus and check its metric names and label filters against what vLLM exports.",
+        ),
+    ]
+    a = model.autoscaling
+    if a.max_replicas > a.min_replicas:  # a fixed-size model sits at its maximum by design
+        hpa_sel = f'{{namespace="{namespace}",horizontalpodautoscaler="{hpa}"}}'
+        rules.append(
+            _rule(
+                "VLLMReplicasAtMaximum",
+                f"max by (horizontalpodautoscaler) ({HPA_CURRENT}{hpa_sel})"
+                f" >= on (horizontalpodautoscaler) max by (horizontalpodautoscaler) ({HPA_MAX}{hpa_sel})",
+                AT_MAX_FOR,
+                "warning",
+                labels,
+                f"{where} has run at its replica ceiling for {AT_MAX_FOR}",
+                f"HPA {hpa} has held {VALUE} replicas, its maximum (config maxReplicas "
+                f"{a.max_replicas}), for {AT_MAX_FOR}: demand beyond this is queued, not served.",
+                "Raise autoscaling.maxReplicas (and the GPU NodePool's gpuLimit) if queue depth or the "
+                "latency SLO alerts fire too; otherwise this is a capacity-planning signal.",
+            )
+        )
+    return rules
+
+
+def prometheus_rule(m: ModelPlan, *, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The model's PrometheusRule manifest.
+
+    `labels` are added to metadata.labels, e.g. `{"release": "<kube-prometheus-stack release>"}` when
+    Prometheus' ruleSelector keeps its chart default (`ruleSelectorNilUsesHelmValues: true`).
+    """
+    names = m.names
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": names.prometheus_rule,
+            "namespace": names.namespace,
+            "labels": {
+                "app.kubernetes.io/name": "vllm",
+                "app.kubernetes.io/instance": m.name,
+                "app.kubernetes.io/component": "alerting",
+                **(labels or {}),
+            },
+        },
+        "spec": {
+            "groups": [
+                {
+                    "name": f"vllm.{m.name}",
+                    "rules": alert_rules(
+                        m.model,
+                        names.namespace,
+                        deployment=names.deployment,
+                        scaled_object=names.scaled_object,
+                    ),
+                }
+            ]
+        },
+    }

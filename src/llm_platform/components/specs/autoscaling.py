@@ -1,0 +1,94 @@
+"""What a model's autoscaling looks like: a KEDA ScaledObject on vLLM's queue depth and KV-cache usage, and
+optionally on the requests its replicas complete per second.
+
+Every Prometheus trigger is an AverageValue metric: the HPA divides the summed value by the current replica
+count and compares it with the threshold, so `queueDepthPerReplica: 5` means "add replicas while more than
+five requests wait per replica". The KV fill grows with the load below saturation but jumps to the batch's
+full fill past it, so a low KV target asks for maxReplicas in any overload; served throughput
+(`requestsPerSecondPerReplica`, vLLM's request_success counter) is proportional below saturation and a
+saturated pool asks for only its throughput over the target. The HPA takes the largest replica count any
+trigger asks for; cron
+triggers hold capacity ready before known surges. Never CPU or GPU utilisation: vLLM pre-allocates GPU
+memory and keeps the GPU busy while requests queue, so neither says whether users are waiting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_platform.config.schema import ScalingRules
+from llm_platform.plan import ModelPlan
+
+
+def _number(value: float) -> str:
+    """KEDA takes thresholds as strings; keep them readable ('5', '0.8')."""
+    return f"{value:g}"
+
+
+def _rules(rules: ScalingRules) -> dict[str, Any]:
+    """HPA scaling rules with only the fields the user set; the rest take Kubernetes' defaults."""
+    out: dict[str, Any] = {}
+    if rules.stabilization_window_seconds is not None:
+        out["stabilizationWindowSeconds"] = rules.stabilization_window_seconds
+    if rules.select_policy is not None:
+        out["selectPolicy"] = rules.select_policy
+    if rules.policies is not None:
+        out["policies"] = [
+            {"type": p.type, "value": p.value, "periodSeconds": p.period_seconds} for p in rules.policies
+        ]
+    return out
+
+
+def triggers(m: ModelPlan) -> list[dict[str, Any]]:
+    s = m.scaling
+    common = {"serverAddress": s.prometheus_url, "ignoreNullValues": str(s.ignore_null_values).lower()}
+    out: list[dict[str, Any]] = [
+        {
+            "type": t.type,
+            "name": t.name,
+            "metricType": t.metric_type,
+            "metadata": {**common, "query": t.query, "threshold": _number(t.threshold)},
+        }
+        for t in s.triggers
+    ]
+    for p in s.prewarm:
+        out.append(
+            {
+                "type": "cron",
+                "name": p.name,
+                "metadata": {
+                    "timezone": p.window.timezone,
+                    "start": p.window.start,
+                    "end": p.window.end,
+                    "desiredReplicas": str(p.window.replicas),
+                },
+            }
+        )
+    return out
+
+
+def scaled_object(m: ModelPlan, environment: str) -> dict[str, Any]:
+    s = m.scaling
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {
+            "name": m.names.scaled_object,
+            "namespace": m.names.namespace,
+            "labels": {"app.kubernetes.io/instance": m.name, "llm-platform/environment": environment},
+        },
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": m.names.deployment},
+            "minReplicaCount": s.min_replicas,
+            "maxReplicaCount": s.max_replicas,
+            "pollingInterval": s.polling_interval_s,
+            "cooldownPeriod": s.cooldown_period_s,
+            "fallback": {"failureThreshold": s.fallback_failure_threshold, "replicas": s.fallback_replicas},
+            "advanced": {
+                "horizontalPodAutoscalerConfig": {
+                    "behavior": {"scaleUp": _rules(s.scale_up), "scaleDown": _rules(s.scale_down)}
+                }
+            },
+            "triggers": triggers(m),
+        },
+    }

@@ -1,0 +1,218 @@
+"""Alerts and a dashboard for the models' endpoint pickers (EPP, llm-d router v0.10.0, docs/metrics.md).
+
+The EPP's own series carry the scrape target's `namespace` (the model's namespace; the chart's ServiceMonitor
+keeps no honorLabels); pool gauges add `name` (the InferencePool), flow-control series `inference_pool`.
+Availability comes from kube-state-metrics (`namespace` = the Deployment's namespace).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_platform.components.specs import dashboards
+from llm_platform.components.specs.alerts import DEPLOYMENT_AVAILABLE, VALUE, _rule
+from llm_platform.components.specs.inference_pool import epp_name, release_name
+from llm_platform.plan import ModelPlan, promql
+from llm_platform.plan.gateway import EPP_REPLICAS
+
+READY_ENDPOINTS = "llm_d_epp_ready_endpoints"
+SCHEDULER_ATTEMPTS = "llm_d_epp_scheduler_attempts_total"
+FLOW_CONTROL_REQUESTS = "llm_d_epp_flow_control_requests_total"
+FLOW_CONTROL_QUEUE = "llm_d_epp_flow_control_queue_size"
+POOL_SATURATION = "llm_d_epp_flow_control_pool_saturation"
+STALE_ENDPOINTS = "llm_d_epp_flow_control_stale_endpoints"
+EPP_TTFT = "llm_d_epp_request_ttft_seconds"
+PREFIX_HIT_RATIO = "llm_d_epp_prefix_indexer_hit_ratio"
+# flow-control outcomes that reach the client as 429 or 503
+SHED_OUTCOMES = "RejectedCapacity|RejectedNoEndpoints|RejectedOther|EvictedTTL|EvictedOther"
+
+EPP_DOWN_FOR = "1m"
+EPP_DEGRADED_FOR = "10m"
+NO_ENDPOINTS_FOR = "2m"
+SCHEDULING_ERRORS_RATIO = 0.05
+SHEDDING_FOR = "5m"
+STALE_FOR = "2m"
+WINDOW = "5m"
+
+
+def epp_alert_rules(model: ModelPlan) -> list[dict[str, Any]]:
+    ns = model.names.namespace
+    pool = release_name(model)
+    epp = epp_name(model)
+    labels = {"namespace": ns, "inference_pool": pool}
+    kubectl = f"kubectl -n {ns}"
+    available = f'sum({DEPLOYMENT_AVAILABLE}{{namespace="{ns}",deployment="{epp}"}})'
+    attempts = f'{SCHEDULER_ATTEMPTS}{{namespace="{ns}"}}'
+    return [
+        _rule(
+            "InferenceGatewayPickerDown",
+            f"({available} or vector(0)) < 1",
+            EPP_DOWN_FOR,
+            "critical",
+            labels,
+            f"No endpoint picker of {pool} is available: every request to it fails",
+            f"Deployment {epp} has no available replica. AI Gateway v1.1.0 runs the picker's ext_proc "
+            "fail-closed whatever the pool's failureMode says (envoyproxy/ai-gateway#2502), so the gateway "
+            f"answers 5xx for {pool} until a picker is back.",
+            f"{kubectl} get pods -l llm-d-router-gateway={epp}; {kubectl} describe deploy {epp} (system-node "
+            "capacity, image pull); the chart's Recreate strategy takes both pickers down during an upgrade.",
+        ),
+        _rule(
+            "InferenceGatewayPickerDegraded",
+            f"{available} < {EPP_REPLICAS}",
+            EPP_DEGRADED_FOR,
+            "warning",
+            labels,
+            f"Endpoint picker of {pool} runs on {VALUE} of {EPP_REPLICAS} replicas",
+            f"One more lost picker replica stops all traffic to {pool} (fail-closed).",
+            f"{kubectl} get pods -l llm-d-router-gateway={epp} -o wide: both must be Ready, on different "
+            "system nodes.",
+        ),
+        _rule(
+            "InferencePoolNoReadyEndpoints",
+            f'max({READY_ENDPOINTS}{{namespace="{ns}",name="{pool}"}}) < 1',
+            NO_ENDPOINTS_FOR,
+            "critical",
+            labels,
+            f"InferencePool {pool} has no ready vLLM endpoint",
+            "The picker sees no ready pod: requests wait in its queue and are shed with 503.",
+            f"{kubectl} get pods -l app.kubernetes.io/instance={model.name}; check the vLLM Deployment, "
+            "its GPU node (Karpenter) and the pool's selector.",
+        ),
+        _rule(
+            "InferenceGatewaySchedulingErrors",
+            f'sum(rate({SCHEDULER_ATTEMPTS}{{namespace="{ns}",status="failure"}}[{WINDOW}]))'
+            f" / sum(rate({attempts}[{WINDOW}])) > {SCHEDULING_ERRORS_RATIO:g}",
+            WINDOW,
+            "warning",
+            labels,
+            f"The picker of {pool} fails to schedule more than {SCHEDULING_ERRORS_RATIO:.0%} of requests",
+            f"{VALUE} of scheduling attempts failed over {WINDOW}.",
+            f"{kubectl} logs deploy/{epp} -c epp; compare with the pool's ready endpoints and vLLM metrics.",
+        ),
+        _rule(
+            "InferenceGatewayShedding",
+            f'sum(rate({FLOW_CONTROL_REQUESTS}{{namespace="{ns}",inference_pool="{pool}",'
+            f'outcome=~"{SHED_OUTCOMES}"}}[{WINDOW}])) > 0',
+            SHEDDING_FOR,
+            "warning",
+            labels,
+            f"The gateway sheds requests for {pool} (429/503)",
+            f"{VALUE} requests/s leave the picker's queue unserved: the pool has been saturated longer "
+            "than the queue timeout, or its queue bound is reached.",
+            "Check autoscaling (queue depth, replicas at maximum) and gateway.maxPendingPerReplica.",
+        ),
+        _rule(
+            "InferenceGatewayStaleMetrics",
+            f'max({STALE_ENDPOINTS}{{namespace="{ns}"}}) > 0',
+            STALE_FOR,
+            "warning",
+            labels,
+            f"The picker of {pool} cannot read some vLLM pods' metrics",
+            f"{VALUE} endpoints have stale metrics and count as saturated: dispatch to them halts.",
+            f"Check the NetworkPolicy {model.name}-from-epp and the pods' /metrics on port 8000.",
+        ),
+    ]
+
+
+def epp_prometheus_rule(model: ModelPlan) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": f"{model.name}-endpoint-picker",
+            "namespace": model.names.namespace,
+            "labels": {"app.kubernetes.io/name": "llm-d-router", "app.kubernetes.io/component": "alerting"},
+        },
+        "spec": {"groups": [{"name": f"endpoint-picker.{model.name}", "rules": epp_alert_rules(model)}]},
+    }
+
+
+def epp_dashboard() -> dict[str, Any]:
+    """One board for every pool: pick the model's namespace and its pool."""
+    sel = '{namespace="$namespace"}'
+    pool_sel = '{namespace="$namespace",name="$pool"}'
+    flow_sel = '{namespace="$namespace",inference_pool="$pool"}'
+    rate = "[$__rate_interval]"
+
+    def quantile(q: float, histogram: str) -> str:
+        return f"histogram_quantile({q}, sum by (le) (rate({histogram}_bucket{sel}{rate})))"
+
+    panels = [
+        dashboards._panel(
+            "Ready vLLM endpoints",
+            [(f"max({READY_ENDPOINTS}{pool_sel})", "ready")],
+            unit="short",
+            description="vLLM pods the picker can route to; 0 means every request is shed (503).",
+        ),
+        dashboards._panel(
+            "Picker replicas available",
+            [(f'sum({DEPLOYMENT_AVAILABLE}{{namespace="$namespace",deployment="$pool-epp"}})', "available")],
+            unit="short",
+            description="0 stops all traffic to the model: AI Gateway runs the picker fail-closed.",
+        ),
+        dashboards._panel(
+            "Gateway queue (flow control)",
+            [(f"sum({FLOW_CONTROL_QUEUE}{flow_sel})", "queued")],
+            unit="short",
+            description="Requests held by the pickers while the pool is saturated.",
+        ),
+        dashboards._panel(
+            "Pool saturation",
+            [(f"max({POOL_SATURATION}{flow_sel})", "saturation")],
+            unit="short",
+            description="At 1 the pickers hold new requests; exactly 1 with stale endpoints means blind.",
+        ),
+        dashboards._panel(
+            "Flow-control outcomes",
+            [(f"sum by (outcome) (rate({FLOW_CONTROL_REQUESTS}{flow_sel}{rate}))", "{{outcome}}")],
+            unit="reqps",
+            description="Dispatched, or shed with 429 (capacity, queue timeout) / 503 (no endpoint).",
+        ),
+        dashboards._panel(
+            "Requests arriving per second (served or shed)",
+            [
+                (
+                    promql.picker_arrivals('namespace="$namespace"'),
+                    "arriving (arrival-rate trigger, all replicas)",
+                )
+            ],
+            unit="reqps",
+            description=(
+                "Dispatched plus answered 429/503: the load requestsPerSecondPerReplica sizes the pool by "
+                "behind the gateway (KEDA divides it by the replicas)."
+            ),
+        ),
+        dashboards._panel(
+            "Scheduling attempts",
+            [(f"sum by (status) (rate({SCHEDULER_ATTEMPTS}{sel}{rate}))", "{{status}}")],
+            unit="reqps",
+            description="Picks per second by outcome.",
+        ),
+        dashboards._panel(
+            "TTFT seen by the picker",
+            [(quantile(0.5, EPP_TTFT), "p50"), (quantile(0.95, EPP_TTFT), "p95")],
+            unit="s",
+            description="Time to first token from the gateway's side, queueing included.",
+        ),
+        dashboards._panel(
+            "Prefix-cache hit ratio (approximate index)",
+            [(quantile(0.5, PREFIX_HIT_RATIO), "p50")],
+            unit="percentunit",
+            description="Share of a prompt the chosen pod already holds, as the picker estimates it.",
+        ),
+    ]
+    return dashboards._dashboard(
+        "llm-platform-endpoint-picker",
+        "Inference gateway: endpoint pickers",
+        "Per model: the InferencePool's ready endpoints, the gateway queue, shedding and routing quality.",
+        [
+            dashboards._query_variable(
+                "namespace", "Model namespace", f"label_values({READY_ENDPOINTS}, namespace)"
+            ),
+            dashboards._query_variable(
+                "pool", "InferencePool", f'label_values({READY_ENDPOINTS}{{namespace="$namespace"}}, name)'
+            ),
+        ],
+        panels,
+    )

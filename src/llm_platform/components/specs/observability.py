@@ -1,0 +1,164 @@
+"""What monitoring looks like: kube-prometheus-stack selecting every monitor and rule in the cluster,
+persistent Prometheus storage, Grafana with its admin password from a Secret, and the platform's dashboards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_platform.components.specs import reservations
+from llm_platform.components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION, secret
+from llm_platform.config.schema import AlertingConfig
+from llm_platform.plan import PrometheusSizing
+from llm_platform.plan.naming import MONITORING_NAMESPACE, PROMETHEUS_RELEASE
+
+NAMESPACE = MONITORING_NAMESPACE
+RELEASE = PROMETHEUS_RELEASE
+GRAFANA_SECRET = "grafana-admin"
+STORAGE_CLASS = "gp3-encrypted"
+
+
+def storage_class() -> dict[str, Any]:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": STORAGE_CLASS},
+        "provisioner": "ebs.csi.aws.com",
+        "parameters": {"type": "gp3", "encrypted": "true"},
+        "reclaimPolicy": "Retain",
+        "volumeBindingMode": "WaitForFirstConsumer",
+        "allowVolumeExpansion": True,
+    }
+
+
+def _system() -> dict[str, Any]:
+    return {"nodeSelector": dict(SYSTEM_NODE_LABEL), "tolerations": [SYSTEM_TOLERATION]}
+
+
+def helm_values(
+    *,
+    sizing: PrometheusSizing,
+    storage_class: str | None,
+    alerting: AlertingConfig,
+    capacity_reservations: bool = False,
+) -> dict[str, Any]:
+    """`capacity_reservations`: kube-state-metrics also exports the EC2NodeClasses' reservations (end times)."""
+    volume_claim: dict[str, Any] = {
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": f"{sizing.storage_gib}Gi"}},
+        }
+    }
+    if storage_class:
+        volume_claim["spec"]["storageClassName"] = storage_class
+    return {
+        "crds": {"enabled": True},
+        "prometheusOperator": {**_system(), "admissionWebhooks": {"patch": _system()}},
+        "prometheus": {
+            "prometheusSpec": {
+                **_system(),
+                # select every ServiceMonitor, PodMonitor, Probe, ScrapeConfig and PrometheusRule in the
+                # cluster, not only those labelled for this release (vLLM, DCGM, KEDA, Karpenter monitors)
+                "serviceMonitorSelectorNilUsesHelmValues": False,
+                "podMonitorSelectorNilUsesHelmValues": False,
+                "probeSelectorNilUsesHelmValues": False,
+                "scrapeConfigSelectorNilUsesHelmValues": False,
+                "ruleSelectorNilUsesHelmValues": False,
+                "retention": sizing.retention,
+                "retentionSize": sizing.retention_size,
+                "replicas": sizing.replicas,
+                "storageSpec": {"volumeClaimTemplate": volume_claim},
+                "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+            }
+        },
+        "alertmanager": alertmanager_values(alerting),
+        "grafana": {
+            **_system(),
+            "admin": {
+                "existingSecret": GRAFANA_SECRET,
+                "userKey": "admin-user",
+                "passwordKey": "admin-password",
+            },
+            "sidecar": {
+                "dashboards": {"enabled": True, "label": "grafana_dashboard", "searchNamespace": "ALL"}
+            },
+        },
+        "kube-state-metrics": _system()
+        | (reservations.kube_state_metrics_values() if capacity_reservations else {}),
+        # node-exporter runs everywhere, GPU nodes included (its default tolerations cover NoSchedule taints)
+    }
+
+
+def grafana_secret(password: Any) -> dict[str, Any]:
+    return secret(GRAFANA_SECRET, NAMESPACE, {"admin-user": "admin", "admin-password": password})
+
+
+# ------------------------------------------------------------------------------------------ alerting
+
+ALERT_RECEIVER_SECRET = "alert-receiver"
+ALERT_RECEIVER_KEY = "credential"
+# the operator mounts each `alertmanagerSpec.secrets` entry at /etc/alertmanager/secrets/<name>/
+ALERT_RECEIVER_FILE = f"/etc/alertmanager/secrets/{ALERT_RECEIVER_SECRET}/{ALERT_RECEIVER_KEY}"
+PLATFORM_RECEIVER = "platform"
+NULL_RECEIVER = "null"
+
+
+def alert_receiver_secret(credential: Any) -> dict[str, Any]:
+    """The receiver's URL or routing key, from the `alertReceiver` Pulumi secret."""
+    return secret(ALERT_RECEIVER_SECRET, NAMESPACE, {ALERT_RECEIVER_KEY: credential})
+
+
+def _receiver(alerting: AlertingConfig) -> dict[str, Any]:
+    """Alertmanager receiver reading its credential from the mounted Secret (`*_file` fields): the URL or
+    key never appears in the Helm values, the release's state or the render."""
+    resolved = alerting.send_resolved
+    if alerting.receiver == "slack":
+        config = {"api_url_file": ALERT_RECEIVER_FILE, "channel": alerting.slack_channel}
+        return {"name": PLATFORM_RECEIVER, "slack_configs": [{**config, "send_resolved": resolved}]}
+    if alerting.receiver == "pagerduty":
+        config = {"routing_key_file": ALERT_RECEIVER_FILE, "send_resolved": resolved}
+        return {"name": PLATFORM_RECEIVER, "pagerduty_configs": [config]}
+    return {
+        "name": PLATFORM_RECEIVER,
+        "webhook_configs": [{"url_file": ALERT_RECEIVER_FILE, "send_resolved": resolved}],
+    }
+
+
+def alertmanager_values(alerting: AlertingConfig) -> dict[str, Any]:
+    """Route every alert to the stack's receiver (the chart's default routes everything to `null`), keep
+    the chart's Watchdog heartbeat on `null` and its inhibit rules; dev without a receiver keeps `null`."""
+    values: dict[str, Any] = {"alertmanagerSpec": _system()}
+    if alerting.receiver == "none":
+        return values
+    values["alertmanagerSpec"]["secrets"] = [ALERT_RECEIVER_SECRET]
+    values["config"] = {
+        "global": {"resolve_timeout": "5m"},
+        "route": {
+            "receiver": PLATFORM_RECEIVER,
+            "group_by": ["alertname", "namespace", "model_name"],
+            "group_wait": "30s",
+            "group_interval": "5m",
+            "repeat_interval": "4h",
+            "routes": [{"receiver": NULL_RECEIVER, "matchers": ['alertname = "Watchdog"']}],
+        },
+        "receivers": [{"name": NULL_RECEIVER}, _receiver(alerting)],
+        "inhibit_rules": [
+            {
+                "source_matchers": ["severity = critical"],
+                "target_matchers": ["severity =~ warning|info"],
+                "equal": ["namespace", "alertname"],
+            },
+            {
+                "source_matchers": ["severity = warning"],
+                "target_matchers": ["severity = info"],
+                "equal": ["namespace", "alertname"],
+            },
+            {
+                "source_matchers": ["alertname = InfoInhibitor"],
+                "target_matchers": ["severity = info"],
+                "equal": ["namespace"],
+            },
+            {"target_matchers": ["alertname = InfoInhibitor"]},
+        ],
+        "templates": ["/etc/alertmanager/config/*.tmpl"],
+    }
+    return values

@@ -1,0 +1,203 @@
+"""Read the stack configuration from Pulumi config (or a stack file) and validate it in one go.
+
+Both ways in, the offline tools reading `Pulumi.<stack>.yaml` and the program run by `pulumi preview`/`up`,
+go through `parse`: every `llm-platform:` key is checked (an unknown one is an error, never ignored), and a
+bad stack stops before any resource is registered with one line per problem: file and line, field path,
+value, what is allowed (config/errors.py).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from llm_platform.config.errors import (
+    PROJECT,
+    ConfigError,
+    StackSource,
+    config_keys,
+    format_errors,
+    read_stack_file,
+    unknown_key,
+)
+from llm_platform.config.schema import StackConfig
+
+__all__ = ["PROJECT", "ConfigError"]
+
+
+def project_dir(start: Path | None = None) -> Path:
+    """The Pulumi project the tools work on: the nearest folder from `start` (the working directory) up
+    that holds a Pulumi.yaml, where its `__main__.py` and `Pulumi.<stack>.yaml` files are; else `start`."""
+    here = (start or Path.cwd()).resolve()
+    return next((d for d in (here, *here.parents) if (d / "Pulumi.yaml").is_file()), here)
+
+
+ROOT = project_dir()
+# the structured keys of the public contract, as they appear under `llm-platform:` in Pulumi.<stack>.yaml
+CONFIG_KEYS = config_keys()
+# Pulumi secrets the program reads (never part of the validated plain-value schema)
+SECRET_KEYS = ("apiKey", "grafanaAdminPassword", "huggingFaceToken", "gatewayClientKeys", "alertReceiver")
+NOT_UNDER_PULUMI = (
+    "__main__.py is the Pulumi program and runs under the Pulumi CLI: `pulumi preview -s <stack>` or "
+    "`pulumi up -s <stack>`; to see what a stack deploys without the CLI: "
+    "`uv run python -m llm_platform.tools.render <stack> --out build/<stack>`"
+)
+
+
+def parse(raw: dict[str, Any], source: StackSource | None = None, region: str | None = None) -> StackConfig:
+    """Validate `llm-platform:` values (keys without the prefix, secrets allowed and skipped); `source`, the
+    stack file the values were read from, adds the file and line to each problem; `region` (`aws:region`)
+    adds the rules that need it (zones in the region, instances sold there)."""
+    allowed = CONFIG_KEYS + SECRET_KEYS
+    problems = [
+        _unknown_config_key(key, allowed, source) for key in _in_file_order(set(raw) - set(allowed), source)
+    ]
+    plain = {k: v for k, v in raw.items() if k in CONFIG_KEYS}
+    try:
+        config = StackConfig.model_validate(plain, context={"region": region})
+    except ValidationError as exc:  # every problem at once: unknown keys first, then the known keys' values
+        raise ConfigError("\n".join([*problems, format_errors(exc, plain, source)])) from None
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return config
+
+
+def _in_file_order(keys: set[str], source: StackSource | None) -> list[str]:
+    def order(key: str) -> tuple[int, str]:
+        line = source.key_line((key,)) if source else None
+        return (line or 0, key)
+
+    return sorted(keys, key=order)
+
+
+def _unknown_config_key(key: str, allowed: tuple[str, ...], source: StackSource | None) -> str:
+    where = source.where(source.key_line((key,))) if source else ""
+    if ":" in key:  # a misspelt project namespace (_ours)
+        namespace, name = key.split(":", 1)
+        return f"{where}{key}: unknown config namespace {namespace!r} (did you mean '{PROJECT}:{name}'?)"
+    return where + unknown_key(f"{PROJECT}:{key}", key, allowed, "config key")
+
+
+def _ours(entries: dict[str, Any]) -> dict[str, Any]:
+    """The `llm-platform:` entries, keyed without the prefix; an entry whose namespace is a typo of the
+    project's (`llm_platform:models`) keeps its full key, so `parse` refuses it instead of ignoring it."""
+    ours = {}
+    for key, value in entries.items():
+        namespace, _, name = key.partition(":")
+        if namespace == PROJECT:
+            ours[name] = value
+        elif name and difflib.get_close_matches(namespace, [PROJECT], cutoff=0.8):
+            ours[key] = value
+    return ours
+
+
+# A stack is named (`prod`: Pulumi.prod.yaml beside Pulumi.yaml) or given as the path of a stack file
+# (`tests/fixtures/stacks/Pulumi.prod.yaml`: the fixture stacks the behaviour tests run on).
+Stack = str | Path
+
+
+def stack_arg(text: str) -> Stack:
+    """A stack as given on a command line: a name, or the path of a stack file (`*.yaml`)."""
+    return Path(text) if text.endswith((".yaml", ".yml")) or "/" in text else text
+
+
+def stack_file(stack: Stack) -> Path:
+    if isinstance(stack, Path):
+        return stack
+    return ROOT / f"Pulumi.{stack}.yaml"
+
+
+def stack_name(stack: Stack) -> str:
+    """The Pulumi stack name: `prod` for both `prod` and `.../Pulumi.prod.yaml`."""
+    if isinstance(stack, Path):
+        return stack.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    return stack
+
+
+def stack_names(folder: Path = ROOT) -> list[str]:
+    """The stacks that have a stack file in `folder`."""
+    return sorted(stack_name(p) for p in folder.glob("Pulumi.*.yaml"))
+
+
+def read_stack(stack: Stack) -> tuple[dict[str, Any], StackSource]:
+    """The `llm-platform:` entries of a stack file (keys without the prefix) and the file's source."""
+    path = stack_file(stack)
+    if not path.exists():
+        known = ", ".join(stack_names(path.parent)) or "none"
+        raise ConfigError(f"stack {stack_name(stack)!r}: {path.name} does not exist; stacks: {known}")
+    entries, source = read_stack_file(path)
+    return _ours(entries), source
+
+
+def raw_stack_config(stack: Stack) -> dict[str, Any]:
+    """All `config:` entries of Pulumi.<stack>.yaml, fully qualified keys (`llm-platform:models`)."""
+    path = stack_file(stack)
+    if not path.exists():
+        read_stack(stack)  # the error that lists the stacks
+    return read_stack_file(path)[0]
+
+
+def stack_region(stack: Stack) -> str:
+    """The stack file's `aws:region`: where its nodes run and what they cost (config/catalog.py prices)."""
+    region = raw_stack_config(stack).get("aws:region")
+    if not isinstance(region, str) or not region:
+        raise ConfigError(
+            f"stack {stack_name(stack)!r}: {stack_file(stack).name} sets no aws:region; set it "
+            "(e.g. `aws:region: us-east-1`): node prices and offerings depend on it"
+        )
+    return region
+
+
+def load_stack(stack: Stack) -> StackConfig:
+    """Validated config of a stack file, for offline tools (render, simulator) and tests."""
+    ours, source = read_stack(stack)
+    return parse(ours, source, region=raw_stack_config(stack).get("aws:region"))
+
+
+def load_from_pulumi() -> StackConfig:
+    """Validated config of the stack `pulumi preview`/`up` runs, every `llm-platform:` key of it included.
+
+    A bad config stops the program before any resource with the problems and no traceback
+    (`pulumi.RunError`); run outside the Pulumi CLI, it prints how to run it and exits 2.
+    """
+    import pulumi
+    from pulumi.runtime import config as engine_config
+    from pulumi.runtime import settings
+
+    if settings.get_monitor() is None:
+        print(NOT_UNDER_PULUMI, file=sys.stderr)
+        raise SystemExit(2)
+    stack = pulumi.get_stack()
+    # every key the engine handed over (the CLI sets PULUMI_CONFIG; mocks set the config map)
+    keys = sorted({*engine_config.CONFIG.get(), *engine_config.get_config_env()})
+    values = _ours({key: engine_config.get_config(key) for key in keys})
+    raw = {key: _decoded(value) for key, value in values.items() if key not in SECRET_KEYS}
+    try:
+        return parse(raw, _source_of(stack, raw), region=pulumi.Config("aws").get("region"))
+    except ConfigError as exc:
+        raise pulumi.RunError(f"invalid config for stack {stack!r}, nothing was deployed:\n{exc}") from None
+
+
+def _decoded(value: Any) -> Any:
+    """The engine hands config over as strings, objects JSON-encoded."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _source_of(stack: str, raw: dict[str, Any]) -> StackSource | None:
+    """The stack file, when it holds exactly the values the engine handed over (so its lines are right)."""
+    try:
+        ours, source = read_stack(stack)
+    except ConfigError:
+        return None
+    plain = {k: v for k, v in ours.items() if k not in SECRET_KEYS}
+    return source if json.loads(json.dumps(plain, default=str)) == raw else None

@@ -1,0 +1,63 @@
+"""The inference gateway's bounded queue per model: what the endpoint picker's flow control renders and what
+the simulator serves behind.
+
+llm-d router v0.10.0 flow control (../shared/reference/GATEWAY.md; components/specs/inference_pool.py renders
+it): a pool is saturated when its pods' mean of max(vLLM waiting / Q, KV use / K) reaches 1; past that the
+picker holds requests, at most `held_requests` of them (split over the active-active pickers) and `ttl` each,
+and answers 429 beyond (503 when the pool has no endpoint). vLLM's own queue per pod stays near Q.
+
+The TTL is the model's TTFT objective: a request held longer has missed it whatever happens next, and
+serving it late takes the capacity a fresh request would have been served within the objective by, so past
+saturation a longer hold turns every request into a miss (a FIFO queue in overload) where shedding the
+excess keeps the rest on time. The picker enforces it per request as a context deadline from enqueue
+(pkg/epp/flowcontrol/controller/controller.go `createRequestContext`) and answers 429, a retryable
+backpressure error (apix/config/v1alpha1 `DefaultRequestTTL`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from llm_platform.config.schema import Autoscaling, Slo
+
+EPP_REPLICAS = 2  # pickers per model, active-active: each holds its share of the queue
+MIN_SATURATION_QUEUE_DEPTH = 5  # the utilization detector's default
+SATURATION_KV_CACHE = 0.95  # vLLM preempts running sequences at a full KV cache
+
+
+@dataclass(frozen=True)
+class FlowControlPlan:
+    saturation_queue_depth: int  # Q: vLLM waiting requests per pod at which the pool counts as saturated
+    saturation_kv_cache: float  # K
+    held_per_picker: int  # requests one picker holds once the pool is saturated
+    ttl_seconds: float  # how long the picker holds a request before it answers 429
+
+    @property
+    def ttl(self) -> str:
+        """`defaultRequestTTL` as the picker reads it (a Kubernetes duration: Go's time.ParseDuration)."""
+        millis = round(self.ttl_seconds * 1000)
+        return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
+
+    @property
+    def held_requests(self) -> int:
+        """Requests the model's pickers hold together: past it, 429."""
+        return self.held_per_picker * EPP_REPLICAS
+
+
+def saturation_queue_depth(autoscaling: Autoscaling) -> int:
+    """Twice the autoscaler's queue target, so the queue KEDA scales on can still grow past its target (at 1x
+    the HPA's ratio would stay 1)."""
+    return max(MIN_SATURATION_QUEUE_DEPTH, math.ceil(2 * autoscaling.queue_depth_per_replica))
+
+
+def flow_control(autoscaling: Autoscaling, slo: Slo, max_pending_per_replica: int) -> FlowControlPlan:
+    """`gateway.maxPendingPerReplica` held per vLLM replica at maxReplicas, shared by the pickers (rounded up),
+    each for at most the model's TTFT objective."""
+    held = max_pending_per_replica * autoscaling.max_replicas
+    return FlowControlPlan(
+        saturation_queue_depth=saturation_queue_depth(autoscaling),
+        saturation_kv_cache=SATURATION_KV_CACHE,
+        held_per_picker=max(1, math.ceil(held / EPP_REPLICAS)),
+        ttl_seconds=slo.ttft_seconds,
+    )

@@ -1,0 +1,123 @@
+"""A GPU pool's resolved plan: the models it serves and its warm GPU headroom as the cluster will run it.
+
+`HeadroomPlan` is what components/specs/headroom.py renders (the placeholder Deployment, its KEDA cron
+ScaledObject, the buffer's alert) and what the simulator runs (simulator/capacity.py): how many
+placeholders each window holds, how long a replica that preempts one takes to be Ready, and how long the
+buffer takes to refill through a new node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from llm_platform.config.catalog import GpuInstance
+from llm_platform.config.cold_start import (
+    KARPENTER_LAUNCH_SECONDS,
+    PREEMPTION_SECONDS,
+    cold_start,
+    headroom_start,
+)
+from llm_platform.config.schema import GpuNodePool, Headroom
+from llm_platform.plan.model import ModelPlan, pod_instance
+
+
+@dataclass(frozen=True)
+class HeadroomWindowPlan:
+    """A KEDA cron trigger on the placeholder Deployment: `placeholders` between `start` and `end`."""
+
+    name: str
+    start: str
+    end: str
+    timezone: str
+    placeholders: int
+
+
+@dataclass(frozen=True)
+class HeadroomPlan:
+    """Placeholders of one replica each (the pool's largest), `placeholders` outside every window."""
+
+    deployment: str
+    replica_gpus: int
+    instance: GpuInstance  # what Karpenter launches for a placeholder (the replica's cheapest instance)
+    placeholders: int
+    windows: tuple[HeadroomWindowPlan, ...]
+    # an evicted placeholder back on a warm node: Karpenter launch + node Ready + image pull / weights sync
+    refill_seconds: float
+    # per served model: a replica that preempts a placeholder is Ready this long after it was created
+    warm_start_seconds: tuple[tuple[str, float], ...]
+
+    @property
+    def gpus(self) -> int:
+        return self.placeholders * self.replica_gpus
+
+    @property
+    def peak_placeholders(self) -> int:
+        return max([self.placeholders, *(w.placeholders for w in self.windows)])
+
+    def warm_start(self, model: str) -> float:
+        return dict(self.warm_start_seconds)[model]
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    pool: GpuNodePool
+    models: tuple[ModelPlan, ...]  # the models it serves
+    headroom: HeadroomPlan | None
+
+    @property
+    def name(self) -> str:
+        return self.pool.name
+
+
+def placeholder_name(pool: GpuNodePool) -> str:
+    return f"headroom-{pool.name}"
+
+
+def headroom_plan(pool: GpuNodePool, models: Sequence[ModelPlan]) -> HeadroomPlan | None:
+    """None without `headroom` (the schema refuses headroom on a pool that serves no model)."""
+    headroom = pool.headroom
+    if headroom is None or not models:
+        return None
+    gpus = max(m.gpus for m in models)  # one placeholder frees room for any one replica of the pool
+    instance = pod_instance(pool, gpus)
+    largest = max(models, key=lambda m: (m.gpus, m.cold_start.weights_gb or 0.0))
+    refill = KARPENTER_LAUNCH_SECONDS + instance.node_ready_seconds
+    weights = largest.cold_start.weights_gb
+    if weights is not None:
+        persisted = largest.cache.compile_cache_prefix is not None
+        new = cold_start(largest.model.cache, instance, weights, True, largest.image_pull, persisted)
+        refill += max(new.image_pull, new.node_prefetch)
+    starts = []
+    for m in models:
+        if m.cold_start.weights_gb is None:
+            continue
+        persisted = m.cache.compile_cache_prefix is not None
+        start = headroom_start(m.model.cache, m.instance, m.cold_start.weights_gb, m.image_pull, persisted)
+        starts.append((m.name, PREEMPTION_SECONDS + start.total))
+    return HeadroomPlan(
+        deployment=placeholder_name(pool),
+        replica_gpus=gpus,
+        instance=instance,
+        placeholders=headroom.gpus // gpus,
+        windows=tuple(
+            HeadroomWindowPlan(f"window-{j}", w.start, w.end, w.timezone, w.gpus // gpus)
+            for j, w in enumerate(headroom.schedule)
+        ),
+        refill_seconds=refill,
+        warm_start_seconds=tuple(starts),
+    )
+
+
+def pool_plans(pools: Sequence[GpuNodePool], models: Sequence[ModelPlan]) -> tuple[PoolPlan, ...]:
+    plans = []
+    for pool in pools:
+        served = tuple(m for m in models if m.pool.name == pool.name)
+        plans.append(PoolPlan(pool, served, headroom_plan(pool, served)))
+    return tuple(plans)
+
+
+def with_headroom(p: PoolPlan, headroom: Headroom | None) -> HeadroomPlan | None:
+    """What the plan renders for the pool with another `headroom` block (a benchmark level, a tuner
+    candidate): the same placeholders, windows, warm start and refill a stack file with it would get."""
+    return headroom_plan(p.pool.model_copy(update={"headroom": headroom}), p.models)

@@ -1,0 +1,409 @@
+"""A model's resolved plan: every name and fact the renderers, the simulator and the checks need, derived once.
+
+`resolve_model` turns one validated `ModelConfig` (with its pool) into a frozen `ModelPlan`: the names of
+its objects, the instance Karpenter launches for it, its GPUs, cold-start budget, cache wiring facts and
+scaling intent exactly as the ScaledObject and PodMonitor will carry them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from llm_platform.config.catalog import GpuInstance
+from llm_platform.config.cold_start import (
+    CACHE_BEHAVIOUR,
+    CacheBehaviour,
+    CacheMode,
+    ColdStart,
+    ImageMode,
+    cold_start,
+)
+from llm_platform.config.schema import (
+    Autoscaling,
+    GatewayConfig,
+    GpuNodePool,
+    ModelConfig,
+    PrewarmWindow,
+    ScalingRules,
+    duration_seconds,
+)
+from llm_platform.plan import naming, promql
+from llm_platform.plan.gateway import FlowControlPlan, flow_control
+
+# Prometheus scrapes every vLLM pod this often (PodMonitor): KEDA's decisions are only as fresh as the scrape
+SCRAPE_INTERVAL_SECONDS = 5
+# KEDA substitutes `fallback.replicas` after this many consecutive failed queries of a trigger
+FALLBACK_FAILURE_THRESHOLD = 3
+# the startup probe's period; it allows three times the expected warm-node start before a restart
+STARTUP_PROBE_PERIOD_SECONDS = 10
+# a model the profile catalog does not know: assume a 70B-class start (weights, engine warm-up) on a warm node
+UNKNOWN_MODEL_START_SECONDS = 600.0
+
+# Where Karpenter's `instanceStorePolicy: RAID0` mounts the NVMe array: AL2023's nodeadm mounts it at
+# /mnt/k8s-disks/0 (and bind-mounts containerd and kubelet there); Bottlerocket's ephemeral-storage
+# support mounts it at /mnt/.ephemeral.
+NVME_ROOT = {"al2023": "/mnt/k8s-disks/0", "bottlerocket": "/mnt/.ephemeral"}
+NVME_DIR = "llm-platform"  # holds models/<huggingFaceId>/ and vllm-cache/<model>/
+# AMI families whose EC2NodeClass turns on nodeadm's FastImagePull (SOCI parallel pull and unpack)
+FAST_IMAGE_PULL_AMI_FAMILIES = frozenset({"al2023"})
+
+
+def image_pull_mode(ami_family: str) -> ImageMode:
+    """How a new GPU node of this AMI family pulls the vLLM image (config/cold_start.py's modes)."""
+    return "soci" if ami_family in FAST_IMAGE_PULL_AMI_FAMILIES else "registry"
+
+
+def nvme_root(ami_family: str) -> str:
+    return f"{NVME_ROOT[ami_family]}/{NVME_DIR}"
+
+
+@dataclass(frozen=True)
+class ModelNames:
+    """The name of every object a model gets, and of the objects its objects refer to."""
+
+    namespace: str
+    deployment: str
+    service: str
+    service_host: str
+    pod_monitor: str
+    pod_disruption_budget: str
+    network_policy: str
+    scaled_object: str
+    hpa: str  # the HPA KEDA creates for the ScaledObject
+    prometheus_rule: str
+    service_account: str
+    api_key_secret: str
+    hf_token_secret: str
+    loader_job: str
+    loader_service_account: str
+    sync_daemonset: str
+    sync_service_account: str
+    fsx_volume: str
+    fsx_claim: str
+
+
+def model_names(model_name: str) -> ModelNames:
+    namespace = naming.model_namespace(model_name)
+    return ModelNames(
+        namespace=namespace,
+        deployment=model_name,
+        service=model_name,
+        service_host=naming.model_service_host(model_name),
+        pod_monitor=model_name,
+        pod_disruption_budget=model_name,
+        network_policy=f"{model_name}-ingress",
+        scaled_object=model_name,
+        hpa=naming.keda_hpa_name(model_name),
+        prometheus_rule=f"{model_name}-vllm",
+        service_account=naming.SERVING_SERVICE_ACCOUNT,
+        api_key_secret=naming.API_KEY_SECRET,
+        hf_token_secret=naming.HF_TOKEN_SECRET,
+        loader_job=f"{model_name}-load-weights",
+        loader_service_account=naming.LOADER_SERVICE_ACCOUNT,
+        sync_daemonset=f"{model_name}-weights",
+        sync_service_account=naming.SYNC_SERVICE_ACCOUNT,
+        fsx_volume=f"{namespace}-fsx",
+        fsx_claim=f"{model_name}-fsx",
+    )
+
+
+@dataclass(frozen=True)
+class CachePlan:
+    """Where the model's weights and compile cache live under its `cache` mode (the bucket name comes later)."""
+
+    mode: CacheMode
+    behaviour: CacheBehaviour
+    weights_prefix: str  # s3://<bucket>/<weights_prefix>/
+    marker_key: str  # the loader's completion marker, under the prefix
+    nvme_root: str | None  # nvme: the node directory the sync DaemonSet fills
+    compile_cache_host_path: str | None  # nvme: torch.compile / CUDA-graph cache kept on the node
+    # s3://<bucket>/<prefix>/ holds the compile cache the first replica wrote for this model, vLLM image and
+    # GPU; every start restores it (None: not persisted, see `compile_cache_prefix`)
+    compile_cache_prefix: str | None
+    # the vLLM pod itself restores (init container) and saves (native sidecar) the persisted compile cache:
+    # every mode but nvme, whose node sync DaemonSet does both for the node
+    compile_cache_in_pod: bool
+    # written into the compile cache by the vLLM pod once it serves (its compile is then complete): the
+    # saver uploads the cache only after it, so a half-written cache never reaches S3
+    compiled_marker: str | None
+    reads_host_path: bool  # the vLLM pod mounts node directories (namespace needs `privileged`)
+    loads_from_s3: bool  # a Hub -> S3 loader Job runs (every mode but hub)
+    # the vLLM pod's own S3 access, on a role of this model alone: its weights prefix (s3 streams them) and
+    # its compile-cache prefix (read and write); None for either: the pod needs no such access
+    serving_reads_weights: bool
+    serving_compile_prefix: str | None
+
+    @property
+    def serving_needs_role(self) -> bool:
+        """The vLLM pod's service account gets this model's own Pod Identity role."""
+        return self.serving_reads_weights or self.serving_compile_prefix is not None
+
+
+def image_tag(image: str) -> str:
+    """The tag (or digest) of an image reference, as one S3 key segment."""
+    ref = image.split("@", 1)[1] if "@" in image else image.rsplit(":", 1)[-1]
+    return re.sub(r"[^A-Za-z0-9._-]", "-", ref)
+
+
+def compile_cache_prefix(model: ModelConfig, pool: GpuNodePool, gpus: int, has_bucket: bool) -> str | None:
+    """Where the model's compile cache is persisted, keyed by vLLM image and GPU (Inductor's kernels are
+    built for one GPU architecture). Only when every pool instance that fits a replica has the same GPU (the
+    key is known before the node is) and the stack has the model bucket (an existing cluster has none)."""
+    if not has_bucket:
+        return None
+    kinds = {i.gpu.name for i in pool.instances if i.gpus >= gpus}
+    if len(kinds) != 1:
+        return None
+    (gpu,) = kinds
+    return f"{naming.COMPILE_CACHE_PREFIX}/{model.name}/{image_tag(model.image)}/{gpu}"
+
+
+def cache_plan(model: ModelConfig, pool: GpuNodePool, gpus: int, has_bucket: bool = True) -> CachePlan:
+    prefix = naming.weights_prefix(model.hugging_face_id)
+    nvme = model.cache == "nvme"
+    root = nvme_root(pool.ami_family) if nvme else None
+    persisted = compile_cache_prefix(model, pool, gpus, has_bucket)
+    in_pod = persisted is not None and not nvme
+    return CachePlan(
+        mode=model.cache,
+        behaviour=CACHE_BEHAVIOUR[model.cache],
+        weights_prefix=prefix,
+        marker_key=f"{prefix}/{naming.READY_MARKER}",
+        nvme_root=root,
+        compile_cache_host_path=f"{root}/vllm-cache/{model.name}" if root else None,
+        compile_cache_prefix=persisted,
+        compile_cache_in_pod=in_pod,
+        compiled_marker=f".llm-platform-compiled-{image_tag(model.image)}" if persisted else None,
+        reads_host_path=nvme,
+        loads_from_s3=model.cache != "hub",
+        serving_reads_weights=model.cache == "s3",
+        serving_compile_prefix=persisted if in_pod else None,
+    )
+
+
+@dataclass(frozen=True)
+class ColdStartBudget:
+    """Pod-needs-a-GPU to pod-Ready, on a new node and on a warm one (config/cold_start.py's phases)."""
+
+    new_node: ColdStart | None  # None when the model's geometry is unknown
+    warm_node: ColdStart | None
+    weights_gb: float | None
+
+    @property
+    def warm_node_seconds(self) -> float:
+        return self.warm_node.total if self.warm_node is not None else UNKNOWN_MODEL_START_SECONDS
+
+    @property
+    def startup_failure_threshold(self) -> int:
+        """Allow three times the expected warm-node start (weights, engine warm-up) before restarting."""
+        return max(30, math.ceil(3 * self.warm_node_seconds / STARTUP_PROBE_PERIOD_SECONDS))
+
+    @property
+    def startup_probe_seconds(self) -> int:
+        return self.startup_failure_threshold * STARTUP_PROBE_PERIOD_SECONDS
+
+
+def cold_start_budget(
+    model: ModelConfig, instance: GpuInstance, image_pull: ImageMode, cache: CachePlan
+) -> ColdStartBudget:
+    weights_gb = (
+        model.profile.weights_gb
+    )  # the stack file's geometry, else the built-in table (checked at load)
+    persisted = cache.compile_cache_prefix is not None
+    return ColdStartBudget(
+        new_node=cold_start(model.cache, instance, weights_gb, True, image_pull, persisted),
+        warm_node=cold_start(model.cache, instance, weights_gb, False, image_pull, persisted),
+        weights_gb=weights_gb,
+    )
+
+
+@dataclass(frozen=True)
+class MetricTrigger:
+    """A KEDA Prometheus trigger: `query` summed over the model's pods, divided by replicas by the HPA."""
+
+    name: str
+    metric: str  # the vLLM series the query sums (plan.promql)
+    query: str
+    threshold: float
+    metric_type: Literal["AverageValue"] = "AverageValue"
+    type: Literal["prometheus"] = "prometheus"
+
+
+@dataclass(frozen=True)
+class PrewarmTrigger:
+    """A KEDA cron trigger holding `replicas` ready between `start` and `end`."""
+
+    name: str
+    window: PrewarmWindow
+
+
+@dataclass(frozen=True)
+class ScalingPlan:
+    """The scaling intent as KEDA, the HPA and Prometheus will run it."""
+
+    min_replicas: int
+    max_replicas: int
+    polling_interval_s: int
+    cooldown_period_s: int
+    scrape_interval_s: int
+    prometheus_url: str
+    ignore_null_values: bool
+    fallback_replicas: int
+    fallback_failure_threshold: int
+    triggers: tuple[MetricTrigger, ...]
+    prewarm: tuple[PrewarmTrigger, ...]
+    scale_up: ScalingRules
+    scale_down: ScalingRules
+
+
+def fallback_replicas(autoscaling: Autoscaling) -> int:
+    """While the metrics are missing although replicas serve (Prometheus down, a renamed vLLM metric), hold
+    half the ceiling. KEDA's fallback replaces the failing triggers' value after `failureThreshold` errors;
+    it never applies while no replica is available, because the queries then read 0 (see
+    `promql.until_a_replica_serves`): a first rollout stays at minReplicas while its pods load."""
+    return max(autoscaling.min_replicas, math.ceil(autoscaling.max_replicas / 2))
+
+
+def scaling_plan(
+    names: ModelNames, served_model_name: str, autoscaling: Autoscaling, behind_gateway: bool = False
+) -> ScalingPlan:
+    """Resolve an `autoscaling` block (a stack's, or one the simulator proposes) for one model.
+    `requestsPerSecondPerReplica` sizes by the load: behind the gateway its arrivals (served or shed), else
+    vLLM's completions, which cannot exceed what the Ready replicas serve."""
+    a, namespace = autoscaling, names.namespace
+
+    def query(summed: str) -> str:
+        return promql.until_a_replica_serves(summed, namespace, names.deployment)
+
+    return ScalingPlan(
+        min_replicas=a.min_replicas,
+        max_replicas=a.max_replicas,
+        polling_interval_s=a.polling_interval,
+        cooldown_period_s=a.cooldown_period,
+        scrape_interval_s=SCRAPE_INTERVAL_SECONDS,
+        prometheus_url=naming.PROMETHEUS_URL,
+        # a missing series is an error (and triggers the fallback), never a silent 0
+        ignore_null_values=False,
+        fallback_replicas=fallback_replicas(a),
+        fallback_failure_threshold=FALLBACK_FAILURE_THRESHOLD,
+        triggers=(
+            MetricTrigger(
+                "queue-depth",
+                promql.QUEUE,
+                query(promql.queue_depth(namespace, served_model_name)),
+                a.queue_depth_per_replica,
+            ),
+            MetricTrigger(
+                "kv-cache-usage",
+                promql.KV_CACHE,
+                query(promql.kv_cache_usage(namespace, served_model_name)),
+                a.kv_cache_usage,
+            ),
+            *(
+                ()
+                if a.requests_per_second_per_replica is None
+                else (
+                    MetricTrigger(
+                        "arrival-rate",
+                        promql.EPP_REQUESTS,
+                        query(promql.gateway_arrivals(namespace, served_model_name)),
+                        a.requests_per_second_per_replica,
+                    )
+                    if behind_gateway
+                    else MetricTrigger(
+                        "served-throughput",
+                        promql.SUCCESS,
+                        query(promql.served_throughput(namespace, served_model_name)),
+                        a.requests_per_second_per_replica,
+                    ),
+                )
+            ),
+        ),
+        prewarm=tuple(PrewarmTrigger(f"prewarm-{w.name}", w) for w in a.prewarm),
+        scale_up=a.scale_up,
+        scale_down=a.scale_down,
+    )
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    model: ModelConfig
+    names: ModelNames
+    pool: GpuNodePool
+    instance: GpuInstance  # what Karpenter launches for one replica: sizes the pod and the cold start
+    gpus: int
+    image_pull: ImageMode
+    cache: CachePlan
+    cold_start: ColdStartBudget
+    scaling: ScalingPlan
+    # the gateway's bounded queue in front of the model (plan/gateway.py); None without the gateway
+    flow_control: FlowControlPlan | None
+    # GPUs the pool's `nvidia.com/gpu` limit leaves free with every model of the pool at maxReplicas
+    pool_headroom_gpus: int
+    consolidate_after_s: float  # the pool's `consolidateAfter`: an empty GPU node lives this long
+    # the loader Job reads a gated model from the Hub with the token (every cache mode but hub)
+    loader_uses_hf_token: bool
+    # the vLLM container itself downloads from the Hub (cache `hub`); offline caches never get the token
+    serving_uses_hf_token: bool
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+
+def pod_instance(pool: GpuNodePool, gpus: int) -> GpuInstance:
+    """Karpenter's pick for a pod needing `gpus` GPUs: the cheapest pool instance with enough of them."""
+    fitting = [i for i in pool.instances if i.gpus >= gpus]
+    if not fitting:
+        raise ValueError(f"gpuNodePools[{pool.name}]: no instance has {gpus} GPUs")
+    return min(fitting, key=lambda i: i.list_usd_per_hour)
+
+
+def pool_headroom_gpus(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
+    """GPUs the pool's `nvidia.com/gpu` limit leaves free with every model of the pool at maxReplicas."""
+    used = sum(
+        m.autoscaling.max_replicas * m.tensor_parallel_size for m in models if m.node_pool == pool.name
+    )
+    return pool.gpu_limit - used
+
+
+def resolve_model(
+    model: ModelConfig,
+    pool: GpuNodePool,
+    stack_models: Sequence[ModelConfig] | None = None,
+    has_bucket: bool = True,
+    gateway: GatewayConfig | None = None,
+) -> ModelPlan:
+    """`stack_models`: every model of the stack (they share pool limits); by default the model alone.
+    `has_bucket`: the stack creates the model bucket (an EKS stack; an existing cluster has none).
+    `gateway`: the stack's; an enabled one puts its bounded queue in front of the model."""
+    names = model_names(model.name)
+    gpus = model.tensor_parallel_size
+    instance = pod_instance(pool, gpus)
+    image_pull = image_pull_mode(pool.ami_family)
+    cache = cache_plan(model, pool, gpus, has_bucket)
+    queue = (
+        flow_control(model.autoscaling, model.slo, gateway.max_pending_per_replica)
+        if gateway is not None and gateway.enabled
+        else None
+    )
+    return ModelPlan(
+        model=model,
+        names=names,
+        pool=pool,
+        instance=instance,
+        gpus=gpus,
+        image_pull=image_pull,
+        cache=cache,
+        cold_start=cold_start_budget(model, instance, image_pull, cache),
+        scaling=scaling_plan(names, model.served_model_name, model.autoscaling, queue is not None),
+        flow_control=queue,
+        pool_headroom_gpus=pool_headroom_gpus(pool, stack_models if stack_models is not None else [model]),
+        consolidate_after_s=duration_seconds(pool.consolidate_after),
+        loader_uses_hf_token=model.needs_hf_token and model.cache != "hub",
+        serving_uses_hf_token=model.cache == "hub",
+    )

@@ -1,0 +1,143 @@
+"""A stack's resolved plan: `resolve(StackConfig) -> Plan`, pure (no Pulumi, no I/O).
+
+`__main__.py` resolves the plan and hands each component its slice; the offline tools and the simulator
+read the same plan, so what they check or predict is what is deployed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from llm_platform.config.schema import (
+    AlertingConfig,
+    ClusterConfig,
+    Environment,
+    GatewayConfig,
+    GpuNodePool,
+    ModelCacheConfig,
+    StackConfig,
+)
+from llm_platform.plan import naming
+from llm_platform.plan.headroom import PoolPlan, pool_plans
+from llm_platform.plan.model import FAST_IMAGE_PULL_AMI_FAMILIES, ModelPlan, resolve_model
+from llm_platform.plan.nodes import reservation_node_classes
+
+
+@dataclass(frozen=True)
+class PrometheusSizing:
+    retention: str
+    storage_gib: int
+    replicas: int
+
+    @property
+    def retention_size(self) -> str:
+        """Delete the oldest blocks before the volume fills: a full volume stops ingestion, and with it
+        every KEDA trigger and alert. Prometheus counts WAL and checkpoints in it (units are powers of 2)."""
+        return f"{math.floor(self.storage_gib * RETENTION_SIZE_SHARE)}GB"
+
+
+RETENTION_SIZE_SHARE = 0.85
+# Prometheus keeps what each environment needs to look back on: a dev day, a staging week, a prod fortnight;
+# prod runs two replicas (each scrapes everything), so KEDA and the alerts survive one Prometheus restart
+PROMETHEUS_SIZING = {
+    "dev": PrometheusSizing("3d", 20, 1),
+    "staging": PrometheusSizing("7d", 50, 1),
+    "prod": PrometheusSizing("15d", 100, 2),
+}
+
+
+@dataclass(frozen=True)
+class NodeClassPlan:
+    """What the GPU EC2NodeClass of one AMI family adds to the AMI at boot."""
+
+    ami_family: str
+    ami_version: str
+    fast_image_pull: bool  # nodeadm's FastImagePull (the simulator's `soci` image mode)
+    lustre_client: bool  # a model reads its weights from FSx for Lustre
+
+
+@dataclass(frozen=True)
+class MonitoringPlan:
+    namespace: str
+    release: str
+    prometheus_url: str
+    prometheus: PrometheusSizing
+
+
+@dataclass(frozen=True)
+class Plan:
+    environment: str
+    prod: bool
+    eks: bool  # False: an existing cluster, no AWS resources
+    cluster: ClusterConfig
+    tags: dict[str, str]
+    gpu_node_pools: tuple[GpuNodePool, ...]
+    node_classes: tuple[NodeClassPlan, ...]
+    reservation_node_classes: tuple[str, ...]  # the EC2NodeClasses that select capacity reservations
+    models: tuple[ModelPlan, ...]
+    pools: tuple[PoolPlan, ...]  # every GPU pool with the models it serves and its warm headroom
+    model_cache: ModelCacheConfig
+    uses_fsx: bool
+    mig_in_use: bool
+    needs_hf_token: bool  # some model is gated: the stack must hold the Hugging Face token secret
+    monitoring: MonitoringPlan
+    alerting: AlertingConfig
+    gateway: GatewayConfig
+
+    def model(self, name: str) -> ModelPlan:
+        for m in self.models:
+            if m.name == name:
+                return m
+        raise KeyError(f"no model {name!r}; models: {', '.join(m.name for m in self.models) or 'none'}")
+
+    def pool(self, name: str) -> PoolPlan:
+        return next(p for p in self.pools if p.name == name)
+
+    def node_class(self, ami_family: str) -> NodeClassPlan:
+        return next(c for c in self.node_classes if c.ami_family == ami_family)
+
+
+def resolve(config: StackConfig, stack: str = "") -> Plan:
+    """The one place a validated stack config becomes names and facts."""
+    environment = config.environment.value
+    pools = {p.name: p for p in config.gpu_node_pools}
+    uses_fsx = any(m.cache == "fsx" for m in config.models)
+    ami_versions = config.cluster.ami_versions.model_dump()
+    extra_tags = {"llm-platform/stack": stack} if stack else {}
+    eks = config.cluster.mode == "eks"
+    models = tuple(
+        resolve_model(m, pools[m.node_pool], config.models, eks, config.gateway) for m in config.models
+    )
+    return Plan(
+        environment=environment,
+        prod=config.environment is Environment.PROD,
+        eks=eks,
+        cluster=config.cluster,
+        tags=naming.tags(config.cluster.name, environment, **extra_tags),
+        gpu_node_pools=tuple(config.gpu_node_pools),
+        node_classes=tuple(
+            NodeClassPlan(
+                ami_family=family,
+                ami_version=ami_versions[family],
+                fast_image_pull=family in FAST_IMAGE_PULL_AMI_FAMILIES,
+                lustre_client=uses_fsx,
+            )
+            for family in sorted({p.ami_family for p in config.gpu_node_pools})
+        ),
+        reservation_node_classes=tuple(reservation_node_classes(config.gpu_node_pools)),
+        models=models,
+        pools=pool_plans(config.gpu_node_pools, models),
+        model_cache=config.model_cache,
+        uses_fsx=uses_fsx,
+        mig_in_use=any(p.mig for p in config.gpu_node_pools),
+        needs_hf_token=any(m.needs_hf_token for m in config.models),
+        monitoring=MonitoringPlan(
+            namespace=naming.MONITORING_NAMESPACE,
+            release=naming.PROMETHEUS_RELEASE,
+            prometheus_url=naming.PROMETHEUS_URL,
+            prometheus=PROMETHEUS_SIZING[environment],
+        ),
+        alerting=config.alerting,
+        gateway=config.gateway,
+    )

@@ -1,0 +1,5 @@
+import sys
+
+from llm_platform.simulator.cli import main
+
+sys.exit(main())

@@ -1,0 +1,37 @@
+"""KEDA cron windows over a simulated day, on the parser the stack schema validates with (config/cron.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from llm_platform.config.cron import Cron
+
+__all__ = ["Cron", "active_minutes", "window_active"]
+
+
+def window_active(start: Cron, end: Cron, when: datetime) -> bool:
+    """KEDA cron scaler: inside [start, end) exactly when the next end comes before the next start."""
+    return end.next_after(when) < start.next_after(when)
+
+
+def active_minutes(start: str, end: str, timezone: str, day_start_utc: datetime, minutes: int) -> list[bool]:
+    """Whether a cron window is active at each minute of a simulated span (precomputed once per run)."""
+    try:
+        zone = ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"pre-warm timezone {timezone!r} does not exist; use an IANA name such as Europe/Paris"
+        ) from None
+    s, e = Cron.parse(start), Cron.parse(end)
+    out: list[bool] = []
+    next_s = s.next_after(day_start_utc.astimezone(zone) - timedelta(minutes=1))
+    next_e = e.next_after(day_start_utc.astimezone(zone) - timedelta(minutes=1))
+    for m in range(minutes):
+        now = (day_start_utc + timedelta(minutes=m)).astimezone(zone)
+        if next_s <= now:
+            next_s = s.next_after(now)
+        if next_e <= now:
+            next_e = e.next_after(now)
+        out.append(next_e < next_s)
+    return out

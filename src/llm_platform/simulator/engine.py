@@ -1,0 +1,397 @@
+"""One simulated day: traffic -> replicas (serving model) -> Prometheus -> KEDA/HPA -> pods/nodes -> cost.
+
+The loop runs at 1 s. Serving is fluid at that scale: the Ready replicas admit up to N x capacity requests/s
+(vLLM's work-conserving batching, load spread over Ready pods), the excess waits FIFO in
+`num_requests_waiting`. Below saturation each replica is at the steady state of its per-replica rate
+(simulator/replica.py); the replica's internal dynamics (sub-second) are much faster than traffic and
+control (15 s and up). Per-request TTFT = fluid queue wait + sampled in-replica TTFT; ITL = the steady
+ITL of the second it was admitted; a request misses the SLO if either exceeds the model's SLO.
+Controllers run at their own clocks: Prometheus scrapes every `scrape_interval` (metrics of Ready pods only),
+KEDA's executor every pollingInterval, the HPA every 15 s with a random phase.
+
+Behind the gateway (`SimConfig.flow_control`, the plan's figures) the queue is bounded as the endpoint
+picker bounds it: vLLM's own waiting stays at most Q per Ready pod (what the queue trigger reads), the picker
+holds the rest up to its bound, and a request that would be held longer than the TTL is shed on arrival (429,
+a miss; in the picker it is shed after the TTL, when it has missed any TTFT objective already). With no Ready
+pod everything is shed (503). The gateway counts arrivals as dispatched (entering service) plus shed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from llm_platform.config.schema import Slo
+from llm_platform.plan.gateway import FlowControlPlan
+from llm_platform.plan.promql import THROUGHPUT_WINDOW_SECONDS
+from llm_platform.simulator.capacity import CapacityConfig, Cluster
+from llm_platform.simulator.cron import active_minutes
+from llm_platform.simulator.hpa import HPA, SYNC_PERIOD_SECONDS, pods_average_value_replicas
+from llm_platform.simulator.keda import CronTrigger, Keda
+from llm_platform.simulator.replica import KV_BLOCK_TOKENS, ReplicaTable
+from llm_platform.simulator.strategies import Strategy
+from llm_platform.simulator.traffic import Traffic
+
+# pending pods are tried again this often (Karpenter's batching window, the scheduler's backoff)
+RETRY_SECONDS = 10
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    capacity: CapacityConfig
+    slo: Slo
+    scrape_interval: int = 15
+    day_start_utc: datetime = datetime(2026, 9, 15, tzinfo=UTC)  # a Tuesday: weekday cron windows apply
+    prometheus_outages: tuple[tuple[float, float], ...] = ()  # [start, end) seconds: queries fail
+    seed: int = 0
+    # fewest replicas the stack may run (config.schema.replica_floor): the oracle bound never goes below it
+    replica_floor: int = 1
+    flow_control: FlowControlPlan | None = None  # the gateway's bounded queue in front of the model
+
+
+@dataclass
+class Result:
+    strategy: str
+    description: str
+    peak_replicas: int
+    offpeak_replicas: int
+    p95_ttft_ms: float
+    slo_violation_pct: float
+    gpu_cost_usd_per_day: float  # averaged over the simulated days
+    requests: int
+    node_hours: float
+    minute_rate: np.ndarray = field(repr=False)
+    minute_ready: np.ndarray = field(repr=False)
+    minute_desired: np.ndarray = field(repr=False)
+    minute_p95_ttft_ms: np.ndarray = field(repr=False)
+    minute_violation_pct: np.ndarray = field(repr=False)
+    p95_itl_ms: float = 0.0
+    shed_pct: float = 0.0  # requests the gateway answered 429/503 (counted in slo_violation_pct)
+    max_replicas: int = 0
+    days: float = 1.0
+    minute_queue: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    minute_kv_usage: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    minute_p95_itl_ms: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    minute_cost_usd: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # cumulative
+    per_day: list[dict[str, float]] = field(default_factory=list, repr=False)
+    oracle: dict[str, float] = field(default_factory=dict, repr=False)
+
+    @property
+    def cost_vs_oracle(self) -> float | None:
+        bound = self.oracle.get("whole_nodes_usd_per_day")
+        return self.gpu_cost_usd_per_day / bound if bound else None
+
+    def row(self) -> dict[str, float | int | str | None]:
+        vs = self.cost_vs_oracle
+        return {
+            "strategy": self.strategy,
+            "peak_replicas": self.peak_replicas,
+            "offpeak_replicas": self.offpeak_replicas,
+            "p95_ttft_ms": round(self.p95_ttft_ms, 1),
+            "p95_itl_ms": round(self.p95_itl_ms, 2),
+            "slo_violation_pct": round(self.slo_violation_pct, 3),
+            "gpu_cost_usd_per_day": round(self.gpu_cost_usd_per_day, 2),
+            "oracle_usd_per_day": round(self.oracle["whole_nodes_usd_per_day"], 2) if self.oracle else None,
+            "oracle_per_second_usd_per_day": (
+                round(self.oracle["per_second_usd_per_day"], 2) if self.oracle else None
+            ),
+            "cost_vs_oracle": None if vs is None else round(vs, 3),
+        }
+
+    def timeline(self) -> list[dict[str, float]]:
+        """Per-minute series (the JSON timeline and the plot)."""
+        keys = (
+            ("rate_rps", self.minute_rate), ("desired_replicas", self.minute_desired),
+            ("ready_replicas", self.minute_ready), ("queue_depth", self.minute_queue),
+            ("kv_cache_usage", self.minute_kv_usage), ("p95_ttft_ms", self.minute_p95_ttft_ms),
+            ("p95_itl_ms", self.minute_p95_itl_ms), ("slo_violation_pct", self.minute_violation_pct),
+            ("cumulative_cost_usd", self.minute_cost_usd),
+        )  # fmt: skip
+        n = len(self.minute_rate)
+        return [{"minute": m, **{k: round(float(v[m]), 4) for k, v in keys if len(v) == n}} for m in range(n)]
+
+
+def simulate(
+    traffic: Traffic,
+    table: ReplicaTable,
+    strategy: Strategy,
+    cfg: SimConfig,
+    progress: Callable[[int], None] | None = None,
+) -> Result:
+    rng = np.random.default_rng(cfg.seed)
+    T = traffic.duration
+    arrivals_per_s = traffic.per_second().tolist()
+    mu = table.capacity_rps
+    kv_per_seq = (table.stats.mean_decode_context + KV_BLOCK_TOKENS / 2) / table.model.kv_capacity_tokens
+    fb = table.model.framebuffer_used_fraction
+
+    placeholders = _placeholder_targets(cfg.capacity, cfg.day_start_utc, T)
+    cluster = Cluster(cfg.capacity, rng, strategy.replicas, int(placeholders[0]))
+    spec = strategy.replicas
+    hpa: HPA | None = None
+    keda: Keda | None = None
+    poll_every = 0
+    if strategy.kind == "hpa-memory":
+        hpa = HPA(strategy.min_replicas, strategy.max_replicas, strategy.behavior)
+    elif strategy.kind == "keda":
+        assert strategy.scaled_object is not None
+        so = strategy.scaled_object
+        crons = {
+            t.name: _cron_table(t, traffic.start_utc or cfg.day_start_utc, T)
+            for t in so.triggers
+            if isinstance(t, CronTrigger)
+        }
+
+        def cron_active(trigger: CronTrigger, now: float) -> bool:
+            minutes = crons[trigger.name]
+            return minutes[min(int(now // 60), len(minutes) - 1)]
+
+        keda = Keda(so, created_at=-1e9, cron_active=cron_active)
+        poll_every = so.polling_interval
+    hpa_phase = float(rng.uniform(0, SYNC_PERIOD_SECONDS))
+    next_hpa = hpa_phase
+
+    # Prometheus: the latest scrape; queries read it.
+    idle = {
+        "waiting_sum": 0.0, "running_sum": 0.0, "kv_sum": 0.0, "kv_max": 0.0, "served_rate": 0.0,
+        "arrival_rate": 0.0,
+    }  # fmt: skip
+    scraped: dict[str, float] = dict(idle)
+    scraped_fb: list[float] = []
+    outages = cfg.prometheus_outages
+
+    def query(metric: str, now: float) -> float | None:
+        for start, end in outages:
+            if start <= now < end:
+                return None
+        return scraped[metric]
+
+    ready_s = np.zeros(T, dtype=np.int32)
+    desired_s = np.zeros(T, dtype=np.int32)
+    queue_start = np.zeros(T)
+    capacity_s = np.zeros(T)
+    lam_s = np.zeros(T)
+    served_s = np.zeros(T)  # requests completed each second (vLLM's success counter, fluid)
+    admitted_s = np.zeros(T)  # requests let into the queue each second (all of them without the gateway)
+    shed_s = np.zeros(T)  # requests the gateway answered 429/503 each second
+    fc = cfg.flow_control
+
+    q = 0.0
+    lam_eff = 0.0
+    ready = cluster.ready
+    report_every = max(1, T // 100)
+    for t in range(T):
+        now = float(t)
+        if cluster.next_event() <= now:
+            cluster.advance(now)
+            ready = cluster.ready
+        # Prometheus scrape of the Ready pods
+        if t % cfg.scrape_interval == 0:
+            if ready:
+                if q > 0:
+                    running = np.full(ready, table.max_running)
+                else:
+                    per = float(np.interp(lam_eff, table.lam, table.running))
+                    running = rng.poisson(per, ready).astype(np.float64)
+                kv = np.minimum(running * kv_per_seq, 1.0)
+                window = slice(max(0, t - THROUGHPUT_WINDOW_SECONDS), t)
+                scraped = {
+                    "waiting_sum": q if fc is None else min(q, fc.saturation_queue_depth * ready),
+                    "running_sum": float(running.sum()),
+                    "kv_sum": float(kv.sum()),
+                    "kv_max": float(kv.max()),
+                    # sum(rate(vllm:request_success_total[THROUGHPUT_WINDOW])): completions over the window
+                    "served_rate": float(served_s[window].sum()) / THROUGHPUT_WINDOW_SECONDS,
+                    # the picker's dispatched + shed counters (plan.promql.gateway_arrivals)
+                    "arrival_rate": float(served_s[window].sum() + shed_s[window].sum())
+                    / THROUGHPUT_WINDOW_SECONDS,
+                }
+                scraped_fb = [fb] * ready
+            else:
+                # no Ready replica, no vLLM series: the requests waiting outside vLLM are invisible, and the
+                # deployed queries read 0 (plan/promql.py `until_a_replica_serves`)
+                scraped = dict(idle)
+                scraped_fb = []
+        # KEDA executor
+        if keda is not None and t % poll_every == 0:
+            spec = keda.poll(now, spec, lambda m, _now=now: query(m, _now))
+        # HPA sync
+        if now >= next_hpa:
+            next_hpa += SYNC_PERIOD_SECONDS
+            if keda is not None:
+                spec = keda.sync_hpa(now, spec, cluster.status_replicas, lambda m, _now=now: query(m, _now))
+            elif hpa is not None:
+                if query("waiting_sum", now) is None or not scraped_fb:
+                    proposals: list[int | None] = [None]
+                else:
+                    proposals = [
+                        pods_average_value_replicas(
+                            scraped_fb, cluster.unready, 0, strategy.memory_target, spec, hpa.tolerance
+                        )
+                    ]
+                spec = hpa.reconcile_proposals(now, spec, proposals)
+        if t % 60 == 0 and len(cluster.placeholders) != placeholders[t // 60]:
+            cluster.set_placeholders(now, int(placeholders[t // 60]))  # the headroom's KEDA cron
+        if t % RETRY_SECONDS == 0 and cluster.pending:
+            cluster.reschedule_pending(now)
+        if len(cluster.pods) != spec:
+            cluster.set_replicas(now, spec)
+            ready = cluster.ready
+        # serving (fluid, 1 s)
+        a = arrivals_per_s[t]
+        cap = ready * mu
+        if fc is not None:  # what this second serves, then vLLM's Q per pod and the picker's hold may wait
+            waiting = fc.saturation_queue_depth * ready + min(fc.held_requests, fc.ttl_seconds * cap)
+            shed_s[t] = a - min(a, max(0.0, cap + waiting - q))
+            a -= shed_s[t]
+        admitted_s[t] = a
+        queue_start[t] = q
+        capacity_s[t] = cap
+        served = min(q + a, cap)
+        q = q + a - served
+        served_s[t] = served
+        lam_eff = served / ready if ready else 0.0
+        lam_s[t] = lam_eff
+        ready_s[t] = ready
+        desired_s[t] = spec
+        if progress is not None and t % report_every == 0:
+            progress(report_every)
+
+    return _summarise(
+        traffic, table, strategy, cfg, rng, cluster, ready_s, desired_s, queue_start, capacity_s, lam_s,
+        admitted_s,
+    )  # fmt: skip
+
+
+def _placeholder_targets(capacity: CapacityConfig, day_start: datetime, seconds: int) -> np.ndarray:
+    """Placeholders wanted at each minute, as the plan renders them: the Deployment's count outside every
+    window, a cron window's count inside (KEDA takes the largest active trigger)."""
+    minutes = seconds // 60 + 1
+    headroom = capacity.headroom
+    if headroom is None:
+        return np.zeros(minutes, dtype=np.int64)
+    target = np.full(minutes, headroom.placeholders, dtype=np.int64)
+    for w in headroom.windows:
+        active = np.array(active_minutes(w.start, w.end, w.timezone, day_start, minutes))
+        target = np.where(active, np.maximum(target, w.placeholders), target)
+    return target
+
+
+def _cron_table(trigger: CronTrigger, day_start: datetime, seconds: int) -> list[bool]:
+    return active_minutes(
+        trigger.start, trigger.end, trigger.timezone, day_start - timedelta(minutes=0), seconds // 60 + 1
+    )
+
+
+def _summarise(
+    traffic: Traffic,
+    table: ReplicaTable,
+    strategy: Strategy,
+    cfg: SimConfig,
+    rng: np.random.Generator,
+    cluster: Cluster,
+    ready_s: np.ndarray,
+    desired_s: np.ndarray,
+    queue_start: np.ndarray,
+    capacity_s: np.ndarray,
+    lam_s: np.ndarray,
+    admitted_s: np.ndarray,
+) -> Result:
+    T = traffic.duration
+    t_arr = traffic.arrivals
+    tick = np.minimum(t_arr.astype(np.int64), T - 1)
+    # rank of each request within its second (arrivals are sorted)
+    first = np.searchsorted(t_arr, np.arange(T), side="left")
+    rank = np.arange(len(t_arr)) - first[tick]
+    u = t_arr - tick
+    # the gateway sheds the last arrivals of a second that finds its queue full: they get no token
+    shed = rank >= np.rint(admitted_s[tick])
+    ahead = queue_start[tick] + rank - capacity_s[tick] * u
+    # FIFO fluid wait: time until the pool's cumulative capacity has served `ahead` more requests
+    cum = np.concatenate(([0.0], np.cumsum(capacity_s)))
+    wait = np.zeros(len(t_arr))
+    queued = ahead > 0
+    if queued.any():
+        level = cum[tick[queued]] + capacity_s[tick[queued]] * u[queued] + ahead[queued]
+        idx = np.searchsorted(cum, level, side="left")  # first boundary with cum >= level
+        done = np.full(level.shape, np.inf)
+        ok = idx <= T
+        i = np.clip(idx - 1, 0, T - 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(capacity_s[i] > 0, (level - cum[i]) / capacity_s[i], 0.0)
+        done[ok] = i[ok] + frac[ok]
+        wait[queued] = np.maximum(done - t_arr[queued], 0.0)
+    never = ~np.isfinite(wait)  # not admitted before the day ends: censored at the end of the day
+    wait = np.where(never, T - t_arr, wait)
+    admit = np.minimum((t_arr + wait).astype(np.int64), T - 1)
+    state = table.at(lam_s)
+    admitted = {name: values[admit] for name, values in state.items()}
+    ttft_s = wait + table.ttft_seconds(traffic.input_tokens.astype(np.float64), admitted, rng)
+    itl = state["itl"][admit]
+    violated = (ttft_s > cfg.slo.ttft_seconds) | (itl > cfg.slo.itl_seconds) | never | shed
+    n = len(t_arr)
+    ttft_s = np.where(shed, np.nan, ttft_s)  # latency percentiles are over the requests that got tokens
+    itl = np.where(shed, np.nan, itl)
+    p95 = float(np.nanpercentile(ttft_s, 95)) * 1000 if (~shed).any() else 0.0
+    p95_itl = float(np.nanpercentile(itl, 95)) * 1000 if (~shed).any() else 0.0
+
+    minutes = T // 60
+    bounds = np.searchsorted(t_arr, np.arange(minutes + 1) * 60.0)
+    minute_rate = np.diff(bounds) / 60.0
+    minute_p95 = np.zeros(minutes)
+    minute_itl = np.zeros(minutes)
+    minute_violation = np.zeros(minutes)
+    for m in range(minutes):
+        lo, hi = bounds[m], bounds[m + 1]
+        if hi > lo:
+            minute_violation[m] = violated[lo:hi].mean() * 100
+        if (~shed[lo:hi]).any():
+            minute_p95[m] = np.nanpercentile(np.minimum(ttft_s[lo:hi], 1e3), 95) * 1000
+            minute_itl[m] = np.nanpercentile(itl[lo:hi], 95) * 1000
+    by_minute = lambda x: x[: minutes * 60].reshape(minutes, 60).mean(axis=1)  # noqa: E731
+    minute_queue = by_minute(queue_start)
+    minute_kv = by_minute(np.where(queue_start > 0, 1.0, state["kv_usage"]) * (ready_s > 0))
+    minute_cost = cluster.cost_curve(np.arange(1, minutes + 1) * 60.0)
+    days = T / 86_400
+    per_day = []
+    for d in range(max(1, int(np.ceil(days - 1e-9)))):
+        lo, hi = bounds[min(d * 1440, minutes)], bounds[min((d + 1) * 1440, minutes)]
+        start_cost = minute_cost[d * 1440 - 1] if d > 0 else 0.0
+        end_cost = minute_cost[min((d + 1) * 1440, minutes) - 1]
+        per_day.append({
+            "day": d, "requests": int(hi - lo),
+            "slo_violation_pct": float(violated[lo:hi].mean() * 100) if hi > lo else 0.0,
+            "gpu_cost_usd": float(end_cost - start_cost),
+        })  # fmt: skip
+    minute_ready = ready_s[: minutes * 60].reshape(minutes, 60).mean(axis=1)
+    minute_desired = desired_s[: minutes * 60].reshape(minutes, 60).max(axis=1)
+    quiet = minute_rate <= np.quantile(minute_rate, 0.25)
+    offpeak = int(np.rint(np.median(minute_ready[quiet]))) if quiet.any() else int(ready_s.min())
+    return Result(
+        strategy.name,
+        strategy.description,
+        int(ready_s.max()),
+        offpeak,
+        p95,
+        float(violated.mean() * 100) if n else 0.0,
+        cluster.cost(T) / days,
+        n,
+        cluster.node_seconds(T) / 3600,
+        minute_rate,
+        minute_ready,
+        minute_desired,
+        minute_p95,
+        minute_violation,
+        p95_itl,
+        float(shed.mean() * 100) if n else 0.0,
+        strategy.max_replicas,
+        days,
+        minute_queue,
+        minute_kv,
+        minute_itl,
+        minute_cost,
+        per_day,
+    )

@@ -1,0 +1,442 @@
+"""One vLLM replica: the engine's step loop in steady state, as a function of its request rate.
+
+Every engine step runs the model once over the step's tokens. Its time is a roofline per kernel class:
+- the linear layers read every weight byte once and do 2 x parameters FLOPs per token, so they take
+  max(W / (BW * eta), tokens * k), k = 2 * params / (tensor FLOPs * MFU);
+- attention reads the KV cache of every running sequence: context tokens x KV bytes / (BW * eta);
+- a fixed CPU/launch overhead per step (scheduler, sampler, CUDA-graph launch).
+
+The scheduler is vLLM's (vllm_capacity_points.md §3): with chunked prefill (V1, always on) every step carries
+one token for each running sequence first, then prompt chunks up to `max_num_batched_tokens`; the running set
+is capped by `max_num_seqs` and by the KV cache (blocks of 16 tokens). Without chunked prefill (V0, <= 0.5)
+prompts run in prefill-only steps that pause decoding. Prefix-cache hits skip the cached part of a prompt's
+prefill but its KV is still read during decode. When the KV cache is full, decode growth is paid for by
+preempting the newest request (recompute): in steady state each decoded token forces one token of recompute.
+
+Little's law closes the loop (decoding sequences R = rate x output tokens x ITL). Above the saturation rate
+requests wait (vllm:num_requests_waiting). TTFT = API overhead + residual of the step in flight + own prefill
+x (1 + G), G ~ Geometric(rho_p): the prompts ahead of it in the prefill queue. Calibration against published
+measurements: simulator/calibration.py and docs/simulator.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
+
+from llm_platform.config.catalog import GpuModel
+from llm_platform.config.model_profiles import ModelProfile
+
+STEP_OVERHEAD_SECONDS = 0.001  # scheduler + sampler + graph launch per step (calibration.py: batch-1 rows)
+REQUEST_OVERHEAD_SECONDS = 0.010  # API server: HTTP, tokenization, first-token detokenization (Unverified)
+RUNTIME_OVERHEAD_GIB = (
+    0.83  # kvplan, Llama-3-8B on L4: activations 0.22 + compile 0.11 + graphs 0.25 + other 0.25
+)
+CUDA_CONTEXT_GIB = 0.45  # outside torch's accounting; DCGM framebuffer-used includes it (Unverified)
+TP_EFFICIENCY = 0.85  # per-step all-reduce cost for tensor parallelism > 1 (Unverified)
+KV_BLOCK_TOKENS = 16  # vLLM CacheConfig.DEFAULT_BLOCK_SIZE
+
+
+@dataclass(frozen=True)
+class GpuCalibration:
+    """Per-GPU efficiencies, each fitted to one published point and checked on the others (calibration.py)."""
+
+    bandwidth_efficiency: float  # eta: achieved / peak HBM bandwidth in a batch-1 decode step
+    prefill_mfu: float  # achieved / dense tensor peak in a prefill step
+    usable_gib: float  # what torch sees as total memory (gpu_memory_utilization applies to it)
+    source: str
+
+
+CALIBRATION: dict[str, GpuCalibration] = {
+    "A10G": GpuCalibration(
+        0.77,
+        0.85,
+        22.05,
+        "llmperf Llama-3-8B C=1: ITL 30.65 ms, TTFT 137 ms (Llama-2 tokens, calibration.py)",
+    ),
+    "L4": GpuCalibration(0.80, 0.50, 22.49, "Qwen2.5-0.5B C=1: ITL 5.1 ms (ai.wmx.dev, calibration.py)"),
+    "L40S": GpuCalibration(0.80, 0.50, 44.4, "Unverified: no 8B L40S sweep; eta/MFU as L4"),
+    "A100-40GB": GpuCalibration(0.84, 0.55, 39.39, "Llama-3.1-8B C=1: 13.3 ms ITL (johnmusgrave.com)"),
+    "A100-80GB": GpuCalibration(0.84, 0.55, 79.1, "as A100-40GB (same part); checked on Qwen2-7B bursts"),
+    "H100": GpuCalibration(0.87, 0.50, 79.1, "Llama-3.1-8B C=1: TPOT 6.48 ms (yobitelcomm)"),
+}
+DEFAULT_CALIBRATION = GpuCalibration(0.8, 0.5, 0.0, "uncalibrated default")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """vLLM serve settings that bound a replica; None means vLLM's default for the device (§3)."""
+
+    gpu_memory_utilization: float = 0.9
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    chunked_prefill: bool = True  # V1 always; False models V0's prefill-only steps
+    max_model_len: int = 8192
+    prefix_hit_rate: float = 0.0  # fraction of prompt tokens served from the prefix cache
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.prefix_hit_rate < 1.0:
+            raise ValueError(f"prefix hit rate {self.prefix_hit_rate} must be in [0, 1)")
+        if not 0.0 < self.gpu_memory_utilization < 1.0:
+            raise ValueError(f"gpu_memory_utilization {self.gpu_memory_utilization} must be in (0, 1)")
+
+
+def default_limits(gpu: GpuModel, engine: EngineConfig) -> tuple[int, int]:
+    """(max_num_seqs, max_num_batched_tokens) as `vllm serve` picks them (EngineArgs._set_default_args)."""
+    big = gpu.memory_gib >= 70 and "A100" not in gpu.name
+    seqs, tokens = (1024, 8192) if big else (256, 2048)
+    if not engine.chunked_prefill:
+        tokens = max(engine.max_model_len, 2048)
+    seqs = engine.max_num_seqs or seqs
+    tokens = engine.max_num_batched_tokens or tokens
+    return min(seqs, tokens), tokens
+
+
+@dataclass(frozen=True)
+class TokenStats:
+    """Moments of the request mix a replica serves (whole prompts, generated tokens)."""
+
+    mean_input: float
+    mean_output: float
+    mean_decode_context: float  # E[o*(p+o/2)]/E[o]: context length averaged over decode time
+
+    @classmethod
+    def from_arrays(cls, input_tokens: np.ndarray, output_tokens: np.ndarray) -> TokenStats:
+        p = input_tokens.astype(np.float64)
+        o = output_tokens.astype(np.float64)
+        return cls(float(p.mean()), float(o.mean()), float((o * (p + o / 2)).sum() / o.sum()))
+
+    @classmethod
+    def fixed(cls, input_tokens: float, output_tokens: float) -> TokenStats:
+        return cls(input_tokens, output_tokens, input_tokens + output_tokens / 2)
+
+
+@dataclass(frozen=True)
+class ReplicaModel:
+    profile: ModelProfile
+    gpu: GpuModel
+    tensor_parallel: int = 1
+    engine: EngineConfig = EngineConfig()
+    calibration: GpuCalibration | None = None
+
+    @property
+    def cal(self) -> GpuCalibration:
+        if self.calibration is not None:
+            return self.calibration
+        fallback = replace(DEFAULT_CALIBRATION, usable_gib=self.gpu.memory_gib * 0.93)
+        return CALIBRATION.get(self.gpu.name, fallback)
+
+    @property
+    def limits(self) -> tuple[int, int]:
+        return default_limits(self.gpu, self.engine)
+
+    @property
+    def _tp_eff(self) -> float:
+        return 1.0 if self.tensor_parallel == 1 else TP_EFFICIENCY
+
+    @property
+    def bandwidth(self) -> float:
+        """Effective bytes/s the replica reads (all tensor-parallel ranks)."""
+        peak = self.tensor_parallel * self.gpu.hbm_bandwidth_gbps * 1e9
+        return peak * self.cal.bandwidth_efficiency * self._tp_eff
+
+    @property
+    def weight_read_seconds(self) -> float:
+        """a: time to stream the weights once (the floor of every step)."""
+        return self.profile.weight_bytes / self.bandwidth
+
+    @property
+    def kv_read_seconds_per_token(self) -> float:
+        return self.profile.kv_bytes_per_token / self.bandwidth
+
+    @property
+    def seconds_per_token(self) -> float:
+        """k: compute time of one token through the linear layers at the prefill MFU."""
+        flops = self.tensor_parallel * self.gpu.fp16_tflops * 1e12 * self.cal.prefill_mfu * self._tp_eff
+        return self.profile.flops_per_token / flops
+
+    @property
+    def kv_capacity_tokens(self) -> int:
+        """vLLM: util * usable memory - weights - runtime overhead, in whole 16-token blocks (all ranks)."""
+        per_gpu = self.engine.gpu_memory_utilization * self.cal.usable_gib - RUNTIME_OVERHEAD_GIB
+        free = self.tensor_parallel * per_gpu * 2**30 - self.profile.weight_bytes
+        if free <= 0:
+            raise ValueError(
+                f"{self.profile.hugging_face_id} does not fit on {self.tensor_parallel} x {self.gpu.name} at "
+                f"gpu_memory_utilization {self.engine.gpu_memory_utilization}"
+            )
+        blocks = int(free // (self.profile.kv_bytes_per_token * KV_BLOCK_TOKENS))
+        return blocks * KV_BLOCK_TOKENS
+
+    @property
+    def framebuffer_used_fraction(self) -> float:
+        """DCGM framebuffer used / total: vLLM pre-allocates, so this ignores load (§6.3)."""
+        return min(1.0, self.engine.gpu_memory_utilization + CUDA_CONTEXT_GIB / self.cal.usable_gib)
+
+    def table(self, stats: TokenStats, points: int = 384) -> ReplicaTable:
+        return ReplicaTable.build(self, stats, points)
+
+
+@dataclass(frozen=True)
+class _State:
+    running: np.ndarray  # decoding sequences
+    itl: np.ndarray
+    rho_prefill: np.ndarray  # fraction of time a prompt is being prefilled
+    step: np.ndarray  # mean step time (residual seen by an arrival)
+    fixed: np.ndarray  # per prefill-carrying step: overhead + KV reads of the decoders
+    decode_compute: np.ndarray  # R*k: the decoders' share of a step's compute
+    chunk: np.ndarray  # prompt tokens one step can take
+    busy: np.ndarray  # fraction of time the engine is stepping
+    feasible: np.ndarray
+
+
+def _solve(model: ReplicaModel, stats: TokenStats, lam: np.ndarray, recompute: float = 0.0) -> _State:
+    """Fixed point R = lam * o * ITL(R) for each rate in `lam` (see module doc)."""
+    _, budget = model.limits
+    a = model.weight_read_seconds
+    b = model.kv_read_seconds_per_token * stats.mean_decode_context
+    k = model.seconds_per_token
+    t0 = STEP_OVERHEAD_SECONDS
+    p = stats.mean_input * (1 - model.engine.prefix_hit_rate) + recompute
+    o = stats.mean_output
+    chunked = model.engine.chunked_prefill
+
+    def evaluate(r: np.ndarray):
+        fixed = t0 + b * r
+        t_d = fixed + np.maximum(a, r * k)
+        chunk = np.maximum(budget - r, 1.0) if chunked else np.full_like(r, float(budget))
+        n_chunks = np.maximum(1.0, p / chunk)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if chunked:
+                t_p1 = fixed + np.maximum(a, (np.minimum(p, chunk) + r) * k)
+                single = lam * n_chunks * t_p1 <= 1.0
+                t_pb = np.where(
+                    lam * p * k < 1, np.maximum(fixed + a, (fixed + r * k) / (1 - lam * p * k)), np.inf
+                )
+                t_p = np.where(single, t_p1, t_pb)
+                n_p = np.where(single, lam * n_chunks, 1 / t_pb)
+                busy_p = np.minimum(n_p * t_p, 1.0)
+                itl = 1 / (n_p + (1 - busy_p) / t_d)
+                ok = np.where(single, True, lam * p * t_pb <= chunk)
+                rho = np.minimum(lam * n_chunks * t_p, 0.999)
+            else:
+                t_p1 = t0 + np.maximum(a, p * k)
+                busy_p = lam * t_p1
+                itl = np.where(busy_p < 1, t_d / (1 - busy_p), np.inf)
+                t_p = t_p1
+                ok = busy_p < 1
+                rho = np.minimum(busy_p, 0.999)
+            step = np.where(r > 0, busy_p * t_p + (1 - busy_p) * t_d, t_p)
+        return itl, rho, step, fixed, r * k, chunk, ok
+
+    r = np.zeros_like(lam)
+    for _ in range(400):
+        itl = evaluate(r)[0]
+        r_new = np.minimum(np.where(np.isfinite(itl), lam * o * itl, 1e9), 1e9)
+        if np.allclose(r_new, r, rtol=1e-9, atol=1e-9):
+            r = r_new
+            break
+        r = r_new
+    itl, rho, step, fixed, dcomp, chunk, ok = evaluate(r)
+    busy = np.minimum(1.0, lam * (o * itl + p * k) + (r > 0))
+    return _State(r, itl, rho, step, fixed, dcomp, chunk, busy, ok & np.isfinite(itl))
+
+
+@dataclass(frozen=True)
+class ReplicaTable:
+    """Steady state on a grid of per-replica rates up to saturation, for fast lookups in the engine."""
+
+    model: ReplicaModel
+    stats: TokenStats
+    capacity_rps: float  # saturation throughput per replica (requests/s), with recompute if KV-bound
+    max_running: float  # R at saturation: max_num_seqs or the KV cache, whichever binds
+    kv_bound: bool  # the KV cache, not max_num_seqs or compute, limits the running set
+    lam: np.ndarray
+    running: np.ndarray
+    itl: np.ndarray
+    rho_prefill: np.ndarray
+    step: np.ndarray
+    fixed: np.ndarray
+    decode_compute: np.ndarray
+    chunk: np.ndarray
+    kv_usage: np.ndarray = field(repr=False)
+
+    @classmethod
+    def build(cls, model: ReplicaModel, stats: TokenStats, points: int = 384) -> ReplicaTable:
+        seqs, _ = model.limits
+        kv_per_seq = stats.mean_decode_context + KV_BLOCK_TOKENS / 2
+        r_kv = model.kv_capacity_tokens / kv_per_seq
+        r_cap = float(min(seqs, r_kv))
+        kv_bound = r_kv < seqs
+        recompute = stats.mean_output if kv_bound else 0.0
+        mu = _saturation(model, stats, r_cap, 0.0)
+        if kv_bound:  # a full cache: every decoded token costs one recomputed token (module doc)
+            mu = _saturation(model, stats, r_cap, recompute)
+        lam = np.linspace(0.0, mu, points)
+        s = _solve(model, stats, lam)
+        sat = _solve(model, stats, np.array([mu]), recompute)
+        running = np.minimum(np.append(s.running[:-1], sat.running), r_cap)
+
+        def last(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            return np.append(x[:-1], y)
+
+        kv = np.minimum(running * kv_per_seq / model.kv_capacity_tokens, 1.0)
+        return cls(
+            model, stats, mu, r_cap, kv_bound, lam, running, last(s.itl, sat.itl),
+            last(s.rho_prefill, sat.rho_prefill), last(s.step, sat.step), last(s.fixed, sat.fixed),
+            last(s.decode_compute, sat.decode_compute), last(s.chunk, sat.chunk), kv,
+        )  # fmt: skip
+
+    @cached_property
+    def saturated(self) -> dict[str, float]:
+        return {
+            "running": float(self.running[-1]),
+            "itl": float(self.itl[-1]),
+            "rho_prefill": float(self.rho_prefill[-1]),
+            "kv_usage": float(self.kv_usage[-1]),
+        }
+
+    def at(self, lam: np.ndarray | float) -> dict[str, np.ndarray]:
+        """Interpolated steady state at per-replica admitted rates (clipped to capacity)."""
+        x = np.clip(np.asarray(lam, dtype=np.float64), 0.0, self.capacity_rps)
+        names = ("running", "itl", "rho_prefill", "step", "fixed", "decode_compute", "chunk", "kv_usage")
+        return {n: np.interp(x, self.lam, getattr(self, n)) for n in names}
+
+    def prefill_seconds(self, input_tokens: np.ndarray, state: dict[str, np.ndarray]) -> np.ndarray:
+        """Own prefill time of each prompt: its chunks' steps, sharing each step with the decoders."""
+        m = self.model
+        p = input_tokens * (1 - m.engine.prefix_hit_rate)
+        k, a = m.seconds_per_token, m.weight_read_seconds
+        if not m.engine.chunked_prefill:
+            return STEP_OVERHEAD_SECONDS + np.maximum(a, p * k)
+        n = np.maximum(1.0, np.ceil(p / state["chunk"]))
+        return n * state["fixed"] + np.maximum(n * a, p * k + n * state["decode_compute"])
+
+    def ttft_seconds(self, input_tokens: np.ndarray, state: dict[str, np.ndarray], rng: np.random.Generator):
+        """Sampled TTFTs of requests admitted in the given states (no queueing beyond the replica)."""
+        rho = np.clip(state["rho_prefill"], 0.0, 0.99)
+        u = rng.random(len(input_tokens))
+        with np.errstate(divide="ignore"):
+            others = np.where(
+                rho > 0, np.floor(np.log(np.maximum(u, 1e-300)) / np.log(np.maximum(rho, 1e-300))), 0.0
+            )
+        residual = state["step"] / 2 * (1 - np.exp(-state["running"]))
+        own = self.prefill_seconds(input_tokens, state)
+        return REQUEST_OVERHEAD_SECONDS + residual + own * (1 + others)
+
+    def mean_ttft_seconds(self, lam: float, others: float = 1.0) -> float:
+        """Mean TTFT at a rate; `others` scales what an arrival finds (C-1 of C users in a closed loop)."""
+        s = self.at(lam)
+        rho = float(np.clip(s["rho_prefill"] * others, 0.0, 0.99))
+        own = float(self.prefill_seconds(np.array([self.stats.mean_input]), s)[0])
+        residual = float(s["step"]) / 2 * (1 - math.exp(-float(s["running"]) * others))
+        return REQUEST_OVERHEAD_SECONDS + residual + own / (1 - rho)
+
+
+def _saturation(model: ReplicaModel, stats: TokenStats, r_cap: float, recompute: float) -> float:
+    """Largest rate whose steady state is feasible with at most r_cap decoding sequences.
+
+    Feasibility is monotone in the rate: bracket on a doubling grid, then refine on vectorized grids.
+    """
+
+    def feasible(lam: np.ndarray) -> np.ndarray:
+        s = _solve(model, stats, lam, recompute)
+        return s.feasible & (s.running <= r_cap)
+
+    grid = 2.0 ** np.arange(-10, 16)
+    ok = feasible(grid)
+    if not ok[0]:
+        return 0.0
+    lo = float(grid[ok][-1])
+    hi = float(grid[np.argmin(ok)]) if not ok.all() else float(grid[-1])
+    for _ in range(4):
+        grid = np.linspace(lo, hi, 33)
+        ok = feasible(grid)
+        lo = float(grid[ok][-1])
+        hi = float(grid[min(int(np.argmin(ok)) if not ok.all() else len(grid) - 1, len(grid) - 1)])
+        if hi <= lo:
+            break
+    return lo
+
+
+@dataclass(frozen=True)
+class ClosedLoop:
+    """A closed-loop benchmark point (C users, each sends its next request when the last one ends)."""
+
+    ttft_s: float
+    itl_s: float
+    requests_per_s: float
+    output_tokens_per_s: float
+    running: float
+    waiting: float
+    kv_usage: float
+    preempted_per_s: float
+
+
+def closed_loop(table: ReplicaTable, concurrency: int) -> ClosedLoop:
+    """Solve C = X * (TTFT + (o - 1) * ITL) on the table; past saturation the excess waits in the queue."""
+    o = table.stats.mean_output
+    others = (concurrency - 1) / concurrency
+
+    def in_engine(lam: float) -> float:
+        return lam * (table.mean_ttft_seconds(lam, others) + (o - 1) * float(table.at(lam)["itl"]))
+
+    mu = table.capacity_rps
+    if in_engine(mu) > concurrency:
+        lo, hi = 0.0, mu
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if in_engine(mid) <= concurrency else (lo, mid)
+        lam, waiting = lo, 0.0
+    else:
+        lam, waiting = mu, concurrency - in_engine(mu)
+    s = table.at(lam)
+    saturated = waiting > 0
+    preempt = 0.0
+    if saturated and table.kv_bound:  # recompute frees what decoding grows (module doc)
+        preempt = lam * o / (table.stats.mean_input + o / 2)
+    return ClosedLoop(
+        table.mean_ttft_seconds(lam, others) + (waiting / lam if lam > 0 else math.inf),
+        float(s["itl"]),
+        lam,
+        lam * o,
+        float(s["running"]),
+        waiting,
+        float(s["kv_usage"]),
+        preempt,
+    )
+
+
+def burst(table: ReplicaTable, requests: int) -> ClosedLoop:
+    """One wave of `requests` sent at once: prompts drain FCFS through the prefill budget, then decode together.
+
+    Mean TTFT is the API overhead plus half the wave's prefill time; ITL is the step time with the wave's
+    sequences running (capped by max_num_seqs and the KV cache; the rest run in later waves); tok/s divides all
+    output tokens by the time the last wave ends.
+    """
+    o = table.stats.mean_output
+    running = min(float(requests), table.max_running)
+    waves = math.ceil(requests / running)
+    lam = _rate_for_running(table, running)
+    s = table.at(lam)
+    own = float(table.prefill_seconds(np.array([table.stats.mean_input]), s)[0])
+    m = table.model
+    _, budget = m.limits
+    p = table.stats.mean_input * (1 - m.engine.prefix_hit_rate)
+    per_step = min(float(budget), p * running)
+    step = STEP_OVERHEAD_SECONDS + max(m.weight_read_seconds, per_step * m.seconds_per_token)
+    drain = max(own, math.ceil(p * running / per_step) * step)
+    itl = float(s["itl"])
+    duration = waves * (drain + (o - 1) * itl)
+    return ClosedLoop(
+        REQUEST_OVERHEAD_SECONDS + drain / 2, itl, requests / duration, requests * o / duration,
+        running, float(requests - running), float(s["kv_usage"]), 0.0,
+    )  # fmt: skip
+
+
+def _rate_for_running(table: ReplicaTable, running: float) -> float:
+    """The steady rate at which `running` sequences decode (inverse of the table's running column)."""
+    return float(np.interp(running, table.running, table.lam))

@@ -1,0 +1,452 @@
+"""Scenarios: the seed article's benchmark, a stack's own models, and the derived recommendation.
+
+The seed setup (shared/reference/README.md): Mistral-7B-Instruct 4-bit GPTQ on g5.2xlarge (1 x A10G,
+$1.212/h in us-east-1, the article's region), SLO TTFT < 200 ms and ITL < 30 ms, the seed day. Deployment as the article's optimised architecture:
+weights pre-loaded on local NVMe (hostPath, DaemonSet), vLLM image pre-pulled on every node, Karpenter, on-demand
+g5.2xlarge, PodMonitor every 5 s; the article gives no NodePool, so the platform's default consolidateAfter
+(5m, config/schema.py) applies.
+
+Strategy B's configuration is not in the article; we take "HPA on GPU memory, target 90% (= vLLM's
+gpu_memory_utilization), maxReplicas 8 (the static count), minReplicas sized by the capacity model for the
+09-17 median load" (at the P95-SLO rate per replica, the same sizing rule the recommendation uses). The recommendation is derived, not tuned: per-replica SLO rate from the replica model,
+a per-pod KV target at that rate, and cron pre-warm for surges faster than a cold start (see `recommend`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from llm_platform.config.catalog import GPU_INSTANCES, GpuInstance
+from llm_platform.config.cold_start import ImageMode
+from llm_platform.config.model_profiles import profile
+from llm_platform.config.schema import (
+    Autoscaling,
+    GpuNodePool,
+    ModelConfig,
+    PrewarmWindow,
+    ScalingPolicy,
+    ScalingRules,
+    Slo,
+    StackConfig,
+    replica_floor,
+)
+from llm_platform.plan import ModelPlan, Plan, PoolPlan, resolve
+from llm_platform.plan.nodes import DISRUPTION_BUDGET_PERCENT
+from llm_platform.simulator import oracle
+from llm_platform.simulator.capacity import CapacityConfig, start_times
+from llm_platform.simulator.engine import Result, SimConfig, simulate
+from llm_platform.simulator.replica import EngineConfig, ReplicaModel, ReplicaTable, TokenStats
+from llm_platform.simulator.strategies import (
+    Strategy,
+    for_stack,
+    from_plan,
+    hpa_gpu_memory,
+    keda,
+    scaling_for,
+    static,
+)
+from llm_platform.simulator.traffic import Traffic, seed_day
+
+if TYPE_CHECKING:
+    from llm_platform.config.loader import Stack
+
+SEED_MODEL = "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
+SEED_INSTANCE = "g5.2xlarge"
+SEED_REGION = "us-east-1"
+SEED_SLO = Slo(ttft_seconds=0.2, itl_seconds=0.03)
+SLO_TARGET = 0.05  # size replicas so the P95 request meets the SLO at steady load (the seed reports P95 TTFT)
+
+# Strategy C exactly as the article's ScaledObject: min 1, max 10, cooldown 300, polling 10, scale-up
+# 100%/15 s (window 0), scale-down 10%/60 s (window 600), queue `sum(waiting)` threshold 5 (activation 1)
+# and `max(kv cache usage)` threshold 0.85, both AverageValue.
+SEED_C = Autoscaling(
+    min_replicas=1,
+    max_replicas=10,
+    queue_depth_per_replica=5,
+    kv_cache_usage=0.85,
+    polling_interval=10,
+    cooldown_period=300,
+    scale_up=ScalingRules(stabilization_window_seconds=0, policies=[ScalingPolicy(type="Percent", value=100, period_seconds=15)]),
+    scale_down=ScalingRules(stabilization_window_seconds=600, policies=[ScalingPolicy(type="Percent", value=10, period_seconds=60)]),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Setup:
+    table: ReplicaTable
+    config: SimConfig
+    traffic: Traffic
+
+
+def capacity_summary(table: ReplicaTable, traffic: Traffic, slo: Slo) -> str:
+    m = table.model
+    return (
+        f"per replica ({m.profile.hugging_face_id}, {m.tensor_parallel} x {m.gpu.name}): batch-1 ITL "
+        f"{table.itl[0] * 1000:.1f} ms, {m.kv_capacity_tokens:,} KV tokens, saturates at "
+        f"{table.capacity_rps:.1f} req/s, P95 meets the SLO up to {slo_rate_per_replica(table, traffic, slo):.1f} req/s"
+    )
+
+
+def _miss_share(table: ReplicaTable, traffic: Traffic, slo: Slo):
+    """Steady-state share of requests missing the SLO at a per-replica rate (sampled prompts, fixed seed)."""
+    rng = np.random.default_rng(1)
+    take = min(len(traffic), 20_000) or 1
+    prompts = (
+        rng.choice(traffic.input_tokens, take).astype(np.float64) if len(traffic) else np.full(take, 128.0)
+    )
+
+    def misses(lam: float) -> float:
+        s = table.at(lam)
+        state = {name: np.full(take, float(value)) for name, value in s.items()}
+        t = table.ttft_seconds(prompts, state, np.random.default_rng(2))
+        return float(((t > slo.ttft_seconds) | (float(s["itl"]) > slo.itl_seconds)).mean())
+
+    return misses
+
+
+def miss_curve(
+    table: ReplicaTable, traffic: Traffic, slo: Slo, points: int = 48
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rate grid up to saturation, miss share at each rate), made monotone for interpolation."""
+    misses = _miss_share(table, traffic, slo)
+    lam = np.linspace(0.0, table.capacity_rps, points)
+    frac = np.maximum.accumulate(np.array([misses(float(x)) for x in lam]))
+    return lam, frac
+
+
+def slo_rate_per_replica(
+    table: ReplicaTable, traffic: Traffic, slo: Slo, target: float = SLO_TARGET
+) -> float:
+    """Largest per-replica rate whose modelled SLO-miss fraction stays <= target (no autoscaling lag)."""
+    misses = _miss_share(table, traffic, slo)
+    lo, hi = 0.0, table.capacity_rps
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if misses(mid) <= target else (lo, mid)
+    return lo
+
+
+def minute_rates(traffic: Traffic, smooth_minutes: int = 5) -> np.ndarray:
+    per_min = np.bincount((traffic.arrivals // 60).astype(np.int64), minlength=traffic.duration // 60) / 60
+    kernel = np.ones(smooth_minutes) / smooth_minutes
+    return np.convolve(per_min, kernel, mode="same")
+
+
+def recommend(
+    table: ReplicaTable,
+    traffic: Traffic,
+    slo: Slo,
+    cold_start_s: float,
+    max_replicas: int,
+    min_replicas: int = 1,
+    timezone: str = "UTC",
+) -> Autoscaling:
+    """Platform recommendation for one model, derived from the capacity model and the traffic day.
+
+    - kvCacheUsage: the KV fraction one replica holds at its SLO rate, used as a per-pod `sum()` target, so
+      desired replicas = total KV in use / what one replica should hold (proportional to load);
+    - queueDepthPerReplica 2: a queue only forms when replicas saturate; the queue trigger is the backstop;
+    - scale-down window 300 s (Kubernetes' default) instead of 600 s: the KV signal is proportional, so it
+      does not need a long window to stop the queue-only trigger's all-or-nothing oscillation;
+    - prewarm: where the load grows faster than a cold start allows (the replicas sized for the load one
+      cold start earlier would saturate), a cron window starts one cold start before with the window's peak.
+    """
+    lam_slo = slo_rate_per_replica(table, traffic, slo)
+    if lam_slo <= table.capacity_rps * 1e-3:
+        raise ValueError(
+            f"the SLO (TTFT {slo.ttft_seconds * 1000:.0f} ms, ITL {slo.itl_seconds * 1000:.0f} ms) cannot be met on "
+            f"{table.model.gpu.name} even at low load (batch-1 ITL {table.itl[0] * 1000:.1f} ms); "
+            "no autoscaling config fixes that"
+        )
+    kv_target = float(table.at(lam_slo)["kv_usage"])
+    rate = minute_rates(traffic)
+    need = np.ceil(rate / lam_slo).astype(int)
+    lead = math.ceil(cold_start_s / 60)
+    # the reactive loop has, at t, the replicas sized for the load one cold start earlier: pre-warm where
+    # even those, run at saturation, cannot carry the load
+    saturated = np.zeros(len(rate), dtype=bool)
+    saturated[lead:] = rate[lead:] > table.capacity_rps * np.maximum(need[:-lead], min_replicas)
+    windows: list[PrewarmWindow] = []
+    minute = 0
+    while minute < len(saturated):
+        if not saturated[minute]:
+            minute += 1
+            continue
+        end = minute
+        while end < len(saturated) and saturated[end : end + 30].any():
+            end += 1
+        start = max(0, (minute - lead) // 5 * 5)
+        stop = min(len(need) - 1, -(-end // 5) * 5)
+        replicas = int(min(max_replicas, need[start : stop + 1].max()))
+        if replicas > min_replicas:
+            windows.append(
+                PrewarmWindow(
+                    name=f"surge-{start // 60:02d}{start % 60:02d}",
+                    start=f"{start % 60} {start // 60} * * *",
+                    end=f"{stop % 60} {stop // 60} * * *",
+                    timezone=timezone,
+                    replicas=replicas,
+                )
+            )
+        minute = end
+    return Autoscaling(
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        queue_depth_per_replica=2,
+        kv_cache_usage=round(kv_target, 4),
+        polling_interval=10,
+        cooldown_period=300,
+        scale_up=ScalingRules(stabilization_window_seconds=0, policies=[ScalingPolicy(type="Percent", value=100, period_seconds=15)]),
+        scale_down=ScalingRules(stabilization_window_seconds=300, policies=[ScalingPolicy(type="Percent", value=10, period_seconds=60)]),
+        prewarm=windows,
+    )  # fmt: skip
+
+
+def seed_setup(seed: int = 0, traffic: Traffic | None = None, prefix_hit_rate: float = 0.0) -> Setup:
+    traffic = traffic or seed_day(seed)
+    instance = GPU_INSTANCES[SEED_INSTANCE]
+    model = ReplicaModel(
+        profile(SEED_MODEL), instance.gpu, engine=EngineConfig(prefix_hit_rate=prefix_hit_rate)
+    )
+    table = model.table(TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens))
+    capacity = CapacityConfig(
+        instance,
+        SEED_REGION,
+        cache_mode="nvme",
+        image="prebaked",
+        weights_gb=model.profile.weights_gb,
+        consolidate_after=300.0,
+    )
+    return Setup(table, SimConfig(capacity, SEED_SLO, scrape_interval=5, seed=seed), traffic)
+
+
+def seed_strategies(setup: Setup) -> list[Strategy]:
+    lam_slo = slo_rate_per_replica(setup.table, setup.traffic, setup.config.slo)
+    rates = minute_rates(setup.traffic)
+    business = rates[9 * 60 : 17 * 60] if len(rates) >= 17 * 60 else rates  # the article's 09-17 window
+    b_min = min(8, math.ceil(float(np.median(business)) / lam_slo))
+    cold = start_times(setup.config.capacity).new_node
+    rec = recommend(setup.table, setup.traffic, setup.config.slo, cold, SEED_C.max_replicas)
+    a = static(8)
+    b = hpa_gpu_memory(b_min, 8, 0.9)
+    c = keda("keda-queue-kv", SEED_C, kv="max", queue_activation=1, description="article's ScaledObject (C)")
+    r = keda("recommended", rec, kv="sum")
+    return [
+        _renamed(a, "A static-8"),
+        _renamed(b, "B hpa-gpu-memory"),
+        _renamed(c, "C keda-queue-kv"),
+        _renamed(r, "recommended"),
+    ]
+
+
+def _renamed(s: Strategy, name: str) -> Strategy:
+    return Strategy(
+        name, s.kind, s.replicas, s.min_replicas, s.max_replicas, s.memory_target, s.behavior,
+        s.scaled_object, s.description,
+    )  # fmt: skip
+
+
+def run_all(
+    setup: Setup, strategies: list[Strategy], progress: Callable[[int], None] | None = None
+) -> list[Result]:
+    results = [simulate(setup.traffic, setup.table, s, setup.config, progress) for s in strategies]
+    curve = miss_curve(setup.table, setup.traffic, setup.config.slo)
+    for r in results:
+        r.oracle = oracle_for(setup, r.slo_violation_pct, curve)
+    return results
+
+
+REACTIVE_BIN_SECONDS = 10  # the reactive bound's time step
+
+
+def oracle_for(
+    setup: Setup, miss_pct: float, curve: tuple[np.ndarray, np.ndarray] | None = None
+) -> dict[str, float]:
+    """The perfect-foresight bound at a miss rate, on the setup's instance and cold start (simulator/oracle.py)."""
+    c = setup.config.capacity
+    lam, frac = curve or miss_curve(setup.table, setup.traffic, setup.config.slo)
+    minutes = setup.traffic.duration // 60
+    counts = np.bincount((setup.traffic.arrivals // 60).astype(np.int64), minlength=minutes)[:minutes]
+    lead = start_times(c).new_node
+    starts = np.arange(minutes) * 60.0
+    expiry = c.reservations_expire_at
+    held = starts < (np.inf if expiry is None else expiry)
+    reserved = np.where(held, c.reserved_nodes, 0).astype(np.int64)
+    return oracle.bound(
+        counts.astype(np.float64), lam, frac, miss_pct, c.node_price_per_hour, c.slots_per_node, lead,
+        setup.traffic.days, reserved, c.reserved_cost(setup.traffic.duration), setup.config.replica_floor,
+    )  # fmt: skip
+
+
+def reactive_bound_for(
+    setup: Setup, miss_pct: float, lag_seconds: float, curve: tuple[np.ndarray, np.ndarray] | None = None
+) -> dict[str, float]:
+    """The cheapest reactive config at a miss rate whose new replicas serve `lag_seconds` after they are asked
+    for, on the setup's instance price and replica floor (simulator/oracle.py `reactive_bound`)."""
+    c = setup.config.capacity
+    lam, frac = curve or miss_curve(setup.table, setup.traffic, setup.config.slo)
+    bins = setup.traffic.duration // REACTIVE_BIN_SECONDS
+    counts = np.bincount((setup.traffic.arrivals // REACTIVE_BIN_SECONDS).astype(np.int64), minlength=bins)
+    return oracle.reactive_bound(
+        counts[:bins].astype(np.float64), REACTIVE_BIN_SECONDS, lam, frac, miss_pct, lag_seconds,
+        c.node_price_per_hour, c.slots_per_node, setup.traffic.days, setup.config.replica_floor,
+    )  # fmt: skip
+
+
+def recommended_for(setup: Setup) -> Autoscaling:
+    c = setup.config.capacity
+    cold = start_times(c).new_node
+    return recommend(setup.table, setup.traffic, setup.config.slo, cold, SEED_C.max_replicas)
+
+
+def reservation_note(pool: GpuNodePool, reserved_instances: int) -> str:
+    """Say when the reserved count and the pool's config disagree: the simulator prices what it is told."""
+    admits = "reserved" in pool.capacity_types
+    if admits and reserved_instances == 0:
+        fallback = {"on-demand", "spot"} & set(pool.capacity_types)
+        return (
+            f"pool {pool.name} launches into capacity reservations: pass --reserved-instances N (and "
+            "--reserved-usd-per-hour for a Capacity Block) to price them as prepaid; "
+            + (
+                "priced as on-demand here"
+                if fallback
+                else "it lists no on-demand or spot, so no node launches here"
+            )
+        )
+    if reserved_instances and not admits:
+        return (
+            f"pool {pool.name} has no capacityReservations / 'reserved' capacity type yet: the "
+            f"{reserved_instances} reserved instance(s) priced here are a what-if"
+        )
+    return ""
+
+
+def gpus_left_to(model: ModelConfig, pool: GpuNodePool, models: list[ModelConfig]) -> int:
+    """The pool's GPU limit less what its other models hold at minReplicas (they are not simulated)."""
+    others = sum(
+        o.autoscaling.min_replicas * o.tensor_parallel_size
+        for o in models
+        if o.node_pool == pool.name and o.name != model.name
+    )
+    return pool.gpu_limit - others
+
+
+@dataclass(frozen=True)
+class StackRun:
+    setup: Setup
+    strategies: list[Strategy]
+    plan: ModelPlan  # the model as deployed (plan/): names, instance, cold start, scaling intent
+    pool: PoolPlan  # its GPU pool as deployed: the headroom placeholders, their windows and refill
+    note: str = ""
+    recommendation: Autoscaling | None = None
+    model_path: str = ""  # where the autoscaling block goes in the stack file
+    pool_index: int = 0  # the pool's index under gpuNodePools (where its `headroom` block goes)
+
+    @property
+    def model_name(self) -> str:
+        return self.plan.name
+
+    @property
+    def instance(self) -> GpuInstance:
+        return self.plan.instance
+
+    @property
+    def max_replicas(self) -> int:
+        return self.plan.scaling.max_replicas
+
+
+def stack_model(stack: Stack, model_name: str | None) -> tuple[StackConfig, Plan, ModelPlan]:
+    """The stack's config, its plan and one model's plan (the first model when `model_name` is None)."""
+    from llm_platform.config.loader import load_stack
+
+    cfg = load_stack(stack)
+    if not cfg.models:
+        raise ValueError(f"stack {stack!r} defines no models")
+    plan = resolve(cfg, str(stack))
+    if model_name is None:
+        return cfg, plan, plan.models[0]
+    try:
+        return cfg, plan, plan.model(model_name)
+    except KeyError:
+        names = ", ".join(m.name for m in plan.models)
+        raise ValueError(f"stack {stack!r} has no model {model_name!r}; models: {names}") from None
+
+
+def stack_run(
+    stack: Stack,
+    model_name: str | None,
+    traffic: Traffic,
+    seed: int = 0,
+    image: ImageMode | None = None,
+    spot_discount: float = 0.6,
+    spot_interruptions_per_hour: float = 0.0,
+    scrape_interval: int | None = None,
+    memory_target: float = 0.9,
+    prefix_hit_rate: float = 0.0,
+    reserved_instances: int = 0,
+    reserved_usd_per_hour: float | None = None,
+    reserved_until: float | None = None,
+) -> StackRun:
+    """Strategies for one model of a stack file, simulated as the plan deploys it (plan/): its instance,
+    cache, image pull, scrape interval, ScaledObject (triggers, fallback, behaviour, cron windows) and SLO.
+    `image` and `scrape_interval` are what-ifs (None: as deployed); the first `reserved_instances` nodes
+    launch into the pool's reservations (prepaid, see simulator/capacity.py), a Capacity Block ending
+    `reserved_until` seconds into the traffic."""
+    from llm_platform.config.loader import stack_region
+
+    cfg, plan, mp = stack_model(stack, model_name)
+    m, pool = mp.model, mp.pool
+    pool_plan = plan.pool(pool.name)
+    region = stack_region(stack)
+    prof = m.profile  # the stack file's geometry, else the built-in table
+    engine = EngineConfig(
+        gpu_memory_utilization=m.gpu_memory_utilization,
+        max_model_len=m.max_model_len,
+        prefix_hit_rate=prefix_hit_rate,
+    )
+    model = ReplicaModel(prof, mp.instance.gpu, mp.gpus, engine)
+    table = model.table(TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens))
+    spot = "spot" in pool.capacity_types
+    capacity = CapacityConfig(
+        mp.instance,
+        region,
+        gpus_per_pod=mp.gpus,
+        cache_mode=m.cache,
+        image=image or mp.image_pull,
+        weights_gb=prof.weights_gb,
+        compile_cache_persisted=mp.cache.compile_cache_prefix is not None,
+        consolidate_after=mp.consolidate_after_s,
+        disruption_budget_percent=DISRUPTION_BUDGET_PERCENT,
+        spot=spot,
+        spot_discount=spot_discount,
+        spot_interruptions_per_hour=spot_interruptions_per_hour if spot else 0.0,
+        reserved_nodes=reserved_instances,
+        reserved_usd_per_hour=reserved_usd_per_hour,
+        reserved_until=reserved_until,
+        fallback=bool({"on-demand", "spot"} & set(pool.capacity_types)),
+        gpu_limit=gpus_left_to(m, pool, cfg.models),
+        headroom=pool_plan.headroom,
+    )
+    slo = m.slo
+    sim = SimConfig(
+        capacity, slo, scrape_interval=scrape_interval or mp.scaling.scrape_interval_s, seed=seed,
+        replica_floor=replica_floor(cfg.environment), flow_control=mp.flow_control,
+    )  # fmt: skip
+    setup = Setup(table, sim, traffic)
+    strategies = for_stack(mp.scaling, memory_target)
+    cold = start_times(capacity).new_node
+    note = reservation_note(pool, reserved_instances)
+    rec = None
+    try:
+        rec = recommend(table, traffic, slo, cold, m.autoscaling.max_replicas, m.autoscaling.min_replicas)
+        strategies.append(from_plan("recommended", scaling_for(mp, rec)))
+    except ValueError as exc:
+        note = "\n".join(filter(None, [note, f"no recommendation: {exc}"]))
+    path = f"models[{cfg.models.index(m)}] ({m.name}).autoscaling"
+    pool_index = [p.name for p in cfg.gpu_node_pools].index(pool.name)
+    return StackRun(setup, strategies, mp, pool_plan, note, rec, path, pool_index)

@@ -1,0 +1,257 @@
+"""Pulumi mocks that stand in for AWS and the Kubernetes API, shared by the offline render and the tests.
+
+They answer like the real providers would for what the program reads back (ARNs, names, the EKS
+cluster's kubeconfig and OIDC outputs, a Helm release's status), and they record every registration with
+its parent, so the render can write the exact inputs `pulumi up` would send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import runpy
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+from pulumi.runtime import rpc
+from pulumi.runtime.mocks import MockMonitor
+from pulumi.runtime.proto import resource_pb2
+
+from llm_platform.config.loader import ROOT
+
+STACK_TYPE = "pulumi:pulumi:Stack"
+ACCOUNT = "111122223333"
+REGION = "us-east-1"
+
+FAKE_KUBECONFIG = {
+    "apiVersion": "v1",
+    "kind": "Config",
+    "current-context": "mock",
+    "clusters": [{"name": "mock", "cluster": {"server": "https://MOCK.gr7.us-east-1.eks.amazonaws.com"}}],
+    "contexts": [{"name": "mock", "context": {"cluster": "mock", "user": "mock"}}],
+    "users": [{"name": "mock", "user": {"token": "mock"}}],
+}
+
+
+@dataclass
+class Registered:
+    typ: str
+    name: str
+    inputs: dict[str, Any]
+    provider: str
+    parent_urn: str
+    urn: str
+    custom: bool
+    dependencies: list[str]
+    aliases: list[str]
+
+    def depends_on(self, typ: str, name: str | None = None) -> bool:
+        """Whether this registration waits for a resource of `typ` (and `name`), as the engine would."""
+        return any(
+            d.split("::")[-2].split("$")[-1] == typ and (name is None or d.split("::")[-1] == name)
+            for d in self.dependencies
+        )
+
+    @property
+    def k8s_provider(self) -> str:
+        return self.provider.split("::")[-2] if self.provider else ""
+
+
+class PlatformMocks(pulumi.runtime.Mocks):
+    def __init__(self) -> None:
+        self.created: list[Registered] = []
+        # (type, name) -> (urn, parent urn, dependencies, alias urns) of a registration in flight
+        self.pending: dict[tuple[str, str], tuple[str, str, list[str], list[str]]] = {}
+
+    def by_type(self, typ: str) -> list[Registered]:
+        return [r for r in self.created if r.typ == typ]
+
+    def named(self, name: str, typ: str | None = None) -> Registered:
+        return next(r for r in self.created if r.name == name and (typ is None or r.typ == typ))
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        urn, parent, dependencies, aliases = self.pending.pop((args.typ, args.name), ("", "", [], []))
+        inputs = dict(args.inputs)
+        provider = args.provider or ""
+        self.created.append(
+            Registered(
+                args.typ, args.name, inputs, provider, parent, urn, bool(args.custom), dependencies, aliases
+            )
+        )
+        return _physical_id(args.typ, args.name), _outputs(args.typ, args.name, dict(args.inputs))
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {"accountId": ACCOUNT, "arn": f"arn:aws:iam::{ACCOUNT}:user/ci", "userId": "AIDAMOCK"}, []
+        if args.token == "aws:index/getRegion:getRegion":
+            return {"name": REGION, "region": REGION, "id": REGION}, []
+        if args.token == "aws:index/getPartition:getPartition":
+            return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}, []
+        return {}, []
+
+
+class RecordingMonitor(MockMonitor):
+    """The SDK's mock monitor, plus each registration's URN as the engine builds it, its parent, dependencies
+    and alias URNs (MockResourceArgs lacks them).
+
+    The SDK's mock builds a child's URN from its parent's last type only; the engine (sdk/go/common/resource
+    urn.go, NewURN) prefixes the parent's whole qualified type chain, and none for a child of the stack.
+    Alias specs are declined, so the SDK computes every alias URN itself, a child's inherited ones included
+    (pulumi.runtime.resource.inherited_child_alias), and a URN snapshot can tell a rename from a replacement.
+    """
+
+    def __init__(self, mocks: PlatformMocks) -> None:
+        super().__init__(mocks)
+        self._recording = mocks
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        qualified = parent.split("::")[2] if parent else ""
+        if qualified and qualified != STACK_TYPE:
+            type_ = f"{qualified}${type_}"
+        return "urn:pulumi:" + "::".join([pulumi.get_stack(), pulumi.get_project(), type_, name])
+
+    def GetDeploymentInfo(self, request):  # gRPC method name, as the SDK spells it
+        info = super().GetDeploymentInfo(request)
+        features = [
+            f for f in info.supportedFeatures if f != resource_pb2.RESOURCE_MONITOR_FEATURE_ALIAS_SPECS
+        ]
+        return resource_pb2.DeploymentInfo(supportedFeatures=features)
+
+    def RegisterResource(self, request):  # gRPC method name, as the SDK spells it
+        self._recording.pending[(request.type, request.name)] = (
+            self.make_urn(request.parent, request.type, request.name),
+            request.parent,
+            list(request.dependencies),
+            list(request.aliasURNs),
+        )
+        return super().RegisterResource(request)
+
+
+# AWS id prefixes, so ids the program passes on (security groups in an EC2NodeClass, a file system in a
+# PersistentVolume) look like the real thing and pass the same schema checks
+_ID_PREFIX = {
+    "aws:ec2/securityGroup:SecurityGroup": "sg-",
+    "aws:ec2/subnet:Subnet": "subnet-",
+    "aws:ec2/vpc:Vpc": "vpc-",
+    "aws:fsx/lustreFileSystem:LustreFileSystem": "fs-",
+}
+
+
+def _physical_id(typ: str, name: str) -> str:
+    prefix = _ID_PREFIX.get(typ)
+    if prefix is None:
+        return f"{name}-id"
+    return prefix + hashlib.sha256(f"{typ}::{name}".encode()).hexdigest()[:17]
+
+
+def _outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    state = dict(inputs)
+    if typ == "eks:index:Cluster":
+        issuer = f"oidc.eks.{REGION}.amazonaws.com/id/MOCK"
+        state |= {
+            "kubeconfigJson": json.dumps(FAKE_KUBECONFIG),
+            "kubeconfig": FAKE_KUBECONFIG,
+            "oidcIssuer": issuer,
+            "oidcProviderUrl": f"https://{issuer}",
+            "oidcProviderArn": f"arn:aws:iam::{ACCOUNT}:oidc-provider/{issuer}",
+            "clusterSecurityGroupId": "sg-0cluster",
+            "nodeSecurityGroupId": "sg-0node",
+        }
+    elif typ == "kubernetes:helm.sh/v3:Release":
+        state["status"] = {
+            "name": inputs.get("name", name),
+            "namespace": inputs.get("namespace", "default"),
+            "status": "deployed",
+        }
+    elif typ.startswith("aws:"):
+        service = typ.split(":")[1].split("/")[0]
+        physical = inputs.get("name") or name
+        state.setdefault("name", physical)
+        state.setdefault(
+            "arn", f"arn:aws:{service}:{REGION}:{ACCOUNT}:{typ.split(':')[-1].lower()}/{physical}"
+        )
+        if typ == "aws:sqs/queue:Queue":
+            state["url"] = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{physical}"
+            state["arn"] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{physical}"
+        if typ == "aws:iam/role:Role":
+            state["arn"] = f"arn:aws:iam::{ACCOUNT}:role/{physical}"
+        if typ == "aws:s3/bucket:Bucket":
+            state.setdefault("bucket", inputs.get("bucket") or f"{name}-mock")
+            state["arn"] = f"arn:aws:s3:::{state['bucket']}"
+        if typ == "aws:fsx/lustreFileSystem:LustreFileSystem":
+            state |= {"dnsName": f"fs-mock.fsx.{REGION}.amazonaws.com", "mountName": "mockmnt"}
+    return state
+
+
+class ImmediateExecutor(ThreadPoolExecutor):
+    """Run mock-monitor RPCs inline: no worker threads, no stray per-thread event loops."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:  # type: ignore[override]
+        fut: Future[Any] = Future()
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - hand every error to the awaiter, like the pool does
+            fut.set_exception(exc)
+        return fut
+
+
+def install(
+    stack: str, config: dict[str, str], secret_keys: list[str]
+) -> tuple[PlatformMocks, asyncio.AbstractEventLoop]:
+    """Fresh event loop, mocks and config for one evaluation of the program."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    loop.set_default_executor(ImmediateExecutor())
+    mocks = PlatformMocks()
+    pulumi.runtime.set_mocks(
+        mocks, project="llm-platform", stack=stack, preview=False, monitor=RecordingMonitor(mocks)
+    )
+    pulumi.runtime.set_all_config(config, secret_keys)
+    return mocks, loop
+
+
+def run_main() -> None:
+    """Evaluate the project's __main__.py once under the installed mocks; `pulumi.runtime.test` waits until
+    every output has resolved, so everything the program registers is recorded."""
+
+    @pulumi.runtime.test
+    def program() -> None:
+        runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+
+    program()
+
+
+def uninstall(loop: asyncio.AbstractEventLoop) -> None:
+    loop.close()
+    asyncio.set_event_loop(None)
+
+
+def plain(value: Any, mask: str = "[secret]") -> Any:
+    """An input tree as plain data: every Pulumi secret replaced by `mask` (leaves keep their shape) and
+    every resource reference written as `type::name`."""
+    if rpc.is_rpc_secret(value):
+        return _mask_all(rpc.unwrap_rpc_secret(value), mask)
+    if isinstance(value, pulumi.Resource):
+        return f"{value.pulumi_resource_type}::{value.pulumi_resource_name}"
+    if isinstance(value, dict):
+        return {k: plain(v, mask) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v, mask) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # the wire format carries every number as a double; Kubernetes wants integers
+    return value
+
+
+def _mask_all(value: Any, mask: str) -> Any:
+    if isinstance(value, dict):
+        return {k: _mask_all(v, mask) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_all(v, mask) for v in value]
+    return mask

@@ -1,0 +1,123 @@
+"""Can every model reach maxReplicas and still roll out, within each NodePool's GPU limit? Does any
+PodDisruptionBudget forbid every voluntary eviction (node expiry, drift, consolidation, AMI upgrades)?
+
+Karpenter counts a NodePool's `limits` against the capacity of the nodes it launches, not the pods' requests:
+a replica costs the GPUs of the node it needs (the cheapest admitted instance that fits it, shared by as
+many replicas as its GPUs allow).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from llm_platform.tools.preflight.findings import Finding
+from llm_platform.tools.preflight.nodes import NodeType
+from llm_platform.tools.preflight.pods import PodTemplate, program_pods, release_pods
+from llm_platform.tools.preflight.scheduling import admission_problem, node_types, shortfall
+from llm_platform.tools.preflight.view import Manifest, RenderView
+
+CEILINGS = "ceilings"
+PDB = "disruption"
+
+
+def _surge(strategy: dict[str, Any], replicas: int) -> int:
+    if strategy.get("type") == "Recreate":
+        return 0
+    value = (strategy.get("rollingUpdate") or {}).get("maxSurge", "25%")
+    if isinstance(value, str) and value.endswith("%"):
+        return math.ceil(replicas * int(value[:-1]) / 100)
+    return int(value)
+
+
+def node_gpus_per_replica(
+    pod: PodTemplate, nodes: list[NodeType], daemons: list[PodTemplate]
+) -> float | None:
+    """GPUs of node capacity one replica costs: the cheapest (fewest-GPU) fitting node, shared by as many
+    replicas as its GPUs allow."""
+    fitting = [n for n in nodes if admission_problem(pod, n) is None and shortfall(pod, n, daemons) is None]
+    if not fitting or pod.requests["nvidia.com/gpu"] == 0:
+        return None
+    node = min(fitting, key=lambda n: n.gpus)
+    return node.gpus / (node.gpus // pod.requests["nvidia.com/gpu"])
+
+
+def ceilings(view: RenderView) -> list[Finding]:
+    nodes, _ = node_types(view)
+    daemons = [p for p in program_pods(view) + release_pods(view)[0] if p.daemon]
+    deployments = {d.ref: d for d in view.of_kind("Deployment")}
+    out = []
+    for pool in view.of_kind("NodePool"):
+        pool_nodes = [n for n in nodes if n.group == pool.name]
+        limit = (pool.body["spec"].get("limits") or {}).get("nvidia.com/gpu")
+        if limit is None:
+            out.append(Finding("warning", CEILINGS, pool.ref, "spec.limits",
+                               "no nvidia.com/gpu limit: nothing caps what this pool may launch"))  # fmt: skip
+            continue
+        limit = int(limit)
+        uses: list[tuple[PodTemplate, float, int]] = []
+        for pod in program_pods(view):
+            cost = node_gpus_per_replica(pod, pool_nodes, daemons) if not pod.daemon else None
+            if cost is None or all(admission_problem(pod, n) for n in pool_nodes):
+                continue
+            strategy = (
+                deployments[pod.owner].body["spec"].get("strategy", {}) if pod.owner in deployments else {}
+            )
+            uses.append((pod, cost, _surge(strategy, pod.replicas)))
+        at_max = sum(cost * pod.replicas for pod, cost, _ in uses)
+        if at_max > limit:
+            parts = ", ".join(f"{p.owner} {p.replicas} x {c:g}" for p, c, _ in uses)
+            out.append(Finding("blocker", CEILINGS, pool.ref, "spec.limits.nvidia.com/gpu",
+                               f"models at maxReplicas need {at_max:g} node GPUs ({parts}); the limit is {limit}: "
+                               "the last replicas stay Pending"))  # fmt: skip
+            continue
+        for pod, cost, surge in uses:
+            if surge and at_max + surge * cost > limit:
+                out.append(Finding("blocker", CEILINGS, pool.ref, "spec.limits.nvidia.com/gpu",
+                                   f"a rollout of {pod.owner} at maxReplicas surges {surge} x {cost:g} GPUs: "
+                                   f"{at_max:g} + {surge * cost:g} > limit {limit}; Karpenter refuses the node and "
+                                   "the rollout never completes (raise gpuLimit or roll out in place)"))  # fmt: skip
+    return out
+
+
+def _selected(view: RenderView, pdb: Manifest) -> list[Manifest]:
+    match = (pdb.body["spec"].get("selector") or {}).get("matchLabels") or {}
+    out = []
+    for w in view.of_kind("Deployment", "StatefulSet"):
+        labels = (w.body["spec"]["template"].get("metadata") or {}).get("labels") or {}
+        if w.namespace == pdb.namespace and match and all(labels.get(k) == v for k, v in match.items()):
+            out.append(w)
+    return out
+
+
+def _min_replicas(view: RenderView, workload: Manifest) -> int:
+    for so in view.of_kind("ScaledObject"):
+        if (
+            so.namespace == workload.namespace
+            and so.body["spec"]["scaleTargetRef"].get("name") == workload.name
+        ):
+            return int(so.body["spec"].get("minReplicaCount", 0))
+    return int(workload.body["spec"].get("replicas", 1))
+
+
+def disruption_budgets(view: RenderView) -> list[Finding]:
+    out = []
+    for pdb in view.of_kind("PodDisruptionBudget"):
+        spec = pdb.body["spec"]
+        for workload in _selected(view, pdb):
+            replicas = _min_replicas(view, workload)
+            allowed: int
+            if "maxUnavailable" in spec:
+                value = spec["maxUnavailable"]
+                allowed = (
+                    math.floor(replicas * int(value[:-1]) / 100) if isinstance(value, str) else int(value)
+                )
+            else:
+                value = spec.get("minAvailable", 0)
+                need = math.ceil(replicas * int(value[:-1]) / 100) if isinstance(value, str) else int(value)
+                allowed = replicas - need
+            if allowed < 1:
+                out.append(Finding("blocker", PDB, pdb.ref, "spec",
+                                   f"allows {max(allowed, 0)} of {workload.ref}'s {replicas} replicas to be evicted: "
+                                   "every node drain (expiry, drift, consolidation, AMI upgrade) blocks on it"))  # fmt: skip
+    return out

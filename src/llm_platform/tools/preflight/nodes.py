@@ -1,0 +1,176 @@
+"""What a node of each kind offers pods: allocatable CPU, memory, ephemeral storage, GPUs and pod slots,
+its labels, taints and zones. System nodes come from the managed node group (instance type, disk size);
+GPU nodes from each NodePool's requirements, expanded to the catalog instances they admit.
+
+Allocatable follows the EKS AMIs' kubelet reservations (`/etc/eks/bootstrap.sh` and nodeadm, identical
+since AL2): CPU 6 % of the first core, 1 % of the second, 0.5 % of the next two, 0.25 % of the rest;
+memory 255 MiB + 11 MiB per pod slot plus the 100 MiB eviction threshold; ephemeral storage 1 GiB kube-reserved
+plus the 10 % `nodefs.available` eviction threshold. Pod slots: 110 (the VPC CNI's prefix delegation is on,
+and the EKS max-pods calculator caps instances under 30 vCPUs at 110, larger ones at 250).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from llm_platform.config.catalog import GPU_INSTANCES
+
+GI = 1024  # MiB per GiB
+
+# general-purpose instance types a system node group may use: (vCPUs, memory GiB); EC2 instance-type pages
+SYSTEM_INSTANCES: dict[str, tuple[int, int]] = {
+    f"{family}.{size}": (vcpus, vcpus * per_vcpu)
+    for family, per_vcpu in (("m5", 4), ("m6i", 4), ("m6a", 4), ("m7i", 4), ("m7a", 4), ("c6i", 2),
+                             ("c7i", 2), ("r6i", 8), ("r7i", 8), ("t3", 4))
+    for size, vcpus in (("large", 2), ("xlarge", 4), ("2xlarge", 8), ("4xlarge", 16), ("8xlarge", 32))
+}  # fmt: skip
+
+
+def reserved_cpu_millis(vcpus: int) -> int:
+    steps = [(1, 0.06), (1, 0.01), (2, 0.005)]
+    millis, left = 0.0, vcpus
+    for cores, share in steps:
+        take = min(cores, left)
+        millis += take * 1000 * share
+        left -= take
+    return math.ceil(millis + left * 1000 * 0.0025)
+
+
+def max_pods(vcpus: int) -> int:
+    return 110 if vcpus < 30 else 250
+
+
+@dataclass(frozen=True)
+class NodeType:
+    """One kind of node a pod may land on."""
+
+    name: str  # e.g. "system (m6i.large)" or "NodePool g5 (g5.2xlarge)"
+    group: str  # "system" or the NodePool's name
+    instance_type: str
+    cpu_millis: int
+    memory_mib: int
+    ephemeral_mib: int
+    pods: int
+    gpus: int
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[dict[str, str], ...] = ()
+    zones: tuple[str, ...] = ()
+    min_nodes: int | None = None  # a fixed-size group (the system node group does not autoscale here)
+    max_nodes: int | None = None
+
+    @property
+    def allocatable(self) -> dict[str, int]:
+        return {
+            "cpu": self.cpu_millis,
+            "memory": self.memory_mib,
+            "ephemeral-storage": self.ephemeral_mib,
+            "nvidia.com/gpu": self.gpus,
+            "pods": self.pods,
+        }
+
+
+def allocatable(vcpus: int, memory_gib: float, disk_gib: float, gpus: int) -> dict[str, int]:
+    pods = max_pods(vcpus)
+    return {
+        "cpu": vcpus * 1000 - reserved_cpu_millis(vcpus),
+        "memory": math.floor(memory_gib * GI - (255 + 11 * pods) - 100),
+        "ephemeral-storage": math.floor(disk_gib * GI * 0.9 - GI),
+        "nvidia.com/gpu": gpus,
+        "pods": pods,
+    }
+
+
+def _node(name: str, group: str, instance: str, alloc: dict[str, int], **kwargs) -> NodeType:
+    return NodeType(
+        name=name,
+        group=group,
+        instance_type=instance,
+        cpu_millis=alloc["cpu"],
+        memory_mib=alloc["memory"],
+        ephemeral_mib=alloc["ephemeral-storage"],
+        pods=alloc["pods"],
+        gpus=alloc["nvidia.com/gpu"],
+        **kwargs,
+    )
+
+
+def system_node(
+    instance_type: str,
+    disk_gib: int,
+    *,
+    labels: dict[str, str],
+    taints: list[dict[str, str]],
+    zones: list[str],
+    min_nodes: int,
+    max_nodes: int,
+) -> NodeType | None:
+    """None when the instance type is not in SYSTEM_INSTANCES (its capacity is unknown)."""
+    if instance_type not in SYSTEM_INSTANCES:
+        return None
+    vcpus, memory = SYSTEM_INSTANCES[instance_type]
+    effect = {
+        "NO_SCHEDULE": "NoSchedule",
+        "NO_EXECUTE": "NoExecute",
+        "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+    }
+    return _node(
+        f"system ({instance_type}, {disk_gib} GiB disk)",
+        "system",
+        instance_type,
+        allocatable(vcpus, memory, disk_gib, 0),
+        labels={**labels, "node.kubernetes.io/instance-type": instance_type, "kubernetes.io/os": "linux"},
+        taints=tuple({**t, "effect": effect.get(t["effect"], t["effect"])} for t in taints),
+        zones=tuple(zones),
+        min_nodes=min_nodes,
+        max_nodes=max_nodes,
+    )
+
+
+def requirement_values(requirements: list[dict], key: str) -> list[str] | None:
+    for r in requirements:
+        if r.get("key") == key and r.get("operator") == "In":
+            return list(r.get("values") or [])
+    return None
+
+
+def node_pool_nodes(node_pool: dict) -> list[NodeType]:
+    """The catalog instances a NodePool's requirements admit, each as a node type with the pool's labels,
+    taints and zones. Ephemeral storage is the instance store (EC2NodeClass `instanceStorePolicy: RAID0`)."""
+    name = node_pool["metadata"]["name"]
+    template = node_pool["spec"]["template"]
+    requirements = template["spec"].get("requirements") or []
+    allowed = requirement_values(requirements, "node.kubernetes.io/instance-type")
+    families = requirement_values(requirements, "karpenter.k8s.aws/instance-family")
+    zones = requirement_values(requirements, "topology.kubernetes.io/zone") or []
+    out = []
+    for instance in GPU_INSTANCES.values():
+        if allowed is not None and instance.instance_type not in allowed:
+            continue
+        if families is not None and instance.family not in families:
+            continue
+        disk_gib = instance.nvme_total_gb * 1e9 / 2**30
+        out.append(
+            _node(
+                f"NodePool {name} ({instance.instance_type})",
+                name,
+                instance.instance_type,
+                allocatable(instance.vcpus, instance.memory_gib, disk_gib, instance.gpus),
+                labels={
+                    **(template.get("metadata") or {}).get("labels", {}),
+                    "karpenter.sh/nodepool": name,
+                    "node.kubernetes.io/instance-type": instance.instance_type,
+                    "karpenter.k8s.aws/instance-family": instance.family,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                    # NFD labels every NVIDIA node; the GPU Operator's operands select on it
+                    "nvidia.com/gpu.present": "true",
+                    "feature.node.kubernetes.io/pci-10de.present": "true",
+                },
+                taints=tuple(
+                    (template["spec"].get("taints") or []) + (template["spec"].get("startupTaints") or [])
+                ),
+                zones=tuple(zones),
+            )
+        )
+    return out

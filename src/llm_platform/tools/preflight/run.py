@@ -1,0 +1,30 @@
+"""Run every check over a stack's render."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from llm_platform.tools.preflight.alerting import alerting
+from llm_platform.tools.preflight.capacity import ceilings, disruption_budgets
+from llm_platform.tools.preflight.findings import Finding
+from llm_platform.tools.preflight.iam import iam
+from llm_platform.tools.preflight.ordering import ordering
+from llm_platform.tools.preflight.scheduling import coverage, schedulability
+from llm_platform.tools.preflight.view import RenderView
+
+CHECKS: dict[str, Callable[[RenderView], list[Finding]]] = {
+    "schedulability": schedulability,
+    "coverage": coverage,
+    "ceilings": ceilings,
+    "disruption": disruption_budgets,
+    "ordering": ordering,
+    "iam": iam,
+    "alerting": alerting,
+}
+
+
+def run(view: RenderView) -> list[Finding]:
+    findings: list[Finding] = []
+    for check in CHECKS.values():
+        findings += check(view)
+    return sorted(set(findings))
