@@ -457,10 +457,12 @@ def test_network_policies_chain_gateway_to_picker_to_vllm(run: Run) -> None:
         assert ingress[pool.EXT_PROC_PORT]["namespaceSelector"]["matchLabels"] == {
             "kubernetes.io/metadata.name": gw.NAMESPACE
         }
-        assert (
-            ingress[pool.EXT_PROC_PORT]["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
-            == "proxy"
-        )
+        assert ingress[pool.EXT_PROC_PORT]["podSelector"]["matchLabels"] == {
+            "app.kubernetes.io/name": "envoy",
+            "app.kubernetes.io/component": "proxy",
+            "app.kubernetes.io/managed-by": "envoy-gateway",
+            "gateway.envoyproxy.io/owning-gateway-name": gw.GATEWAY,
+        }
         assert ingress[pool.METRICS_PORT]["namespaceSelector"]["matchLabels"] == {
             "kubernetes.io/metadata.name": "monitoring"
         }
@@ -471,11 +473,12 @@ def test_network_policies_chain_gateway_to_picker_to_vllm(run: Run) -> None:
             {"podSelector": {"matchLabels": {"llm-d-router-gateway": f"{name}-epp"}}}
         ]
         assert epp["metadata"]["namespace"] == ns
-        # the serving policy still admits the gateway namespace, where the Envoy proxies run
+        # the serving policy admits the Envoy proxies, the same peer as the picker's ext_proc port
         serving = run.one("NetworkPolicy", f"{name}-ingress")["spec"]["ingress"][0]["from"]
-        assert {
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": gw.NAMESPACE}}
-        } in serving
+        assert ingress[pool.EXT_PROC_PORT] in serving
+        # nothing else reaches the picker: kubelet's gRPC health probes come from the node, always allowed
+        assert set(ingress) == {pool.EXT_PROC_PORT, pool.METRICS_PORT}
+        assert not [p for r in epp["spec"]["ingress"] for p in r["from"] if "ipBlock" in p]
 
 
 # ------------------------------------------------------------------------------ precise prefix routing

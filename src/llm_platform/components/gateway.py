@@ -159,7 +159,7 @@ class Gateway(pulumi.ComponentResource):
         self._apply(f"{prefix}-route-by-path", pool.path_route(model), picker, path_filter)
         self._apply(f"{prefix}-route-by-model", pool.model_field_route(model), picker, model_filter)
         self._apply(f"{prefix}-epp-pdb", pool.epp_pod_disruption_budget(model), *waits)
-        self._apply(f"{prefix}-epp-netpol", pool.epp_network_policy(model, args.vpc_cidr), *waits)
+        self._apply(f"{prefix}-epp-netpol", pool.epp_network_policy(model), *waits)
         self._apply(f"{prefix}-vllm-from-epp", pool.vllm_from_picker_network_policy(model), *waits)
         self._apply(f"{prefix}-epp-alerts", monitoring.epp_prometheus_rule(model), *waits)
 

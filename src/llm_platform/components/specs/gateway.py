@@ -40,7 +40,10 @@ CLIENT_HEADER = "x-llm-client"
 # (client identity; AI Gateway's model header; the endpoint picker's destination header)
 GATEWAY_OWNED_HEADERS = (CLIENT_HEADER, "x-ai-eg-model", "x-gateway-destination-endpoint")
 
-# Envoy proxy pod facts (EG v1.8.3 internal/infrastructure/kubernetes/proxy, xds/bootstrap)
+# Envoy proxy pod facts (EG v1.8.3 internal/infrastructure/kubernetes/proxy, xds/bootstrap). The labels
+# every proxy pod carries: EnvoyAppLabel() (proxy/resource.go) and the owning Gateway's
+# (gatewayapi/helpers.go, OwningGatewayNameLabel), on the pod template (proxy/resource_provider.go,
+# getPodLabels); the controller pods in the same namespace carry none of them.
 PROXY_LABELS = {
     "app.kubernetes.io/name": "envoy",
     "app.kubernetes.io/component": "proxy",
@@ -452,10 +455,9 @@ def prometheus_peer() -> dict[str, Any]:
 
 
 def proxy_peer() -> dict[str, Any]:
-    """The Envoy proxies, as another namespace's NetworkPolicy names them."""
+    """The Envoy proxies of the gateway, as another namespace's NetworkPolicy names them: not the rest of
+    the gateway namespace (Envoy Gateway's controller)."""
     return {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
-        "podSelector": {
-            "matchLabels": {k: v for k, v in PROXY_LABELS.items() if k != "app.kubernetes.io/managed-by"}
-        },
+        "podSelector": {"matchLabels": dict(PROXY_LABELS)},
     }

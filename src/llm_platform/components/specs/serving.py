@@ -18,6 +18,7 @@ from llm_platform.components.specs.compile_cache import (
     SAVER_CPU_MILLICORES,
     SAVER_MEMORY_MIB,
 )
+from llm_platform.components.specs.gateway import proxy_peer
 from llm_platform.components.specs.model_cache import CacheWiring
 from llm_platform.config.catalog import GpuInstance
 from llm_platform.config.schema import ModelConfig
@@ -25,7 +26,6 @@ from llm_platform.plan import ModelPlan
 from llm_platform.plan.model import STARTUP_PROBE_PERIOD_SECONDS
 from llm_platform.plan.naming import (
     API_KEY_SECRET_KEY,
-    GATEWAY_NAMESPACE,
     HF_TOKEN_SECRET_KEY,
     MONITORING_NAMESPACE,
     model_selector,
@@ -367,8 +367,8 @@ def default_deny_ingress(m: ModelPlan) -> dict[str, Any]:
 
 
 def network_policy(m: ModelPlan) -> dict[str, Any]:
-    """Only the serving entry point (the gateway namespace) and Prometheus may reach vLLM."""
-    gateway = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": GATEWAY_NAMESPACE}}}
+    """Only the serving entry point (the gateway's Envoy proxies, not the rest of its namespace) and
+    Prometheus may reach vLLM."""
     prometheus = {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}},
         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
@@ -380,6 +380,6 @@ def network_policy(m: ModelPlan) -> dict[str, Any]:
         "spec": {
             "podSelector": {"matchLabels": selector(m)},
             "policyTypes": ["Ingress"],
-            "ingress": [{"from": [gateway, prometheus], "ports": [{"port": PORT, "protocol": "TCP"}]}],
+            "ingress": [{"from": [proxy_peer(), prometheus], "ports": [{"port": PORT, "protocol": "TCP"}]}],
         },
     }
