@@ -32,8 +32,11 @@ def _flag(args: list[str], flag: str) -> str:
 
 
 def test_arguments_come_from_config() -> None:
-    args = _container(_deployment("prod", "llama-70b"))["args"]
-    assert _flag(args, "--model") == "/models/meta-llama/Llama-3.1-70B-Instruct"
+    container = _container(_deployment("prod", "llama-70b"))
+    args = container["args"]
+    # `vllm serve <model>`: the positional model, not the deprecated `--model`
+    assert container["command"] == ["vllm", "serve"] and "--model" not in args
+    assert args[0] == "/models/meta-llama/Llama-3.1-70B-Instruct"
     assert _flag(args, "--served-model-name") == "llama-70b"
     assert _flag(args, "--tensor-parallel-size") == "8"
     assert _flag(args, "--max-model-len") == "16384"
@@ -230,7 +233,7 @@ def test_a_second_model_gets_its_own_complete_set(run_program) -> None:
     deployments = {r.inputs["metadata"]["namespace"]: r for r in m.by_type(DEPLOYMENT)}
     assert set(deployments) == {"model-qwen-1-5b", "model-qwen-7b"}
     hub = _container(deployments["model-qwen-7b"].inputs)
-    assert _flag(hub["args"], "--model") == "Qwen/Qwen2.5-7B-Instruct", "hub mode downloads at start (dev)"
+    assert hub["args"][0] == "Qwen/Qwen2.5-7B-Instruct", "hub mode downloads at start (dev)"
 
 
 def test_secrets_are_secret_in_the_program(run_program) -> None:

@@ -32,6 +32,7 @@ from llm_platform.components.specs.common import (
     POOL_LABEL,
     SERVING_PRIORITY_CLASS,
 )
+from llm_platform.components.specs.autoscaling import cooldown
 from llm_platform.components.specs.model_cache import cache_wiring
 from llm_platform.components.specs.serving import replica_resources
 from llm_platform.config.cold_start import KARPENTER_LAUNCH_SECONDS
@@ -194,7 +195,7 @@ def scaled_object(p: PoolPlan) -> dict[str, Any]:
             "minReplicaCount": h.placeholders,
             "maxReplicaCount": h.peak_placeholders,
             "pollingInterval": 30,
-            "cooldownPeriod": 60,
+            **cooldown(h.placeholders, 60),
             "advanced": {
                 "horizontalPodAutoscalerConfig": {
                     "behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}}

@@ -88,9 +88,12 @@ def service_account(m: ModelPlan) -> dict[str, Any]:
 
 
 def vllm_args(m: ModelPlan, wiring: CacheWiring) -> list[str]:
+    """`vllm serve`'s arguments, the model first: `vllm serve [model_tag] [options]` (vllm
+    entrypoints/cli/serve.py). `--model` is deprecated: FlexibleArgumentParser.parse_args
+    (vllm/utils/argparse_utils.py) warns "you should provide the model as a positional argument" and moves it
+    to the front itself."""
     model = m.model
     return [
-        "--model",
         wiring.model_path,
         "--served-model-name",
         model.served_model_name,
