@@ -49,6 +49,7 @@ def monitoring(opts: pulumi.ResourceOptions) -> Observability:
             create_storage_class=eks_mode,
             alerting=plan.alerting,
             alert_receiver=alert_receiver,
+            gateway_dashboard=gateway_cfg.enabled and api_key is not None,  # as the Gateway below
             reservation_node_classes=list(plan.reservation_node_classes) if eks_mode else [],
         ),
         opts=opts,
