@@ -18,6 +18,11 @@ from llm_platform.config.versions import AWS_CLI_IMAGE
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.naming import READY_MARKER, restricted_container
 
+# The scripts run under the pinned AWS CLI image's /bin/sh: aws-cli's docker/Dockerfile at tag 2.27.50
+# builds it FROM amazonlinux:2 (whose container image runs /bin/bash, amazonlinux/container-images
+# Dockerfile; /bin/sh is bash there) with the CLI in /usr/local/bin; date, uname, sleep, rm and test come
+# from its coreutils. The tests run them with bash against a stand-in `aws`.
+
 # the vLLM pod's VLLM_CACHE_ROOT: its own emptyDir, or the node's directory (nvme)
 COMPILE_CACHE_MOUNT = "/var/cache/vllm"
 COMPILE_CACHE_VOLUME = "compile-cache"

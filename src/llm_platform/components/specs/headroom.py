@@ -25,6 +25,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from llm_platform.components.specs.autoscaling import cooldown
 from llm_platform.components.specs.common import (
     GPU_TOLERATION,
     HEADROOM_PRIORITY_CLASS,
@@ -32,7 +33,6 @@ from llm_platform.components.specs.common import (
     POOL_LABEL,
     SERVING_PRIORITY_CLASS,
 )
-from llm_platform.components.specs.autoscaling import cooldown
 from llm_platform.components.specs.model_cache import cache_wiring
 from llm_platform.components.specs.serving import replica_resources
 from llm_platform.config.cold_start import KARPENTER_LAUNCH_SECONDS
@@ -280,6 +280,10 @@ def prepull_daemonset(p: PoolPlan) -> dict[str, Any]:
                             "name": f"pull-{i}",
                             "image": image,
                             "imagePullPolicy": "IfNotPresent",
+                            # coreutils' /usr/bin/true, on PATH in every pinned serving image:
+                            # vllm/vllm-openai (Ubuntu, nvidia/cuda:*-ubuntu base, vllm docker/Dockerfile),
+                            # the AWS CLI (amazonlinux:2 base, aws-cli docker/Dockerfile at 2.27.50);
+                            # a model's own image without it fails its pre-pull, not its serving
                             "command": ["true"],
                             "resources": PREPULL_RESOURCES,
                             "securityContext": restricted_container(),

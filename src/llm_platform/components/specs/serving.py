@@ -189,6 +189,8 @@ def startup_check(m: ModelPlan) -> dict[str, Any]:
         f"urllib.request.urlopen('http://127.0.0.1:{PORT}/health', timeout=4); "
         f"pathlib.Path('{COMPILE_CACHE_MOUNT}/{marker}').touch()"
     )
+    # python3 is /usr/bin/python3 in the vLLM image (vllm docker/Dockerfile: update-alternatives to the
+    # image's Python, the interpreter vLLM itself runs on)
     return {"exec": {"command": ["python3", "-c", check]}}
 
 
