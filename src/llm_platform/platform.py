@@ -24,6 +24,14 @@ from llm_platform.components.network import Network, NetworkArgs
 from llm_platform.components.observability import Observability, ObservabilityArgs
 from llm_platform.config.errors import ConfigError
 from llm_platform.config.loader import parse
+from llm_platform.config.stack_args import (
+    AlertingSettings,
+    ClusterSettings,
+    GatewaySettings,
+    GpuNodePoolSettings,
+    ModelCacheSettings,
+    ModelSettings,
+)
 from llm_platform.plan import Plan, resolve
 
 __all__ = ["TYPE", "LlmPlatform", "LlmPlatformArgs", "config_of", "platform_args"]
@@ -32,21 +40,24 @@ TYPE = "llm-platform:index:LlmPlatform"
 
 
 class LlmPlatformArgs(TypedDict):
-    """The `llm-platform:` keys of a stack file, and the secrets the stack program reads from Pulumi secrets."""
+    """The `llm-platform:` keys of a stack file, and the secrets the stack program reads from Pulumi secrets.
+
+    The blocks are typed as the stack file's schema describes them (`config/stack_args.py`, camelCase keys);
+    the schema's rules validate them when the component is built."""
 
     environment: str
     """dev, staging or prod."""
-    cluster: dict[str, Any]
+    cluster: ClusterSettings
     """The stack file's `cluster` block (mode eks or existing, name, zones, system nodes, ...)."""
-    gpu_node_pools: list[dict[str, Any]]
+    gpu_node_pools: list[GpuNodePoolSettings]
     """The stack file's `gpuNodePools`: Karpenter GPU NodePools (instance families, gpuLimit, capacity types)."""
-    models: NotRequired[list[dict[str, Any]]]
+    models: NotRequired[list[ModelSettings]]
     """The stack file's `models`: what vLLM serves, on which pool, cached how, autoscaled how."""
-    model_cache: NotRequired[dict[str, Any]]
+    model_cache: NotRequired[ModelCacheSettings]
     """The stack file's `modelCache`: the S3 bucket and the FSx for Lustre file system."""
-    gateway: NotRequired[dict[str, Any]]
+    gateway: NotRequired[GatewaySettings]
     """The stack file's `gateway`: Envoy Gateway + AI Gateway in front of the models, its clients and limits."""
-    alerting: NotRequired[dict[str, Any]]
+    alerting: NotRequired[AlertingSettings]
     """The stack file's `alerting`: where Alertmanager sends alerts."""
     region: NotRequired[str]
     """The AWS region the pools' instances must be sold in; default: the AWS provider's (`aws:region`)."""
