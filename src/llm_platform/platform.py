@@ -225,9 +225,7 @@ class LlmPlatform(pulumi.ComponentResource):
             weights = cache.weights
             karpenter = Karpenter(
                 f"{cluster_cfg.name}-karpenter",
-                KarpenterArgs(
-                    cluster_name=cluster_cfg.name, region=region, pools=plan.gpu_node_pools
-                ),
+                KarpenterArgs(cluster_name=cluster_cfg.name, region=region, pools=plan.gpu_node_pools),
                 opts=child(after_monitoring),
             )
             GpuNodePools(

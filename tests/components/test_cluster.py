@@ -192,4 +192,6 @@ def test_one_aws_provider_tags_every_aws_resource_with_the_stacks_tags(run_progr
     assert by_hand == []
     # what Karpenter launches is no Pulumi resource: its EC2NodeClasses carry the tags themselves
     node_classes = [r for r in m.created if r.typ.endswith(":EC2NodeClass")]
-    assert node_classes and all(default_tags.items() <= r.inputs["spec"]["tags"].items() for r in node_classes)
+    assert node_classes and all(
+        default_tags.items() <= r.inputs["spec"]["tags"].items() for r in node_classes
+    )
