@@ -83,6 +83,27 @@ def run_program() -> Iterator[Callable[[str], platform_mocks.PlatformMocks]]:
             platform_mocks.uninstall(loop)
 
 
+# `--dist loadgroup` (pyproject): a file's tests share its module fixtures and the renders cached above, so
+# each file runs on one xdist worker, except these, whose tests are long and independent of each other and
+# spread over the workers (a tune search, an explained stack, a real stack checked end to end)
+SPREAD_OVER_WORKERS = {
+    "tests/simulator/test_tune.py",
+    "tests/simulator/test_explain.py",
+    "tests/stacks/test_add_a_model.py",
+    "tests/stacks/test_real_stacks.py",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # the slow tests (and the files they share with) first: the workers finish together
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    for item in items:
+        path = item.path.relative_to(ROOT).as_posix()
+        if path not in SPREAD_OVER_WORKERS and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(path))
+
+
 def stack_values(stack: str) -> dict[str, Any]:
     """The plain `llm-platform:` values of fixture stack `stack`, keyed without the prefix, safe to mutate."""
     raw = raw_stack_config(fixture_stack(stack))
