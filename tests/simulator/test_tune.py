@@ -26,7 +26,7 @@ STACK = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.prod.yaml"  # only its 
 @cache
 def tune_json(*argv: str) -> dict[str, Any]:
     """`simulator tune ARGV --json`, run once per test process: the tests that assert on the same command (the
-    same day files) share its search."""
+    same day files) share its search (tests/conftest.py keeps them on one xdist worker)."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert main([*argv, "--json"]) == 0
@@ -171,7 +171,6 @@ def test_tune_prints_the_reserved_count_beside_the_yaml(tmp_path, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("tune-prod-day-b")  # shares its JSON run with the consolidateAfter test
 def test_the_tuner_searches_headroom_and_prints_the_pools_block(tmp_path, shared_days, capsys):
     """Headroom is a knob like the others: its candidates are simulated as the plan renders them, within the
     pool's gpuLimit, and the chosen block is printed beside the autoscaling YAML."""
@@ -262,7 +261,6 @@ def test_a_headroom_candidate_is_checked_by_the_stack_files_rules(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("tune-prod-day-b")
 def test_the_pools_consolidate_after_is_a_knob_and_is_printed_for_the_pool(tmp_path, shared_days):
     """An empty GPU node kept 10 minutes after a 30-minute surge is paid for those minutes: the tuner simulates
     each consolidateAfter (the stack's own among them), checks it with the stack file's rules and prints the
