@@ -35,7 +35,7 @@ def slowest(junit: Path, count: int) -> list[tuple[float, str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--slowest", type=int, default=10, help="how many of the slowest tests to list")
     parser.add_argument("pytest_args", nargs="*", help="passed to pytest after `--`")
     args = parser.parse_args()

@@ -38,8 +38,8 @@ def _tool() -> ModuleType:
     spec.loader.exec_module(tool)
     # pure functions of the reference folder, which no test writes: `strict` deep-copies a CRD schema before
     # it edits it and the Helm check only reads the defaults, so one parsed copy serves every render
-    tool.load_crds = cache(tool.load_crds)
-    tool.chart_defaults = cache(tool.chart_defaults)
+    for name in ("load_crds", "chart_defaults"):
+        setattr(tool, name, cache(getattr(tool, name)))
     return tool
 
 
