@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 from llm_platform.config.loader import PROJECT, ROOT, ConfigError, load_stack, raw_stack_config
 from llm_platform.config.schema import StackConfig
@@ -81,6 +83,47 @@ def run_program() -> Iterator[Callable[[str], platform_mocks.PlatformMocks]]:
     for loop in loops:
         if not loop.is_closed():
             platform_mocks.uninstall(loop)
+
+
+# `--dist loadfile` (pyproject), refined by FileScheduling below: a file's tests share its module fixtures and
+# the evaluations cached above, so a file is one worker's unit of work, except these files, whose tests are
+# long and independent (a tune search, an explained stack, a real stack checked end to end) and spread over
+# the workers; tests there that share one computation stay together
+SPREAD_OVER_WORKERS: dict[str, dict[str, str]] = {
+    "tests/simulator/test_tune.py": {
+        "test_the_tuner_searches_headroom_and_prints_the_pools_block": "tune day b",
+        "test_the_pools_consolidate_after_is_a_knob_and_is_printed_for_the_pool": "tune day b",
+    },
+    "tests/simulator/test_explain.py": {},
+    "tests/stacks/test_add_a_model.py": {},
+    "tests/stacks/test_real_stacks.py": {},
+}
+
+
+class FileScheduling(LoadScopeScheduling):
+    """A test file per unit of work, a test per unit in SPREAD_OVER_WORKERS, in the collection's order (the
+    order `pytest_collection_modifyitems` gives, longest first)."""
+
+    def __init__(self, config: pytest.Config, log: Any = None) -> None:
+        super().__init__(config, log)
+        config.option.loadscopereorder = False
+
+    def _split_scope(self, nodeid: str) -> str:
+        path, _, test = nodeid.partition("::")
+        if path not in SPREAD_OVER_WORKERS:
+            return path
+        together = SPREAD_OVER_WORKERS[path].get(test.split("[", 1)[0])
+        return f"{path}::{together}" if together else nodeid
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadScopeScheduling | None:
+    return FileScheduling(config, log) if config.getvalue("dist") == "loadfile" else None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Slow tests first, then the files with the most tests: the workers finish at about the same time."""
+    per_file = Counter(item.path for item in items)
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, -per_file[item.path]))
 
 
 def stack_values(stack: str) -> dict[str, Any]:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +16,15 @@ import yaml
 from llm_platform.components.specs import gateway as gw
 from llm_platform.components.specs import gateway_monitoring as monitoring
 from llm_platform.components.specs import inference_pool as pool
-from llm_platform.config.loader import PROJECT, ROOT, SECRET_KEYS, ConfigError, parse
+from llm_platform.config.loader import PROJECT, SECRET_KEYS, ConfigError, parse
 from llm_platform.config.schema import GatewayClient
 from llm_platform.plan import resolve
 from llm_platform.tools import mocks as platform_mocks
 from llm_platform.tools import render
 from tests.components import promtool
+from tests.shared_check import SHARED_CHECK, check_render
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stacks" / "Pulumi.gateway.yaml"
-SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
 VLLM_KEY = "fixture-vllm-key-0123456789"
 CLIENT_KEYS = {"web": "web-key-0123456789abcdef", "batch": "batch-key-0123456789abcdef"}
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -591,11 +589,5 @@ def _render(run: Run) -> render.Render:
 def test_the_fixture_render_passes_the_shared_schema_check(run: Run, tmp_path: Path) -> None:
     out = tmp_path / "render"
     render.write(_render(run), out)
-    proc = subprocess.run(
-        [sys.executable, str(SHARED_CHECK), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = check_render(out)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -4,8 +4,6 @@ priority, resized on the schedule; headroom that could never run is refused befo
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +21,9 @@ from llm_platform.tools import render
 from llm_platform.tools.preflight.pods import pod_requests
 from tests.components import promtool
 from tests.plans import model_plan, stack_plan
+from tests.shared_check import SHARED_CHECK, check_render
 
 FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.headroom.yaml"
-SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
@@ -253,9 +251,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.skipif(not SHARED_CHECK.exists(), reason="shared/tools/check_render.py sits beside the repo")
 def test_fixture_render_passes_the_pinned_crds_and_schemas(rendered: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, str(SHARED_CHECK), str(rendered)], capture_output=True, text=True, check=False
-    )
+    result = check_render(rendered)
     assert result.returncode == 0, result.stdout
     kinds = {d["kind"] for d in yaml.safe_load_all((rendered / "manifests.yaml").read_text()) if d}
     assert {"PriorityClass", "ScaledObject", "Deployment", "DaemonSet", "PrometheusRule"} <= kinds

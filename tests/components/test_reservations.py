@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +17,9 @@ from llm_platform.plan.nodes import pool_node_class_name
 from llm_platform.tools import render
 from tests.components import promtool
 from tests.conftest import fixture_stack, stack_values
+from tests.shared_check import SHARED_CHECK, check_render
 
 FIXTURE = fixture_stack("reservations")
-SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
 PINNED_CRD = ROOT.parent / "shared" / "reference" / "crds" / "karpenter.k8s.aws_ec2nodeclasses.yaml"
 ODCR = "gpu-al2023-p5-odcr"
 BLOCK = "gpu-al2023-p4de-block"
@@ -53,9 +51,7 @@ def resources(out: Path, typ: str) -> list[dict[str, Any]]:
 
 @pytest.mark.skipif(not SHARED_CHECK.exists(), reason="shared/tools/check_render.py sits beside the repo")
 def test_fixture_render_passes_the_pinned_crds_and_chart_values(rendered: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, str(SHARED_CHECK), str(rendered)], capture_output=True, text=True, check=False
-    )
+    result = check_render(rendered)
     assert result.returncode == 0, result.stdout
     assert result.stdout.strip().endswith(": 0 problems")
 

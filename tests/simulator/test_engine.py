@@ -107,6 +107,7 @@ def seed_rows():
     return {r.strategy: r for r in run_all(s, seed_strategies(s))}
 
 
+@pytest.mark.slow
 def test_seed_benchmark_orderings(seed_rows):
     """The issue's acceptance criteria, computed by the model (no numbers from the article)."""
     a, b, c, rec = (

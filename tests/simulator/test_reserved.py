@@ -12,7 +12,7 @@ import pytest
 from llm_platform.config import loader
 from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.loader import ROOT
-from llm_platform.simulator import reservations_cmd
+from llm_platform.simulator import family, reservations_cmd
 from llm_platform.simulator.capacity import CapacityConfig, Cluster
 from llm_platform.simulator.engine import simulate
 from llm_platform.simulator.scenarios import StackRun, stack_run
@@ -78,12 +78,16 @@ def test_reserved_nodes_are_not_spot_interrupted() -> None:
 
 
 @pytest.fixture(scope="module")
-def llama() -> StackRun:
-    """The reservations fixture's llama-70b (p5, 1-2 replicas, reserved then on-demand) on the seed day."""
+def llama(tmp_path_factory: pytest.TempPathFactory) -> StackRun:
+    """The reservations fixture's llama-70b (p5, 1-2 replicas, reserved then on-demand) on the seed day's
+    05:00-09:00: one replica overnight, then the morning surge at maxReplicas (the sweep's properties need a
+    quiet stretch and a peak, not 24 hours; the sweep reports $/day, prepaid is what the 4 hours cost)."""
+    morning = tmp_path_factory.mktemp("traffic") / "seed-05-09.csv"
+    rate = family.day("seed")[5 * 60 : 9 * 60]
+    morning.write_text("minute,requests_per_second\n" + "".join(f"{m},{r}\n" for m, r in enumerate(rate)))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(loader, "stack_file", lambda stack: FIXTURE)
-        traffic = load("builtin:seed-day", 0, TokenMix(), 1.0)
-        return stack_run("reservations", "llama-70b", traffic)
+        return stack_run("reservations", "llama-70b", load(str(morning)))
 
 
 def with_rate(run: StackRun, usd_per_hour: float) -> StackRun:
@@ -97,15 +101,18 @@ def test_sweep_prices_each_count_as_prepaid_plus_what_runs_beyond(llama: StackRu
     days = reservations_cmd.sweep(llama, range(top + 2))
     rate = llama.instance.on_demand_usd_per_hour("us-east-1")
     hours = llama.setup.traffic.duration / 3600
+    assert hours == 4 and llama.max_replicas == 2
     for d in days:
         assert d.prepaid_usd == pytest.approx(d.reserved_instances * rate * hours)
-        assert d.cost_usd >= d.prepaid_usd
+        assert d.cost_usd >= d.prepaid_usd * 24 / hours - 1e-6  # $/day against the day's prepaid share
         assert d.reserved_gpus == 8 * d.reserved_instances
+    # the surge's second replica runs on-demand beyond the one reserved
+    assert days[1].cost_usd > days[1].prepaid_usd * 24 / hours + 1.0
     # an ODCR bills on-demand all day: each extra reservation costs at least what it saves
     costs = [d.cost_usd for d in days]
     assert all(b >= a - 1e-6 for a, b in pairwise(costs))
     # one beyond the most the model can use is pure waste: a full day at the reserved rate
-    assert costs[-1] == pytest.approx(costs[-2] + rate * hours)
+    assert costs[-1] == pytest.approx(costs[-2] + rate * 24)
     assert reservations_cmd.cheapest(days).reserved_instances == 0  # a tie goes to committing less
 
 

@@ -3,7 +3,12 @@ pre-warm windows from that same day, reports holdout days and the oracle, and pr
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,6 +21,22 @@ from llm_platform.simulator.traffic import load
 from llm_platform.simulator.tune import MAX_REPLICAS, Tuner, pool_gpu_limit, stack_accepts
 
 STACK = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.prod.yaml"  # only its model and pool are read
+
+
+@cache
+def tune_json(*argv: str) -> dict[str, Any]:
+    """`simulator tune ARGV --json`, run once per test process: the tests that assert on the same command (the
+    same day files) share its search (tests/conftest.py keeps them on one xdist worker)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([*argv, "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+@pytest.fixture(scope="module")
+def shared_days(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the day files of the shared tune commands live (one path per day, so one command line)."""
+    return tmp_path_factory.mktemp("days")
 
 
 def short_day(tmp_path, name: str, surge_at: int) -> str:
@@ -43,6 +64,7 @@ def test_windows_come_from_surges_that_recur_on_other_days_never_from_the_scored
     assert {w.name for w in known.windows_for(3)} == own[0] | own[3]  # a known surge counts on its own day
 
 
+@pytest.mark.slow
 def test_tune_json_reports_every_day_with_oracle_and_yaml(tmp_path, capsys):
     a, b, c = (short_day(tmp_path, n, at) for n, at in (("a", 60), ("b", 90), ("c", 75)))
     argv = [
@@ -111,6 +133,7 @@ def reserved_tuner(tmp_path, usd_per_hour: float) -> Tuner:
     return Tuner(runs, 5.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1, reserved_max=2)
 
 
+@pytest.mark.slow
 def test_the_tuner_reserves_what_a_cheap_block_rate_pays_for(tmp_path):
     p5 = 55.04  # p5.48xlarge on-demand in us-east-1 (the fixture's region)
     tuner = reserved_tuner(tmp_path, 0.5 * p5)
@@ -121,10 +144,12 @@ def test_the_tuner_reserves_what_a_cheap_block_rate_pays_for(tmp_path):
     assert chosen < tuner.score({**knobs, "reserved_instances": 2})[0]  # a second, idle block is waste
 
 
+@pytest.mark.slow
 def test_the_tuner_reserves_nothing_above_the_on_demand_rate(tmp_path):
     assert reserved_tuner(tmp_path, 1.5 * 55.04).search(passes=1)["reserved_instances"] == 0
 
 
+@pytest.mark.slow
 def test_tune_prints_the_reserved_count_beside_the_yaml(tmp_path, capsys):
     argv = [
         "tune", "--stack", str(RESERVATIONS), "--model", "llama-70b", "--traffic", steady_day(tmp_path, "a", 1.0),
@@ -145,7 +170,8 @@ def test_tune_prints_the_reserved_count_beside_the_yaml(tmp_path, capsys):
     }  # fmt: skip
 
 
-def test_the_tuner_searches_headroom_and_prints_the_pools_block(tmp_path, capsys):
+@pytest.mark.slow
+def test_the_tuner_searches_headroom_and_prints_the_pools_block(tmp_path, shared_days, capsys):
     """Headroom is a knob like the others: its candidates are simulated as the plan renders them, within the
     pool's gpuLimit, and the chosen block is printed beside the autoscaling YAML."""
     import yaml
@@ -170,7 +196,7 @@ def test_the_tuner_searches_headroom_and_prints_the_pools_block(tmp_path, capsys
     others = sum(m.scaling.min_replicas * m.gpus for m in runs[0].pool.models if m.name != runs[0].model_name)
     capped = tuner.headroom({**base, "headroom_placeholders": 10_000})
     assert capped is not None and capped.gpus == pool.gpu_limit - others - 1, "gpuLimit less minReplicas"
-    argv = ["tune", "--stack", str(STACK), "--traffic", short_day(tmp_path, "b", 90), "--max-miss-pct", "50",
+    argv = ["tune", "--stack", str(STACK), "--traffic", short_day(shared_days, "b", 90), "--max-miss-pct", "50",
             "--passes", "1"]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
@@ -179,8 +205,7 @@ def test_the_tuner_searches_headroom_and_prints_the_pools_block(tmp_path, capsys
         < out.index(f"and under gpuNodePools[0] ({pool.name})")
         < out.index("headroom:")
     )
-    assert main([*argv, "--json"]) == 0
-    block = yaml.safe_load(json.loads(capsys.readouterr().out)["headroom_yaml"])
+    block = yaml.safe_load(tune_json(*argv)["headroom_yaml"])
     assert (
         block is None
         or block["headroom"]["gpus"] + sum(w["gpus"] for w in block["headroom"].get("schedule", [])) > 0
@@ -210,6 +235,7 @@ def test_max_replicas_is_a_knob_when_the_peak_needs_more_with_the_pool_limit_it_
     assert beyond == run.plan.pool.gpu_limit - run.plan.pool_headroom_gpus % run.plan.gpus + run.plan.gpus
 
 
+@pytest.mark.slow
 def test_the_tuner_only_proposes_what_the_stack_file_accepts(tmp_path):
     run = stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))
     accepts = stack_accepts(STACK, run)
@@ -234,7 +260,8 @@ def test_a_headroom_candidate_is_checked_by_the_stack_files_rules(tmp_path):
     assert problem is not None and "headroom" in problem
 
 
-def test_the_pools_consolidate_after_is_a_knob_and_is_printed_for_the_pool(tmp_path, capsys):
+@pytest.mark.slow
+def test_the_pools_consolidate_after_is_a_knob_and_is_printed_for_the_pool(tmp_path, shared_days):
     """An empty GPU node kept 10 minutes after a 30-minute surge is paid for those minutes: the tuner simulates
     each consolidateAfter (the stack's own among them), checks it with the stack file's rules and prints the
     chosen one under the pool."""
@@ -253,10 +280,9 @@ def test_the_pools_consolidate_after_is_a_knob_and_is_printed_for_the_pool(tmp_p
     check = stack_accepts(STACK, runs[0])
     cfg = tuner.config(base, None)
     assert check(cfg, None, None, 60) is None
-    argv = ["tune", "--stack", str(STACK), "--traffic", short_day(tmp_path, "b", 90), "--max-miss-pct", "50",
-            "--passes", "1", "--json"]  # fmt: skip
-    assert main(argv) == 0
-    out = json.loads(capsys.readouterr().out)
+    argv = ["tune", "--stack", str(STACK), "--traffic", short_day(shared_days, "b", 90), "--max-miss-pct", "50",
+            "--passes", "1"]  # fmt: skip
+    out = tune_json(*argv)
     assert out["consolidate_after"] in {"0s", "1m", "5m", "10m", f"{own // 60}m"}
     seconds = {"0s": 0, "1m": 60, "5m": 300, "10m": 600}.get(out["consolidate_after"], own)
     assert out["knobs"][CONSOLIDATE_AFTER] == seconds

@@ -5,20 +5,17 @@ stacks (tests/conftest.py)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm_platform.config.loader import ROOT, Stack, stack_name
+from llm_platform.config.loader import Stack, stack_name
 from llm_platform.tools import render
 from llm_platform.tools.preflight.findings import Finding, blockers
 from llm_platform.tools.preflight.run import run as preflight
 from llm_platform.tools.preflight.view import from_mocks
 from policy.llm_platform_policies import ALL_POLICIES
 from tests.policy.builders import render_violations
-
-SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
+from tests.shared_check import SHARED_CHECK, check_render
 
 
 @dataclass(frozen=True)
@@ -43,9 +40,7 @@ def check(stack: Stack, out: Path) -> Checked:
             for v in render_violations(policy, result.resources, stack_name(stack))
         ]
     if SHARED_CHECK.exists():  # beside the repository in this workspace and in CI (.ci/run)
-        schema = subprocess.run(
-            [sys.executable, str(SHARED_CHECK), str(out)], capture_output=True, text=True, check=False
-        )
+        schema = check_render(out)
         if schema.returncode != 0 or not schema.stdout.strip().endswith(": 0 problems"):
             found.append(f"check_render:\n{schema.stdout}{schema.stderr}")
     return Checked(found, blockers(preflight(from_mocks(stack, result.mocks))))

@@ -6,18 +6,21 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from llm_platform.config import loader
 from llm_platform.config.loader import ROOT
 from llm_platform.tools.preflight import __main__ as cli
 from llm_platform.tools.preflight import view as preflight_view
-from llm_platform.tools.preflight.findings import Finding
+from llm_platform.tools.preflight.findings import Finding, blockers
 from llm_platform.tools.preflight.pods import pod_requests, program_pods, requests_of
 from llm_platform.tools.preflight.run import CHECKS, run
 from llm_platform.tools.preflight.view import Manifest, RenderView
+from tests.conftest import fixture_stack
 
 FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.preflight.yaml"
 
@@ -183,6 +186,43 @@ def test_pool_limit_without_room_for_a_surge_is_blocked(view: RenderView) -> Non
     }
     finding = only(run(view), "ceilings")
     assert "16 + 8 > limit 16" in finding.message
+
+
+def test_a_pool_limit_that_forces_a_rollout_in_place_warns_with_the_numbers(tmp_path: Path) -> None:
+    """The issue's prod llama-70b on a 16-GPU p4d limit: 2 x 8 GPUs at maxReplicas leave no room for a surge
+    node, so the plan rolls it with maxSurge 0 and every rollout serves one replica fewer for a cold start.
+    `pulumi up` still finishes (a warning, not a blocker); with the fixture's 24 GPUs there is nothing to say."""
+    raw = yaml.safe_load(fixture_stack("prod").read_text())
+    (p4d,) = [p for p in raw["config"]["llm-platform:gpuNodePools"] if p["name"] == "p4d"]
+    assert p4d["gpuLimit"] == 24
+    p4d["gpuLimit"] = 16
+    stack = tmp_path / "Pulumi.prod.yaml"
+    stack.write_text(yaml.safe_dump(raw, sort_keys=False))
+    view = preflight_view.from_stack(stack)
+    llama = manifest(view, "Deployment", "model-llama-70b/llama-70b")
+    assert llama.body["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
+    findings = run(view)
+    assert blockers(findings) == []
+    warning = only(findings, "ceilings")
+    assert (warning.severity, warning.object) == ("warning", "NodePool p4d")
+    assert "Deployment model-llama-70b/llama-70b rolls out with maxSurge 0" in warning.message
+    assert "take 16 of the limit's 16 node GPUs and a surge replica needs 8 more" in warning.message
+    assert "(1 of 2 at maxReplicas)" in warning.message and "gpuLimit 24 lets it surge" in warning.message
+    assert [f for f in run(preflight_view.from_stack(fixture_stack("prod"))) if f.check == "ceilings"] == []
+
+
+def test_placeholders_rolled_in_place_are_not_serving_replicas(view: RenderView) -> None:
+    """Only a model's replicas lose serving capacity in a rollout in place: a GPU pod without the serving
+    labels (a warm-GPU placeholder) at maxSurge 0 in a full pool is not reported."""
+    manifest(view, "NodePool", "p4d").body["spec"]["limits"]["nvidia.com/gpu"] = "16"
+    deployment = manifest(view, "Deployment", "model-large/large")
+    deployment.body["spec"]["strategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+    }
+    assert [f.severity for f in run(view) if f.check == "ceilings"] == ["warning"]
+    deployment.body["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"] = "headroom"
+    assert [f for f in run(view) if f.check == "ceilings"] == []
 
 
 def test_models_at_max_beyond_the_limit_are_blocked(view: RenderView) -> None:

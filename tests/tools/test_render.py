@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from llm_platform.config.loader import ROOT, stack_names
+from llm_platform.config.loader import stack_names
 from llm_platform.tools import render
 from tests.conftest import fixture_stack
-
-SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
+from tests.shared_check import SHARED_CHECK, check_render
 
 
 @pytest.fixture(scope="module")
@@ -98,11 +97,6 @@ def test_unknown_stack_is_a_clear_error(tmp_path: Path, capsys) -> None:
 )
 @pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
 def test_render_passes_the_upstream_schema_check(rendered: dict[str, Path], stack: str) -> None:
-    import subprocess
-    import sys
-
-    result = subprocess.run(
-        [sys.executable, str(SHARED_CHECK), str(rendered[stack])], capture_output=True, text=True, check=False
-    )
+    result = check_render(rendered[stack])
     assert result.returncode == 0, result.stdout
     assert result.stdout.strip().endswith(": 0 problems")

@@ -4,6 +4,7 @@ CRDs downloaded only when their sha256 is the pinned one, a stale render refused
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import os
@@ -194,8 +195,21 @@ def test_a_stale_render_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture
 @pytest.mark.skipif(
     not REFERENCE_CRDS.is_dir(), reason="../shared/reference/crds is not beside the repository"
 )
-def test_the_cli_validates_a_fresh_render(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_validates_a_fresh_render(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """End to end on a fixture stack with the pinned CRDs: clean, then a NodePool with a mistyped field."""
+    parsed: list[dict[tuple[str, str], dict[str, Any]]] = []
+    load_crds = validate_render.load_crds
+
+    def parsed_once(folder: Path, fetch: bool) -> dict[tuple[str, str], dict[str, Any]]:
+        """Both runs read the same unchanged CRD folder: the first parses it (seconds of pure-Python YAML),
+        the second gets a fresh copy of what it parsed."""
+        if not parsed:
+            parsed.append(load_crds(folder, fetch))
+        return copy.deepcopy(parsed[0])
+
+    monkeypatch.setattr(validate_render, "load_crds", parsed_once)
     stack = tmp_path / "Pulumi.team.yaml"
     shutil.copy(fixture_stack("dev"), stack)
     manifests = tmp_path / "build" / "team" / "manifests.yaml"

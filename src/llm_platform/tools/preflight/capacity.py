@@ -1,4 +1,5 @@
-"""Can every model reach maxReplicas and still roll out, within each NodePool's GPU limit? Does any
+"""Can every model reach maxReplicas and still roll out, within each NodePool's GPU limit (and if it rolls
+out in place for want of room, how much serving it loses)? Does any
 PodDisruptionBudget forbid every voluntary eviction (node expiry, drift, consolidation, AMI upgrades)?
 
 Karpenter counts a NodePool's `limits` against the capacity of the nodes it launches, not the pods' requests:
@@ -77,7 +78,21 @@ def ceilings(view: RenderView) -> list[Finding]:
                                    f"a rollout of {pod.owner} at maxReplicas surges {surge} x {cost:g} GPUs: "
                                    f"{at_max:g} + {surge * cost:g} > limit {limit}; Karpenter refuses the node and "
                                    "the rollout never completes (raise gpuLimit or roll out in place)"))  # fmt: skip
+            elif not surge and _serves(pod) and at_max + cost > limit:
+                out.append(Finding("warning", CEILINGS, pool.ref, "spec.limits.nvidia.com/gpu",
+                                   f"{pod.owner} rolls out with maxSurge 0: the models at maxReplicas take "
+                                   f"{at_max:g} of the limit's {limit} node GPUs and a surge replica needs "
+                                   f"{cost:g} more, so every rollout stops a replica before its replacement starts "
+                                   f"and the model serves one replica fewer ({pod.replicas - 1} of {pod.replicas} "
+                                   "at maxReplicas) for the new pod's whole cold start; gpuLimit "
+                                   f"{math.ceil(at_max + cost)} lets it surge"))  # fmt: skip
     return out
+
+
+def _serves(pod: PodTemplate) -> bool:
+    """A model's vLLM replica (components/specs/serving.py `labels`), not a warm-GPU placeholder: a rollout
+    in place costs it serving capacity."""
+    return pod.labels.get("app.kubernetes.io/component") == "inference"
 
 
 def _selected(view: RenderView, pdb: Manifest) -> list[Manifest]:

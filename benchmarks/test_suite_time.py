@@ -1,0 +1,66 @@
+"""How long the test suite takes: runs `pytest` (the README's test command, any extra arguments passed on) in
+a child process and prints its wall time, the CPU time it used (user + sys of pytest and everything it
+started: xdist workers, the simulator's process pool, subprocesses) and the ten slowest tests.
+
+Prints figures, asserts nothing. CPU time is the steadier figure on a machine shared with other work: wall
+time grows with the load, CPU time barely does; on an idle machine with N cores the wall time approaches
+CPU time / N.
+
+    uv run python benchmarks/test_suite_time.py [--slowest 10] [-- -m "not slow" ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def slowest(junit: Path, count: int) -> list[tuple[float, str]]:
+    """(seconds, test id) of the `count` slowest tests in a JUnit report (setup, call and teardown)."""
+    cases = ET.parse(junit).getroot().iter("testcase")
+    timed = [
+        (float(c.get("time", 0)), f"{c.get('classname', '').replace('.', '/')}.py::{c.get('name')}")
+        for c in cases
+    ]
+    return sorted(timed, reverse=True)[:count]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--slowest", type=int, default=10, help="how many of the slowest tests to list")
+    parser.add_argument("pytest_args", nargs="*", help="passed to pytest after `--`")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        junit = Path(tmp) / "junit.xml"
+        command = [sys.executable, "-m", "pytest", "-q", f"--junitxml={junit}", *args.pytest_args]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        summary = (result.stdout.strip().splitlines() or ["(no output)"])[-1]
+        user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+        print(f"pytest {' '.join(args.pytest_args)}".rstrip() + f": {summary}")
+        print(f"wall {wall:.1f} s, CPU {user + system:.1f} s (user {user:.1f} s + sys {system:.1f} s)")
+        load = os.getloadavg()[0]
+        print(f"{os.cpu_count()} cores, load average (1 min) at the end {load:.2f}")
+        if junit.exists():
+            print(f"the {args.slowest} slowest tests (setup + call + teardown):")
+            for seconds, test in slowest(junit, args.slowest):
+                print(f"  {seconds:7.2f} s  {test}")
+        if result.returncode != 0:
+            print(f"pytest exited {result.returncode}:\n{result.stdout[-4000:]}{result.stderr[-2000:]}")
+
+
+if __name__ == "__main__":
+    main()
