@@ -38,8 +38,10 @@ def _tool() -> ModuleType:
     spec.loader.exec_module(tool)
     # pure functions of the reference folder, which no test writes: `strict` deep-copies a CRD schema before
     # it edits it and the Helm check only reads the defaults, so one parsed copy serves every render
+    # (a newer tool without these names is run as it is, only slower)
     for name in ("load_crds", "chart_defaults"):
-        setattr(tool, name, cache(getattr(tool, name)))
+        if callable(getattr(tool, name, None)):
+            setattr(tool, name, cache(getattr(tool, name)))
     return tool
 
 
