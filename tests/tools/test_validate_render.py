@@ -175,14 +175,6 @@ def test_a_bundled_crd_from_another_tag_or_altered_is_refused(tmp_path: Path) ->
         validate_render.bundled_bytes(source, tmp_path)
 
 
-class _Response(io.BytesIO):
-    def __enter__(self) -> _Response:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
-
 def test_a_refresh_is_kept_only_with_the_pinned_sha256(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
