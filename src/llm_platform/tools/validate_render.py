@@ -344,15 +344,15 @@ def main(argv: list[str] | None = None) -> int:
             for path in refresh():
                 print(f"refreshed {cli.shown_path(path)}")
         except (CrdUnavailable, OSError) as exc:
-            cli.fail(f"{name}: {exc}")
+            cli.fail(parser.prog, f"{name}: {exc}")
     manifests = args.build / name / "manifests.yaml"
     stale = cli.stale_render(args.stack, manifests)
     if stale:
-        cli.fail(f"{name}: {stale}")
+        cli.fail(parser.prog, f"{name}: {stale}")
     try:
         crds = load_crds(args.crds)
     except (CrdUnavailable, OSError) as exc:
-        cli.fail(f"{name}: {exc}")
+        cli.fail(parser.prog, f"{name}: {exc}")
     version = load_stack(args.stack).cluster.kubernetes_version
     docs = [d for d in yaml.safe_load_all(manifests.read_text()) if d]
     found = problems(docs, crds, version)
