@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from llm_platform.config.loader import ConfigError, Stack, stack_arg
 from llm_platform.simulator import capacity_cmd, report
@@ -157,7 +157,8 @@ def _check_flags(args: argparse.Namespace) -> None:
 def _run(setup: Setup, strategies: Sequence[Strategy], quiet: bool) -> list[Result]:
     total = setup.traffic.duration * len(strategies)
     with Progress(
-        TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
+        TextColumn(f"simulating {len(strategies)} strategies"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+        TextColumn("elapsed"), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
         console=Console(stderr=True), disable=quiet, transient=True,
     ) as bar:  # fmt: skip
         task = bar.add_task("day", total=total)
