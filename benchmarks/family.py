@@ -18,6 +18,7 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
 from llm_platform.simulator import family  # noqa: E402
+from llm_platform.simulator.args import positive_int  # noqa: E402
 from llm_platform.simulator.engine import simulate  # noqa: E402
 from llm_platform.simulator.progress import track  # noqa: E402
 from llm_platform.simulator.scenarios import SEED_C, StackRun, oracle_for, stack_run  # noqa: E402
@@ -35,6 +36,7 @@ def main() -> None:
     p.add_argument("--scale", type=float, default=1.0, help="multiply every day's rate")
     p.add_argument("--days", default=",".join(family.KINDS))
     p.add_argument("--max-miss-pct", type=float, default=5.0)
+    p.add_argument("--passes", type=positive_int, default=2, help="the tuner's coordinate-descent passes")
     args = p.parse_args()
     kinds = args.days.split(",")
     with tempfile.TemporaryDirectory() as tmp:
@@ -48,9 +50,9 @@ def main() -> None:
             accepts=stack_accepts(args.stack, first),
         )  # fmt: skip
         what = f"tune on the family: candidates scored, {len(runs)} days each"
-        with track(what, tuner.most_candidates(), "candidates", bounded=True) as progress:
+        with track(what, tuner.most_candidates(args.passes), "candidates", bounded=True) as progress:
             tuner.on_scored = progress.advance
-            knobs = tuner.search()
+            knobs = tuner.search(args.passes)
         _, _, tuned = tuner.score(knobs)  # per day, that day's pre-warm windows from the other days only
         print(
             f"{args.stack}/{first.model_name}, days x{args.scale:g} of the family, target misses <= {args.max_miss_pct}%"
