@@ -1,0 +1,130 @@
+"""The programs under examples/ use the component as its schema says (known inputs, required ones set,
+config plain) and with values the platform accepts (the stack file's rules), so an example cannot drift
+from the args it shows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tree_sitter_typescript
+import yaml
+from tree_sitter import Language, Node, Parser
+
+from llm_platform.config.loader import parse
+from llm_platform.platform import config_of, platform_args
+from llm_platform.provider import schema
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TOKEN = "llm-platform:index:LlmPlatform"
+
+
+class Expression(str):
+    """A program expression in place of a literal (a secret read from config, an output)."""
+
+
+def schema_problems(properties: dict[str, Any]) -> list[str]:
+    resource = schema()["resources"][TOKEN]
+    inputs = resource["inputProperties"]
+    problems = [f"{k}: not an input of {TOKEN}" for k in properties if k not in inputs]
+    problems += [f"{k}: required, not set" for k in resource["requiredInputs"] if k not in properties]
+    types = {"string": str, "object": dict, "array": list, "number": (int, float), "boolean": bool}
+    for key, value in properties.items():
+        spec = inputs.get(key)
+        if spec is None:
+            continue
+        if isinstance(value, Expression):
+            if spec.get("plain"):
+                problems.append(f"{key}: must be a plain value, not {value}")
+            continue
+        if not isinstance(value, types[spec.get("type", "string")]):
+            problems.append(f"{key}: {type(value).__name__} where the schema says {spec.get('type')}")
+    return problems
+
+
+def accepted(properties: dict[str, Any]) -> None:
+    """The stack file's rules over the example's config (raises ConfigError naming the field)."""
+    stack_values = {k: v for k, v in properties.items() if not isinstance(v, Expression)}
+    parse(config_of(platform_args(stack_values)), region="us-east-1")
+
+
+def yaml_properties(program: Path) -> list[dict[str, Any]]:
+    doc = yaml.safe_load(program.read_text())
+
+    def literal(value: Any) -> Any:
+        if isinstance(value, str) and value.startswith("${"):
+            return Expression(value)
+        if isinstance(value, dict):
+            return {k: literal(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [literal(v) for v in value]
+        return value
+
+    return [literal(r.get("properties") or {}) for r in doc["resources"].values() if r["type"] == TOKEN]
+
+
+def typescript_properties(program: Path) -> list[dict[str, Any]]:
+    parser = Parser(Language(tree_sitter_typescript.language_typescript()))
+    source = program.read_bytes()
+    tree = parser.parse(source)
+
+    def text(node: Node) -> str:
+        return source[node.start_byte : node.end_byte].decode()
+
+    def field(node: Node, name: str) -> Node:
+        child = node.child_by_field_name(name)
+        assert child is not None, f"{program}: a {node.type} without its {name}"
+        return child
+
+    def literal(node: Node) -> Any:
+        match node.type:
+            case "object":
+                pairs = [c for c in node.named_children if c.type == "pair"]
+                return {text(field(p, "key")).strip("\"'"): literal(field(p, "value")) for p in pairs}
+            case "array":
+                return [literal(c) for c in node.named_children if c.type != "comment"]
+            case "string":
+                return text(node)[1:-1]
+            case "number":
+                number = float(text(node))
+                return int(number) if number.is_integer() else number
+            case "true" | "false":
+                return node.type == "true"
+            case _:
+                return Expression(text(node))
+
+    found = []
+
+    def walk(node: Node) -> None:
+        if node.type == "new_expression" and text(field(node, "constructor")).endswith(".LlmPlatform"):
+            found.append(literal(field(node, "arguments").named_children[1]))
+        for child in node.named_children:
+            walk(child)
+
+    walk(tree.root_node)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("program", "read"),
+    [("yaml/Pulumi.yaml", yaml_properties), ("typescript/index.ts", typescript_properties)],
+)
+def test_the_example_uses_the_component_as_the_schema_says(program: str, read) -> None:
+    properties = read(EXAMPLES / program)
+    assert len(properties) == 1, f"{program}: one LlmPlatform expected"
+    assert schema_problems(properties[0]) == []
+    accepted(properties[0])
+
+
+def test_the_checks_catch_what_a_stale_example_would_get_wrong() -> None:
+    good = yaml_properties(EXAMPLES / "yaml" / "Pulumi.yaml")[0]
+    assert schema_problems({**good, "gpuPools": []}) == ["gpuPools: not an input of " + TOKEN]
+    assert schema_problems({k: v for k, v in good.items() if k != "cluster"}) == [
+        "cluster: required, not set"
+    ]
+    assert schema_problems({**good, "environment": Expression("${env}")}) == [
+        "environment: must be a plain value, not ${env}"
+    ]
+    with pytest.raises(ValueError, match="gpuLimit"):
+        accepted({**good, "gpuNodePools": [{**good["gpuNodePools"][0], "gpuLimit": -1}]})
