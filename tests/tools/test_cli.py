@@ -79,7 +79,7 @@ BAD_VALUES = {  # parsed, then refused by the command itself (not argparse)
     "simulator reservations --model": (
         simulator.main, ["reservations", "--stack", "prod", "--model", "nope"], "has no model 'nope'",
     ),
-    "simulator family --kinds": (simulator.main, ["family", "--out", ".", "--kinds", "nope"], "'nope'"),
+    "simulator family --kinds": (simulator.main, ["family", "--out", "nofolder", "--kinds", "nope"], "'nope'"),
     "simulator.routing --shared-fraction": (routing.main, ["--shared-fraction", "2"], "shared fraction 2.0"),
 }  # fmt: skip
 
@@ -88,6 +88,7 @@ BAD_VALUES = {  # parsed, then refused by the command itself (not argparse)
 def test_a_refused_value_is_the_same_one_line(capsys, main, argv: list[str], what: str) -> None:
     """The simulator's own refusals read like argparse's: the message unquoted, then `(see --help)`."""
     err = _one_line_exit_2(capsys, main, argv)
+    assert not Path("nofolder").exists() and not Path("nope.csv").exists()  # refused before writing anything
     prog = "python -m llm_platform.simulator" + (".routing" if main is routing.main else "")
     assert err.startswith(f"{prog}") and ": error: " in err and err.endswith(" (see --help)\n"), err
     assert what in err and ': error: "' not in err, err
