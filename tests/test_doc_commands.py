@@ -51,7 +51,7 @@ RUNS: dict[str, str | None] = {
     "-m llm_platform.simulator.routing --shared-fraction 0.9 --prefix-tokens 6000 --distinct-prefixes 150 --json": None,
     "-m llm_platform.simulator calibrate": None,
     "-m llm_platform.simulator capacity --model meta-llama/Meta-Llama-3-8B-Instruct --instance g5.2xlarge "
-    "--input-tokens 550 --output-tokens 150 --concurrency 64 [--tp 2] [--prefix-hit-rate 0.5] --json": None,
+    "--input-tokens 550 --output-tokens 150 --concurrency 64 [--tp 1] [--prefix-hit-rate 0.5] --json": None,
     "-m llm_platform.simulator family --out fam --holdout-seed 17": (
         "-m llm_platform.simulator family --out {tmp}/fam --holdout-seed 17"
     ),
