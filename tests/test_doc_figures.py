@@ -111,7 +111,7 @@ def _routing_cells(row: dict[str, Any]) -> list[str]:
     ttft = row["p95_ttft_ms"]
     shown = "> 6 h (queue never drains)" if ttft > 6 * 3600 * 1000 else f"{ttft:,.0f} ms"
     return [
-        f"{row['prefix_hit_rate']:.2f}", f"{row['mean_uncached_prompt_tokens']:.0f}", shown,
+        f"{row['prefix_hit_rate']:.2f}", f"{row['mean_uncached_prompt_tokens']:,.0f}", shown,
         f"{row['slo_violation_pct']:.1f} %",
     ]  # fmt: skip
 
