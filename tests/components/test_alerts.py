@@ -19,6 +19,7 @@ import yaml
 
 from llm_platform.components.specs import alerts
 from llm_platform.components.specs.alerts import prometheus_rule
+from llm_platform.components.specs.autoscaling import triggers
 from llm_platform.config.loader import ROOT
 from llm_platform.config.schema import ModelConfig
 from llm_platform.plan import promql
@@ -485,3 +486,15 @@ def test_annotations_render_with_the_firing_values(tmp_path: Path) -> None:
         ),
     ]
     promtool.unit_test_rules(A.rule()["spec"], tests, tmp_path)
+
+
+def test_empty_keda_results_are_described_as_keda_treats_them() -> None:
+    """The rendered triggers set ignoreNullValues false: KEDA 2.20.2's prometheus scaler then returns an error
+    for an empty result ("the result is empty"), never 0; the alerts must say so."""
+    assert {t["metadata"]["ignoreNullValues"] for t in triggers(A.plan) if t["type"] == "prometheus"} == {
+        "false"
+    }
+    rules = {r["alert"]: r for g in prometheus_rule(A.plan)["spec"]["groups"] for r in g["rules"]}
+    for alert in ("VLLMKedaTriggerNoData", "VLLMMetricsMissing"):
+        description = rules[alert]["annotations"]["description"]
+        assert "as 0" not in description and "error" in description, (alert, description)

@@ -77,7 +77,9 @@ def test_prewarm_windows_become_cron_triggers() -> None:
 def test_replica_bounds_polling_and_behaviour() -> None:
     spec = autoscaling.scaled_object(_model("prod", "mistral-7b"), "prod")["spec"]
     assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (2, 10)
-    assert spec["pollingInterval"] == 10 and spec["cooldownPeriod"] == 300
+    assert spec["pollingInterval"] == 10
+    # KEDA waits cooldownPeriod only before scaling to zero: above a floor of 2 it would act on nothing
+    assert "cooldownPeriod" not in spec
     assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "mistral-7b"}
     behavior = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
     assert behavior["scaleUp"] == {
@@ -270,3 +272,8 @@ def test_behind_the_gateway_the_load_trigger_counts_what_arrives_served_or_shed(
     without = stack_plan(parse(values)).models[0]
     assert without.flow_control is None
     assert set(_triggers(autoscaling.scaled_object(without, "prod"))) >= {"served-throughput"}
+
+
+def test_cooldown_is_rendered_only_where_keda_scales_to_zero() -> None:
+    assert autoscaling.cooldown(0, 300) == {"cooldownPeriod": 300}
+    assert autoscaling.cooldown(1, 300) == {} and autoscaling.cooldown(3, 60) == {}

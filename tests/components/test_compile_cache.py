@@ -5,10 +5,13 @@ native sidecar). The scripts run here against a stand-in `aws` that keeps the bu
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,32 +40,106 @@ FSX_PREFIX = (
     "compile-cache/mistral-7b/v0.30.0/A10G"  # the prod fixture's mistral-7b (fsx, g5 pool: A10G only)
 )
 
-# a stand-in for the AWS CLI commands the scripts run, over a bucket kept in $FAKE_S3
-FAKE_AWS = r"""#!/bin/sh
-set -eu
-bucket_dir() { echo "$FAKE_S3"; }
-case "$1 $2" in
-  "s3api head-object")
-    [ -f "$FAKE_S3/$6" ] ;;
-  "s3api put-object")
-    key="$6"
-    if [ "${7:-}" = "--if-none-match" ] && [ -e "$FAKE_S3/$key" ]; then exit 254; fi
-    mkdir -p "$(dirname "$FAKE_S3/$key")"; : > "$FAKE_S3/$key"; echo "put $key" >> "$FAKE_S3.log" ;;
-  "s3 cp")
-    cat "$FAKE_S3/${3#s3://*/}" ;;
-  "s3 sync")
-    shift 2
-    if [ -n "${FAKE_SYNC_FAILS:-}" ]; then mkdir -p "$FAKE_PARTIAL"; : > "$FAKE_PARTIAL/half-written"; exit 1; fi
-    while [ "${1#--}" != "$1" ]; do
-      if [ "$1" = "--exclude" ]; then shift; fi
-      shift
-    done
-    src="$1"; dst="$2"
-    case "$src" in s3://*) src="$FAKE_S3/$(echo "${src#s3://}" | cut -d/ -f2-)";; esac
-    case "$dst" in s3://*) dst="$FAKE_S3/$(echo "${dst#s3://}" | cut -d/ -f2-)"; echo "sync to $dst" >> "$FAKE_S3.log";; esac
-    mkdir -p "$dst"; cp -R "$src/." "$dst/" ;;
-  *) echo "unexpected aws $*" >&2; exit 2 ;;
-esac
+# A stand-in for the AWS CLI commands the scripts run, over a bucket kept in the directory $FAKE_S3: every
+# call is appended to $FAKE_S3.calls, every write to $FAKE_S3.log ("put <key>", "sync to <dir>"). Objects
+# carry S3's ETag (the quoted MD5 of the body); `put-object --if-none-match '*'` / `--if-match <etag>` and
+# `get-object` answer as S3 does (412 PreconditionFailed, 404 NoSuchKey: the CLI's exit code 254, its
+# `--query ETag --output text` prints the quoted ETag). A sync fails (exit 1, a file half written) when
+# FAKE_SYNC_FAILS is set, or only the first upload when FAKE_UPLOAD_FAILS_ONCE is; FAKE_SYNC_SECONDS
+# holds every upload that long (writing $FAKE_S3.uploading first).
+FAKE_AWS = r"""#!/usr/bin/env python3
+import hashlib, os, shutil, sys, time
+root = os.environ["FAKE_S3"]
+argv = sys.argv[1:]
+with open(root + ".calls", "a") as calls:
+    calls.write(" ".join(argv) + "\n")
+
+def log(line):
+    with open(root + ".log", "a") as f:
+        f.write(line + "\n")
+
+def fail(code, message):
+    sys.stderr.write(f"An error occurred ({code}): {message}\n")
+    sys.exit(254)
+
+def option(name, default=None):
+    return argv[argv.index(name) + 1] if name in argv else default
+
+def etag(path):
+    with open(path, "rb") as f:
+        return '"' + hashlib.md5(f.read()).hexdigest() + '"'
+
+def local(url):
+    return os.path.join(root, url[len("s3://"):].split("/", 1)[1]) if url.startswith("s3://") else url
+
+def answer(tag):
+    if option("--query") == "ETag" and option("--output") == "text":
+        print(tag)
+    else:
+        print('{"ETag": "%s"}' % tag.replace('"', '\\"'))
+
+service, command = argv[0], argv[1]
+if (service, command) == ("s3api", "head-object"):
+    if not os.path.isfile(os.path.join(root, option("--key"))):
+        fail("404", "Not Found")
+elif (service, command) == ("s3api", "put-object"):
+    key = option("--key")
+    path = os.path.join(root, key)
+    if option("--if-none-match") == "*" and os.path.exists(path):
+        fail("PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
+    if option("--if-match") is not None:
+        if not os.path.exists(path):
+            fail("NoSuchKey", "The specified key does not exist.")
+        if etag(path) != option("--if-match"):
+            fail("PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    body = option("--body")
+    if body is None:
+        open(path, "wb").close()
+    else:
+        shutil.copyfile(body, path)
+    log("put " + key)
+    answer(etag(path))
+elif (service, command) == ("s3api", "get-object"):
+    path = os.path.join(root, option("--key"))
+    if not os.path.isfile(path):
+        fail("NoSuchKey", "The specified key does not exist.")
+    outfile = next(a for i, a in enumerate(argv[2:], 2) if not a.startswith("--") and not argv[i - 1].startswith("--"))
+    shutil.copyfile(path, outfile)
+    answer(etag(path))
+elif (service, command) == ("s3", "cp"):
+    src, dst = [a for a in argv[2:] if not a.startswith("--")][:2]
+    with open(local(src), "rb") as f:
+        data = f.read()
+    if dst == "-":
+        sys.stdout.write(data.decode())
+    else:
+        with open(local(dst), "wb") as f:
+            f.write(data)
+elif (service, command) == ("s3", "sync"):
+    rest = argv[2:]
+    paths = [a for i, a in enumerate(rest) if not a.startswith("--") and rest[i - 1] != "--exclude"]
+    src, dst = paths[-2:]
+    upload = dst.startswith("s3://")
+    src, dst = local(src), local(dst)
+    once = root + ".failed-once"
+    if os.environ.get("FAKE_SYNC_FAILS") or (
+        upload and os.environ.get("FAKE_UPLOAD_FAILS_ONCE") and not os.path.exists(once)
+    ):
+        open(once, "w").close()
+        partial = os.environ.get("FAKE_PARTIAL", dst)
+        os.makedirs(partial, exist_ok=True)
+        open(os.path.join(partial, "half-written"), "w").close()
+        sys.exit(1)
+    if upload:
+        if os.environ.get("FAKE_SYNC_SECONDS"):
+            open(root + ".uploading", "w").close()
+            time.sleep(float(os.environ["FAKE_SYNC_SECONDS"]))
+        log("sync to " + dst)
+    shutil.copytree(src, dst, dirs_exist_ok=True)
+else:
+    sys.stderr.write("unexpected aws " + " ".join(argv) + "\n")
+    sys.exit(2)
 """
 
 
@@ -234,7 +311,15 @@ def _env(tmp_path: Path, container: dict[str, Any], mounts: dict[str, Path]) -> 
     for tool in ("aws", "chown"):
         (bin_dir / tool).chmod(0o755)
     env = {e["name"]: _local(e["value"], mounts) for e in container["env"]}
-    return {**os.environ, **env, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_S3": str(tmp_path / "s3")}
+    scratch = tmp_path / "scratch" / str(len(list(tmp_path.glob("scratch/*"))))  # the container's own /tmp
+    scratch.mkdir(parents=True)
+    return {
+        **os.environ,
+        **env,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "FAKE_S3": str(tmp_path / "s3"),
+        "TMPDIR": str(scratch),
+    }
 
 
 def _local(text: str, mounts: dict[str, Path]) -> str:
@@ -246,11 +331,12 @@ def _local(text: str, mounts: dict[str, Path]) -> str:
 def _run(
     container: dict[str, Any], env: dict[str, str], mounts: dict[str, Path], timeout: float = 20
 ) -> None:
-    """The container's script, as rendered, with its waits cut short."""
+    """The container's script, as rendered, with its waits cut short, run by bash (the image's /bin/sh:
+    Amazon Linux 2, aws-cli's docker/Dockerfile at 2.27.50)."""
     body = _local(container["command"][-1], mounts)
     for wait in ("sleep 60 & wait $!", "sleep 3600 & wait $!"):
         body = body.replace(wait, "exit 0")
-    subprocess.run(["sh", "-c", body], env=env, check=True, timeout=timeout)
+    subprocess.run(["bash", "-c", body], env=env, check=True, timeout=timeout)
 
 
 def _sync_containers(tmp_path: Path, m: ModelPlan) -> tuple[dict[str, Any], dict[str, Any], dict[str, Path]]:
@@ -391,3 +477,124 @@ def test_an_fsx_pod_saves_its_cache_once_vllm_served_and_only_the_first_pod_writ
     (s3 / FSX_PREFIX / ".llm-platform-complete").unlink()
     _run(save2, _env(tmp_path, save2, mounts2), mounts2)
     assert (tmp_path / "s3.log").read_text().count("sync to") == 1
+
+
+# ------------------------------------------------------------- a failed or killed saver never locks the key
+
+
+def _served_pod(tmp_path: Path, pod_dir: str) -> tuple[dict[str, Any], dict[str, str], dict[str, Path]]:
+    """prod's mistral-7b save sidecar of one pod whose vLLM served: its env (the stand-in `aws`) and mounts."""
+    _, save, mounts = _pod_containers(tmp_path, pod_dir)
+    cache = mounts[compile_cache.COMPILE_CACHE_MOUNT]
+    (cache / "torch_compile_cache" / "1517964802").mkdir(parents=True)
+    (cache / "torch_compile_cache" / "1517964802" / "computation_graph.py").write_text(pod_dir)
+    marker = stack_plan("prod").model("mistral-7b").cache.compiled_marker
+    assert marker is not None
+    (cache / marker).touch()
+    return save, _env(tmp_path, save, mounts), mounts
+
+
+def _claim(tmp_path: Path) -> Path:
+    return tmp_path / "s3" / FSX_PREFIX / ".claim"
+
+
+def _ready(tmp_path: Path) -> Path:
+    return tmp_path / "s3" / FSX_PREFIX / ".llm-platform-complete"
+
+
+def test_a_saver_whose_upload_failed_releases_its_claim_and_a_second_saver_writes_the_ready_marker(
+    tmp_path: Path,
+) -> None:
+    first, env, mounts = _served_pod(tmp_path, "pod-1")
+    _run(first, {**env, "FAKE_UPLOAD_FAILS_ONCE": "1"}, mounts)
+    assert not _ready(tmp_path).exists(), "a failed upload is never marked ready"
+    assert _claim(tmp_path).read_text().split()[0] == "0", "the failed saver released its claim"
+    second, env2, mounts2 = _served_pod(tmp_path, "pod-2")
+    _run(second, env2, mounts2)
+    assert _ready(tmp_path).exists()
+    saved = tmp_path / "s3" / FSX_PREFIX / "torch_compile_cache" / "1517964802" / "computation_graph.py"
+    assert saved.read_text() == "pod-2"
+    claimed_at, holder = _claim(tmp_path).read_text().split()
+    assert int(claimed_at) > 0 and holder == os.uname().nodename  # who saved, when
+    # the first saver, a minute later: the cache is saved, it uploads nothing
+    _run(first, env, mounts)
+    assert (tmp_path / "s3.log").read_text().count("sync to") == 1
+
+
+def test_a_failed_saver_tries_again_itself(tmp_path: Path) -> None:
+    saver, env, mounts = _served_pod(tmp_path, "pod-1")
+    _run(saver, {**env, "FAKE_UPLOAD_FAILS_ONCE": "1"}, mounts)
+    assert not _ready(tmp_path).exists()
+    _run(saver, {**env, "FAKE_UPLOAD_FAILS_ONCE": "1"}, mounts)  # its next minute: the upload works
+    assert _ready(tmp_path).exists()
+
+
+@pytest.mark.parametrize(
+    ("claim", "taken_over"),
+    [
+        ("{expired} pod-killed-mid-upload", True),
+        ("", True),  # the empty claim an older saver left: no time, expired
+        ("{fresh} pod-uploading-now", False),
+    ],
+)
+def test_a_claim_expires_so_a_saver_killed_mid_upload_never_locks_the_key(
+    tmp_path: Path, claim: str, taken_over: bool
+) -> None:
+    saver, env, mounts = _served_pod(tmp_path, "pod-2")
+    expiry = int(env["CLAIM_EXPIRY_SECONDS"])
+    now = int(time.time())
+    _claim(tmp_path).parent.mkdir(parents=True)
+    _claim(tmp_path).write_text(claim.format(expired=now - expiry - 5, fresh=now - 5))
+    _run(saver, env, mounts)
+    assert _ready(tmp_path).exists() is taken_over
+    if taken_over:
+        claimed_at, holder = _claim(tmp_path).read_text().split()
+        assert int(claimed_at) >= now and holder == os.uname().nodename
+    else:
+        assert _claim(tmp_path).read_text() == claim.format(fresh=now - 5), "a live saver's claim stays"
+        assert not (tmp_path / "s3.log").exists(), "and it alone uploads"
+
+
+def test_two_savers_that_read_the_same_expired_claim_take_it_over_once(tmp_path: Path) -> None:
+    """The take-over is conditional on the ETag read: the second writer's If-Match fails."""
+    saver, env, mounts = _served_pod(tmp_path, "pod-2")
+    _claim(tmp_path).parent.mkdir(parents=True)
+    _claim(tmp_path).write_text("1 pod-killed-mid-upload")
+    stale = '"' + hashlib.md5(b"1 pod-killed-mid-upload").hexdigest() + '"'
+    # another saver replaced the stale claim between this saver's read and its write
+    read_then_lose = (
+        f"read_claim() {{ echo '1 pod-killed-mid-upload' > \"$scratch/claim-theirs\"; echo '{stale}'; }}"
+    )
+    _claim(tmp_path).write_text(f"{int(time.time())} pod-3")
+    body = compile_cache.SAVE_SCRIPT.replace("trap ", read_then_lose + "\ntrap ", 1)
+    _run({**saver, "command": [*saver["command"][:-1], body]}, env, mounts)
+    assert not _ready(tmp_path).exists()
+    assert _claim(tmp_path).read_text().split()[1] == "pod-3", "the claim the other saver took stays its own"
+
+
+def test_a_terminated_saver_releases_its_claim(tmp_path: Path) -> None:
+    saver, env, mounts = _served_pod(tmp_path, "pod-1")
+    body = _local(saver["command"][-1], mounts)
+    proc = subprocess.Popen(
+        ["bash", "-c", body], env={**env, "FAKE_SYNC_SECONDS": "30"}, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not (tmp_path / "s3.uploading").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert int(_claim(tmp_path).read_text().split()[0]) > 0, "held while uploading"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the stand-in upload the container's end would stop
+    assert _claim(tmp_path).read_text().split()[0] == "0"
+    assert not _ready(tmp_path).exists()
+
+
+def test_the_claim_outlives_the_upload_it_guards() -> None:
+    for m in (_nvme_model(), stack_plan("prod").model("mistral-7b"), stack_plan("prod").model("llama-70b")):
+        upload = COMPILE_CACHE_GB / min(network_gb_per_s(m.instance), S3_GB_PER_S)
+        expiry = compile_cache.claim_expiry_seconds(m)
+        assert expiry >= compile_cache.CLAIM_EXPIRY_FLOOR_SECONDS and expiry >= 100 * upload
+        env = {e["name"]: e["value"] for e in compile_cache.compile_cache_env(m, bucket="b", cache_dir="/c")}
+        assert env["CLAIM_EXPIRY_SECONDS"] == str(expiry)

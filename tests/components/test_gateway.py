@@ -457,10 +457,12 @@ def test_network_policies_chain_gateway_to_picker_to_vllm(run: Run) -> None:
         assert ingress[pool.EXT_PROC_PORT]["namespaceSelector"]["matchLabels"] == {
             "kubernetes.io/metadata.name": gw.NAMESPACE
         }
-        assert (
-            ingress[pool.EXT_PROC_PORT]["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
-            == "proxy"
-        )
+        assert ingress[pool.EXT_PROC_PORT]["podSelector"]["matchLabels"] == {
+            "app.kubernetes.io/name": "envoy",
+            "app.kubernetes.io/component": "proxy",
+            "app.kubernetes.io/managed-by": "envoy-gateway",
+            "gateway.envoyproxy.io/owning-gateway-name": gw.GATEWAY,
+        }
         assert ingress[pool.METRICS_PORT]["namespaceSelector"]["matchLabels"] == {
             "kubernetes.io/metadata.name": "monitoring"
         }
@@ -471,11 +473,58 @@ def test_network_policies_chain_gateway_to_picker_to_vllm(run: Run) -> None:
             {"podSelector": {"matchLabels": {"llm-d-router-gateway": f"{name}-epp"}}}
         ]
         assert epp["metadata"]["namespace"] == ns
-        # the serving policy still admits the gateway namespace, where the Envoy proxies run
+        # the serving policy admits the Envoy proxies, the same peer as the picker's ext_proc port
         serving = run.one("NetworkPolicy", f"{name}-ingress")["spec"]["ingress"][0]["from"]
-        assert {
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": gw.NAMESPACE}}
-        } in serving
+        assert ingress[pool.EXT_PROC_PORT] in serving
+        # nothing else reaches the picker: kubelet's gRPC health probes come from the node, always allowed
+        assert set(ingress) == {pool.EXT_PROC_PORT, pool.METRICS_PORT}
+        assert not [p for r in epp["spec"]["ingress"] for p in r["from"] if "ipBlock" in p]
+
+
+# ------------------------------------------------------------------- the AI Gateway webhook's certificate
+
+TLS = "tls:index/"
+
+
+def test_the_ai_gateway_webhook_serves_this_clusters_own_certificate(run: Run, tmp_path: Path) -> None:
+    """Not a key pair Helm generated once and never renews: the Secret the chart reads (its lookup of
+    `controller.mutatingWebhook.tlsCertSecretName`, ai-gateway-helm v1.1.0 admission_webhook.yaml) holds a
+    CA and a leaf of this stack, with the chart's default key names, and exists before the release."""
+    m = run.mocks
+    values = run.helm["ai-gateway"]["values"]["controller"]["mutatingWebhook"]
+    assert values == {"tlsCertSecretName": gw.WEBHOOK_CERT_SECRET}
+    secret = run.one("Secret", gw.WEBHOOK_CERT_SECRET)
+    assert secret["metadata"]["namespace"] == gw.AI_GATEWAY_NAMESPACE and secret["type"] == "Opaque"
+    assert secret["stringData"] == {"ca.crt": "[secret]", "tls.crt": "[secret]", "tls.key": "[secret]"}
+    # Helm adopts an object only with its release's ownership metadata (else the install fails)
+    assert secret["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
+    annotations = secret["metadata"]["annotations"]
+    assert annotations["meta.helm.sh/release-name"] == release_name(m, "llm-gw-fixture-gateway-ai-gateway")
+    assert annotations["meta.helm.sh/release-namespace"] == run.helm["ai-gateway"]["namespace"]
+    release = m.named("llm-gw-fixture-gateway-ai-gateway", RELEASE)
+    assert release.depends_on("kubernetes:core/v1:Secret", "llm-gw-fixture-gateway-ai-gateway-webhook-tls")
+
+    (ca,) = m.by_type(f"{TLS}selfSignedCert:SelfSignedCert")
+    assert ca.inputs["isCaCertificate"] is True and "cert_signing" in ca.inputs["allowedUses"]
+    (leaf,) = m.by_type(f"{TLS}locallySignedCert:LocallySignedCert")
+    assert "server_auth" in leaf.inputs["allowedUses"]
+    assert leaf.inputs["earlyRenewalHours"] < leaf.inputs["validityPeriodHours"]
+    assert leaf.depends_on(f"{TLS}selfSignedCert:SelfSignedCert")
+    (csr,) = m.by_type(f"{TLS}certRequest:CertRequest")
+    # the names the API server dials the webhook Service by (the chart's own list)
+    svc = "ai-gateway-controller.envoy-ai-gateway-system"
+    assert csr.inputs["dnsNames"] == ["ai-gateway-controller", svc, f"{svc}.svc", f"{svc}.svc.cluster.local"]
+
+    # no private key reaches the render: the mocks' PEMs are labelled, the real ones are Pulumi secrets
+    out = tmp_path / "render"
+    render.write(_render(run), out)
+    text = "".join(p.read_text() for p in out.rglob("*") if p.is_file())
+    assert "PRIVATE KEY" not in text
+    assert render._resource(leaf)["inputs"]["caPrivateKeyPem"] == "[secret]"
+
+
+def release_name(m: platform_mocks.PlatformMocks, resource: str) -> str:
+    return m.named(resource, RELEASE).inputs["name"]
 
 
 # ------------------------------------------------------------------------------ precise prefix routing

@@ -196,6 +196,7 @@ def test_the_schedule_resizes_the_placeholders_through_keda() -> None:
     so = spec.scaled_object(g5)["spec"]
     assert so["scaleTargetRef"]["name"] == placeholder["metadata"]["name"]
     assert (so["minReplicaCount"], so["maxReplicaCount"]) == (1, 4)
+    assert "cooldownPeriod" not in so, "KEDA waits it only before scaling to zero, never above a floor of 1"
     (trigger,) = so["triggers"]
     assert trigger["type"] == "cron"
     assert trigger["metadata"] == {

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from llm_platform.components.specs import load_balancer as spec
+from llm_platform.tools import preflight
+
+# upstream's policy at the pinned controller version (docs/install/iam_policy.json of v2.17.0)
+UPSTREAM_POLICY = Path(preflight.__file__).parent / "iam_reference" / "aws-load-balancer-controller.json"
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -15,7 +20,7 @@ def _policy() -> dict:
 
 def test_policy_writes_only_to_resources_the_controller_tagged() -> None:
     statements = {s["Sid"]: s for s in json.loads(json.dumps(_policy()))["Statement"]}
-    for sid in ("ManageOwnSecurityGroups", "ManageOwnLoadBalancers"):
+    for sid in ("ManageOwnSecurityGroups", "ManageOwnLoadBalancers", "ModifyListenerAttributes"):
         assert statements[sid]["Condition"] == {"Null": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}}
     assert statements["CreateLoadBalancers"]["Condition"] == {
         "Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"}
@@ -80,3 +85,16 @@ def test_listener_attributes_are_granted_on_listener_arns() -> None:
         for r in ([s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"])
     ]
     assert granted and all(":listener/" in r for r in granted), granted
+
+
+def test_listener_attributes_carry_upstreams_cluster_tag_condition() -> None:
+    """Upstream grants ModifyListenerAttributes only on resources tagged with the cluster tag: so must we."""
+    action = "elasticloadbalancing:ModifyListenerAttributes"
+    upstream = json.loads(UPSTREAM_POLICY.read_text())["statements"]
+    (theirs,) = [s for s in upstream if action in s["actions"]]
+    ours = [
+        s
+        for s in _policy()["Statement"]
+        if action in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    ]
+    assert ours and all(s.get("Condition") == theirs["condition"] for s in ours), ours

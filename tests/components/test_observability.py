@@ -58,12 +58,19 @@ def test_dashboards_ship_as_sidecar_config_maps(run_program) -> None:
         for c in m.by_type("kubernetes:core/v1:ConfigMap")
         if c.inputs["metadata"]["namespace"] == "monitoring"
     ]
-    assert {c.inputs["metadata"]["name"] for c in maps} == {
-        "llm-platform-vllm",
-        "llm-platform-gpu",
-        "llm-platform-endpoint-picker",
-    }
+    # dev runs no gateway: the endpoint pickers' dashboard would show nothing
+    assert {c.inputs["metadata"]["name"] for c in maps} == {"llm-platform-vllm", "llm-platform-gpu"}
     assert all(c.inputs["metadata"]["labels"]["grafana_dashboard"] == "1" for c in maps)
+
+
+def test_the_endpoint_picker_dashboard_ships_with_the_gateway(run_program) -> None:
+    m = run_program("gateway")
+    names = {
+        c.inputs["metadata"]["name"]
+        for c in m.by_type("kubernetes:core/v1:ConfigMap")
+        if c.inputs["metadata"]["namespace"] == "monitoring"
+    }
+    assert names == {"llm-platform-vllm", "llm-platform-gpu", "llm-platform-endpoint-picker"}
 
 
 def test_controllers_run_on_system_nodes() -> None:

@@ -32,8 +32,11 @@ def _flag(args: list[str], flag: str) -> str:
 
 
 def test_arguments_come_from_config() -> None:
-    args = _container(_deployment("prod", "llama-70b"))["args"]
-    assert _flag(args, "--model") == "/models/meta-llama/Llama-3.1-70B-Instruct"
+    container = _container(_deployment("prod", "llama-70b"))
+    args = container["args"]
+    # `vllm serve <model>`: the positional model, not the deprecated `--model`
+    assert container["command"] == ["vllm", "serve"] and "--model" not in args
+    assert args[0] == "/models/meta-llama/Llama-3.1-70B-Instruct"
     assert _flag(args, "--served-model-name") == "llama-70b"
     assert _flag(args, "--tensor-parallel-size") == "8"
     assert _flag(args, "--max-model-len") == "16384"
@@ -121,12 +124,51 @@ def test_vllm_runs_unprivileged() -> None:
     assert {serving.HOME, "/tmp", compile_cache.COMPILE_CACHE_MOUNT, "/dev/shm"} <= writable
 
 
-def test_network_policy_admits_only_gateway_and_prometheus() -> None:
+# the pod labels the gateway namespace holds (Envoy Gateway v1.8.3): a proxy pod of the platform's Gateway
+# (proxy/resource.go EnvoyAppLabel, gatewayapi/helpers.go owning-gateway labels) and the controller pod
+# (charts/gateway-helm templates/envoy-gateway-deployment.yaml, control-plane + eg.selectorLabels)
+ENVOY_PROXY_POD = {
+    "app.kubernetes.io/name": "envoy",
+    "app.kubernetes.io/component": "proxy",
+    "app.kubernetes.io/managed-by": "envoy-gateway",
+    "gateway.envoyproxy.io/owning-gateway-name": "llm-gateway",
+    "gateway.envoyproxy.io/owning-gateway-namespace": "llm-gateway",
+}
+ENVOY_GATEWAY_CONTROLLER_POD = {
+    "control-plane": "envoy-gateway",
+    "app.kubernetes.io/name": "gateway-helm",
+    "app.kubernetes.io/instance": "envoy-gateway",
+}
+
+
+def _admits(peer: dict, namespace: str, pod_labels: dict[str, str]) -> bool:
+    """Whether a NetworkPolicy peer (namespaceSelector and podSelector, matchLabels only) selects the pod."""
+    ns_labels = {"kubernetes.io/metadata.name": namespace}
+    ns_match = peer.get("namespaceSelector", {}).get("matchLabels", {})
+    pod_match = peer.get("podSelector", {}).get("matchLabels", {})
+    return ns_match.items() <= ns_labels.items() and pod_match.items() <= pod_labels.items()
+
+
+def test_network_policy_admits_only_the_envoy_proxies_and_prometheus() -> None:
     policy = serving.network_policy(_model("prod", "mistral-7b"))
     (rule,) = policy["spec"]["ingress"]
-    namespaces = {p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for p in rule["from"]}
-    assert namespaces == {"llm-gateway", "monitoring"}
     assert rule["ports"] == [{"port": 8000, "protocol": "TCP"}]
+    admitted = [
+        (ns, pod)
+        for ns, pod in (
+            ("llm-gateway", ENVOY_PROXY_POD),
+            ("llm-gateway", ENVOY_GATEWAY_CONTROLLER_POD),
+            ("llm-gateway", {"app": "anything-else"}),
+            ("monitoring", {"app.kubernetes.io/name": "prometheus"}),
+            ("monitoring", {"app.kubernetes.io/name": "grafana"}),
+            ("model-other", ENVOY_PROXY_POD),
+        )
+        if any(_admits(peer, ns, pod) for peer in rule["from"])
+    ]
+    assert admitted == [
+        ("llm-gateway", ENVOY_PROXY_POD),
+        ("monitoring", {"app.kubernetes.io/name": "prometheus"}),
+    ]
     deny = serving.default_deny_ingress(_model("prod", "mistral-7b"))
     assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
 
@@ -191,7 +233,7 @@ def test_a_second_model_gets_its_own_complete_set(run_program) -> None:
     deployments = {r.inputs["metadata"]["namespace"]: r for r in m.by_type(DEPLOYMENT)}
     assert set(deployments) == {"model-qwen-1-5b", "model-qwen-7b"}
     hub = _container(deployments["model-qwen-7b"].inputs)
-    assert _flag(hub["args"], "--model") == "Qwen/Qwen2.5-7B-Instruct", "hub mode downloads at start (dev)"
+    assert hub["args"][0] == "Qwen/Qwen2.5-7B-Instruct", "hub mode downloads at start (dev)"
 
 
 def test_secrets_are_secret_in_the_program(run_program) -> None:

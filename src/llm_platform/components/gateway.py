@@ -9,6 +9,7 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+import pulumi_tls as tls
 
 from llm_platform.components import child_options
 from llm_platform.components.kubernetes import apply_manifest
@@ -87,14 +88,18 @@ class Gateway(pulumi.ComponentResource):
             crds,
             namespace=spec.AI_GATEWAY_NAMESPACE,
         )
+        webhook_cert = self._apply(
+            "ai-gateway-webhook-tls", spec.webhook_cert_secret(self._webhook_certificate()), aigw_ns
+        )
         ai_gateway = self._release(
-            "ai-gateway",
+            spec.AI_GATEWAY_RELEASE,
             "ai-gateway-helm",
             ENVOY_AI_GATEWAY_VERSION,
             spec.ai_gateway_values(),
             aigw_crds,
             envoy_gateway,
             pool_crd,
+            webhook_cert,
             namespace=spec.AI_GATEWAY_NAMESPACE,
         )
         controllers = [envoy_gateway, ai_gateway]
@@ -159,9 +164,50 @@ class Gateway(pulumi.ComponentResource):
         self._apply(f"{prefix}-route-by-path", pool.path_route(model), picker, path_filter)
         self._apply(f"{prefix}-route-by-model", pool.model_field_route(model), picker, model_filter)
         self._apply(f"{prefix}-epp-pdb", pool.epp_pod_disruption_budget(model), *waits)
-        self._apply(f"{prefix}-epp-netpol", pool.epp_network_policy(model, args.vpc_cidr), *waits)
+        self._apply(f"{prefix}-epp-netpol", pool.epp_network_policy(model), *waits)
         self._apply(f"{prefix}-vllm-from-epp", pool.vllm_from_picker_network_policy(model), *waits)
         self._apply(f"{prefix}-epp-alerts", monitoring.epp_prometheus_rule(model), *waits)
+
+    def _webhook_certificate(self) -> pulumi.Output[dict[str, str]]:
+        """This cluster's own CA and the AI Gateway webhook's leaf, signed by it (ECDSA P-256): the Secret's
+        ca.crt, tls.crt and tls.key, a Pulumi secret (the keys never reach state or a render in plaintext)."""
+        opts = child_options(self, self._opts)
+        name = f"{self._name}-ai-gateway-webhook"
+        ca_key = tls.PrivateKey(f"{name}-ca-key", algorithm="ECDSA", ecdsa_curve="P256", opts=opts)
+        ca = tls.SelfSignedCert(
+            f"{name}-ca",
+            private_key_pem=ca_key.private_key_pem,
+            is_ca_certificate=True,
+            subject=tls.SelfSignedCertSubjectArgs(common_name=f"{spec.AI_GATEWAY_CONTROLLER}-ca"),
+            validity_period_hours=spec.WEBHOOK_CA_VALIDITY_HOURS,
+            early_renewal_hours=spec.WEBHOOK_CERT_RENEW_HOURS,
+            allowed_uses=["cert_signing", "crl_signing", "digital_signature"],
+            opts=opts,
+        )
+        key = tls.PrivateKey(f"{name}-key", algorithm="ECDSA", ecdsa_curve="P256", opts=opts)
+        dns_names = spec.webhook_dns_names()
+        request = tls.CertRequest(
+            f"{name}-csr",
+            private_key_pem=key.private_key_pem,
+            subject=tls.CertRequestSubjectArgs(common_name=dns_names[2]),
+            dns_names=dns_names,
+            opts=opts,
+        )
+        leaf = tls.LocallySignedCert(
+            f"{name}-cert",
+            cert_request_pem=request.cert_request_pem,
+            ca_private_key_pem=ca_key.private_key_pem,
+            ca_cert_pem=ca.cert_pem,
+            validity_period_hours=spec.WEBHOOK_CERT_VALIDITY_HOURS,
+            early_renewal_hours=spec.WEBHOOK_CERT_RENEW_HOURS,
+            allowed_uses=["digital_signature", "key_encipherment", "server_auth"],
+            opts=opts,
+        )
+        return pulumi.Output.secret(
+            pulumi.Output.all(ca.cert_pem, leaf.cert_pem, key.private_key_pem).apply(
+                lambda pems: {"ca.crt": pems[0], "tls.crt": pems[1], "tls.key": pems[2]}
+            )
+        )
 
     def _release(
         self,

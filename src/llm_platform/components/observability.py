@@ -27,6 +27,8 @@ class ObservabilityArgs:
     alerting: AlertingConfig
     alert_receiver: pulumi.Input[str] | None
     """The receiver's URL or routing key (Pulumi secret), when alerting.receiver is not none."""
+    gateway_dashboard: bool = False
+    """The stack runs the gateway: ship the endpoint pickers' dashboard (without it every panel is empty)."""
     reservation_node_classes: list[str] = field(default_factory=list)
     """EC2NodeClasses selecting capacity reservations: their end dates and selection are exported and alerted on."""
 
@@ -62,11 +64,9 @@ class Observability(pulumi.ComponentResource):
                     child_options(self, opts, namespace),
                 )
             )
-        boards = (
-            ("vllm", dashboards.vllm_dashboard()),
-            ("gpu", dashboards.gpu_dashboard()),
-            ("endpoint-picker", epp_dashboard()),
-        )
+        boards = [("vllm", dashboards.vllm_dashboard()), ("gpu", dashboards.gpu_dashboard())]
+        if args.gateway_dashboard:
+            boards.append(("endpoint-picker", epp_dashboard()))
         for key, board in boards:
             apply_manifest(
                 f"{name}-dashboard-{key}",

@@ -183,6 +183,8 @@ def _outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
             "namespace": inputs.get("namespace", "default"),
             "status": "deployed",
         }
+    elif typ in _TLS_OUTPUTS:
+        state |= {key: _mock_pem(label, typ, name) for key, label in _TLS_OUTPUTS[typ].items()}
     elif typ.startswith("aws:"):
         service = typ.split(":")[1].split("/")[0]
         physical = inputs.get("name") or name
@@ -201,6 +203,21 @@ def _outputs(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
         if typ == "aws:fsx/lustreFileSystem:LustreFileSystem":
             state |= {"dnsName": f"fs-mock.fsx.{REGION}.amazonaws.com", "mountName": "mockmnt"}
     return state
+
+
+# what pulumi-tls computes and the program reads back: PEM blocks, each unique to its resource, that say
+# they are mocks (the provider marks the private keys secret, and so does the program)
+_TLS_OUTPUTS = {
+    "tls:index/privateKey:PrivateKey": {"privateKeyPem": "PRIVATE KEY", "publicKeyPem": "PUBLIC KEY"},
+    "tls:index/selfSignedCert:SelfSignedCert": {"certPem": "CERTIFICATE"},
+    "tls:index/certRequest:CertRequest": {"certRequestPem": "CERTIFICATE REQUEST"},
+    "tls:index/locallySignedCert:LocallySignedCert": {"certPem": "CERTIFICATE"},
+}
+
+
+def _mock_pem(label: str, typ: str, name: str) -> str:
+    body = hashlib.sha256(f"{typ}::{name}".encode()).hexdigest()
+    return f"-----BEGIN {label}-----\nMOCK{body}\n-----END {label}-----\n"
 
 
 class ImmediateExecutor(ThreadPoolExecutor):

@@ -8,7 +8,7 @@ What the alerts watch, and where the series come from:
   fill, TTFT and ITL against the model's SLO;
 - kube-state-metrics (kube-prometheus-stack scrapes it with `honorLabels: true`, so `namespace` is the
   object's namespace): ready replicas, to notice vLLM metrics that vanished (a renamed metric after a
-  vLLM upgrade reads as 0 to KEDA and silently stops scaling), and the HPA's replica ceiling;
+  vLLM upgrade leaves KEDA's query empty), and the HPA's replica ceiling;
 - the KEDA operator (2.20): `keda_scaler_detail_errors_total{namespace, scaledObject, scaler,
   triggerIndex, metric, type}` and `keda_scaler_empty_upstream_responses_total{namespace,
   scaledResource, triggerName, metricName, resourceType, ignoreNullValues}`. KEDA's chart ServiceMonitor
@@ -191,8 +191,8 @@ def alert_rules(
             labels,
             f"vLLM metrics of {where} are missing while its pods are available",
             f"Deployment {deployment} has {VALUE} available replicas but fewer of them export "
-            f"{promql.RUNNING}{sel}. KEDA reads a missing series as 0 (or errors), so autoscaling is "
-            "blind. A vLLM upgrade that renamed metrics, a broken PodMonitor/ServiceMonitor or "
+            f"{promql.RUNNING}{sel}. KEDA's queries then come back empty, which with "
+            "ignoreNullValues false it counts as errors, so autoscaling is blind. A vLLM upgrade that renamed metrics, a broken PodMonitor/ServiceMonitor or "
             "a NetworkPolicy blocking /metrics are the usual causes.",
             f"curl a pod's /metrics ({kubectl} port-forward deploy/{deployment} 8000) and compare the "
             "metric names with plan/promql.py; check the target in Prometheus "
@@ -223,7 +223,8 @@ def alert_rules(
             f"A KEDA trigger query of {where} returns no data",
             f"Trigger {{{{ $labels.triggerName }}}} ({{{{ $labels.metricName }}}}) of ScaledObject "
             f"{scaled_object} got an empty result {VALUE} times in the last {KEDA_WINDOW}; with "
-            "ignoreNullValues it reads as 0 and the model never scales out.",
+            "ignoreNullValues false KEDA counts it an error, not 0: the HPA gets no value for it and, "
+            "after the fallback's failureThreshold, runs the fallback replicas.",
             f"{kubectl} get scaledobject {scaled_object} -o yaml: run each trigger query in "
             "Prometheus and check its metric names and label filters against what vLLM exports.",
         ),

@@ -67,6 +67,13 @@ def triggers(m: ModelPlan) -> list[dict[str, Any]]:
     return out
 
 
+def cooldown(min_replicas: int, seconds: int) -> dict[str, Any]:
+    """`cooldownPeriod`, only where it acts: KEDA waits it only before scaling to zero (or to
+    idleReplicaCount), never above a minReplicaCount of 1 or more (KEDA 2.20.2
+    pkg/scaling/executor/scale_scaledobjects.go: scaleToZeroOrIdle runs only when minReplicas == 0)."""
+    return {"cooldownPeriod": seconds} if min_replicas == 0 else {}
+
+
 def scaled_object(m: ModelPlan, environment: str) -> dict[str, Any]:
     s = m.scaling
     return {
@@ -82,7 +89,7 @@ def scaled_object(m: ModelPlan, environment: str) -> dict[str, Any]:
             "minReplicaCount": s.min_replicas,
             "maxReplicaCount": s.max_replicas,
             "pollingInterval": s.polling_interval_s,
-            "cooldownPeriod": s.cooldown_period_s,
+            **cooldown(s.min_replicas, s.cooldown_period_s),
             "fallback": {"failureThreshold": s.fallback_failure_threshold, "replicas": s.fallback_replicas},
             "advanced": {
                 "horizontalPodAutoscalerConfig": {

@@ -40,7 +40,10 @@ CLIENT_HEADER = "x-llm-client"
 # (client identity; AI Gateway's model header; the endpoint picker's destination header)
 GATEWAY_OWNED_HEADERS = (CLIENT_HEADER, "x-ai-eg-model", "x-gateway-destination-endpoint")
 
-# Envoy proxy pod facts (EG v1.8.3 internal/infrastructure/kubernetes/proxy, xds/bootstrap)
+# Envoy proxy pod facts (EG v1.8.3 internal/infrastructure/kubernetes/proxy, xds/bootstrap). The labels
+# every proxy pod carries: EnvoyAppLabel() (proxy/resource.go) and the owning Gateway's
+# (gatewayapi/helpers.go, OwningGatewayNameLabel), on the pod template (proxy/resource_provider.go,
+# getPodLabels); the controller pods in the same namespace carry none of them.
 PROXY_LABELS = {
     "app.kubernetes.io/name": "envoy",
     "app.kubernetes.io/component": "proxy",
@@ -171,7 +174,8 @@ def envoy_gateway_values() -> dict[str, Any]:
 
 def ai_gateway_values() -> dict[str, Any]:
     """ai-gateway-helm: its controller is Envoy Gateway's extension server (and grants Envoy Gateway's
-    service account read access to InferencePools in `envoyGateway.namespace`)."""
+    service account read access to InferencePools in `envoyGateway.namespace`); its sidecar-injection
+    webhook serves the platform's own certificate (WEBHOOK_CERT_SECRET)."""
     return {
         "envoyGateway": {"namespace": NAMESPACE},
         "controller": {
@@ -179,8 +183,49 @@ def ai_gateway_values() -> dict[str, Any]:
             "replicaCount": 2,
             "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
             "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+            "mutatingWebhook": {"tlsCertSecretName": WEBHOOK_CERT_SECRET},
         },
     }
+
+
+# The AI Gateway controller's pod-mutating webhook (ai-gateway-helm v1.1.0, templates/admission_webhook.yaml):
+# with cert-manager off the chart makes the Secret `controller.mutatingWebhook.tlsCertSecretName` itself,
+# from a CA and a 365-day leaf that Helm's genCA/genSignedCert generate at the first install and that its
+# `lookup` of that Secret then keeps on every upgrade, never renewed (the leaf expires a year after install
+# and, with `failurePolicy: Fail`, no Envoy proxy pod can be created after that). The platform makes that
+# Secret itself, from a CA and a leaf of its own (pulumi-tls, renewed by the `pulumi up` after
+# WEBHOOK_CERT_RENEW_HOURS before expiry); the chart's `lookup` finds it, so Helm renders the same data and
+# adopts the object (Helm's ownership labels and annotations below). Keys: caBundleName/tlsCertName/
+# tlsKeyName's defaults; the controller mounts it at /certs (templates/deployment.yaml), serves the leaf
+# through controller-runtime's webhook server (cmd/controller/main.go, CertDir: its certwatcher reloads a
+# renewed leaf) and patches ca.crt into the MutatingWebhookConfiguration at start (maybePatchAdmissionWebhook).
+WEBHOOK_CERT_SECRET = "ai-gateway-webhook-tls"
+AI_GATEWAY_RELEASE = "ai-gateway"
+WEBHOOK_CA_VALIDITY_HOURS = 10 * 365 * 24  # the chart's own CA: genCA ... 3650 days
+WEBHOOK_CERT_VALIDITY_HOURS = 3 * 365 * 24
+WEBHOOK_CERT_RENEW_HOURS = 90 * 24
+
+
+def webhook_dns_names() -> list[str]:
+    """The names the API server may dial the webhook Service by: the chart's own list (admission_webhook.yaml)."""
+    svc, ns = AI_GATEWAY_CONTROLLER, AI_GATEWAY_NAMESPACE
+    return [svc, f"{svc}.{ns}", f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.cluster.local"]
+
+
+def webhook_cert_secret(pems: Any) -> dict[str, Any]:
+    """`pems` = {ca.crt, tls.crt, tls.key} (a Pulumi secret in the component: masked in state and renders).
+    Opaque, as the chart renders it (a Secret's type cannot change); labelled for Helm to adopt it, and
+    Pulumi's own writes win over the field ownership Helm's adoption takes (pulumi.com/patchForce)."""
+    manifest = secret(WEBHOOK_CERT_SECRET, AI_GATEWAY_NAMESPACE, pems)
+    manifest["metadata"] |= {
+        "labels": {"app.kubernetes.io/managed-by": "Helm"},
+        "annotations": {
+            "meta.helm.sh/release-name": AI_GATEWAY_RELEASE,
+            "meta.helm.sh/release-namespace": AI_GATEWAY_NAMESPACE,
+            "pulumi.com/patchForce": "true",
+        },
+    }
+    return manifest
 
 
 # ------------------------------------------------------------------------------------ Kubernetes objects
@@ -452,10 +497,9 @@ def prometheus_peer() -> dict[str, Any]:
 
 
 def proxy_peer() -> dict[str, Any]:
-    """The Envoy proxies, as another namespace's NetworkPolicy names them."""
+    """The Envoy proxies of the gateway, as another namespace's NetworkPolicy names them: not the rest of
+    the gateway namespace (Envoy Gateway's controller)."""
     return {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
-        "podSelector": {
-            "matchLabels": {k: v for k, v in PROXY_LABELS.items() if k != "app.kubernetes.io/managed-by"}
-        },
+        "podSelector": {"matchLabels": dict(PROXY_LABELS)},
     }

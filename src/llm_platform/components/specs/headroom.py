@@ -25,6 +25,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from llm_platform.components.specs.autoscaling import cooldown
 from llm_platform.components.specs.common import (
     GPU_TOLERATION,
     HEADROOM_PRIORITY_CLASS,
@@ -194,7 +195,7 @@ def scaled_object(p: PoolPlan) -> dict[str, Any]:
             "minReplicaCount": h.placeholders,
             "maxReplicaCount": h.peak_placeholders,
             "pollingInterval": 30,
-            "cooldownPeriod": 60,
+            **cooldown(h.placeholders, 60),
             "advanced": {
                 "horizontalPodAutoscalerConfig": {
                     "behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}}
@@ -279,6 +280,10 @@ def prepull_daemonset(p: PoolPlan) -> dict[str, Any]:
                             "name": f"pull-{i}",
                             "image": image,
                             "imagePullPolicy": "IfNotPresent",
+                            # coreutils' /usr/bin/true, on PATH in every pinned serving image:
+                            # vllm/vllm-openai (Ubuntu, nvidia/cuda:*-ubuntu base, vllm docker/Dockerfile),
+                            # the AWS CLI (amazonlinux:2 base, aws-cli docker/Dockerfile at 2.27.50);
+                            # a model's own image without it fails its pre-pull, not its serving
                             "command": ["true"],
                             "resources": PREPULL_RESOURCES,
                             "securityContext": restricted_container(),

@@ -42,7 +42,6 @@ from llm_platform.plan.gateway import EPP_REPLICAS
 from llm_platform.plan.naming import HF_TOKEN_SECRET, model_selector
 
 EXT_PROC_PORT = 9002  # gRPC ext_proc (TLS, self-signed; AI Gateway does not verify it)
-HEALTH_PORT = 9003  # gRPC health
 METRICS_PORT = 9090  # /metrics, token-authenticated; the chart's ServiceMonitor sends the token
 TOKENIZER_PORT = 8000  # the render sidecar, loopback inside the picker pod
 PLUGINS_FILE = "llm-platform.yaml"
@@ -412,9 +411,10 @@ def epp_pod_disruption_budget(model: ModelPlan) -> dict[str, Any]:
     }
 
 
-def epp_network_policy(model: ModelPlan, vpc_cidr: str) -> dict[str, Any]:
-    """Envoy's ext_proc calls from the gateway's proxies, the metrics scrape from Prometheus, and kubelet's
-    gRPC health probes (from the node, inside the VPC)."""
+def epp_network_policy(model: ModelPlan) -> dict[str, Any]:
+    """Envoy's ext_proc calls from the gateway's proxies and the metrics scrape from Prometheus, nothing
+    else. Kubelet's gRPC health probes (port 9003) need no rule: "traffic to and from the node where a
+    Pod is running is always allowed" (kubernetes.io, concepts/services-networking/network-policies)."""
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -425,10 +425,6 @@ def epp_network_policy(model: ModelPlan, vpc_cidr: str) -> dict[str, Any]:
             "ingress": [
                 {"from": [gw.proxy_peer()], "ports": [{"port": EXT_PROC_PORT, "protocol": "TCP"}]},
                 {"from": [gw.prometheus_peer()], "ports": [{"port": METRICS_PORT, "protocol": "TCP"}]},
-                {
-                    "from": [{"ipBlock": {"cidr": vpc_cidr}}],
-                    "ports": [{"port": HEALTH_PORT, "protocol": "TCP"}],
-                },
             ],
         },
     }

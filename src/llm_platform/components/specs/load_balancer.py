@@ -197,11 +197,15 @@ def controller_policy(*, partition: str, region: str, account: str) -> dict[str,
                 "Condition": tagged_by_us,
             },
             {
-                # listener attributes are set on the listener's ARN, which carries no cluster tag of its own
+                # set on the listener's ARN; the controller tags its listeners with the cluster tag
+                # (pkg/deploy/elbv2/listener_manager.go, feature gate ListenerRulesTagging, on by default),
+                # and upstream grants this action only on resources carrying it (v2.17.0
+                # docs/install/iam_policy.json): never on another cluster's or a hand-made listener
                 "Sid": "ModifyListenerAttributes",
                 "Effect": "Allow",
                 "Action": "elasticloadbalancing:ModifyListenerAttributes",
                 "Resource": [f"{elb}:listener/net/*/*/*", f"{elb}:listener/app/*/*/*"],
+                "Condition": tagged_by_us,
             },
             {
                 "Sid": "RegisterTargets",

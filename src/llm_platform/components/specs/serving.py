@@ -18,6 +18,7 @@ from llm_platform.components.specs.compile_cache import (
     SAVER_CPU_MILLICORES,
     SAVER_MEMORY_MIB,
 )
+from llm_platform.components.specs.gateway import proxy_peer
 from llm_platform.components.specs.model_cache import CacheWiring
 from llm_platform.config.catalog import GpuInstance
 from llm_platform.config.schema import ModelConfig
@@ -25,7 +26,6 @@ from llm_platform.plan import ModelPlan
 from llm_platform.plan.model import STARTUP_PROBE_PERIOD_SECONDS
 from llm_platform.plan.naming import (
     API_KEY_SECRET_KEY,
-    GATEWAY_NAMESPACE,
     HF_TOKEN_SECRET_KEY,
     MONITORING_NAMESPACE,
     model_selector,
@@ -88,9 +88,12 @@ def service_account(m: ModelPlan) -> dict[str, Any]:
 
 
 def vllm_args(m: ModelPlan, wiring: CacheWiring) -> list[str]:
+    """`vllm serve`'s arguments, the model first: `vllm serve [model_tag] [options]` (vllm
+    entrypoints/cli/serve.py). `--model` is deprecated: FlexibleArgumentParser.parse_args
+    (vllm/utils/argparse_utils.py) warns "you should provide the model as a positional argument" and moves it
+    to the front itself."""
     model = m.model
     return [
-        "--model",
         wiring.model_path,
         "--served-model-name",
         model.served_model_name,
@@ -186,6 +189,8 @@ def startup_check(m: ModelPlan) -> dict[str, Any]:
         f"urllib.request.urlopen('http://127.0.0.1:{PORT}/health', timeout=4); "
         f"pathlib.Path('{COMPILE_CACHE_MOUNT}/{marker}').touch()"
     )
+    # python3 is /usr/bin/python3 in the vLLM image (vllm docker/Dockerfile: update-alternatives to the
+    # image's Python, the interpreter vLLM itself runs on)
     return {"exec": {"command": ["python3", "-c", check]}}
 
 
@@ -367,8 +372,8 @@ def default_deny_ingress(m: ModelPlan) -> dict[str, Any]:
 
 
 def network_policy(m: ModelPlan) -> dict[str, Any]:
-    """Only the serving entry point (the gateway namespace) and Prometheus may reach vLLM."""
-    gateway = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": GATEWAY_NAMESPACE}}}
+    """Only the serving entry point (the gateway's Envoy proxies, not the rest of its namespace) and
+    Prometheus may reach vLLM."""
     prometheus = {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}},
         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
@@ -380,6 +385,6 @@ def network_policy(m: ModelPlan) -> dict[str, Any]:
         "spec": {
             "podSelector": {"matchLabels": selector(m)},
             "policyTypes": ["Ingress"],
-            "ingress": [{"from": [gateway, prometheus], "ports": [{"port": PORT, "protocol": "TCP"}]}],
+            "ingress": [{"from": [proxy_peer(), prometheus], "ports": [{"port": PORT, "protocol": "TCP"}]}],
         },
     }
