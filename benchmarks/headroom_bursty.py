@@ -19,11 +19,11 @@ Figures, not assertions.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -35,9 +35,11 @@ from llm_platform.plan.headroom import with_headroom
 from llm_platform.simulator import family
 from llm_platform.simulator.capacity import start_times
 from llm_platform.simulator.engine import simulate
+from llm_platform.simulator.progress import track
 from llm_platform.simulator.scenarios import StackRun, miss_curve, oracle_for, reactive_bound_for, stack_run
 from llm_platform.simulator.traffic import TokenMix, Traffic, rate_traffic, seed_day
 from llm_platform.simulator.tune import peak_replicas, pool_gpu_limit
+from llm_platform.tools.cli import ArgumentParser
 
 
 def family_day(kind: str, seed: int) -> Traffic:
@@ -98,32 +100,9 @@ def compare(stack: str | Path, model: str, days: list[Traffic], levels: list[int
     worst: dict[int | str, tuple[float, float]] = {g: (0.0, 0.0) for g in columns}
     runs = [stack_run(stack, model, traffic) for traffic in days]
     lags = _print_header(runs[0], columns, title)
-    for run in runs:
-        traffic = run.setup.traffic
-        strategy = next(s for s in run.strategies if s.name == "stack-config")
-        curve = miss_curve(run.setup.table, traffic, run.setup.config.slo)
-        row = f"{traffic.name:<18}"
-        scores: dict[int | str, tuple[float, float]] = {}  # column -> (misses %, oracle $/day)
-        for gpus in columns:
-            if gpus == DEPLOYED:
-                config = run.setup.config
-            else:
-                headroom = with_headroom(run.pool, Headroom(gpus=int(gpus)) if gpus else None)
-                capacity = dataclasses.replace(run.setup.config.capacity, headroom=headroom)
-                config = dataclasses.replace(run.setup.config, capacity=capacity)
-            result = simulate(traffic, run.setup.table, strategy, config)
-            bound = oracle_for(run.setup, result.slo_violation_pct, curve)["whole_nodes_usd_per_day"]
-            vs = result.gpu_cost_usd_per_day / bound if bound else float("inf")
-            row += f"{result.slo_violation_pct:>16.2f}{result.gpu_cost_usd_per_day:>8.2f}{vs:>9.2f}x"
-            scores[gpus] = (result.slo_violation_pct, bound)
-            if traffic.name.startswith(("bursts", "flash")):
-                miss, ratio = worst[gpus]
-                worst[gpus] = (max(miss, result.slo_violation_pct), max(ratio, vs))
-        miss, bound = scores[DEPLOYED]
-        for lag in lags.values():
-            reactive = reactive_bound_for(run.setup, miss, lag, curve)["usd_per_day"]
-            row += f"{reactive / bound:>15.2f}x" if bound and math.isfinite(reactive) else f"{'none':>16}"
-        print(row, flush=True)
+    with track(f"{title}: days simulated", len(runs) * len(columns), "days") as progress:
+        for run in runs:
+            _day_row(run, columns, lags, worst, progress.advance)
     print(
         f"target: every bursty day under {TARGET_MISS_PCT:g} % misses at <= {TARGET_VS_ORACLE:g}x the oracle"
     )
@@ -136,8 +115,47 @@ def compare(stack: str | Path, model: str, days: list[Traffic], levels: list[int
         )
 
 
+def _day_row(
+    run: StackRun,
+    columns: list[int | str],
+    lags: dict[str, float],
+    worst: dict[int | str, tuple[float, float]],
+    advance: Callable[[], None],
+) -> None:
+    """One day's row: each column simulated (counted by `advance`), then the reactive bound per start."""
+    traffic = run.setup.traffic
+    strategy = next(s for s in run.strategies if s.name == "stack-config")
+    curve = miss_curve(run.setup.table, traffic, run.setup.config.slo)
+    row = f"{traffic.name:<18}"
+    scores: dict[int | str, tuple[float, float]] = {}  # column -> (misses %, oracle $/day)
+    for gpus in columns:
+        if gpus == DEPLOYED:
+            config = run.setup.config
+        else:
+            headroom = with_headroom(run.pool, Headroom(gpus=int(gpus)) if gpus else None)
+            capacity = dataclasses.replace(run.setup.config.capacity, headroom=headroom)
+            config = dataclasses.replace(run.setup.config, capacity=capacity)
+        result = simulate(traffic, run.setup.table, strategy, config)
+        advance()
+        bound = oracle_for(run.setup, result.slo_violation_pct, curve)["whole_nodes_usd_per_day"]
+        vs = result.gpu_cost_usd_per_day / bound if bound else float("inf")
+        row += f"{result.slo_violation_pct:>16.2f}{result.gpu_cost_usd_per_day:>8.2f}{vs:>9.2f}x"
+        scores[gpus] = (result.slo_violation_pct, bound)
+        if traffic.name.startswith(("bursts", "flash")):
+            miss, ratio = worst[gpus]
+            worst[gpus] = (max(miss, result.slo_violation_pct), max(ratio, vs))
+    miss, bound = scores[DEPLOYED]
+    for lag in lags.values():
+        reactive = reactive_bound_for(run.setup, miss, lag, curve)["usd_per_day"]
+        row += f"{reactive / bound:>15.2f}x" if bound and math.isfinite(reactive) else f"{'none':>16}"
+    print(row, flush=True)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Warm GPU headroom on bursty days: misses and cost per day.")
+    parser = ArgumentParser(
+        prog="python benchmarks/headroom_bursty.py",
+        description="Warm GPU headroom on bursty days: misses and cost per day.",
+    )
     parser.add_argument("--stack", default="prod")
     parser.add_argument("--model", default="mistral-7b")
     parser.add_argument(

@@ -9,7 +9,6 @@ controller, i.e. the baseline cost of the serving model and the summary).
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 from collections.abc import Callable
@@ -19,8 +18,10 @@ from typing import TypeVar, cast
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
+from llm_platform.simulator.args import positive_int  # noqa: E402
 from llm_platform.simulator.engine import simulate  # noqa: E402
 from llm_platform.simulator.scenarios import seed_setup, seed_strategies  # noqa: E402
+from llm_platform.tools.cli import ArgumentParser  # noqa: E402
 
 T = TypeVar("T")
 
@@ -36,8 +37,10 @@ def best_of(repeat: int, fn: Callable[[], T]) -> tuple[float, T]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=3)
+    parser = ArgumentParser(
+        prog="python benchmarks/simulate_day.py", description=(__doc__ or "").split("\n\n")[0]
+    )
+    parser.add_argument("--repeat", type=positive_int, default=3, help="runs per figure, the best kept")
     args = parser.parse_args()
     t_setup, setup = best_of(args.repeat, lambda: seed_setup(0))
     requests = len(setup.traffic)

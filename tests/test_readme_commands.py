@@ -1,11 +1,11 @@
-"""The README's commands stay in step with the command-line tools: every `uv run python -m <tool> ...` it
-shows (code blocks and inline) parses with that tool's own argparse, every script it runs exists, and each
-benchmark script's arguments parse too."""
+"""The README's and docs' commands stay in step with the command-line tools: every `uv run python -m <tool> ...`
+they show (code blocks and inline; a synopsis' `[--optional]` parts included) parses with that tool's own
+argparse, every script they run exists, and each benchmark script's arguments parse too. (Each also runs, on
+small inputs where the doc's own run is long: tests/test_doc_commands.py.)"""
 
 from __future__ import annotations
 
 import argparse
-import re
 import runpy
 import shlex
 import sys
@@ -13,17 +13,10 @@ import sys
 import pytest
 
 from llm_platform.config.loader import ROOT
+from tests import docs
 
-README = (ROOT / "README.md").read_text()
-
-
-def _commands() -> list[str]:
-    text = README.replace("\\\n", " ")  # shell line continuations
-    found = re.findall(r"uv run python (-m \S+[^`#\n]*|\S+\.py[^`#\n]*)", text)
-    return sorted({" ".join(c.split()) for c in found})
-
-
-COMMANDS = _commands()
+COMMANDS = docs.commands()
+README_COMMANDS = docs.commands(docs.DOCS[0])
 
 
 class _Parsed(Exception):
@@ -31,7 +24,7 @@ class _Parsed(Exception):
 
 
 def test_the_readme_shows_the_tools() -> None:
-    modules = {c.split()[1] for c in COMMANDS if c.startswith("-m ")}
+    modules = {c.split()[1] for c in README_COMMANDS if c.startswith("-m ")}
     assert {
         "llm_platform.tools.render",
         "llm_platform.tools.security_scan",
@@ -44,7 +37,7 @@ def test_the_readme_shows_the_tools() -> None:
 def test_readme_command_parses(command: str, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     """A module or a benchmark script is run up to its argparse (a bad flag exits 2 there); the Pulumi
     program (`__main__.py`) only has to exist."""
-    words = shlex.split(command)
+    words = shlex.split(docs.without_brackets(command))
     if words[0] != "-m":
         assert (ROOT / words[0]).is_file(), f"README runs {words[0]}, which does not exist"
         if not words[0].startswith("benchmarks/"):

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from llm_platform.config.catalog import families
 from llm_platform.config.loader import ROOT, ConfigError, load_stack, parse
 from llm_platform.tools import render
 from tests.conftest import fixture_stack, stack_values
@@ -225,3 +226,27 @@ def test_every_schema_object_refuses_unknown_keys() -> None:
     classes = [c for c in vars(schema).values() if isinstance(c, type) and issubclass(c, BaseModel)]
     assert len(classes) > 10
     assert all(c.model_config.get("extra") == "forbid" for c in classes if c is not BaseModel)
+
+
+def test_an_unknown_instance_family_points_at_its_own_line(tmp_path: Path) -> None:
+    """The offending value's line, not the pool's first line (`- name: ...`)."""
+    path = _stack_file(
+        tmp_path,
+        lambda t: t.replace("instanceFamilies: [g6, g5]", "instanceFamilies:\n        - g6\n        - g6f"),
+    )
+    assert _error(path) == (
+        f"{path}:{_line_of(path, '- g6f')}: gpuNodePools[0] (gpu-spot).instanceFamilies[1]: 'g6f' is not a catalog "
+        f"instance family (did you mean 'g6'?); allowed: {', '.join(families())}"
+    )
+
+
+def test_a_pool_rule_points_at_the_key_it_names(tmp_path: Path) -> None:
+    """A rule of the pool object that names one of its fields (`gpuNodePools[gpu].instanceSizes: ...`) is
+    reported on that key's line."""
+    path = _stack_file(
+        tmp_path, lambda t: t.replace("instanceSizes: [xlarge, 2xlarge]", "instanceSizes: [96xlarge]")
+    )
+    msg = _error(path)
+    assert msg.startswith(
+        f"{path}:{_line_of(path, 'instanceSizes: [96xlarge]')}: gpuNodePools[0] (gpu-spot).instanceSizes"
+    ), msg

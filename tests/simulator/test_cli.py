@@ -124,3 +124,37 @@ def test_piped_day_output_is_plain_with_caps_and_yaml(tmp_path):
     assert "  - {name: " in out or "prewarm" not in out  # YAML flow lines are not wrapped
     yaml_lines = out[out.index("autoscaling:") :].splitlines()
     assert all(len(line) < 200 for line in yaml_lines)
+
+
+BOX_DRAWING = set("─━│┃┏┓┗┛┡┩└┘┌┐├┤┬┴┼╇╈")
+
+
+def test_piped_reservations_output_is_plain(tmp_path):
+    """The reservations sweep's table reads as aligned columns when piped, like the day command's."""
+    day = tmp_path / "day.csv"
+    day.write_text("minute,requests_per_second\n" + "".join(f"{m},0.5\n" for m in range(60)))
+    out = subprocess.run(
+        [sys.executable, "-m", "llm_platform.simulator", "reservations", "--stack", str(RESERVATIONS),
+         "--model", "llama-70b", "--traffic", str(day), "--max-reserved", "1", "--reserved-usd-per-hour", "20"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    lines = out.splitlines()
+    assert not BOX_DRAWING & set(out) and "\x1b[" not in out, out
+    header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("reserved"))
+    assert lines[header].split() == [
+        "reserved",
+        "GPUs",
+        "GPU",
+        "$/day",
+        "prepaid",
+        "$/day",
+        "SLO",
+        "miss",
+        "%",
+        "P95",
+        "TTFT",
+        "ms",
+        "node-h",
+    ]
+    assert [line.split()[0] for line in lines[header + 1 : header + 3]] == ["0", "1"] or "*" in out
+    assert lines[header + 3].startswith("cheapest: ")

@@ -32,10 +32,16 @@ def test_more_seeds_write_more_days_of_the_random_kinds(tmp_path) -> None:
         assert rates == pytest.approx(family.day("bursts", seed=seed), abs=1e-4)
 
 
-def test_a_missing_folder_is_one_line_and_exit_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["family", "--out", str(tmp_path / "nope")]) == 2
+def test_a_missing_folder_is_made_and_a_file_is_one_line_and_exit_2(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's `family --out fam` works in a fresh clone (no mkdir first)."""
+    assert main(["family", "--out", str(tmp_path / "fam" / "q"), "--kinds", "seed"]) == 0
+    assert (tmp_path / "fam" / "q" / "seed.csv").is_file()
+    (tmp_path / "file").write_text("")
+    assert main(["family", "--out", str(tmp_path / "file")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "not an existing folder" in err
+    assert err.count("\n") == 1 and "a file, not a folder (see --help)" in err
 
 
 def test_bursts_are_short_and_in_business_hours_over_the_seed_day() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,14 @@ def test_the_tuner_reserves_what_a_cheap_block_rate_pays_for(tmp_path):
     assert chosen < tuner.score({**knobs, "reserved_instances": 2})[0]  # a second, idle block is waste
 
 
+def test_the_progress_counts_each_candidate_simulated_within_the_bound_said_up_front(tmp_path):
+    tuner = reserved_tuner(tmp_path, 20.0)
+    scored = []
+    tuner.on_scored = lambda: scored.append(1)
+    tuner.search(passes=1)
+    assert 0 < len(scored) == len(tuner._cache) <= tuner.most_candidates(passes=1)  # pyright: ignore[reportPrivateUsage]
+
+
 @pytest.mark.slow
 def test_the_tuner_reserves_nothing_above_the_on_demand_rate(tmp_path):
     assert reserved_tuner(tmp_path, 1.5 * 55.04).search(passes=1)["reserved_instances"] == 0
@@ -156,7 +165,11 @@ def test_tune_prints_the_reserved_count_beside_the_yaml(tmp_path, capsys):
         "--max-miss-pct", "5", "--passes", "1", "--reserved-usd-per-hour", "20",
     ]  # fmt: skip
     assert main(argv) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    # how long it takes, said on stderr once the first candidate is timed (a bar too, on a terminal)
+    assert re.search(
+        r"^tune: candidates scored, 1 days each: \d+ candidates at about [\d.]+ s each: at most ", err, re.M
+    )
     yaml_at, reserve_at = (
         out.index("autoscaling:"),
         out.index("and reserve 1 x p5.48xlarge (8 GPUs) at $20.00/h"),
@@ -164,7 +177,9 @@ def test_tune_prints_the_reserved_count_beside_the_yaml(tmp_path, capsys):
     assert yaml_at < reserve_at
     assert "($480.00/day, included in GPU $/day above)" in out
     assert main([*argv, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["reserved"] == {
+    out, err = capsys.readouterr()
+    assert err == ""  # --json: nothing but the JSON
+    assert json.loads(out)["reserved"] == {
         "instances": 1, "instance_type": "p5.48xlarge", "gpus": 8, "usd_per_hour": 20.0,
         "prepaid_usd_per_day": 480.0,
     }  # fmt: skip

@@ -73,6 +73,27 @@ def test_bad_arguments_are_one_line(capsys, main, argv: list[str]) -> None:
     assert err.startswith("python -m ") and ": error: " in err and err.endswith("(see --help)\n"), err
 
 
+BAD_VALUES = {  # parsed, then refused by the command itself (not argparse)
+    "simulator --model": (simulator.main, ["--stack", "prod", "--model", "nope"], "has no model 'nope'"),
+    "simulator --traffic": (simulator.main, ["--stack", "prod", "--traffic", "nofile.csv"], "nofile.csv"),
+    "simulator reservations --model": (
+        simulator.main, ["reservations", "--stack", "prod", "--model", "nope"], "has no model 'nope'",
+    ),
+    "simulator family --kinds": (simulator.main, ["family", "--out", "nofolder", "--kinds", "nope"], "'nope'"),
+    "simulator.routing --shared-fraction": (routing.main, ["--shared-fraction", "2"], "shared fraction 2.0"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("main", "argv", "what"), BAD_VALUES.values(), ids=BAD_VALUES.keys())
+def test_a_refused_value_is_the_same_one_line(capsys, main, argv: list[str], what: str) -> None:
+    """The simulator's own refusals read like argparse's: the message unquoted, then `(see --help)`."""
+    err = _one_line_exit_2(capsys, main, argv)
+    assert not Path("nofolder").exists() and not Path("nope.csv").exists()  # refused before writing anything
+    prog = "python -m llm_platform.simulator" + (".routing" if main is routing.main else "")
+    assert err.startswith(f"{prog}") and ": error: " in err and err.endswith(" (see --help)\n"), err
+    assert what in err and ': error: "' not in err, err
+
+
 @pytest.fixture
 def stack_copy(tmp_path: Path) -> Path:
     path = tmp_path / "Pulumi.team.yaml"
@@ -133,6 +154,10 @@ def test_a_bad_stack_file_reports_every_problem(stack_copy: Path, capsys, main, 
         raise SystemExit(main(args))
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "invalid config" in err
+    assert "Traceback" not in err
+    head = err.splitlines()[0]
+    assert head.startswith("python -m llm_platform.") and head.endswith(
+        ": error: invalid config for stack 'team', 2 problems below (see --help)"
+    ), head
     assert f"{stack_copy}:" in err and ".kvCacheUsage: 1.5 is not allowed" in err
     assert ".pollingIntervall: unknown key (did you mean 'pollingInterval'?)" in err

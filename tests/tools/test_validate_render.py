@@ -1,10 +1,12 @@
 """The repository's own render validation (what pr.yml runs, with no ../shared): custom resources against the
 pinned CRDs as the API server reads them, core objects with kubernetes-validate, an unknown kind refused, the
-CRDs downloaded only when their sha256 is the pinned one, a stale render refused."""
+bundled CRDs read with no network and only when they are the pinned files from the pinned tags, a refresh kept
+only when its sha256 is the pinned one, a stale render refused."""
 
 from __future__ import annotations
 
 import copy
+import gzip
 import hashlib
 import io
 import os
@@ -142,7 +144,39 @@ class _Response(io.BytesIO):
         self.close()
 
 
-def test_a_download_is_kept_only_with_the_pinned_sha256(
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("the schema check must not use the network")
+
+    monkeypatch.setattr(validate_render.urllib.request, "urlopen", refuse)
+
+
+def test_the_bundled_crds_are_the_pins_and_need_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clone can run the schema check offline: every pinned CRD ships, verified, small enough to commit."""
+    _no_network(monkeypatch)
+    schemas = validate_render.load_crds()
+    assert {kind for _, kind in schemas} >= {s.kind for s in CRD_SOURCES}
+    shipped = sum(f.stat().st_size for f in validate_render.BUNDLED.iterdir())
+    assert shipped < 1_000_000, f"the bundled CRDs take {shipped:,} bytes"
+
+
+def test_a_bundled_crd_from_another_tag_or_altered_is_refused(tmp_path: Path) -> None:
+    source = next(s for s in CRD_SOURCES if s.kind == "NodePool")
+    shutil.copytree(validate_render.BUNDLED, tmp_path, dirs_exist_ok=True)
+    assert hashlib.sha256(validate_render.bundled_bytes(source, tmp_path)).hexdigest() == source.sha256
+    bumped = CrdSource(source.repo, "v9.9.9", source.path, source.sha256, source.kind)
+    with pytest.raises(CrdUnavailable, match=r"came from .*/v1\.14\.1/.*, not .*/v9\.9\.9/.*--download"):
+        validate_render.bundled_bytes(bumped, tmp_path)
+    gz = tmp_path / f"{source.file}.gz"
+    gz.write_bytes(gzip.compress(gzip.decompress(gz.read_bytes()) + b"# changed\n"))
+    with pytest.raises(CrdUnavailable, match=r"sha256 .*, pinned"):
+        validate_render.bundled_bytes(source, tmp_path)
+    gz.unlink()
+    with pytest.raises(CrdUnavailable, match="is missing; refresh with"):
+        validate_render.bundled_bytes(source, tmp_path)
+
+
+def test_a_refresh_is_kept_only_with_the_pinned_sha256(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     body = (ROOT / "tests/fixtures/crds/example.com_widgets.yaml").read_bytes()
@@ -158,18 +192,19 @@ def test_a_download_is_kept_only_with_the_pinned_sha256(
         "Widget",
     )
     served[good.url] = body
-    assert validate_render.download(good, tmp_path).read_bytes() == body
+    (written,) = validate_render.refresh(tmp_path, [good])
+    assert validate_render.bundled_bytes(good, tmp_path) == body
+    assert written.read_bytes() == gzip.compress(body, compresslevel=9, mtime=0)  # reproducible bytes
     tampered = CrdSource(good.repo, "v1.0.1", good.path, good.sha256, good.kind)
     served[tampered.url] = body + b"# changed\n"
-    (tmp_path / good.file).unlink()
     with pytest.raises(CrdUnavailable, match="update the pin"):
-        validate_render.download(tampered, tmp_path)
-    assert not (tmp_path / good.file).exists()
+        validate_render.refresh(tmp_path, [tampered])
+    assert validate_render.bundled_bytes(good, tmp_path) == body  # nothing was overwritten
 
 
-def test_missing_crds_are_named_without_download(tmp_path: Path) -> None:
-    with pytest.raises(CrdUnavailable, match=r"lacks karpenter\.sh_nodepools\.yaml, .*: pass --download"):
-        validate_render.load_crds(tmp_path, fetch=False)
+def test_a_crds_folder_missing_files_names_them(tmp_path: Path) -> None:
+    with pytest.raises(CrdUnavailable, match=r"lacks karpenter\.sh_nodepools\.yaml, .*; leave out --crds"):
+        validate_render.load_crds(tmp_path)
 
 
 def _one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
@@ -192,21 +227,20 @@ def test_a_stale_render_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "render it again" in err
 
 
-@pytest.mark.skipif(
-    not REFERENCE_CRDS.is_dir(), reason="../shared/reference/crds is not beside the repository"
-)
 def test_the_cli_validates_a_fresh_render(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """End to end on a fixture stack with the pinned CRDs: clean, then a NodePool with a mistyped field."""
+    """End to end on a fixture stack with the bundled CRDs, offline: clean, then a NodePool with a mistyped
+    field."""
+    _no_network(monkeypatch)
     parsed: list[dict[tuple[str, str], dict[str, Any]]] = []
     load_crds = validate_render.load_crds
 
-    def parsed_once(folder: Path, fetch: bool) -> dict[tuple[str, str], dict[str, Any]]:
-        """Both runs read the same unchanged CRD folder: the first parses it (seconds of pure-Python YAML),
-        the second gets a fresh copy of what it parsed."""
+    def parsed_once(folder: Path | None = None) -> dict[tuple[str, str], dict[str, Any]]:
+        """Both runs read the same bundled CRDs: the first parses them (seconds of pure-Python YAML), the
+        second gets a fresh copy of what it parsed."""
         if not parsed:
-            parsed.append(load_crds(folder, fetch))
+            parsed.append(load_crds(folder))
         return copy.deepcopy(parsed[0])
 
     monkeypatch.setattr(validate_render, "load_crds", parsed_once)
@@ -214,7 +248,7 @@ def test_the_cli_validates_a_fresh_render(
     shutil.copy(fixture_stack("dev"), stack)
     manifests = tmp_path / "build" / "team" / "manifests.yaml"
     render.write(render.evaluate(stack), manifests.parent)
-    argv = [str(stack), "--build", str(tmp_path / "build"), "--crds", str(REFERENCE_CRDS)]
+    argv = [str(stack), "--build", str(tmp_path / "build")]
     assert validate_render.main(argv) == 0
     summary = capsys.readouterr().out.splitlines()[-1]
     assert summary.startswith("team: ") and summary.endswith(

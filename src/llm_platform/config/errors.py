@@ -175,7 +175,7 @@ def _line(err: Any, raw: dict[str, Any], source: StackSource | None) -> str:
         return f"{_at(source, full)}{path_of(full, raw)}: {value} {cause.message}"
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "value_error" and _SELF_LOCATED.match(msg):
-        return f"{_at(source, loc)}{_name_items(msg, raw)}"
+        return f"{_key_at(source, loc, _fields_named(msg))}{_name_items(msg, raw)}"
     if err["type"] == "extra_forbidden":
         where = source.where(source.key_line(loc)) if source else ""
         return where + unknown_key(path_of(loc, raw), str(loc[-1]), allowed_keys(loc[:-1]))
@@ -189,6 +189,27 @@ def _line(err: Any, raw: dict[str, Any], source: StackSource | None) -> str:
 
 def _at(source: StackSource | None, loc: tuple[Any, ...]) -> str:
     return source.where(source.line(loc)) if source else ""
+
+
+def _key_at(source: StackSource | None, loc: tuple[Any, ...], fields: tuple[str, ...]) -> str:
+    """`file:line: ` of the deepest of `fields` below `loc` that the file writes (the key's own line), else
+    of `loc` itself."""
+    if source is None:
+        return ""
+    for depth in range(len(fields), 0, -1):
+        if source.line(loc + fields[:depth]) is not None:
+            return source.where(source.key_line(loc + fields[:depth]))
+    return _at(source, loc)
+
+
+_FIELD_PATH = re.compile(r"^[a-z][A-Za-z]*(?:\[[^\]]+\])?(?P<rest>(?:\.[a-z][A-Za-z]*)*)")
+
+
+def _fields_named(msg: str) -> tuple[str, ...]:
+    """The fields below the raising object that a self-located message names: `gpuNodePools[g5].mig: ...`
+    -> ('mig',), so its line is the key's, not the object's first line."""
+    match = _FIELD_PATH.match(msg)
+    return tuple(part for part in match.group("rest").split(".") if part) if match else ()
 
 
 def _name_items(msg: str, raw: dict[str, Any]) -> str:

@@ -315,12 +315,12 @@ class GpuNodePool(Schema):
     @model_validator(mode="after")
     def _families(self) -> GpuNodePool:
         known = families()
-        for family in self.instance_families:
+        for i, family in enumerate(self.instance_families):
             if family not in known:
-                raise ValueError(
-                    f"gpuNodePools[{self.name}].instanceFamilies: unknown instance family {family!r}; "
-                    f"allowed: {', '.join(known)}"
-                )
+                raise RuleError(
+                    ("instanceFamilies", i), family,
+                    f"is not a catalog instance family{did_you_mean(family, known)}; allowed: {', '.join(known)}",
+                )  # fmt: skip
         dedicated = DEDICATED_FAMILIES & set(self.instance_families)
         if dedicated and len(self.instance_families) > 1:
             raise ValueError(

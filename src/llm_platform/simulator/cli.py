@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from llm_platform.config.loader import ConfigError
+from llm_platform.config.loader import ConfigError, Stack, stack_arg
 from llm_platform.simulator import capacity_cmd, report
 from llm_platform.simulator.args import (
     clock_time,
@@ -40,7 +40,9 @@ from llm_platform.simulator.scenarios import (
 from llm_platform.simulator.strategies import Strategy
 from llm_platform.simulator.traffic import HistogramMix, TokenMix, histogram_mix, load
 from llm_platform.simulator.yaml_out import autoscaling_yaml
-from llm_platform.tools.cli import ArgumentParser, known_stack
+from llm_platform.tools.cli import ArgumentParser, error, invalid_config, known_stack, message
+
+PROG = "python -m llm_platform.simulator"
 
 RATE_ONLY = ("input_tokens", "output_tokens", "input_spread", "output_spread", "token_histogram", "scale")
 STACK_ONLY = (
@@ -50,7 +52,7 @@ STACK_ONLY = (
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog="python -m llm_platform.simulator", description=__doc__)
+    p = ArgumentParser(prog=PROG, description=__doc__)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument(
         "--stack", type=known_stack, help="stack name (reads Pulumi.<stack>.yaml) or a stack file's path"
@@ -155,7 +157,8 @@ def _check_flags(args: argparse.Namespace) -> None:
 def _run(setup: Setup, strategies: Sequence[Strategy], quiet: bool) -> list[Result]:
     total = setup.traffic.duration * len(strategies)
     with Progress(
-        TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
+        TextColumn(f"simulating {len(strategies)} strategies"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+        TextColumn("elapsed"), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
         console=Console(stderr=True), disable=quiet, transient=True,
     ) as bar:  # fmt: skip
         task = bar.add_task("day", total=total)
@@ -172,15 +175,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         "family": _family,
     }
     if argv and argv[0] in commands:
+        prog = f"{PROG} {argv[0]}"
         try:
             return commands[argv[0]](argv[1:])
         except ConfigError as exc:
-            print(f"python -m llm_platform.simulator {argv[0]}: invalid config:\n{exc}", file=sys.stderr)
-            return 2
+            return invalid_config(prog, _stack_of(argv[1:]), exc)
         except (ValueError, KeyError, OSError) as exc:
-            print(f"python -m llm_platform.simulator {argv[0]}: error: {exc}", file=sys.stderr)
-            return 2
+            return error(prog, message(exc))
     return _day(argv)
+
+
+def _stack_of(argv: Sequence[str]) -> Stack:
+    """The --stack argument of a command's argv (for naming the stack whose config is bad)."""
+    for i, word in enumerate(argv):
+        if word.startswith("--stack="):
+            return stack_arg(word.split("=", 1)[1])
+        if word == "--stack" and i + 1 < len(argv):
+            return stack_arg(argv[i + 1])
+    return "?"
 
 
 def _print_explained(run: StackRun, as_json: bool) -> None:
@@ -250,17 +262,9 @@ def _day(argv: Sequence[str]) -> int:
             title = f"{args.stack}/{run.model_name} on {run.instance.instance_type}, traffic {traffic.name}"
             recommendation, path, cap, note = run.recommendation, run.model_path, run.max_replicas, run.note
     except ConfigError as exc:  # one line per problem of the stack file, all of them
-        print(
-            f"python -m llm_platform.simulator: invalid config for stack {args.stack}:\n{exc}",
-            file=sys.stderr,
-        )
-        return 2
+        return invalid_config(PROG, args.stack, exc)
     except (ValueError, KeyError, OSError) as exc:
-        print(
-            f"python -m llm_platform.simulator: error: {str(exc).splitlines()[0] if str(exc) else exc!r}",
-            file=sys.stderr,
-        )
-        return 2
+        return error(PROG, message(exc))
     results = _run(setup, strategies, quiet)
     if args.json:
         print(report.to_json(results, recommendation))

@@ -69,11 +69,11 @@ def day(kind: str, seed: int = 0, scale: float = 1.0) -> np.ndarray:
 
 
 def write(kind: str, path: str | Path, seed: int = 0, scale: float = 1.0) -> Path:
-    path = Path(path)
+    path, rates = Path(path), day(kind, seed, scale)  # an unknown kind writes nothing
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["minute", "requests_per_second"])
-        for m, r in enumerate(day(kind, seed, scale)):
+        for m, r in enumerate(rates):
             w.writerow([m, round(float(r), 4)])
     return path
 
@@ -83,7 +83,9 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m llm_platform.simulator family",
         description="Write the family's days as CSVs (minute,requests_per_second) to tune and hold out on.",
     )
-    p.add_argument("--out", required=True, type=Path, help="an existing folder for <kind>.csv files")
+    p.add_argument(
+        "--out", required=True, type=Path, help="folder for the <kind>.csv files (made if missing)"
+    )
     p.add_argument("--scale", type=positive_float, default=1.0, help="multiply every day's rate")
     p.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated, of {', '.join(KINDS)}")
     p.add_argument(
@@ -100,9 +102,13 @@ def parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str]) -> int:
     """Day i of --kinds uses seed i, so a family is the same wherever it is written."""
     args = parser().parse_args(argv)
-    if not args.out.is_dir():
-        raise ValueError(f"--out {args.out}: not an existing folder")
     kinds = args.kinds.split(",")
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise ValueError(f"--kinds: unknown day kind {unknown[0]!r}; allowed: {', '.join(KINDS)}")
+    if args.out.exists() and not args.out.is_dir():
+        raise ValueError(f"--out {args.out}: a file, not a folder")
+    args.out.mkdir(parents=True, exist_ok=True)
     for i, kind in enumerate(kinds):
         print(write(kind, args.out / f"{kind}.csv", seed=i, scale=args.scale))
     if args.holdout_seed is not None:

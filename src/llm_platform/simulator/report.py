@@ -66,21 +66,32 @@ def table(results: Sequence[Result], title: str, plain: bool = False) -> Table:
     return t
 
 
+def print_rows(
+    title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], out: Console, first_left: bool = True
+) -> None:
+    """A table as rich draws it on a terminal, or as plain aligned columns when piped (no box drawing)."""
+    if out.is_terminal:
+        t = Table(title=title, box=box.HEAVY_HEAD)
+        for i, name in enumerate(headers):
+            t.add_column(name, justify="left" if i == 0 and first_left else "right")
+        for cells in rows:
+            t.add_row(*cells)
+        out.print(t)
+        return
+    every = [list(headers), *[list(r) for r in rows]]
+    widths = [max(len(row[i]) for row in every) for i in range(len(headers))]
+    out.print(title, markup=False)
+    for row in every:
+        cells = (
+            c.ljust(w) if i == 0 and first_left else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+        out.print("  ".join(cells).rstrip(), markup=False)
+
+
 def print_table(results: Sequence[Result], title: str, out: Console | None = None) -> None:
     out = out or console()
-    if out.is_terminal:
-        out.print(table(results, title))
-    else:
-        rows = [list(HEADERS), *[_cells(r) for r in results]]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
-        print(title)
-        for row in rows:
-            print(
-                "  ".join(
-                    c.ljust(w) if i == 0 else c.rjust(w)
-                    for i, (c, w) in enumerate(zip(row, widths, strict=True))
-                )
-            )
+    print_rows(title, HEADERS, [_cells(r) for r in results], out)
     if results and results[0].oracle:
         o = results[0].oracle
         out.print(

@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from rich.console import Console
-from rich.table import Table
-
+from llm_platform.simulator import report
 from llm_platform.simulator.args import non_negative_int
 from llm_platform.simulator.engine import simulate
 from llm_platform.simulator.scenarios import StackRun, stack_run
@@ -111,26 +108,32 @@ def run(argv: Sequence[str]) -> int:
         print(json.dumps({"best": best.row(), "days": [d.row() for d in days]}, indent=2))
         return 0
     instance = stack.instance
-    console = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+    console = report.console()
     rate = stack.setup.config.capacity.reserved_price_per_hour
-    table = Table(
-        title=f"{args.stack}/{stack.model_name} on {instance.instance_type}, traffic {traffic.name}: "
+    title = (
+        f"{args.stack}/{stack.model_name} on {instance.instance_type}, traffic {traffic.name}: "
         f"reserved instances at ${rate:,.2f}/h prepaid, on-demand/spot beyond"
     )
-    for column in ("reserved", "GPUs", "GPU $/day", "prepaid $/day", "SLO miss %", "P95 TTFT ms", "node-h"):
-        table.add_column(column, justify="right")
-    for d in days:
-        mark = " *" if d is best else ""
-        table.add_row(
-            f"{d.reserved_instances}{mark}", str(d.reserved_gpus), f"{d.cost_usd:,.2f}", f"{d.prepaid_usd:,.2f}",
-            f"{d.slo_violation_pct:.2f}", f"{d.p95_ttft_ms:,.0f}", f"{d.node_hours:.1f}",
-        )  # fmt: skip
-    console.print(table)
+    headers = ("reserved", "GPUs", "GPU $/day", "prepaid $/day", "SLO miss %", "P95 TTFT ms", "node-h")
+    rows = [
+        (
+            f"{d.reserved_instances}{' *' if d is best else ''}",
+            str(d.reserved_gpus),
+            f"{d.cost_usd:,.2f}",
+            f"{d.prepaid_usd:,.2f}",
+            f"{d.slo_violation_pct:.2f}",
+            f"{d.p95_ttft_ms:,.0f}",
+            f"{d.node_hours:.1f}",
+        )
+        for d in days
+    ]
+    report.print_rows(title, headers, rows, console, first_left=False)
     none = days[0]
     console.print(
         f"cheapest: {best.reserved_instances} reserved {instance.instance_type} ({best.reserved_gpus} GPUs), "
         f"${best.cost_usd:,.2f}/day vs ${none.cost_usd:,.2f}/day without reservations "
-        f"({(best.cost_usd / none.cost_usd - 1) * 100:+.1f} %)"
+        f"({(best.cost_usd / none.cost_usd - 1) * 100:+.1f} %)",
+        markup=False,
     )
     if stack.note:
         console.print(stack.note, markup=False)

@@ -40,7 +40,7 @@ from llm_platform.simulator.replica import ReplicaTable, TokenStats
 from llm_platform.simulator.scenarios import SEED_C, Setup, seed_setup, slo_rate_per_replica
 from llm_platform.simulator.strategies import keda
 from llm_platform.simulator.traffic import Traffic
-from llm_platform.tools.cli import ArgumentParser
+from llm_platform.tools.cli import ArgumentParser, error, message
 
 # the article's KEDA config (strategy C) with maxReplicas lifted: capacity, not the cap, sets the GPU count, so
 # a router that saves prefill shows up as fewer replicas (cost) and shorter prompts (TTFT)
@@ -174,8 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sharing = PrefixSharing(args.shared_fraction, args.prefix_tokens, args.distinct_prefixes)
     except ValueError as exc:
-        print(f"{p.prog}: error: {exc}", file=sys.stderr)
-        return 2
+        return error(p.prog, message(exc))
     rows = compare(seed_setup(args.seed), sharing, seed=args.seed)
     if args.json:
         print(json.dumps([r.row() for r in rows], indent=2))

@@ -51,6 +51,7 @@ from llm_platform.simulator.strategies import (
     static,
 )
 from llm_platform.simulator.traffic import Traffic, seed_day
+from llm_platform.simulator.unmet import what_would_meet
 
 if TYPE_CHECKING:
     from llm_platform.config.loader import Stack
@@ -158,11 +159,7 @@ def recommend(
     """
     lam_slo = slo_rate_per_replica(table, traffic, slo)
     if lam_slo <= table.capacity_rps * 1e-3:
-        raise ValueError(
-            f"the SLO (TTFT {slo.ttft_seconds * 1000:.0f} ms, ITL {slo.itl_seconds * 1000:.0f} ms) cannot be met on "
-            f"{table.model.gpu.name} even at low load (batch-1 ITL {table.itl[0] * 1000:.1f} ms); "
-            "no autoscaling config fixes that"
-        )
+        raise ValueError(what_would_meet(table, traffic, slo))
     kv_target = float(table.at(lam_slo)["kv_usage"])
     rate = minute_rates(traffic)
     need = np.ceil(rate / lam_slo).astype(int)

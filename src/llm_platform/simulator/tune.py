@@ -53,6 +53,7 @@ from llm_platform.plan.headroom import with_headroom
 from llm_platform.simulator.args import non_negative_float, positive_float, positive_int
 from llm_platform.simulator.capacity import start_times
 from llm_platform.simulator.engine import simulate
+from llm_platform.simulator.progress import track
 from llm_platform.simulator.reservations_cmd import most_useful
 from llm_platform.simulator.scenarios import (
     StackRun,
@@ -202,6 +203,7 @@ class Tuner:
         self._cache: dict[tuple, tuple[float, float, list[DayScore]]] = {}
         self._curves: dict[int, tuple] = {}  # each run's miss curve, for its oracle bound
         self._pool: ProcessPoolExecutor | None = None  # set inside `parallel()`
+        self.on_scored: Callable[[], None] = lambda: None  # called once per candidate simulated (progress)
 
     def _day_windows(self, run: StackRun) -> list[PrewarmWindow]:
         s = run.setup
@@ -315,7 +317,14 @@ class Tuner:
         out = (sum(d.cost for d in days) / len(days), max(d.miss_pct for d in days), days)
         if runs is None:
             self._cache[key] = out
+            self.on_scored()
         return out
+
+    def most_candidates(self, passes: int = 2) -> int:
+        """An upper bound on the candidates `search` simulates: from each start, every other value of every
+        knob on each pass (a pass that changes nothing ends the descent, and repeats come from the cache)."""
+        per_pass = sum(len(values) - 1 for values in self.space.values())
+        return len(SIGNAL_STARTS) * (1 + passes * per_pass)
 
     def simulate_day(
         self, knobs: dict[str, object], i: int, run: StackRun, holdout: bool
@@ -519,7 +528,10 @@ def run(argv: Sequence[str]) -> int:
         train, args.max_miss_pct, args.surge_known, stack_cfg.max_replicas, stack_cfg.plan.scaling.min_replicas,
         reserved_max, stack_accepts(args.stack, stack_cfg),
     )  # fmt: skip
-    knobs = tuner.search(args.passes)
+    what = f"tune: candidates scored, {len(train)} days each"
+    with track(what, tuner.most_candidates(args.passes), "candidates", args.json, bounded=True) as progress:
+        tuner.on_scored = progress.advance
+        knobs = tuner.search(args.passes)
     reserved = int(_number(knobs.get(RESERVED, 0)))
     _, worst, days = tuner.score(knobs)
     if holdout:

@@ -1,6 +1,8 @@
-"""What every command-line tool here (render, security_scan, preflight, simulator) does the same way:
-a bad argument is one line and exit 2 (never a usage dump or a traceback), an unknown stack lists the
-stacks, and a render older than its stack file or the program is refused instead of checked."""
+"""What every command-line tool here (render, validate_render, security_scan, preflight, the simulator and
+its commands, the benchmarks) does the same way: a bad argument or setup is one line,
+`python -m <tool>: error: <what> (see --help)`, and exit 2 (never a usage dump or a traceback; a bad stack
+file adds its problems below it, one per line), an unknown stack lists the stacks, and a render older than
+its stack file or the program is refused instead of checked."""
 
 from __future__ import annotations
 
@@ -17,11 +19,23 @@ PACKAGE = Path(__file__).resolve().parents[1]
 PROGRAM = (ROOT / "__main__.py", PACKAGE / "components", PACKAGE / "config", PACKAGE / "plan")
 
 
+def error_line(prog: str, what: str) -> str:
+    """The one error format of every tool here."""
+    return f"{prog}: error: {what} (see --help)"
+
+
+def message(exc: BaseException) -> str:
+    """What an exception says, as a user reads it: a KeyError's text without the quotes repr adds, the
+    first line of a multi-line message."""
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    return text.splitlines()[0] if text.strip() else type(exc).__name__
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse whose errors are one line on stderr and exit 2 (no usage dump)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(2, error_line(self.prog, message) + "\n")
 
 
 def stack_parser(prog: str, description: str) -> ArgumentParser:
@@ -43,10 +57,28 @@ def known_stack(text: str) -> Stack:
     return value
 
 
-def fail(message: str) -> NoReturn:
-    """One line on stderr, exit 2: a setup problem the user fixes (not a failed check)."""
-    print(message, file=sys.stderr)
-    raise SystemExit(2)
+def error(prog: str, what: str) -> int:
+    """`prog: error: what (see --help)` on stderr; returns the exit status, 2: a setup problem the user fixes
+    (not a failed check)."""
+    print(error_line(prog, what), file=sys.stderr)
+    return 2
+
+
+def fail(prog: str, what: str) -> NoReturn:
+    """`error`, then exit."""
+    raise SystemExit(error(prog, what))
+
+
+def invalid_config(prog: str, stack_: Stack, problems: object) -> int:
+    """A bad stack file on stderr: the error line, then every problem (file:line: field: value: what is
+    allowed); returns the exit status, 2."""
+    lines = str(problems).splitlines()
+    count = f"{len(lines)} problem{'s' if len(lines) != 1 else ''}"
+    print(
+        error_line(prog, f"invalid config for stack {stack_name(stack_)!r}, {count} below"), file=sys.stderr
+    )
+    print("\n".join(lines), file=sys.stderr)
+    return 2
 
 
 def shown_path(path: Path) -> str:

@@ -180,8 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         render = evaluate(args.stack)
     except ConfigError as exc:
-        print(f"invalid config for stack {stack_name(args.stack)!r}:\n{exc}", file=sys.stderr)
-        return 2
+        return cli.invalid_config(parser.prog, args.stack, exc)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write(render, args.out)
     print(summary(stack_name(args.stack), render))

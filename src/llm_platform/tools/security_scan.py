@@ -28,6 +28,8 @@ CHECKOV_VERSION = "3.3.30"
 CONFIG = Path(__file__).resolve().parent / "checkov.yaml"
 SKIP_LINE = re.compile(r"^\s*-\s*(CKV2?_[A-Z0-9_]+)\s*(#\s*(?P<why>.*))?$")
 
+PROG = "python -m llm_platform.tools.security_scan"
+
 
 def unjustified_skips(config: Path) -> list[str]:
     """Active skip-check entries without a reason of at least a few words on their line."""
@@ -47,7 +49,7 @@ def unjustified_skips(config: Path) -> list[str]:
 
 def checkov_command(manifests: Path, results: Path) -> list[str]:
     if shutil.which("uvx") is None:
-        cli.fail("uvx is not on PATH; install uv (https://docs.astral.sh/uv/) to run checkov")
+        cli.fail(PROG, "uvx is not on PATH; install uv (https://docs.astral.sh/uv/) to run checkov")
     return [
         "uvx",
         f"checkov=={CHECKOV_VERSION}",
@@ -85,10 +87,10 @@ def scan(stack: Stack, build: Path, *, do_render: bool) -> int:
         try:
             render(stack, folder)
         except ConfigError as exc:
-            cli.fail(f"invalid config for stack {name!r}:\n{exc}")
+            raise SystemExit(cli.invalid_config(PROG, stack, exc)) from None
     stale = cli.stale_render(stack, manifests)
     if stale:
-        cli.fail(f"{name}: {stale} (or pass --render)")
+        cli.fail(PROG, f"{name}: {stale} (or pass --render)")
     documents = [d for d in yaml.safe_load_all(manifests.read_text()) if d]
     if not documents:
         print(f"== {name}: {manifests} holds no Kubernetes manifests; nothing for checkov to scan")
@@ -102,7 +104,7 @@ def scan(stack: Stack, build: Path, *, do_render: bool) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = cli.ArgumentParser(
-        prog="python -m llm_platform.tools.security_scan",
+        prog=PROG,
         description="checkov over the offline render of each stack",
     )
     parser.add_argument(
@@ -115,10 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     bad = unjustified_skips(CONFIG)
     if bad:
-        print(
-            f"{CONFIG}: skip-check entries without a justification comment: {', '.join(bad)}", file=sys.stderr
-        )
-        return 2
+        cli.fail(PROG, f"{CONFIG}: skip-check entries without a justification comment: {', '.join(bad)}")
     worst = 0
     for stack in args.stacks:
         code = scan(stack, args.build, do_render=args.render)

@@ -9,16 +9,20 @@ the cluster will enforce, with nothing but the repository and its pinned version
 - Core objects with kubernetes-validate (strict) at the stack's `cluster.kubernetesVersion`.
 - An object of a kind neither knows is a problem: add its CRD to `CRD_SOURCES`.
 
-The CRDs are read from `--crds DIR` (files named as upstream names them); `--download` fetches missing ones from
-their upstream repository at the pinned tag and refuses one whose sha256 differs from the pin. `pr.yml` runs
-it with `--download`; `.ci/run` with the reference copies in `../shared/reference/crds`. Helm values are not
-checked here (that needs each chart's default values: `.ci/run`'s `check_render.py` does it).
+The CRDs ship with the package (`tools/crds/`, gzipped upstream bytes and `SOURCES.txt`, the URL each came
+from), so the check needs no network: each is read only if its sha256 is the pin below and it came from the
+tag `config/versions.py` pins (a version bump without a refresh is refused). `--download` refreshes them:
+fetches every pinned CRD from its upstream repository at the pinned tag and refuses one whose sha256 differs
+from the pin. `--crds DIR` reads plain `<file>.yaml` files from a folder instead, unverified (a CRD read
+before its pin is updated). Helm values are not checked here (that needs each chart's default values:
+`.ci/run`'s `check_render.py` does it).
 Exit 0: no problem; 1: problems, one line each; 2: bad arguments, a stale render, missing or altered CRDs.
 """
 
 from __future__ import annotations
 
 import copy
+import gzip
 import hashlib
 import re
 import sys
@@ -120,8 +124,12 @@ class CrdUnavailable(Exception):
 # ------------------------------------------------------------------------------------------- the CRDs
 
 
-def download(source: CrdSource, folder: Path) -> Path:
-    """Fetch `source` into `folder`, refusing bytes whose sha256 is not the pinned one."""
+BUNDLED = Path(__file__).resolve().parent / "crds"  # package data: the pinned CRDs, gzipped
+INDEX = "SOURCES.txt"  # one line per bundled CRD: `<url> <sha256>`, written by --download
+
+
+def fetch(source: CrdSource) -> bytes:
+    """The upstream bytes of `source`, refused unless their sha256 is the pinned one."""
     with urllib.request.urlopen(source.url, timeout=60) as response:
         body = response.read()
     digest = hashlib.sha256(body).hexdigest()
@@ -130,26 +138,61 @@ def download(source: CrdSource, folder: Path) -> Path:
             f"{source.url}: sha256 {digest}, pinned {source.sha256}; after a version bump, read the CRD's "
             "changes and update the pin in tools/validate_render.py"
         )
+    return body
+
+
+def refresh(folder: Path = BUNDLED, sources: Iterable[CrdSource] = CRD_SOURCES) -> list[Path]:
+    """Download every pinned CRD into `folder` (gzipped, reproducibly) and rewrite its index."""
+    bodies = [(source, fetch(source)) for source in sources]  # all or nothing: verify before writing
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / source.file).write_bytes(body)
-    return folder / source.file
+    written = []
+    for source, body in bodies:
+        path = folder / f"{source.file}.gz"
+        path.write_bytes(gzip.compress(body, compresslevel=9, mtime=0))
+        written.append(path)
+    index = "".join(f"{source.url} {source.sha256}\n" for source, _ in bodies)
+    (folder / INDEX).write_text(index)
+    return written
 
 
-def load_crds(folder: Path, fetch: bool) -> dict[tuple[str, str], dict[str, Any]]:
-    """(apiVersion, kind) -> openAPIV3Schema of every version of every pinned CRD."""
-    missing = [s for s in CRD_SOURCES if not (folder / s.file).exists()]
-    if missing and not fetch:
-        names = ", ".join(s.file for s in missing)
+def bundled_bytes(source: CrdSource, folder: Path = BUNDLED) -> bytes:
+    """A bundled CRD's upstream bytes, refused unless they are the pinned file from the pinned tag."""
+    refresh_hint = "refresh with: uv run python -m llm_platform.tools.validate_render <stack> --download"
+    index = folder / INDEX
+    recorded = dict(line.split() for line in index.read_text().splitlines()) if index.exists() else {}
+    path = folder / f"{source.file}.gz"
+    if not path.exists():
+        raise CrdUnavailable(f"{cli.shown_path(path)} is missing; {refresh_hint}")
+    by_file = {PurePosixPath(url).name: url for url in recorded}
+    if by_file.get(source.file) != source.url:
+        came_from = by_file.get(source.file, "nowhere recorded")
         raise CrdUnavailable(
-            f"{cli.shown_path(folder)} lacks {names}: pass --download, or --crds DIR holding them"
+            f"{cli.shown_path(path)} came from {came_from}, not {source.url} (config/versions.py); {refresh_hint}"
         )
-    for source in missing:
-        download(source, folder)
+    body = gzip.decompress(path.read_bytes())
+    digest = hashlib.sha256(body).hexdigest()
+    if digest != source.sha256:
+        raise CrdUnavailable(
+            f"{cli.shown_path(path)}: sha256 {digest}, pinned {source.sha256}; {refresh_hint}"
+        )
+    return body
+
+
+def load_crds(folder: Path | None = None) -> dict[tuple[str, str], dict[str, Any]]:
+    """(apiVersion, kind) -> openAPIV3Schema of every version of every pinned CRD: the bundled ones, verified,
+    or with `folder` the plain files there."""
+    if folder is not None:
+        missing = [s.file for s in CRD_SOURCES if not (folder / s.file).exists()]
+        if missing:
+            raise CrdUnavailable(
+                f"{cli.shown_path(folder)} lacks {', '.join(missing)}; leave out --crds to use the bundled CRDs"
+            )
     schemas: dict[tuple[str, str], dict[str, Any]] = {}
     for source in CRD_SOURCES:
-        found = schemas_of(yaml.safe_load_all((folder / source.file).read_text()))
+        body = bundled_bytes(source) if folder is None else (folder / source.file).read_bytes()
+        found = schemas_of(yaml.safe_load_all(body))
         if not any(kind == source.kind for _, kind in found):
-            raise CrdUnavailable(f"{folder / source.file}: no CustomResourceDefinition of kind {source.kind}")
+            raise CrdUnavailable(f"{source.file}: no CustomResourceDefinition of kind {source.kind}")
         schemas |= found
     return schemas
 
@@ -283,18 +326,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--build", type=Path, default=Path("build"), help="folder holding <stack>/ (default: build)"
     )
-    parser.add_argument("--crds", type=Path, default=Path("build/crds"), help="folder of the CRD files")
-    parser.add_argument("--download", action="store_true", help="fetch missing CRDs at their pinned tags")
+    parser.add_argument(
+        "--crds",
+        type=Path,
+        help="read plain CRD files from this folder, unverified (default: the bundled ones)",
+    )
+    parser.add_argument(
+        "--download", action="store_true",
+        help=f"first refresh the bundled CRDs ({cli.shown_path(BUNDLED)}) from upstream at the pinned tags",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     name = stack_name(args.stack)
+    if args.download:
+        if args.crds is not None:
+            parser.error("--download refreshes the bundled CRDs; it takes no --crds")
+        try:
+            for path in refresh():
+                print(f"refreshed {cli.shown_path(path)}")
+        except (CrdUnavailable, OSError) as exc:
+            cli.fail(parser.prog, f"{name}: {exc}")
     manifests = args.build / name / "manifests.yaml"
     stale = cli.stale_render(args.stack, manifests)
     if stale:
-        cli.fail(f"{name}: {stale}")
+        cli.fail(parser.prog, f"{name}: {stale}")
     try:
-        crds = load_crds(args.crds, args.download)
+        crds = load_crds(args.crds)
     except (CrdUnavailable, OSError) as exc:
-        cli.fail(f"{name}: {exc}")
+        cli.fail(parser.prog, f"{name}: {exc}")
     version = load_stack(args.stack).cluster.kubernetes_version
     docs = [d for d in yaml.safe_load_all(manifests.read_text()) if d]
     found = problems(docs, crds, version)

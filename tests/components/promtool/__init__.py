@@ -1,7 +1,8 @@
 """Run promtool from tests: check PromQL and rule files, and unit-test alerting rules.
 
-promtool is a hard requirement (CI installs the Debian `prometheus` package): a missing binary fails
-the test with the install command instead of skipping, so a CI image without it cannot pass silently.
+promtool is a hard requirement (`scripts/setup`, which .ci/run runs, installs the Debian `prometheus`
+package): a missing binary fails the test with the install command instead of skipping, so a CI image
+without it cannot pass silently.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import pytest
 import yaml
 
 INSTALL_HINT = (
-    "promtool is not on PATH; install it with `apt-get install prometheus` (Debian/Ubuntu package, "
-    "as .ci/run does) or put the promtool binary of a Prometheus release on PATH"
+    "promtool is not on PATH; run `bash scripts/setup` (installs it with apt-get or brew, as .ci/run does), "
+    "or put the promtool binary of a Prometheus release on PATH"
 )
 
 # Values Grafana substitutes at query time, made concrete so promtool can parse the expression.

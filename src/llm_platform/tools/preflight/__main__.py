@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         view = from_stack(args.stack)
     except ConfigError as exc:
-        cli.fail(f"preflight: invalid config for stack {name!r}:\n{exc}")
+        raise SystemExit(cli.invalid_config(parser.prog, args.stack, exc)) from None
     findings = run(view)
     print(to_json(name, findings) if args.json else to_text(name, findings, list(CHECKS)))
     return 1 if blockers(findings) else 0

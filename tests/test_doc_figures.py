@@ -1,0 +1,156 @@
+"""The figures the README and docs state are the ones their commands print: each test runs the command the
+doc names and compares every figure of a table or sentence with its output. A change to the simulator that
+moves a documented figure fails here until the doc is regenerated (run the command, paste its figures).
+
+Not checked here: timings (benchmarks/simulate_day.py prints them, machines differ), the headroom benchmark's
+twelve-day table and the tuned configs' table (each takes a tune or a dozen day runs; their commands run on
+small inputs in tests/test_doc_commands.py), and figures quoted from upstream sources."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from functools import cache
+from typing import Any
+
+import pytest
+
+from llm_platform.config.loader import ROOT
+from tests import docs
+
+README, SIMULATOR_MD = docs.DOCS
+pytestmark = pytest.mark.slow
+
+
+@cache
+def output(command: str) -> str:
+    """stdout of `uv run python <command>` from the repository (each command runs once per session)."""
+    proc = subprocess.run(
+        [sys.executable, *shlex.split(command)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=True,
+    )
+    return proc.stdout
+
+
+def rows(command: str) -> dict[str, dict[str, Any]]:
+    return {row.get("strategy", row.get("router")): row for row in json.loads(output(command))}
+
+
+SEED = "-m llm_platform.simulator --scenario seed-benchmark --json"
+PROD = "-m llm_platform.simulator --stack prod --model mistral-7b --json"
+
+
+def _money(x: float) -> str:
+    return f"${x:,.2f}"
+
+
+def test_the_readme_cost_claims_are_the_simulators() -> None:
+    seed, prod = rows(SEED), rows(PROD)
+    static, derived = seed["A static-8"], seed["recommended"]
+    share = derived["gpu_cost_usd_per_day"] / static["gpu_cost_usd_per_day"]
+    assert derived["slo_violation_pct"] < static["slo_violation_pct"]  # "with fewer misses"
+    text = " ".join(docs.text(README).split())
+    assert (
+        f"the KEDA config the simulator derives costs {share * 100:.0f} % of static capacity "
+        f"(`simulator --scenario seed-benchmark`: {_money(derived['gpu_cost_usd_per_day'])} vs "
+        f"{_money(static['gpu_cost_usd_per_day'])}/day for 8 replicas all day" in text
+    )
+    static_prod = next(r for name, r in prod.items() if name.startswith("static-"))
+    tuned = prod["stack-config"]
+    share = tuned["gpu_cost_usd_per_day"] / static_prod["gpu_cost_usd_per_day"]
+    assert (
+        f"prod's tuned config for mistral-7b costs {share * 100:.0f} % of static capacity at its maxReplicas "
+        f"(`simulator --stack prod --model mistral-7b`: {_money(tuned['gpu_cost_usd_per_day'])} vs "
+        f"{_money(static_prod['gpu_cost_usd_per_day'])}/day, {tuned['slo_violation_pct']:.2f} % vs "
+        f"{static_prod['slo_violation_pct']:.2f} % of requests" in text
+    )
+
+
+def test_the_seed_benchmark_table_and_config_are_this_run() -> None:
+    seed = rows(SEED)
+    table = docs.table(SIMULATOR_MD, "| strategy | peak | off-peak | P95 TTFT ms |")
+    assert [r[0] for r in table] == list(seed)
+    for name, peak, offpeak, ttft, misses, cost in table:
+        r = seed[name]
+        assert [peak, offpeak, ttft, misses, cost] == [
+            str(r["peak_replicas"]), str(r["offpeak_replicas"]), f"{r['p95_ttft_ms']:,.1f}",
+            f"{r['slo_violation_pct']:.3f}", f"{r['gpu_cost_usd_per_day']:.2f}",
+        ], name  # fmt: skip
+    documented = docs.block_after(SIMULATOR_MD, "### Recommended config (derived")
+    assert documented.strip() == seed["recommended"]["yaml"].strip()
+    kv = float(re.search(r"kvCacheUsage: ([\d.]+)", documented).group(1))  # pyright: ignore[reportOptionalMemberAccess]
+    assert f"fills only {kv * 100:.2f} % of its cache" in " ".join(docs.text(SIMULATOR_MD).split())
+
+
+def test_the_seed_replica_figures_are_this_run() -> None:
+    summary = next(
+        line for line in output("-m llm_platform.simulator --scenario seed-benchmark").splitlines()
+        if line.startswith("per replica (")
+    )  # fmt: skip
+    itl, kv, saturation, slo_rate = re.search(  # type: ignore[union-attr]
+        r"batch-1 ITL ([\d.]+) ms, ([\d,]+) KV tokens, saturates at ([\d.]+) req/s, P95 meets the SLO up to "
+        r"([\d.]+) req/s",
+        summary,
+    ).groups()  # pyright: ignore[reportOptionalMemberAccess]
+    text = " ".join(docs.text(SIMULATOR_MD).split())
+    assert (
+        f"Per replica: batch-1 ITL {itl} ms, {kv} KV tokens, saturation {saturation} req/s, P95 meets the "
+        f"SLO up to {slo_rate} req/s" in text
+    )
+    assert f"4-bit weights leave {kv} KV tokens" in text
+
+
+def _routing_cells(row: dict[str, Any]) -> list[str]:
+    ttft = row["p95_ttft_ms"]
+    shown = "> 6 h (queue never drains)" if ttft > 6 * 3600 * 1000 else f"{ttft:,.0f} ms"
+    return [
+        f"{row['prefix_hit_rate']:.2f}", f"{row['mean_uncached_prompt_tokens']:,.0f}", shown,
+        f"{row['slo_violation_pct']:.1f} %",
+    ]  # fmt: skip
+
+
+def test_the_routing_table_is_this_run() -> None:
+    table = docs.table(SIMULATOR_MD, "| traffic | router | prefix hit |")
+    runs = [
+        rows("-m llm_platform.simulator.routing --shared-fraction 0.8 --prefix-tokens 1500 --distinct-prefixes 100 --json"),
+        rows("-m llm_platform.simulator.routing --shared-fraction 0.9 --prefix-tokens 6000 --distinct-prefixes 150 --json"),
+    ]  # fmt: skip
+    for pair, run in zip((table[0:2], table[2:4]), runs, strict=True):
+        rr, prefix = run["round-robin"], run["prefix-aware"]
+        assert run["load-aware"] == {**rr, "router": "load-aware"}  # "round-robin / load-aware"
+        assert run["prefix-aware-precise"] == {**prefix, "router": "prefix-aware-precise"}
+        assert pair[0][2:] == [*_routing_cells(rr), _money(rr["gpu_cost_usd_per_day"])]
+        saving = prefix["gpu_cost_usd_per_day"] / rr["gpu_cost_usd_per_day"] - 1
+        cost = f"{_money(prefix['gpu_cost_usd_per_day'])} (\u2212{-saving * 100:.0f} %)"
+        assert pair[1][2:] == [*_routing_cells(prefix), cost]
+
+
+def test_the_reservation_sweep_figures_are_this_run() -> None:
+    sweep = "-m llm_platform.simulator reservations --stack prod --model llama-70b --json"
+    odcr = json.loads(output(sweep))["days"]
+    block = json.loads(output(f"{sweep} --reserved-usd-per-hour 14.75 --max-reserved 3"))["days"]
+    text = " ".join(docs.text(SIMULATOR_MD).split())
+    assert len({d["gpu_cost_usd_per_day"] for d in odcr}) == 1
+    assert f"every count costs {_money(odcr[0]['gpu_cost_usd_per_day'])}/day" in text
+    two, three = block[2], block[3]
+    saving = two["gpu_cost_usd_per_day"] / block[0]["gpu_cost_usd_per_day"] - 1
+    assert (
+        f"2 reserved p4d (16 GPUs) cost {_money(two['gpu_cost_usd_per_day'])}/day ({saving * 100:+.1f} %)"
+        in text
+    )
+    assert (
+        f"a third (`--max-reserved 3`) adds a full day of waste ({_money(three['gpu_cost_usd_per_day'])})"
+        in text
+    )
+
+
+def test_the_calibration_table_is_what_calibrate_prints() -> None:
+    """The table, its numbered explanations and sources, exactly as `calibrate` prints them."""
+    assert output("-m llm_platform.simulator calibrate").strip() in docs.text(SIMULATOR_MD)
