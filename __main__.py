@@ -8,7 +8,14 @@ from llm_platform.components.gateway import Gateway, GatewayArgs
 from llm_platform.components.gpu_operator import GpuOperator, GpuOperatorArgs
 from llm_platform.components.headroom import GpuHeadroom, GpuHeadroomArgs
 from llm_platform.components.inference import InferenceService, InferenceServiceArgs
-from llm_platform.components.karpenter import GpuNodePools, GpuNodePoolsArgs, Karpenter, KarpenterArgs
+from llm_platform.components.karpenter import (
+    AddonNodePool,
+    AddonNodePoolArgs,
+    GpuNodePools,
+    GpuNodePoolsArgs,
+    Karpenter,
+    KarpenterArgs,
+)
 from llm_platform.components.keda import Keda
 from llm_platform.components.load_balancer import LoadBalancerController, LoadBalancerControllerArgs
 from llm_platform.components.model_cache import ModelCache, ModelCacheArgs, ModelWeights
@@ -50,6 +57,7 @@ def monitoring(opts: pulumi.ResourceOptions) -> Observability:
             alerting=plan.alerting,
             alert_receiver=alert_receiver,
             reservation_node_classes=list(plan.reservation_node_classes) if eks_mode else [],
+            scrape_karpenter=eks_mode,
         ),
         opts=opts,
     )
@@ -90,6 +98,27 @@ if eks_mode:
         ),
     )
     in_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster])
+    karpenter = Karpenter(
+        f"{cluster_cfg.name}-karpenter",
+        KarpenterArgs(
+            cluster_name=cluster_cfg.name, region=region, tags=stack_tags, pools=plan.gpu_node_pools
+        ),
+        opts=in_cluster,
+    )
+    assert plan.addon_pool is not None  # every EKS plan has one
+    addon_nodes = AddonNodePool(
+        f"{cluster_cfg.name}-addons",
+        AddonNodePoolArgs(
+            cluster_name=cluster_cfg.name,
+            pool=plan.addon_pool,
+            zones=cluster_cfg.availability_zones,
+            node_role_name=karpenter.node_role_name,
+            tags=stack_tags,
+        ),
+        opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter]),
+    )
+    # every add-on below runs on the add-on nodes: its release waits until Karpenter may launch them
+    in_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster, addon_nodes])
     observability = monitoring(in_cluster)
     after_monitoring = pulumi.ResourceOptions.merge(
         in_cluster, pulumi.ResourceOptions(depends_on=[observability])
@@ -107,13 +136,6 @@ if eks_mode:
         opts=in_cluster,
     )
     weights = cache.weights
-    karpenter = Karpenter(
-        f"{cluster_cfg.name}-karpenter",
-        KarpenterArgs(
-            cluster_name=cluster_cfg.name, region=region, tags=stack_tags, pools=plan.gpu_node_pools
-        ),
-        opts=after_monitoring,
-    )
     GpuNodePools(
         f"{cluster_cfg.name}-gpu",
         GpuNodePoolsArgs(

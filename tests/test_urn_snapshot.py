@@ -10,6 +10,19 @@ import pytest
 from llm_platform.tools.render import evaluate
 from tests.urn_snapshots import read, stacks
 
+# Resources added after the snapshot, each by type and name, so nothing else may appear unannounced.
+# Issue #30: the add-on NodePool component (its EC2NodeClass and NodePool), and Karpenter's ServiceMonitor,
+# which Observability now makes since Karpenter's chart is installed before the ServiceMonitor CRD exists.
+
+
+def added_since_snapshot(urn: str) -> bool:
+    *_, type_chain, name = urn.split("::")
+    if "llm-platform:karpenter:AddonNodePool" in type_chain:
+        return name.endswith(("-addons", "-addons-class", "-addons-pool"))
+    return type_chain.endswith("kubernetes:monitoring.coreos.com/v1:ServiceMonitor") and name.endswith(
+        "-monitoring-karpenter-monitor"
+    )
+
 
 @pytest.mark.parametrize(("kind", "stack"), list(stacks()))
 def test_every_resource_keeps_its_urn_or_aliases_it(kind: str, stack: str) -> None:
@@ -20,7 +33,7 @@ def test_every_resource_keeps_its_urn_or_aliases_it(kind: str, stack: str) -> No
     replaced = []
     for r in registered:
         known = {r.urn, *r.aliases} & before
-        if not known:
+        if not known and not added_since_snapshot(r.urn):
             replaced.append(r.urn)
         claimed |= known
     assert replaced == [], (
