@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from llm_platform.config.loader import PROJECT, load_stack, stack_file, stack_names
+from llm_platform.config.loader import PROJECT, Stack, load_stack, stack_file, stack_name, stack_names
 from llm_platform.tools import render
 from tests.stacks.real import check
 
 ADDED = 2
 
 
-def with_more_models(stack: str, folder: Path, count: int = ADDED) -> tuple[Path, list[str]]:
+def with_more_models(stack: Stack, folder: Path, count: int = ADDED) -> tuple[Path, list[str]]:
     """A copy of the stack file with `count` more models, and their names; the pool's GPU limit grows by what
     they may use, as a team adding models would raise it (nothing else changes)."""
     document = yaml.safe_load(stack_file(stack).read_text())
@@ -45,7 +45,7 @@ def with_more_models(stack: str, folder: Path, count: int = ADDED) -> tuple[Path
         )
         pool["gpuLimit"] += replicas
         names.append(name)
-    path = folder / f"Pulumi.{stack}.yaml"
+    path = folder / f"Pulumi.{stack_name(stack)}.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     return path, names
 
