@@ -11,6 +11,7 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
+from llm_platform.components import child_options
 from llm_platform.components.identity import node_role
 from llm_platform.components.specs import cluster as spec
 from llm_platform.components.specs.common import pod_identity_trust_policy
@@ -47,7 +48,7 @@ class EksCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm-platform:cluster:EksCluster", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
 
         secrets_key = aws.kms.Key(
             f"{name}-secrets",
@@ -91,7 +92,7 @@ class EksCluster(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        cluster_ready = pulumi.ResourceOptions(parent=self, depends_on=[self.cluster])
+        cluster_ready = child_options(self, opts, self.cluster)
 
         pod_identity = aws.eks.Addon(
             f"{name}-pod-identity",
@@ -147,7 +148,7 @@ class EksCluster(pulumi.ComponentResource):
                 )
             ],
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes, pod_identity]),
+            opts=child_options(self, opts, self.system_nodes, pod_identity),
         )
 
         self.provider = k8s.Provider(
@@ -155,7 +156,7 @@ class EksCluster(pulumi.ComponentResource):
             kubeconfig=self.cluster.kubeconfig_json,
             cluster_identifier=args.cluster_name,
             enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes]),
+            opts=child_options(self, opts, self.system_nodes),
         )
         self.cluster_name = pulumi.Output.from_input(args.cluster_name)
         self.endpoint = self.cluster.kubeconfig_json.apply(_server_of)
@@ -198,7 +199,7 @@ class ExistingCluster(pulumi.ComponentResource):
             context=args.context,
             cluster_identifier=args.cluster_name,
             enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self, opts),
         )
         self.cluster_name = pulumi.Output.from_input(args.cluster_name)
         self.register_outputs({"clusterName": self.cluster_name})

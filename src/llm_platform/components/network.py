@@ -8,6 +8,7 @@ from ipaddress import IPv4Network
 import pulumi
 import pulumi_aws as aws
 
+from llm_platform.components import child_options
 from llm_platform.components.specs.network import private_subnet_tags, public_subnet_tags, subnet_plan
 
 
@@ -35,7 +36,7 @@ class Network(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm-platform:network:Network", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
 
         def tagged(suffix: str, extra: dict[str, str] | None = None) -> dict[str, str]:
             return {**args.tags, "Name": f"{name}-{suffix}", **(extra or {})}
@@ -85,7 +86,7 @@ class Network(pulumi.ComponentResource):
                         allocation_id=eip.id,
                         subnet_id=public.id,
                         tags=tagged(f"nat-{p.zone}"),
-                        opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
+                        opts=child_options(self, opts, igw),
                     )
                 )
 

@@ -166,21 +166,27 @@ def load_from_pulumi() -> StackConfig:
     (`pulumi.RunError`); run outside the Pulumi CLI, it prints how to run it and exits 2.
     """
     import pulumi
-    from pulumi.runtime import config as engine_config
     from pulumi.runtime import settings
 
     if settings.get_monitor() is None:
         print(NOT_UNDER_PULUMI, file=sys.stderr)
         raise SystemExit(2)
     stack = pulumi.get_stack()
-    # every key the engine handed over (the CLI sets PULUMI_CONFIG; mocks set the config map)
-    keys = sorted({*engine_config.CONFIG.get(), *engine_config.get_config_env()})
-    values = _ours({key: engine_config.get_config(key) for key in keys})
-    raw = {key: _decoded(value) for key, value in values.items() if key not in SECRET_KEYS}
+    raw = values_from_pulumi()
     try:
         return parse(raw, _source_of(stack, raw), region=pulumi.Config("aws").get("region"))
     except ConfigError as exc:
         raise pulumi.RunError(f"invalid config for stack {stack!r}, nothing was deployed:\n{exc}") from None
+
+
+def values_from_pulumi() -> dict[str, Any]:
+    """The `llm-platform:` values the engine handed over (secrets left out), keyed as in the stack file."""
+    from pulumi.runtime import config as engine_config
+
+    # every key the engine handed over (the CLI sets PULUMI_CONFIG; mocks set the config map)
+    keys = sorted({*engine_config.CONFIG.get(), *engine_config.get_config_env()})
+    values = _ours({key: engine_config.get_config(key) for key in keys})
+    return {key: _decoded(value) for key, value in values.items() if key not in SECRET_KEYS}
 
 
 def _decoded(value: Any) -> Any:

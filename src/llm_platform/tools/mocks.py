@@ -19,7 +19,6 @@ from typing import Any
 import pulumi
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
-from pulumi.runtime.proto import resource_pb2
 
 from llm_platform.config.loader import ROOT
 
@@ -100,13 +99,16 @@ class RecordingMonitor(MockMonitor):
 
     The SDK's mock builds a child's URN from its parent's last type only; the engine (sdk/go/common/resource
     urn.go, NewURN) prefixes the parent's whole qualified type chain, and none for a child of the stack.
-    Alias specs are declined, so the SDK computes every alias URN itself, a child's inherited ones included
-    (pulumi.runtime.resource.inherited_child_alias), and a URN snapshot can tell a rename from a replacement.
+    Aliases arrive as specs, which the engine resolves: each spec to a URN, and every alias of a resource's
+    parent to one of the resource's own (a child of a renamed or moved component keeps its identity; a
+    name derived from the parent's is renamed with it). The mock resolves them the same way, so a URN
+    snapshot can tell a move under a new parent from a replacement.
     """
 
     def __init__(self, mocks: PlatformMocks) -> None:
         super().__init__(mocks)
         self._recording = mocks
+        self._aliases_of: dict[str, list[str]] = {}
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         qualified = parent.split("::")[2] if parent else ""
@@ -114,19 +116,33 @@ class RecordingMonitor(MockMonitor):
             type_ = f"{qualified}${type_}"
         return "urn:pulumi:" + "::".join([pulumi.get_stack(), pulumi.get_project(), type_, name])
 
-    def GetDeploymentInfo(self, request):  # gRPC method name, as the SDK spells it
-        info = super().GetDeploymentInfo(request)
-        features = [
-            f for f in info.supportedFeatures if f != resource_pb2.RESOURCE_MONITOR_FEATURE_ALIAS_SPECS
-        ]
-        return resource_pb2.DeploymentInfo(supportedFeatures=features)
+    def _alias_urns(self, request: Any) -> list[str]:
+        own = []
+        for alias in request.aliases:
+            if alias.urn:
+                own.append(alias.urn)
+                continue
+            spec = alias.spec
+            parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+            own.append(self.make_urn(parent, spec.type or request.type, spec.name or request.name))
+        parent_name = request.parent.split("::")[-1] if request.parent else ""
+        inherited = []
+        for parent_alias in self._aliases_of.get(request.parent, []):
+            name = request.name
+            if parent_name and name.startswith(parent_name):
+                name = parent_alias.split("::")[-1] + name[len(parent_name) :]
+            inherited.append(self.make_urn(parent_alias, request.type, name))
+        return [*own, *inherited]
 
     def RegisterResource(self, request):  # gRPC method name, as the SDK spells it
+        urn = self.make_urn(request.parent, request.type, request.name)
+        aliases = self._alias_urns(request)
+        self._aliases_of[urn] = aliases
         self._recording.pending[(request.type, request.name)] = (
-            self.make_urn(request.parent, request.type, request.name),
+            urn,
             request.parent,
             list(request.dependencies),
-            list(request.aliasURNs),
+            aliases,
         )
         return super().RegisterResource(request)
 
@@ -203,29 +219,34 @@ class ImmediateExecutor(ThreadPoolExecutor):
 
 
 def install(
-    stack: str, config: dict[str, str], secret_keys: list[str]
+    stack: str, config: dict[str, str], secret_keys: list[str], project: str = "llm-platform"
 ) -> tuple[PlatformMocks, asyncio.AbstractEventLoop]:
-    """Fresh event loop, mocks and config for one evaluation of the program."""
+    """Fresh event loop, mocks and config for one evaluation of a program of `project`."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     loop.set_default_executor(ImmediateExecutor())
     mocks = PlatformMocks()
     pulumi.runtime.set_mocks(
-        mocks, project="llm-platform", stack=stack, preview=False, monitor=RecordingMonitor(mocks)
+        mocks, project=project, stack=stack, preview=False, monitor=RecordingMonitor(mocks)
     )
     pulumi.runtime.set_all_config(config, secret_keys)
     return mocks, loop
 
 
-def run_main() -> None:
-    """Evaluate the project's __main__.py once under the installed mocks; `pulumi.runtime.test` waits until
-    every output has resolved, so everything the program registers is recorded."""
+def run(program: Callable[[], object]) -> None:
+    """Evaluate `program` once under the installed mocks; `pulumi.runtime.test` waits until every output
+    has resolved, so everything the program registers is recorded."""
 
     @pulumi.runtime.test
-    def program() -> None:
-        runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+    def evaluate() -> None:
+        program()
 
-    program()
+    evaluate()
+
+
+def run_main() -> None:
+    """Evaluate the project's __main__.py once under the installed mocks."""
+    run(lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"))
 
 
 def uninstall(loop: asyncio.AbstractEventLoop) -> None:

@@ -1,0 +1,403 @@
+"""LlmPlatform: the whole platform of one environment as one component, composed from the others.
+
+Its args are the stack file's schema: the same keys users write under `llm-platform:` in
+`Pulumi.<stack>.yaml` (`gpuNodePools`, `modelCache`, ... in YAML, TypeScript and Go; snake_case at the top
+level in Python), validated by the same rules (`config/schema.py`) with the same messages, before any
+resource is registered. The stack program (`__main__.py`) is its first consumer.
+"""
+
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+
+from llm_platform.components.autoscaling import ModelAutoscaling, ModelAutoscalingArgs
+from llm_platform.components.cluster import EksCluster, EksClusterArgs, ExistingCluster, ExistingClusterArgs
+from llm_platform.components.gateway import Gateway, GatewayArgs
+from llm_platform.components.gpu_operator import GpuOperator, GpuOperatorArgs
+from llm_platform.components.headroom import GpuHeadroom, GpuHeadroomArgs
+from llm_platform.components.inference import InferenceService, InferenceServiceArgs
+from llm_platform.components.karpenter import (
+    AddonNodePool,
+    AddonNodePoolArgs,
+    GpuNodePools,
+    GpuNodePoolsArgs,
+    Karpenter,
+    KarpenterArgs,
+)
+from llm_platform.components.keda import Keda
+from llm_platform.components.load_balancer import LoadBalancerController, LoadBalancerControllerArgs
+from llm_platform.components.model_cache import ModelCache, ModelCacheArgs, ModelWeights
+from llm_platform.components.network import Network, NetworkArgs
+from llm_platform.components.observability import Observability, ObservabilityArgs
+from llm_platform.config.errors import ConfigError
+from llm_platform.config.loader import parse
+from llm_platform.config.stack_args import (
+    AlertingSettings,
+    ClusterSettings,
+    GatewaySettings,
+    GpuNodePoolSettings,
+    ModelCacheSettings,
+    ModelSettings,
+)
+from llm_platform.plan import Plan, resolve
+
+__all__ = ["TYPE", "LlmPlatform", "LlmPlatformArgs", "config_of", "platform_args"]
+
+TYPE = "llm-platform:index:LlmPlatform"
+
+
+class LlmPlatformArgs(TypedDict):
+    """The `llm-platform:` keys of a stack file, and the secrets the stack program reads from Pulumi secrets.
+
+    The blocks are typed as the stack file's schema describes them (`config/stack_args.py`, camelCase keys);
+    the schema's rules validate them when the component is built."""
+
+    environment: str
+    """dev, staging or prod."""
+    cluster: ClusterSettings
+    """The stack file's `cluster` block (mode eks or existing, name, zones, system nodes, ...)."""
+    gpu_node_pools: list[GpuNodePoolSettings]
+    """The stack file's `gpuNodePools`: Karpenter GPU NodePools (instance families, gpuLimit, capacity types)."""
+    models: NotRequired[list[ModelSettings]]
+    """The stack file's `models`: what vLLM serves, on which pool, cached how, autoscaled how."""
+    model_cache: NotRequired[ModelCacheSettings]
+    """The stack file's `modelCache`: the S3 bucket and the FSx for Lustre file system."""
+    gateway: NotRequired[GatewaySettings]
+    """The stack file's `gateway`: Envoy Gateway + AI Gateway in front of the models, its clients and limits."""
+    alerting: NotRequired[AlertingSettings]
+    """The stack file's `alerting`: where Alertmanager sends alerts."""
+    region: NotRequired[str]
+    """The AWS region the pools' instances must be sold in; default: the AWS provider's (`aws:region`)."""
+    grafana_admin_password: pulumi.Input[str]
+    """Grafana's admin password (a secret)."""
+    api_key: NotRequired[pulumi.Input[str]]
+    """The key vLLM requires of every request (a secret); required when models are served."""
+    hugging_face_token: NotRequired[pulumi.Input[str]]
+    """A Hugging Face token (a secret), for gated models and the Hub -> S3 loader."""
+    gateway_client_keys: NotRequired[pulumi.Input[dict[str, str]]]
+    """Each gateway client's API key by client name (a secret); required with the gateway."""
+    alert_receiver: NotRequired[pulumi.Input[str]]
+    """The alert receiver's URL or key (a secret); required unless alerting.receiver is none."""
+
+
+# the stack file's keys, as users write them, for the snake_case keys of LlmPlatformArgs
+_STACK_KEYS = {
+    "environment": "environment",
+    "cluster": "cluster",
+    "gpu_node_pools": "gpuNodePools",
+    "models": "models",
+    "model_cache": "modelCache",
+    "gateway": "gateway",
+    "alerting": "alerting",
+}
+
+
+def platform_args(values: dict[str, Any], **secrets: Any) -> LlmPlatformArgs:
+    """LlmPlatformArgs from a stack file's `llm-platform:` values (camelCase keys, as `config.loader` reads
+    them) and the secrets by their LlmPlatformArgs names (`api_key=...`); None secrets are left out."""
+    by_stack_key = {stack_key: key for key, stack_key in _STACK_KEYS.items()}
+    args: dict[str, Any] = {by_stack_key[k]: v for k, v in values.items() if k in by_stack_key}
+    args |= {k: v for k, v in secrets.items() if v is not None}
+    return args  # type: ignore[return-value]  # parse() validates the values when the component is built
+
+
+def config_of(args: LlmPlatformArgs) -> dict[str, Any]:
+    """The stack-file view of `args` (camelCase keys, no secrets), as `config.loader.parse` validates it."""
+    return {stack_key: args[key] for key, stack_key in _STACK_KEYS.items() if key in args}  # type: ignore[literal-required]
+
+
+class LlmPlatform(pulumi.ComponentResource):
+    """One environment of the LLM platform: VPC and EKS (or an existing cluster), Karpenter GPU NodePools,
+    the GPU Operator, kube-prometheus-stack, KEDA, vLLM per model autoscaled on its own metrics, the
+    model-weights cache and the gateway.
+
+    Children are named from `cluster.name`, as the stack program always named them, and alias the URNs they
+    had as the program's top-level resources, so an existing stack adopting the component sees no
+    replacement.
+    """
+
+    cluster_name: pulumi.Output[str]
+    """The cluster's name."""
+    environment: pulumi.Output[str]
+    """dev, staging or prod."""
+    model_endpoints: pulumi.Output[dict[str, str]]
+    """Each model's in-cluster OpenAI endpoint (`http://<service>.<namespace>.svc:8000/v1`) by model name."""
+    kubeconfig: pulumi.Output[str]
+    """The cluster's kubeconfig (a secret; eks mode), for a StackReference or kubectl."""
+    cluster_endpoint: pulumi.Output[str]
+    """The Kubernetes API server URL (eks mode)."""
+    vpc_id: pulumi.Output[str]
+    """The VPC's id (eks mode)."""
+    model_bucket: pulumi.Output[str]
+    """The S3 bucket holding model weights and compile caches (eks mode)."""
+    gateway_namespace: pulumi.Output[str]
+    """The gateway's namespace, where its Gateway reports the NLB address (with the gateway)."""
+
+    def __init__(self, name: str, args: LlmPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        # bad input stops here, before any resource exists: field, value and what is allowed
+        region = args.get("region") or pulumi.Config("aws").get("region")
+        plan = resolve(parse(config_of(args), region=region), pulumi.get_stack())
+        _require_secrets(plan, args)
+        super().__init__(TYPE, name, None, opts)
+        self._compose(plan, args, region)
+
+    def _compose(self, plan: Plan, args: LlmPlatformArgs, region: str | None) -> None:
+        # every child was a top-level resource of the stack program before this component existed
+        top = pulumi.ResourceOptions(parent=self, aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)])
+        cluster_cfg = plan.cluster
+        eks_mode = plan.eks
+        stack_tags = plan.tags
+
+        def child(opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions.merge(opts, top)
+
+        def monitoring(opts: pulumi.ResourceOptions) -> Observability:
+            """kube-prometheus-stack first: the charts that render a ServiceMonitor only when the
+            monitoring.coreos.com/v1 API exists (Karpenter, KEDA, the GPU Operator) are installed after it."""
+            return Observability(
+                f"{cluster_cfg.name}-monitoring",
+                ObservabilityArgs(
+                    grafana_admin_password=args["grafana_admin_password"],
+                    retention=plan.monitoring.prometheus,
+                    create_storage_class=eks_mode,
+                    alerting=plan.alerting,
+                    alert_receiver=args.get("alert_receiver") if plan.alerting.receiver != "none" else None,
+                    reservation_node_classes=list(plan.reservation_node_classes) if eks_mode else [],
+                    scrape_karpenter=eks_mode,
+                ),
+                opts=child(opts),
+            )
+
+        weights: ModelWeights | None = None
+        gateway_after: list[pulumi.Resource] = []  # what the gateway's load balancer needs first
+        outputs: dict[str, pulumi.Input[Any]] = {}
+        if eks_mode:
+            if not region:
+                raise ConfigError("aws:region: not set; the eks mode needs the stack's AWS region")
+            network = Network(
+                cluster_cfg.name,
+                NetworkArgs(
+                    cluster_name=cluster_cfg.name,
+                    region=region,
+                    vpc_cidr=cluster_cfg.vpc_cidr,
+                    availability_zones=cluster_cfg.availability_zones,
+                    nat_per_zone=plan.prod,
+                    tags=stack_tags,
+                ),
+                opts=top,
+            )
+            eks_cluster = EksCluster(
+                cluster_cfg.name,
+                EksClusterArgs(
+                    cluster_name=cluster_cfg.name,
+                    kubernetes_version=cluster_cfg.kubernetes_version,
+                    vpc_id=network.vpc_id,
+                    private_subnet_ids=network.private_subnet_ids,
+                    public_subnet_ids=network.public_subnet_ids,
+                    endpoint_public_access=cluster_cfg.endpoint_public_access,
+                    public_access_cidrs=[str(c) for c in cluster_cfg.public_access_cidrs],
+                    admin_role_arns=cluster_cfg.admin_role_arns,
+                    system_instance_type=cluster_cfg.system_nodes.instance_type,
+                    system_min=cluster_cfg.system_nodes.min,
+                    system_max=cluster_cfg.system_nodes.max,
+                    system_disk_gib=cluster_cfg.system_nodes.disk_size_gib,
+                    deletion_protection=plan.prod,
+                    tags=stack_tags,
+                ),
+                opts=top,
+            )
+            cluster: EksCluster | ExistingCluster = eks_cluster
+            in_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster])
+            karpenter = Karpenter(
+                f"{cluster_cfg.name}-karpenter",
+                KarpenterArgs(
+                    cluster_name=cluster_cfg.name, region=region, tags=stack_tags, pools=plan.gpu_node_pools
+                ),
+                opts=child(in_cluster),
+            )
+            assert plan.addon_pool is not None  # every EKS plan has one
+            addon_nodes = AddonNodePool(
+                f"{cluster_cfg.name}-addons",
+                AddonNodePoolArgs(
+                    cluster_name=cluster_cfg.name,
+                    pool=plan.addon_pool,
+                    zones=cluster_cfg.availability_zones,
+                    node_role_name=karpenter.node_role_name,
+                    tags=stack_tags,
+                ),
+                opts=child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter])),
+            )
+            # every add-on below runs on the add-on nodes: its release waits until Karpenter may launch them
+            in_cluster = pulumi.ResourceOptions(
+                providers=[cluster.provider], depends_on=[cluster, addon_nodes]
+            )
+            observability = monitoring(in_cluster)
+            after_monitoring = pulumi.ResourceOptions.merge(
+                in_cluster, pulumi.ResourceOptions(depends_on=[observability])
+            )
+            cache = ModelCache(
+                f"{cluster_cfg.name}-cache",
+                ModelCacheArgs(
+                    cluster_name=cluster_cfg.name,
+                    bucket=plan.model_cache.s3_bucket,
+                    fsx=plan.model_cache.fsx if plan.uses_fsx else None,
+                    vpc_id=network.vpc_id,
+                    subnet_id=network.private_subnet_ids[0],
+                    tags=stack_tags,
+                ),
+                opts=child(in_cluster),
+            )
+            weights = cache.weights
+            GpuNodePools(
+                f"{cluster_cfg.name}-gpu",
+                GpuNodePoolsArgs(
+                    cluster_name=cluster_cfg.name,
+                    pools=plan.gpu_node_pools,
+                    node_classes=plan.node_classes,
+                    zones=cluster_cfg.availability_zones,
+                    node_role_name=karpenter.node_role_name,
+                    prod=plan.prod,
+                    tags=stack_tags,
+                    extra_security_group_ids=[cache.fsx.client_security_group_id] if cache.fsx else [],
+                ),
+                opts=child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter])),
+            )
+            if plan.gateway.enabled:
+                lb_controller = LoadBalancerController(
+                    f"{cluster_cfg.name}-lb-controller",
+                    LoadBalancerControllerArgs(
+                        cluster_name=cluster_cfg.name, region=region, vpc_id=network.vpc_id, tags=stack_tags
+                    ),
+                    opts=child(in_cluster),
+                )
+                gateway_after.append(lb_controller)
+            outputs |= {
+                "cluster_endpoint": eks_cluster.endpoint,
+                "kubeconfig": pulumi.Output.secret(eks_cluster.cluster.kubeconfig_json),
+                "vpc_id": network.vpc_id,
+                "model_bucket": cache.bucket_name,
+            }
+        else:
+            assert cluster_cfg.kubeconfig is not None  # enforced by the schema
+            cluster = ExistingCluster(
+                cluster_cfg.name,
+                ExistingClusterArgs(
+                    cluster_name=cluster_cfg.name,
+                    kubeconfig=cluster_cfg.kubeconfig,
+                    context=cluster_cfg.context,
+                ),
+                opts=top,
+            )
+            in_cluster = pulumi.ResourceOptions(providers=[cluster.provider])
+            observability = monitoring(in_cluster)
+            after_monitoring = pulumi.ResourceOptions.merge(
+                in_cluster, pulumi.ResourceOptions(depends_on=[observability])
+            )
+
+        GpuOperator(
+            f"{cluster_cfg.name}-gpu-operator",
+            GpuOperatorArgs(mig_in_use=plan.mig_in_use),
+            opts=child(after_monitoring),
+        )
+        keda = Keda(f"{cluster_cfg.name}-keda", opts=child(after_monitoring))
+        headroom = GpuHeadroom(
+            f"{cluster_cfg.name}-headroom",
+            GpuHeadroomArgs(pools=plan.pools, keda=keda, monitoring=observability.release),
+            opts=child(in_cluster),
+        )
+
+        services: list[InferenceService] = []
+        served: list[str] = []
+        api_key = args.get("api_key")
+        if plan.models and api_key is not None:
+            serving_opts = pulumi.ResourceOptions.merge(
+                after_monitoring, pulumi.ResourceOptions(depends_on=[headroom.serving_priority_class])
+            )
+            for model in plan.models:
+                service = InferenceService(
+                    f"{cluster_cfg.name}-{model.name}",
+                    InferenceServiceArgs(
+                        model=model,
+                        environment=plan.environment,
+                        api_key=api_key,
+                        hf_token=args.get("hugging_face_token"),
+                        cluster_name=cluster_cfg.name if eks_mode else None,
+                        weights=weights,
+                        tags=stack_tags,
+                    ),
+                    opts=child(serving_opts),
+                )
+                ModelAutoscaling(
+                    f"{cluster_cfg.name}-{model.name}-autoscaling",
+                    ModelAutoscalingArgs(model=model, environment=plan.environment),
+                    opts=child(
+                        pulumi.ResourceOptions.merge(
+                            in_cluster, pulumi.ResourceOptions(depends_on=[keda, observability, service])
+                        )
+                    ),
+                )
+                services.append(service)
+                served.append(model.name)
+        gateway_keys = args.get("gateway_client_keys")
+        if plan.gateway.enabled and api_key is not None and gateway_keys is not None:
+            gateway = Gateway(
+                f"{cluster_cfg.name}-gateway",
+                GatewayArgs(
+                    models=list(plan.models),
+                    clients=plan.gateway.clients,
+                    client_keys=gateway_keys,
+                    vllm_api_key=api_key,
+                    environment=plan.environment,
+                    vpc_cidr=str(cluster_cfg.vpc_cidr),
+                    internal=plan.gateway.internal,
+                    certificate_arn=plan.gateway.certificate_arn,
+                    replicas=plan.gateway.replicas,
+                    depends_on_models=list(services),
+                ),
+                # monitors and alert rules of the pickers need the Prometheus Operator's CRDs
+                opts=child(
+                    pulumi.ResourceOptions.merge(
+                        in_cluster, pulumi.ResourceOptions(depends_on=[*gateway_after, observability])
+                    )
+                ),
+            )
+            outputs["gateway_namespace"] = gateway.namespace
+
+        self.cluster_name = pulumi.Output.from_input(cluster_cfg.name)
+        self.environment = pulumi.Output.from_input(plan.environment)
+        self.model_endpoints = pulumi.Output.all(
+            *[pulumi.Output.concat("http://", s.service_host, "/v1") for s in services]
+        ).apply(lambda urls: dict(zip(served, urls, strict=True)))
+        for key in ("kubeconfig", "cluster_endpoint", "vpc_id", "model_bucket", "gateway_namespace"):
+            setattr(self, key, pulumi.Output.from_input(outputs.get(key, "")))
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "environment": self.environment,
+                "modelEndpoints": self.model_endpoints,
+                "kubeconfig": self.kubeconfig,
+                "clusterEndpoint": self.cluster_endpoint,
+                "vpcId": self.vpc_id,
+                "modelBucket": self.model_bucket,
+                "gatewayNamespace": self.gateway_namespace,
+            }
+        )
+
+
+def _require_secrets(plan: Plan, args: LlmPlatformArgs) -> None:
+    """The secrets the plan needs, named as the stack file's Pulumi secrets, before any resource exists."""
+    needed = {
+        "grafanaAdminPassword": ("grafana_admin_password", True),
+        "apiKey": ("api_key", bool(plan.models)),
+        "huggingFaceToken": ("hugging_face_token", plan.needs_hf_token),
+        "gatewayClientKeys": ("gateway_client_keys", plan.gateway.enabled),
+        "alertReceiver": ("alert_receiver", plan.alerting.receiver != "none"),
+    }
+    missing = [secret for secret, (key, required) in needed.items() if required and args.get(key) is None]
+    if missing:
+        raise ConfigError(
+            "; ".join(
+                f"{secret}: required by this config, not set (pulumi config set --secret {secret} ...)"
+                for secret in missing
+            )
+        )

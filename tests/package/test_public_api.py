@@ -1,0 +1,57 @@
+"""The package as users compose it: the public API, the top-level component on its own args, a part of the
+platform built from the components alone, and the testing helper they import."""
+
+from __future__ import annotations
+
+import pytest
+
+import llm_platform
+from llm_platform import ConfigError, LlmPlatform
+from llm_platform.testing import evaluate, example_values, test_args
+
+
+def test_every_public_name_resolves_and_nothing_else_is_exported() -> None:
+    for name in llm_platform.__all__:
+        assert getattr(llm_platform, name) is not None, name
+    with pytest.raises(AttributeError):
+        _ = llm_platform.NotAComponent  # type: ignore[attr-defined]
+
+
+def test_the_simulator_does_not_load_the_cloud_sdks() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, llm_platform.simulator.engine; print('pulumi_aws' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_the_top_level_component_builds_the_platform_from_stack_file_values() -> None:
+    recorded = evaluate(lambda: LlmPlatform("llm-dev", test_args(example_values())))
+    platform = recorded.by_type("llm-platform:index:LlmPlatform")
+    assert [p.name for p in platform] == ["llm-dev"]
+    deployments = recorded.by_type("kubernetes:apps/v1:Deployment")
+    assert [d.inputs["metadata"]["name"] for d in deployments if "vllm" in d.name or "qwen" in d.name]
+    top = [r for r in recorded.created if r.parent_urn == platform[0].urn]
+    assert {r.typ for r in top} >= {
+        "llm-platform:network:Network",
+        "llm-platform:cluster:EksCluster",
+        "llm-platform:inference:InferenceService",
+    }
+    # every child was a top-level resource of the stack program: it aliases the URN it had there
+    for r in top:
+        assert any("::llm-platform:index:LlmPlatform" not in a for a in r.aliases), r.urn
+
+
+def test_bad_values_stop_before_any_resource_with_the_stack_file_message() -> None:
+    values = example_values()
+    values["gpuNodePools"][0]["gpuLimit"] = 0
+    with pytest.raises(ConfigError, match=r"gpuNodePools\[0\] \(gpu-spot\)\.gpuLimit: 0"):
+        evaluate(lambda: LlmPlatform("llm-dev", test_args(values)))
+
+
+def test_a_secret_the_values_need_is_asked_for_by_its_stack_file_name() -> None:
+    args = test_args(example_values())
+    del args["api_key"]  # type: ignore[misc]
+    with pytest.raises(ConfigError, match="apiKey: required"):
+        evaluate(lambda: LlmPlatform("llm-dev", args))

@@ -1,0 +1,50 @@
+"""The README's "Use it from your own program" snippets work as shown: the Python program builds the
+platform under mocks, the test snippet passes, and the YAML program's properties satisfy the schema and
+the stack file's rules."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from llm_platform.testing import evaluate
+from tests.package.test_examples import TOKEN, Expression, accepted, schema_problems
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+SECTION = README.split("## Use it from your own program", 1)[1].split("\n## ", 1)[0]
+
+
+def blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", SECTION, re.S)
+
+
+def test_the_python_program_builds_the_platform() -> None:
+    program = next(b for b in blocks("python") if "LlmPlatformArgs(" in b)
+    project = "my-platform"
+    secrets = {f"{project}:grafanaAdminPassword": "test-only-secret", f"{project}:apiKey": "test-only-secret"}
+    recorded = evaluate(lambda: exec(program, {"__name__": "__main__"}), project=project, config=secrets)
+    assert [r.name for r in recorded.by_type("llm-platform:index:LlmPlatform")] == ["llm-dev"]
+    assert len(recorded.by_type("kubernetes:apps/v1:Deployment")) == 1
+
+
+def test_the_test_snippet_passes() -> None:
+    snippet = next(b for b in blocks("python") if "def test_" in b)
+    namespace: dict = {}
+    exec(snippet, namespace)
+    tests = [namespace[name] for name in re.findall(r"^def (test_\w+)", snippet, re.M)]
+    assert tests
+    for test in tests:
+        test()
+
+
+def test_the_yaml_program_satisfies_the_schema_and_the_rules() -> None:
+    program = yaml.safe_load(next(b for b in blocks("yaml") if TOKEN in b))
+    for resource in program["resources"].values():
+        properties = {
+            k: Expression(v) if isinstance(v, str) and v.startswith("${") else v
+            for k, v in resource["properties"].items()
+        }
+        assert schema_problems(properties) == []
+        accepted(properties)
