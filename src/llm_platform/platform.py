@@ -152,8 +152,9 @@ class LlmPlatform(pulumi.ComponentResource):
             return pulumi.ResourceOptions.merge(opts, top)
 
         def monitoring(opts: pulumi.ResourceOptions) -> Observability:
-            """kube-prometheus-stack first: the charts that render a ServiceMonitor only when the
-            monitoring.coreos.com/v1 API exists (Karpenter, KEDA, the GPU Operator) are installed after it."""
+            """kube-prometheus-stack before the charts that render a ServiceMonitor only when the
+            monitoring.coreos.com/v1 API exists (KEDA, the GPU Operator); Karpenter comes before it (the add-ons
+            run on the nodes it launches), so Observability makes Karpenter's ServiceMonitor itself."""
             return Observability(
                 f"{cluster_cfg.name}-monitoring",
                 ObservabilityArgs(
