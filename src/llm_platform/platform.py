@@ -9,6 +9,7 @@ resource is registered. The stack program (`__main__.py`) is its first consumer.
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
+import pulumi_aws as aws
 
 from llm_platform.components.autoscaling import ModelAutoscaling, ModelAutoscalingArgs
 from llm_platform.components.cluster import EksCluster, EksClusterArgs, ExistingCluster, ExistingClusterArgs
@@ -175,6 +176,14 @@ class LlmPlatform(pulumi.ComponentResource):
         if eks_mode:
             if not region:
                 raise ConfigError("aws:region: not set; the eks mode needs the stack's AWS region")
+            # one AWS provider: the stack's region, and its tags on every AWS resource the program creates
+            aws_provider = aws.Provider(
+                f"{cluster_cfg.name}-aws",
+                region=region,
+                default_tags=aws.ProviderDefaultTagsArgs(tags=stack_tags),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            top = pulumi.ResourceOptions.merge(top, pulumi.ResourceOptions(providers=[aws_provider]))
             network = Network(
                 cluster_cfg.name,
                 NetworkArgs(
@@ -183,7 +192,6 @@ class LlmPlatform(pulumi.ComponentResource):
                     vpc_cidr=cluster_cfg.vpc_cidr,
                     availability_zones=cluster_cfg.availability_zones,
                     nat_per_zone=plan.prod,
-                    tags=stack_tags,
                 ),
                 opts=top,
             )
@@ -203,7 +211,6 @@ class LlmPlatform(pulumi.ComponentResource):
                     system_max=cluster_cfg.system_nodes.max,
                     system_disk_gib=cluster_cfg.system_nodes.disk_size_gib,
                     deletion_protection=plan.prod,
-                    tags=stack_tags,
                 ),
                 opts=top,
             )
@@ -211,9 +218,7 @@ class LlmPlatform(pulumi.ComponentResource):
             in_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster])
             karpenter = Karpenter(
                 f"{cluster_cfg.name}-karpenter",
-                KarpenterArgs(
-                    cluster_name=cluster_cfg.name, region=region, tags=stack_tags, pools=plan.gpu_node_pools
-                ),
+                KarpenterArgs(cluster_name=cluster_cfg.name, region=region, pools=plan.gpu_node_pools),
                 opts=child(in_cluster),
             )
             assert plan.addon_pool is not None  # every EKS plan has one
@@ -224,7 +229,7 @@ class LlmPlatform(pulumi.ComponentResource):
                     pool=plan.addon_pool,
                     zones=cluster_cfg.availability_zones,
                     node_role_name=karpenter.node_role_name,
-                    tags=stack_tags,
+                    tags=stack_tags,  # on what Karpenter launches; default_tags do not reach it
                 ),
                 opts=child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter])),
             )
@@ -244,7 +249,6 @@ class LlmPlatform(pulumi.ComponentResource):
                     fsx=plan.model_cache.fsx if plan.uses_fsx else None,
                     vpc_id=network.vpc_id,
                     subnet_id=network.private_subnet_ids[0],
-                    tags=stack_tags,
                 ),
                 opts=child(in_cluster),
             )
@@ -258,7 +262,7 @@ class LlmPlatform(pulumi.ComponentResource):
                     zones=cluster_cfg.availability_zones,
                     node_role_name=karpenter.node_role_name,
                     prod=plan.prod,
-                    tags=stack_tags,
+                    tags=stack_tags,  # on what Karpenter launches; default_tags do not reach it
                     extra_security_group_ids=[cache.fsx.client_security_group_id] if cache.fsx else [],
                 ),
                 opts=child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter])),
@@ -267,7 +271,7 @@ class LlmPlatform(pulumi.ComponentResource):
                 lb_controller = LoadBalancerController(
                     f"{cluster_cfg.name}-lb-controller",
                     LoadBalancerControllerArgs(
-                        cluster_name=cluster_cfg.name, region=region, vpc_id=network.vpc_id, tags=stack_tags
+                        cluster_name=cluster_cfg.name, region=region, vpc_id=network.vpc_id
                     ),
                     opts=child(in_cluster),
                 )
@@ -324,7 +328,6 @@ class LlmPlatform(pulumi.ComponentResource):
                         hf_token=args.get("hugging_face_token"),
                         cluster_name=cluster_cfg.name if eks_mode else None,
                         weights=weights,
-                        tags=stack_tags,
                     ),
                     opts=child(serving_opts),
                 )

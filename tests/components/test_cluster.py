@@ -178,3 +178,20 @@ def test_what_the_network_and_cluster_wait_for_their_children_wait_for() -> None
     children = [r for r in recorded.created if r.name != "first"]
     assert {r.typ for r in children} >= {"aws:ec2/vpc:Vpc", "aws:kms/key:Key", "eks:index:Cluster"}
     assert [r.name for r in children if not r.depends_on("aws:s3/bucket:Bucket", "first")] == []
+
+
+def test_one_aws_provider_tags_every_aws_resource_with_the_stacks_tags(run_program) -> None:
+    m = run_program("prod")
+    (provider,) = m.by_type("pulumi:providers:aws")
+    default_tags = json.loads(provider.inputs["defaultTags"])["tags"]
+    assert provider.inputs["region"] == "us-east-1"
+    assert default_tags["llm-platform/stack"] == "prod" and default_tags["llm-platform/environment"] == "prod"
+    aws_resources = [r for r in m.created if r.typ.startswith("aws:")]
+    assert aws_resources and {r.provider.split("::")[-2] for r in aws_resources} == {provider.name}
+    by_hand = [r.name for r in aws_resources if set(default_tags) & set(r.inputs.get("tags") or {})]
+    assert by_hand == []
+    # what Karpenter launches is no Pulumi resource: its EC2NodeClasses carry the tags themselves
+    node_classes = [r for r in m.created if r.typ.endswith(":EC2NodeClass")]
+    assert node_classes and all(
+        default_tags.items() <= r.inputs["spec"]["tags"].items() for r in node_classes
+    )

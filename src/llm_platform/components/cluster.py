@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
@@ -32,7 +32,8 @@ class EksClusterArgs:
     system_max: int
     system_disk_gib: int
     deletion_protection: bool
-    tags: dict[str, str]
+    tags: dict[str, str] = field(default_factory=dict)
+    """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
 
 
 class EksCluster(pulumi.ComponentResource):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 
 import pulumi
@@ -20,7 +20,8 @@ class NetworkArgs:
     region: str
     nat_per_zone: bool
     """One NAT gateway per zone (survives a zone outage) or a single shared one (cheaper)."""
-    tags: dict[str, str]
+    tags: dict[str, str] = field(default_factory=dict)
+    """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
 
 
 class Network(pulumi.ComponentResource):
