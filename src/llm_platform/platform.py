@@ -17,7 +17,14 @@ from llm_platform.components.gateway import Gateway, GatewayArgs
 from llm_platform.components.gpu_operator import GpuOperator, GpuOperatorArgs
 from llm_platform.components.headroom import GpuHeadroom, GpuHeadroomArgs
 from llm_platform.components.inference import InferenceService, InferenceServiceArgs
-from llm_platform.components.karpenter import GpuNodePools, GpuNodePoolsArgs, Karpenter, KarpenterArgs
+from llm_platform.components.karpenter import (
+    AddonNodePool,
+    AddonNodePoolArgs,
+    GpuNodePools,
+    GpuNodePoolsArgs,
+    Karpenter,
+    KarpenterArgs,
+)
 from llm_platform.components.keda import Keda
 from llm_platform.components.load_balancer import LoadBalancerController, LoadBalancerControllerArgs
 from llm_platform.components.model_cache import ModelCache, ModelCacheArgs, ModelWeights
@@ -146,8 +153,9 @@ class LlmPlatform(pulumi.ComponentResource):
             return pulumi.ResourceOptions.merge(opts, top)
 
         def monitoring(opts: pulumi.ResourceOptions) -> Observability:
-            """kube-prometheus-stack first: the charts that render a ServiceMonitor only when the
-            monitoring.coreos.com/v1 API exists (Karpenter, KEDA, the GPU Operator) are installed after it."""
+            """kube-prometheus-stack before the charts that render a ServiceMonitor only when the
+            monitoring.coreos.com/v1 API exists (KEDA, the GPU Operator); Karpenter comes before it (the add-ons
+            run on the nodes it launches), so Observability makes Karpenter's ServiceMonitor itself."""
             return Observability(
                 f"{cluster_cfg.name}-monitoring",
                 ObservabilityArgs(
@@ -161,6 +169,7 @@ class LlmPlatform(pulumi.ComponentResource):
                     and args.get("api_key") is not None
                     and args.get("gateway_client_keys") is not None,
                     reservation_node_classes=list(plan.reservation_node_classes) if eks_mode else [],
+                    scrape_karpenter=eks_mode,
                 ),
                 opts=child(opts),
             )
@@ -211,6 +220,27 @@ class LlmPlatform(pulumi.ComponentResource):
             )
             cluster: EksCluster | ExistingCluster = eks_cluster
             in_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster])
+            karpenter = Karpenter(
+                f"{cluster_cfg.name}-karpenter",
+                KarpenterArgs(cluster_name=cluster_cfg.name, region=region, pools=plan.gpu_node_pools),
+                opts=child(in_cluster),
+            )
+            assert plan.addon_pool is not None  # every EKS plan has one
+            addon_nodes = AddonNodePool(
+                f"{cluster_cfg.name}-addons",
+                AddonNodePoolArgs(
+                    cluster_name=cluster_cfg.name,
+                    pool=plan.addon_pool,
+                    zones=cluster_cfg.availability_zones,
+                    node_role_name=karpenter.node_role_name,
+                    tags=stack_tags,  # on what Karpenter launches; default_tags do not reach it
+                ),
+                opts=child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter])),
+            )
+            # every add-on below runs on the add-on nodes: its release waits until Karpenter may launch them
+            in_cluster = pulumi.ResourceOptions(
+                providers=[cluster.provider], depends_on=[cluster, addon_nodes]
+            )
             observability = monitoring(in_cluster)
             after_monitoring = pulumi.ResourceOptions.merge(
                 in_cluster, pulumi.ResourceOptions(depends_on=[observability])
@@ -227,11 +257,6 @@ class LlmPlatform(pulumi.ComponentResource):
                 opts=child(in_cluster),
             )
             weights = cache.weights
-            karpenter = Karpenter(
-                f"{cluster_cfg.name}-karpenter",
-                KarpenterArgs(cluster_name=cluster_cfg.name, region=region, pools=plan.gpu_node_pools),
-                opts=child(after_monitoring),
-            )
             GpuNodePools(
                 f"{cluster_cfg.name}-gpu",
                 GpuNodePoolsArgs(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from llm_platform.components.specs import gpu_operator as spec
+from llm_platform.components.specs.common import ADDON_TOLERATION
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 
 
 def test_driver_and_toolkit_stay_with_the_ami() -> None:
@@ -19,14 +21,15 @@ def test_dcgm_exporter_has_a_service_monitor() -> None:
     assert exporter["serviceMonitor"]["enabled"] is True
 
 
-def test_operands_tolerate_the_gpu_taint_and_controllers_sit_on_system_nodes() -> None:
+def test_operands_tolerate_the_gpu_taint_and_controllers_sit_on_addon_nodes() -> None:
     values = spec.helm_values(mig_in_use=False)
     gpu = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
     assert gpu in values["daemonsets"]["tolerations"]
-    assert values["operator"]["nodeSelector"] == {"llm-platform/node-role": "system"}
+    assert values["operator"]["nodeSelector"] == {"llm-platform/node-role": "addons"}
+    assert values["operator"]["tolerations"] == [ADDON_TOLERATION]
     nfd = spec.nfd_values()
     assert gpu in nfd["worker"]["tolerations"]
-    assert nfd["master"]["nodeSelector"] == {"llm-platform/node-role": "system"}
+    assert nfd["master"]["nodeSelector"] == nfd["gc"]["nodeSelector"] == {"llm-platform/node-role": "addons"}
     assert nfd["master"]["config"]["extraLabelNs"] == ["nvidia.com"]
 
 
@@ -42,6 +45,6 @@ def test_release_is_pinned_and_waits_for_nfd(run_program) -> None:
     assert operator.inputs["chart"] == "gpu-operator" and operator.inputs["version"] == "v26.7.0"
     assert operator.inputs["repositoryOpts"]["repo"] == "https://helm.ngc.nvidia.com/nvidia"
     assert operator.depends_on(RELEASE, "llm-prod-gpu-operator-nfd")
-    assert operator.depends_on("eks:index:ManagedNodeGroup"), "controllers need the system nodes"
+    assert operator.depends_on(NODE_POOL, "llm-prod-addons-pool"), "controllers need the add-on nodes"
     nfd = m.named("llm-prod-gpu-operator-nfd")
     assert nfd.inputs["version"] == "0.19.0"

@@ -6,13 +6,21 @@ import json
 
 import pytest
 
+from llm_platform.components.specs import addon_nodes
 from llm_platform.components.specs import karpenter as spec
-from llm_platform.plan import NodeClassPlan
+from llm_platform.config.loader import parse
+from llm_platform.plan import NodeClassPlan, resolve
+from llm_platform.plan.nodes import ADDON_POOL
 from tests.conftest import load_fixture, stack_values
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+
+
+def gpu(registered: list) -> list:
+    """The GPU NodePools or EC2NodeClasses (the add-on pool's are tested on their own)."""
+    return [r for r in registered if r.inputs["metadata"]["name"] != ADDON_POOL]
 
 
 def _requirements(pool_inputs: dict) -> dict[str, list[str]]:
@@ -22,7 +30,7 @@ def _requirements(pool_inputs: dict) -> dict[str, list[str]]:
 
 def test_prod_renders_a_g5_pool_and_a_p4d_pool(run_program) -> None:
     m = run_program("prod")
-    pools = {p.inputs["metadata"]["name"]: p.inputs for p in m.by_type(NODE_POOL)}
+    pools = {p.inputs["metadata"]["name"]: p.inputs for p in gpu(m.by_type(NODE_POOL))}
     assert set(pools) == {"g5", "p4d"}
     g5 = _requirements(pools["g5"])
     assert g5["karpenter.k8s.aws/instance-family"] == ["g5"]
@@ -37,7 +45,7 @@ def test_prod_renders_a_g5_pool_and_a_p4d_pool(run_program) -> None:
 
 def test_dev_renders_a_spot_pool(run_program) -> None:
     m = run_program("dev")
-    (pool,) = m.by_type(NODE_POOL)
+    (pool,) = gpu(m.by_type(NODE_POOL))
     assert _requirements(pool.inputs)["karpenter.sh/capacity-type"] == ["spot"]
     assert pool.inputs["spec"]["weight"] == 100
 
@@ -79,7 +87,7 @@ def test_bottlerocket_pools_never_get_a_second_device_plugin() -> None:
 
 def test_node_class_pins_ami_requires_imdsv2_and_raids_nvme(run_program) -> None:
     m = run_program("prod")
-    (node_class,) = m.by_type(NODE_CLASS)
+    (node_class,) = gpu(m.by_type(NODE_CLASS))
     s = node_class.inputs["spec"]
     assert s["amiSelectorTerms"] == [{"alias": "al2023@v20260827"}]
     assert s["instanceStorePolicy"] == "RAID0"
@@ -93,7 +101,7 @@ def test_node_class_pins_ami_requires_imdsv2_and_raids_nvme(run_program) -> None
 
 def test_dev_may_float_on_latest_ami(run_program) -> None:
     m = run_program("dev")
-    (node_class,) = m.by_type(NODE_CLASS)
+    (node_class,) = gpu(m.by_type(NODE_CLASS))
     assert node_class.inputs["spec"]["amiSelectorTerms"] == [{"alias": "al2023@latest"}]
 
 
@@ -154,15 +162,72 @@ def test_controller_can_check_instance_health_and_list_profiles() -> None:
     assert ("iam:ListInstanceProfiles", "*") in actions
 
 
-def test_karpenter_waits_for_the_monitoring_release(run_program) -> None:
-    """Its chart renders the ServiceMonitor only if monitoring.coreos.com/v1 exists at install time."""
+def test_karpenter_comes_first_and_every_addon_waits_for_its_nodes(run_program) -> None:
+    """The add-ons' pods need the nodes Karpenter launches, so Karpenter is installed before monitoring, with
+    the chart's ServiceMonitor off (its CRD does not exist yet); the platform's own Karpenter ServiceMonitor
+    waits for kube-prometheus-stack; every add-on release waits for the add-on NodePool."""
     m = run_program("prod")
-    karpenter = m.named("llm-prod-karpenter-controller", "kubernetes:helm.sh/v3:Release")
-    assert karpenter.depends_on("kubernetes:helm.sh/v3:Release", "llm-prod-monitoring-release")
-    gpu_operator = next(
-        r for r in m.by_type("kubernetes:helm.sh/v3:Release") if r.inputs.get("name") == "gpu-operator"
-    )
-    assert gpu_operator.depends_on("kubernetes:helm.sh/v3:Release", "llm-prod-monitoring-release")
+    karpenter = m.named("llm-prod-karpenter-controller", RELEASE)
+    assert not karpenter.depends_on(RELEASE, "llm-prod-monitoring-release")
+    assert karpenter.inputs["values"]["serviceMonitor"] == {"enabled": False}
+    monitor = m.named("llm-prod-monitoring-karpenter-monitor")
+    assert monitor.inputs["spec"]["endpoints"] == [{"port": "http-metrics", "path": "/metrics"}]
+    assert monitor.depends_on(RELEASE, "llm-prod-monitoring-release")
+    addon_pool = m.named("llm-prod-addons-pool", NODE_POOL)
+    assert addon_pool.depends_on(RELEASE, "llm-prod-karpenter-controller")
+    assert addon_pool.depends_on(NODE_CLASS, "llm-prod-addons-class")
+    for release in m.by_type(RELEASE):
+        if release.inputs["name"] in ("karpenter", "karpenter-crd"):
+            continue
+        assert release.depends_on(NODE_POOL, "llm-prod-addons-pool"), release.inputs["name"]
+    gpu_operator = next(r for r in m.by_type(RELEASE) if r.inputs.get("name") == "gpu-operator")
+    assert gpu_operator.depends_on(RELEASE, "llm-prod-monitoring-release")
+
+
+@pytest.mark.parametrize(("stack", "capacity"), [("dev", ["spot", "on-demand"]), ("prod", ["on-demand"])])
+def test_addon_pool_is_cpu_only_tainted_and_on_demand_in_prod(
+    run_program, stack: str, capacity: list[str]
+) -> None:
+    m = run_program(stack)
+    (pool,) = [p.inputs for p in m.by_type(NODE_POOL) if p.inputs["metadata"]["name"] == ADDON_POOL]
+    template = pool["spec"]["template"]
+    reqs = _requirements(pool)
+    assert reqs["karpenter.sh/capacity-type"] == capacity
+    assert "karpenter.k8s.aws/instance-gpu-manufacturer" not in reqs
+    assert all(not t.startswith(("g", "p")) for t in reqs["node.kubernetes.io/instance-type"])
+    assert template["metadata"]["labels"] == {"llm-platform/node-role": "addons"}
+    assert template["spec"]["taints"] == [
+        {"key": "llm-platform/addons", "value": "true", "effect": "NoSchedule"}
+    ]
+    assert pool["spec"]["disruption"]["consolidationPolicy"] == "WhenEmptyOrUnderutilized"
+    assert {"nodes": "10%"} in pool["spec"]["disruption"]["budgets"]
+    # GPU pools never admit an add-on: each keeps its GPU taint
+    for gpu_pool in gpu(m.by_type(NODE_POOL)):
+        assert gpu_pool.inputs["spec"]["template"]["spec"]["taints"] == [spec.GPU_TAINT]
+    (node_class,) = [c.inputs for c in m.by_type(NODE_CLASS) if c.inputs["metadata"]["name"] == ADDON_POOL]
+    assert node_class["spec"]["amiSelectorTerms"][0]["alias"].startswith("al2023@")
+    assert node_class["spec"]["metadataOptions"]["httpTokens"] == "required"
+    assert "instanceStorePolicy" not in node_class["spec"]
+
+
+def test_addon_pool_follows_the_stack_file() -> None:
+    values = stack_values("dev")
+    values["cluster"]["addonNodes"] = {
+        "instanceFamilies": ["c7i"],
+        "instanceSizes": ["xlarge"],
+        "capacityTypes": ["on-demand"],
+        "cpuLimit": 8,
+        "memoryLimitGiB": 16,
+        "disruptionBudgetPercent": 25,
+        "consolidateAfter": "15m",
+    }
+    plan = resolve(parse(values))
+    assert plan.addon_pool is not None
+    pool = addon_nodes.node_pool(plan.addon_pool, zones=["us-east-1a"])
+    assert _requirements(pool)["node.kubernetes.io/instance-type"] == ["c7i.xlarge"]
+    assert pool["spec"]["limits"] == {"cpu": "8", "memory": "16Gi"}
+    assert pool["spec"]["disruption"]["budgets"][0] == {"nodes": "25%"}
+    assert pool["spec"]["disruption"]["consolidateAfter"] == "15m"
 
 
 def test_gpu_root_volume_holds_only_the_os() -> None:

@@ -123,7 +123,11 @@ def test_lustre_ports_open_to_gpu_nodes_only(run_program) -> None:
         assert rule.inputs["referencedSecurityGroupId"].startswith("sg-")
         assert (rule.inputs["fromPort"], rule.inputs["toPort"]) in {(988, 988), (1018, 1023)}
     client = m.named("llm-prod-cache-lustre-client", "aws:ec2/securityGroup:SecurityGroup")
-    (node_class,) = m.by_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+    (node_class,) = [
+        c
+        for c in m.by_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+        if c.inputs["metadata"]["name"] != "addons"
+    ]
     ids = [t.get("id") for t in node_class.inputs["spec"]["securityGroupSelectorTerms"]]
     assert any(i and i.startswith("sg-") for i in ids), (
         f"GPU nodes carry the Lustre client group {client.name}"
@@ -240,22 +244,23 @@ def test_sync_script_is_valid_shell() -> None:
 
 
 @pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
-def test_loader_job_fits_a_system_node(run_program, stack: str) -> None:
-    """The loader is pinned to the system nodes: its ephemeral-storage request must fit their allocatable
-    disk (EKS' default 20 GiB root leaves ~17 GiB; the old 40Gi request stayed Pending and every vLLM pod
-    waited for its weights forever)."""
+def test_loader_job_fits_an_addon_node(run_program, stack: str) -> None:
+    """The loader runs on the add-on nodes: its ephemeral-storage request must fit the allocatable disk of
+    every instance the pool admits (Karpenter's default 20 GiB root leaves ~17 GiB; the old 40Gi request
+    stayed Pending and every vLLM pod waited for its weights forever)."""
     m = run_program(stack)
-    (group,) = m.by_type("eks:index:ManagedNodeGroup")
-    node = nodes.system_node(
-        group.inputs["instanceTypes"][0],
-        group.inputs["diskSize"],
-        labels=group.inputs["labels"],
-        taints=group.inputs["taints"],
-        zones=[],
-        min_nodes=1,
-        max_nodes=1,
-    )
-    assert node is not None
+    (pool,) = [
+        p
+        for p in m.by_type("kubernetes:karpenter.sh/v1:NodePool")
+        if p.inputs["metadata"]["name"] == "addons"
+    ]
+    classes = {
+        c.inputs["metadata"]["name"]: c.inputs
+        for c in m.by_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+    }
+    admitted = nodes.node_pool_nodes(pool.inputs, classes)
+    assert admitted
+    node = min(admitted, key=lambda n: n.ephemeral_mib)
     jobs = [r.inputs for r in m.by_type("kubernetes:batch/v1:Job")]
     assert jobs
     for job in jobs:

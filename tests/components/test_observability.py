@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from llm_platform.components.specs import keda, observability
+from llm_platform.components.specs.common import ADDON_TOLERATION
 from llm_platform.config.loader import ConfigError, parse
 from llm_platform.config.schema import AlertingConfig
 from llm_platform.plan.stack import PROMETHEUS_SIZING
@@ -73,13 +74,21 @@ def test_the_endpoint_picker_dashboard_ships_with_the_gateway(run_program) -> No
     assert names == {"llm-platform-vllm", "llm-platform-gpu", "llm-platform-endpoint-picker"}
 
 
-def test_controllers_run_on_system_nodes() -> None:
-    system = {"llm-platform/node-role": "system"}
+def test_controllers_run_on_addon_nodes() -> None:
+    addons = {"llm-platform/node-role": "addons"}
     values = observability.helm_values(sizing=PROMETHEUS_SIZING["dev"], storage_class=None, alerting=NONE)
-    assert values["prometheus"]["prometheusSpec"]["nodeSelector"] == system
-    assert values["grafana"]["nodeSelector"] == system
-    assert values["prometheusOperator"]["nodeSelector"] == system
-    assert keda.helm_values()["nodeSelector"] == system
+    placed = [
+        values["prometheus"]["prometheusSpec"],
+        values["alertmanager"]["alertmanagerSpec"],
+        values["grafana"],
+        values["prometheusOperator"],
+        values["prometheusOperator"]["admissionWebhooks"]["patch"],
+        values["kube-state-metrics"],
+        keda.helm_values(),
+    ]
+    for pod in placed:
+        assert pod["nodeSelector"] == addons
+        assert pod["tolerations"] == [ADDON_TOLERATION]
     assert (
         "storageClassName"
         not in values["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]["spec"]
@@ -152,3 +161,43 @@ def test_rendered_receiver_credential_is_a_secret(run_program) -> None:
         if s.inputs["metadata"]["name"] == observability.ALERT_RECEIVER_SECRET
     )
     assert rpc.is_rpc_secret(secret.inputs["stringData"])
+
+
+def test_prometheus_and_alertmanager_survive_karpenter_disruption() -> None:
+    """One replica: Karpenter must not move it (a restart loses the scrapes and pending alerts' `for:`
+    state; Alertmanager has no volume, its silences and notification log); a PDB there would block every
+    drain. Two Prometheus replicas (prod): a PDB lets one go at a time, no annotation."""
+    single = observability.helm_values(sizing=PROMETHEUS_SIZING["dev"], storage_class=None, alerting=NONE)
+    do_not_disrupt = {"karpenter.sh/do-not-disrupt": "true"}
+    assert single["prometheus"]["prometheusSpec"]["podMetadata"]["annotations"] == do_not_disrupt
+    assert single["prometheus"]["podDisruptionBudget"] == {"enabled": False}
+    assert single["alertmanager"]["alertmanagerSpec"]["podMetadata"]["annotations"] == do_not_disrupt
+    assert single["alertmanager"]["podDisruptionBudget"] == {"enabled": False}
+    prod = observability.helm_values(
+        sizing=PROMETHEUS_SIZING["prod"], storage_class="gp3-encrypted", alerting=NONE
+    )
+    assert "podMetadata" not in prod["prometheus"]["prometheusSpec"]
+    assert prod["prometheus"]["podDisruptionBudget"]["enabled"] is True
+    assert prod["prometheus"]["podDisruptionBudget"]["minAvailable"] == PROMETHEUS_SIZING["prod"].replicas - 1
+    # stateless controllers carry neither: Karpenter may consolidate them freely
+    for stateless in (prod["grafana"], prod["prometheusOperator"], prod["kube-state-metrics"]):
+        assert "podMetadata" not in stateless and "podAnnotations" not in stateless
+
+
+def test_prometheus_volume_binds_in_the_zone_of_its_node(run_program) -> None:
+    """WaitForFirstConsumer: the EBS volume is made in the zone of the add-on node Prometheus first lands on;
+    the add-on pool spans every zone of the cluster, so a node Karpenter replaces can always come back there."""
+    m = run_program("prod")
+    (storage,) = m.by_type("kubernetes:storage.k8s.io/v1:StorageClass")
+    assert storage.inputs["volumeBindingMode"] == "WaitForFirstConsumer"
+    (pool,) = [
+        p
+        for p in m.by_type("kubernetes:karpenter.sh/v1:NodePool")
+        if p.inputs["metadata"]["name"] == "addons"
+    ]
+    zones = next(
+        r["values"]
+        for r in pool.inputs["spec"]["template"]["spec"]["requirements"]
+        if r["key"] == "topology.kubernetes.io/zone"
+    )
+    assert zones == ["us-east-1a", "us-east-1b", "us-east-1c"]

@@ -13,7 +13,7 @@ import yaml
 
 from llm_platform.components.specs import reservations
 from llm_platform.config.loader import ROOT, ConfigError, parse
-from llm_platform.plan.nodes import pool_node_class_name
+from llm_platform.plan.nodes import ADDON_POOL, pool_node_class_name
 from llm_platform.tools import render
 from tests.components import promtool
 from tests.conftest import fixture_stack, stack_values
@@ -58,7 +58,8 @@ def test_fixture_render_passes_the_pinned_crds_and_chart_values(rendered: Path) 
 
 def test_reservation_pools_get_their_own_node_class_selecting_their_reservations(rendered: Path) -> None:
     classes = manifests(rendered, "EC2NodeClass")
-    assert set(classes) == {"gpu-al2023", ODCR, BLOCK}
+    assert set(classes) == {"gpu-al2023", ODCR, BLOCK, ADDON_POOL}  # the add-on nodes' class selects none
+    assert "capacityReservationSelectorTerms" not in classes[ADDON_POOL]["spec"]
     assert "capacityReservationSelectorTerms" not in classes["gpu-al2023"]["spec"]
     assert classes[ODCR]["spec"]["capacityReservationSelectorTerms"] == [
         {"id": "cr-0123456789abcdef0"},
@@ -94,7 +95,12 @@ def test_node_pools_admit_reserved_and_fall_back_to_their_other_capacity_types(r
 
 def test_node_pools_wait_for_their_own_node_class(rendered: Path) -> None:
     pools = {r["name"]: r for r in resources(rendered, "kubernetes:karpenter.sh/v1:NodePool")}
-    assert set(pools) == {"llm-reserve-gpu-g5", "llm-reserve-gpu-p5-odcr", "llm-reserve-gpu-p4de-block"}
+    assert set(pools) == {
+        "llm-reserve-gpu-g5",
+        "llm-reserve-gpu-p5-odcr",
+        "llm-reserve-gpu-p4de-block",
+        "llm-reserve-addons-pool",
+    }
 
 
 def test_controller_may_launch_into_named_and_shared_reservations(rendered: Path) -> None:
@@ -160,8 +166,8 @@ def test_status_fields_the_metrics_read_exist_in_the_pinned_crd() -> None:
 def test_stacks_without_reservations_render_no_reservation_objects(run_program) -> None:
     m = run_program("prod")
     classes = m.by_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
-    assert [c.inputs["metadata"]["name"] for c in classes] == ["gpu-al2023"]
-    assert "capacityReservationSelectorTerms" not in classes[0].inputs["spec"]
+    assert sorted(c.inputs["metadata"]["name"] for c in classes) == [ADDON_POOL, "gpu-al2023"]
+    assert not any("capacityReservationSelectorTerms" in c.inputs["spec"] for c in classes)
     events = [r.inputs["name"] for r in m.by_type("aws:cloudwatch/eventRule:EventRule")]
     assert not any("capacity-reservation" in e for e in events)
     assert not [

@@ -38,7 +38,8 @@ class EksClusterArgs:
 
 class EksCluster(pulumi.ComponentResource):
     """EKS with API authentication, OIDC, KMS-encrypted secrets, control-plane logs, managed add-ons and a
-    tainted on-demand system node group for controllers. GPU capacity comes only from Karpenter."""
+    tainted on-demand system node group for Karpenter and the EKS add-ons it needs to start. Every other
+    add-on runs on the add-on NodePool and GPU capacity on the GPU NodePools, both Karpenter's."""
 
     cluster_name: pulumi.Output[str]
     endpoint: pulumi.Output[str]
@@ -116,7 +117,7 @@ class EksCluster(pulumi.ComponentResource):
             node_role_arn=system_node_role.arn,
             instance_types=[args.system_instance_type],
             capacity_type="ON_DEMAND",
-            # images, logs and the model loader's scratch space (EKS' 20 GiB default fits none of it)
+            # images and logs (EKS' 20 GiB default is tight for them)
             disk_size=args.system_disk_gib,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=args.system_min, desired_size=args.system_min, max_size=args.system_max

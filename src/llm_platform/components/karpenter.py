@@ -1,4 +1,5 @@
-"""Karpenter: the controller's identity, interruption handling and Helm release, then the GPU NodePools."""
+"""Karpenter: the controller's identity, interruption handling and Helm release, the add-on NodePool, then the
+GPU NodePools."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ import pulumi_kubernetes as k8s
 from llm_platform.components import child_options
 from llm_platform.components.identity import account_policy, node_role, service_account_identity
 from llm_platform.components.kubernetes import apply_manifest
+from llm_platform.components.specs import addon_nodes
 from llm_platform.components.specs import karpenter as spec
 from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.config.schema import GpuNodePool
 from llm_platform.config.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
 from llm_platform.plan import NodeClassPlan
-from llm_platform.plan.nodes import pool_node_class_name, uses_reservations
+from llm_platform.plan.nodes import AddonPoolPlan, pool_node_class_name, uses_reservations
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,7 +121,7 @@ class Karpenter(pulumi.ComponentResource):
         )
         self.release = k8s.helm.v3.Release(
             f"{name}-controller",
-            name="karpenter",
+            name=spec.RELEASE,
             chart=KARPENTER_CHART,
             version=KARPENTER_VERSION,
             namespace=spec.NAMESPACE,
@@ -199,3 +201,42 @@ class GpuNodePools(pulumi.ComponentResource):
                 f"{name}-{pool.name}", manifest, child_options(self, opts, node_class)
             )
         self.register_outputs({"nodePools": sorted(self.node_pools)})
+
+
+@dataclass(frozen=True, kw_only=True)
+class AddonNodePoolArgs:
+    cluster_name: str
+    pool: AddonPoolPlan
+    zones: list[str]
+    node_role_name: pulumi.Input[str]
+    tags: dict[str, str]
+
+
+class AddonNodePool(pulumi.ComponentResource):
+    """The EC2NodeClass and CPU NodePool of the add-on nodes. Every add-on's release waits for it: their
+    pods stay Pending until Karpenter launches a node here."""
+
+    node_pool: pulumi.CustomResource
+
+    def __init__(
+        self, name: str, args: AddonNodePoolArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("llm-platform:karpenter:AddonNodePool", name, None, opts)
+        body = pulumi.Output.from_input(args.node_role_name).apply(
+            lambda role: addon_nodes.node_class(
+                args.pool, cluster_name=args.cluster_name, node_role_name=role, tags=args.tags
+            )
+        )
+        node_class = apply_manifest(
+            f"{name}-class",
+            body,
+            child_options(self, opts),
+            api_version=spec.NODE_CLASS_API,
+            kind="EC2NodeClass",
+        )
+        self.node_pool = apply_manifest(
+            f"{name}-pool",
+            addon_nodes.node_pool(args.pool, zones=args.zones),
+            child_options(self, opts, node_class),
+        )
+        self.register_outputs({"nodePool": args.pool.name})

@@ -9,7 +9,7 @@ import pulumi_kubernetes as k8s
 
 from llm_platform.components import child_options
 from llm_platform.components.kubernetes import apply_manifest
-from llm_platform.components.specs import dashboards, reservations
+from llm_platform.components.specs import dashboards, karpenter, reservations
 from llm_platform.components.specs import observability as spec
 from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.components.specs.gateway_monitoring import epp_dashboard
@@ -31,6 +31,9 @@ class ObservabilityArgs:
     """The stack runs the gateway: ship the endpoint pickers' dashboard (without it every panel is empty)."""
     reservation_node_classes: list[str] = field(default_factory=list)
     """EC2NodeClasses selecting capacity reservations: their end dates and selection are exported and alerted on."""
+    scrape_karpenter: bool = False
+    """Karpenter is installed before monitoring (the add-ons run on nodes it launches), so its ServiceMonitor
+    is made here, once the CRD exists."""
 
 
 class Observability(pulumi.ComponentResource):
@@ -88,6 +91,12 @@ class Observability(pulumi.ComponentResource):
             ),
             opts=child_options(self, opts, *waits),
         )
+        if args.scrape_karpenter:
+            apply_manifest(
+                f"{name}-karpenter-monitor",
+                karpenter.service_monitor(),
+                child_options(self, opts, self.release),
+            )
         if args.reservation_node_classes:
             # the PrometheusRule CRD comes with the chart
             apply_manifest(

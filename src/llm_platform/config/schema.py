@@ -35,6 +35,7 @@ from llm_platform.config.catalog import (
     families,
     instances,
 )
+from llm_platform.config.cpu_catalog import CpuInstance, cpu_families, cpu_instances, cpu_sizes
 from llm_platform.config.cron import Cron as CronExpression
 from llm_platform.config.model_profiles import PROFILES, ModelProfile
 from llm_platform.config.versions import VLLM_IMAGE
@@ -184,13 +185,14 @@ class Environment(StrEnum):
 
 
 class SystemNodes(Schema):
-    """The on-demand managed node group for controllers (Karpenter must never run on nodes it manages)."""
+    """The fixed on-demand managed node group for what must not run on Karpenter's nodes: Karpenter itself
+    (two replicas on distinct nodes) and the EKS add-ons it needs to start (CoreDNS, the VPC CNI, kube-proxy).
+    Nothing autoscales it; every other add-on runs on the add-on NodePool (`addonNodes`)."""
 
     instance_type: str = "m6i.large"
     min: int = Field(default=2, ge=1)
     max: int = Field(default=3, ge=1)
-    # root volume of each system node: images, logs and the model loader's scratch space live there
-    # (EKS' default is 20 GiB, too small for the loader Job's one-shard-at-a-time copy)
+    # root volume of each system node: images and logs (EKS' default is 20 GiB)
     disk_size_gib: int = Field(default=100, ge=40, le=16384, alias="diskSizeGiB")
 
     @model_validator(mode="after")
@@ -200,6 +202,54 @@ class SystemNodes(Schema):
                 f"cluster.systemNodes.min: {self.min} is larger than cluster.systemNodes.max {self.max}"
             )
         return self
+
+
+AddonCapacityType = Literal["spot", "on-demand"]
+
+
+class AddonNodes(Schema):
+    """The Karpenter CPU NodePool every platform add-on runs on (kube-prometheus-stack, KEDA, the GPU
+    Operator's controllers, the gateway and endpoint pickers, loader Jobs, the LB and FSx CSI controllers).
+    Karpenter sizes it to what is pending; `cpuLimit`/`memoryLimitGiB` cap the node capacity it may launch
+    (preflight checks they hold every add-on at its maximum)."""
+
+    instance_families: list[str] = Field(default_factory=lambda: ["m7i", "m6i", "m6a"], min_length=1)
+    instance_sizes: list[str] = Field(default_factory=lambda: ["large", "xlarge", "2xlarge"], min_length=1)
+    # unset: on-demand in prod; spot first with on-demand fallback in dev and staging
+    capacity_types: list[AddonCapacityType] | None = Field(default=None, min_length=1)
+    cpu_limit: int = Field(default=32, gt=0)  # vCPUs of node capacity (NodePool limits.cpu)
+    memory_limit_gib: int = Field(default=128, gt=0, alias="memoryLimitGiB")
+    consolidate_after: Duration = "5m"
+    # share of the pool's nodes Karpenter may disrupt at once (consolidation, drift, expiry)
+    disruption_budget_percent: int = Field(default=10, ge=1, le=100)
+    expire_after: Duration = "720h"
+    # root volume: images, logs and the model loader Job's one-shard-at-a-time copy
+    disk_size_gib: int = Field(default=100, ge=40, le=16384, alias="diskSizeGiB")
+
+    @model_validator(mode="after")
+    def _catalog(self) -> AddonNodes:
+        known, sizes = cpu_families(), cpu_sizes()
+        for i, family in enumerate(self.instance_families):
+            if family not in known:
+                raise RuleError(
+                    ("instanceFamilies", i),
+                    family,
+                    f"is not in the CPU catalog (config/cpu_catalog.py); allowed: {', '.join(known)}",
+                )
+        for i, size in enumerate(self.instance_sizes):
+            if size not in sizes:
+                raise RuleError(("instanceSizes", i), size, f"is not allowed; allowed: {', '.join(sizes)}")
+        if not self.instances:
+            raise RuleError(
+                ("instanceSizes",),
+                self.instance_sizes,
+                f"admits no catalog instance of {', '.join(self.instance_families)}",
+            )
+        return self
+
+    @property
+    def instances(self) -> list[CpuInstance]:
+        return cpu_instances(self.instance_families, self.instance_sizes)
 
 
 class AmiVersions(Schema):
@@ -221,6 +271,7 @@ class ClusterConfig(Schema):
     vpc_cidr: IPv4Network = IPv4Network("10.0.0.0/16")
     availability_zones: list[str] = Field(min_length=2, max_length=3)
     system_nodes: SystemNodes = Field(default_factory=SystemNodes)
+    addon_nodes: AddonNodes = Field(default_factory=AddonNodes)
     endpoint_public_access: bool = True
     public_access_cidrs: list[IPv4Network] = Field(default_factory=lambda: [IPv4Network("0.0.0.0/0")])
     admin_role_arns: list[Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$")]] = []
@@ -685,6 +736,14 @@ class StackConfig(Schema):
         prod = self.environment is Environment.PROD
         if prod and len(self.cluster.availability_zones) < 2:
             raise ValueError("cluster.availabilityZones: prod needs at least 2 zones")
+        addon_types = self.cluster.addon_nodes.capacity_types or []
+        if prod and "spot" in addon_types:
+            raise RuleError(
+                ("cluster", "addonNodes", "capacityTypes"),
+                addon_types,
+                "may not include spot in prod: Prometheus, Alertmanager, KEDA and the gateway would be "
+                "interrupted at two minutes' notice; use [on-demand]",
+            )
         if self.environment is not Environment.DEV:
             for family, version in self.cluster.ami_versions.model_dump().items():
                 if version == "latest":

@@ -7,6 +7,7 @@ validates every value; these types describe it to type checkers and to Pulumi's 
 from typing import NotRequired, TypedDict
 
 __all__ = [
+    "AddonNodesSettings",
     "AlertingSettings",
     "AmiVersionsSettings",
     "AutoscalingSettings",
@@ -31,7 +32,7 @@ __all__ = [
 
 
 class SystemNodesSettings(TypedDict):
-    """The on-demand managed node group for controllers (Karpenter must never run on nodes it manages)."""
+    """The fixed on-demand managed node group for what must not run on Karpenter's nodes: Karpenter itself (two replicas on distinct nodes) and the EKS add-ons it needs to start (CoreDNS, the VPC CNI, kube-proxy). Nothing autoscales it; every other add-on runs on the add-on NodePool (`addonNodes`)."""
 
     instanceType: NotRequired[str]
     """default 'm6i.large'."""
@@ -39,6 +40,29 @@ class SystemNodesSettings(TypedDict):
     """>= 1; default 2."""
     max: NotRequired[int]
     """>= 1; default 3."""
+    diskSizeGiB: NotRequired[int]
+    """>= 40; <= 16384; default 100."""
+
+
+class AddonNodesSettings(TypedDict):
+    """The Karpenter CPU NodePool every platform add-on runs on (kube-prometheus-stack, KEDA, the GPU Operator's controllers, the gateway and endpoint pickers, loader Jobs, the LB and FSx CSI controllers). Karpenter sizes it to what is pending; `cpuLimit`/`memoryLimitGiB` cap the node capacity it may launch (preflight checks they hold every add-on at its maximum)."""
+
+    instanceFamilies: NotRequired[list[str]]
+    """at least 1 items; default ['m7i', 'm6i', 'm6a']."""
+    instanceSizes: NotRequired[list[str]]
+    """at least 1 items; default ['large', 'xlarge', '2xlarge']."""
+    capacityTypes: NotRequired[list[str]]
+    """one of 'spot', 'on-demand'; at least 1 items."""
+    cpuLimit: NotRequired[int]
+    """> 0; default 32."""
+    memoryLimitGiB: NotRequired[int]
+    """> 0; default 128."""
+    consolidateAfter: NotRequired[str]
+    """default '5m'."""
+    disruptionBudgetPercent: NotRequired[int]
+    """>= 1; <= 100; default 10."""
+    expireAfter: NotRequired[str]
+    """default '720h'."""
     diskSizeGiB: NotRequired[int]
     """>= 40; <= 16384; default 100."""
 
@@ -65,6 +89,8 @@ class ClusterSettings(TypedDict):
     availabilityZones: list[str]
     """at least 2 items; at most 3 items."""
     systemNodes: NotRequired[SystemNodesSettings]
+    """default: the schema's defaults."""
+    addonNodes: NotRequired[AddonNodesSettings]
     """default: the schema's defaults."""
     endpointPublicAccess: NotRequired[bool]
     """default True."""

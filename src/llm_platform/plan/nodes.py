@@ -1,10 +1,15 @@
-"""GPU node naming: which EC2NodeClass a pool's nodes come from."""
+"""Node naming: which EC2NodeClass a GPU pool's nodes come from; the add-on NodePool resolved from the stack."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from llm_platform.config.schema import GpuNodePool
+from llm_platform.config.cpu_catalog import CpuInstance
+from llm_platform.config.schema import AddonNodes, GpuNodePool
+
+# the Karpenter NodePool and EC2NodeClass of the add-on nodes
+ADDON_POOL = "addons"
 
 # the GPU NodePools' disruption budget for every reason (empty nodes included): Karpenter lets at most this share
 # of a pool's initialized nodes, rounded up, be disrupted at once (kubernetes-sigs/karpenter
@@ -32,3 +37,45 @@ def pool_node_class_name(pool: GpuNodePool) -> str:
 def reservation_node_classes(pools: Sequence[GpuNodePool]) -> list[str]:
     """The EC2NodeClasses that select capacity reservations (what the reservation alerts watch)."""
     return sorted(pool_node_class_name(p) for p in pools if uses_reservations(p))
+
+
+@dataclass(frozen=True)
+class AddonPoolPlan:
+    """The CPU NodePool every platform add-on but Karpenter runs on (cluster.addonNodes resolved)."""
+
+    name: str
+    instances: tuple[CpuInstance, ...]  # what its requirements admit, smallest first
+    capacity_types: tuple[str, ...]
+    cpu_limit: int  # vCPUs of node capacity
+    memory_limit_gib: int
+    consolidate_after: str
+    disruption_budget_percent: int
+    expire_after: str
+    disk_size_gib: int
+    ami_version: str  # the AL2023 release the GPU nodes use (cluster.amiVersions.al2023)
+
+    @property
+    def families(self) -> list[str]:
+        return list(dict.fromkeys(i.family for i in self.instances))
+
+    @property
+    def sizes(self) -> list[str]:
+        return list(dict.fromkeys(i.size for i in self.instances))
+
+
+def addon_pool_plan(config: AddonNodes, *, prod: bool, al2023_version: str) -> AddonPoolPlan:
+    """On-demand in prod (Prometheus, Alertmanager and the gateway must not get spot's two-minute notice);
+    elsewhere spot first (Karpenter prefers spot when both are allowed) with on-demand as the fallback."""
+    default = ["on-demand"] if prod else ["spot", "on-demand"]
+    return AddonPoolPlan(
+        name=ADDON_POOL,
+        instances=tuple(config.instances),
+        capacity_types=tuple(config.capacity_types or default),
+        cpu_limit=config.cpu_limit,
+        memory_limit_gib=config.memory_limit_gib,
+        consolidate_after=config.consolidate_after,
+        disruption_budget_percent=config.disruption_budget_percent,
+        expire_after=config.expire_after,
+        disk_size_gib=config.disk_size_gib,
+        ami_version=al2023_version,
+    )

@@ -21,7 +21,7 @@ from llm_platform.config.schema import (
 from llm_platform.plan import naming
 from llm_platform.plan.headroom import PoolPlan, pool_plans
 from llm_platform.plan.model import FAST_IMAGE_PULL_AMI_FAMILIES, ModelPlan, resolve_model
-from llm_platform.plan.nodes import reservation_node_classes
+from llm_platform.plan.nodes import AddonPoolPlan, addon_pool_plan, reservation_node_classes
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,7 @@ class Plan:
     cluster: ClusterConfig
     tags: dict[str, str]
     gpu_node_pools: tuple[GpuNodePool, ...]
+    addon_pool: AddonPoolPlan | None  # EKS only: the CPU NodePool of the platform's add-ons
     node_classes: tuple[NodeClassPlan, ...]
     reservation_node_classes: tuple[str, ...]  # the EC2NodeClasses that select capacity reservations
     models: tuple[ModelPlan, ...]
@@ -116,6 +117,13 @@ def resolve(config: StackConfig, stack: str = "") -> Plan:
         cluster=config.cluster,
         tags=naming.tags(config.cluster.name, environment, **extra_tags),
         gpu_node_pools=tuple(config.gpu_node_pools),
+        addon_pool=addon_pool_plan(
+            config.cluster.addon_nodes,
+            prod=config.environment is Environment.PROD,
+            al2023_version=ami_versions["al2023"],
+        )
+        if eks
+        else None,
         node_classes=tuple(
             NodeClassPlan(
                 ami_family=family,

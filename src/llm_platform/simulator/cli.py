@@ -26,6 +26,7 @@ from llm_platform.simulator.args import (
     positive_int,
 )
 from llm_platform.simulator.engine import Result
+from llm_platform.simulator.platform_nodes import platform_nodes
 from llm_platform.simulator.scenarios import (
     Setup,
     StackRun,
@@ -277,6 +278,9 @@ def _day(argv: Sequence[str]) -> int:
             console.print(line, markup=False)
         if note:
             console.print(note, markup=False)
+        if args.stack is not None and (nodes := platform_nodes(args.stack)) is not None:
+            discount = 0.6 if args.spot_discount is None else args.spot_discount
+            console.print(nodes.line(discount), markup=False)
         if recommendation is not None:
             console.print(f"recommended config: paste under {path} in the stack file", markup=False)
             console.print(autoscaling_yaml(recommendation), markup=False, soft_wrap=True)

@@ -5,11 +5,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# System nodes carry this taint so only controllers that tolerate it land there (Karpenter must never run on
-# the capacity it manages); it is the taint EKS add-ons and the upstream charts already tolerate.
+# System nodes (the fixed managed node group) carry this taint so only what must not run on Karpenter's nodes
+# lands there: Karpenter itself and the EKS add-ons it needs to start (CoreDNS; the VPC CNI and kube-proxy
+# DaemonSets tolerate everything); it is the taint EKS add-ons and the upstream charts already tolerate.
 SYSTEM_TAINT = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}
 SYSTEM_TOLERATION = {"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"}
 SYSTEM_NODE_LABEL = {"llm-platform/node-role": "system"}
+# The add-on nodes (a Karpenter CPU NodePool) carry every platform add-on but Karpenter: tainted so no GPU
+# workload and nothing unplaced lands there, labelled so the add-ons select them (and never a GPU node).
+ADDON_TAINT = {"key": "llm-platform/addons", "value": "true", "effect": "NoSchedule"}
+ADDON_TOLERATION = {"key": "llm-platform/addons", "operator": "Exists", "effect": "NoSchedule"}
+ADDON_NODE_LABEL = {"llm-platform/node-role": "addons"}
+
+
+def addon_placement() -> dict[str, Any]:
+    """The nodeSelector and tolerations of a pod that runs on the add-on nodes."""
+    return {"nodeSelector": dict(ADDON_NODE_LABEL), "tolerations": [dict(ADDON_TOLERATION)]}
+
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from llm_platform.components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION, secret
+from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, secret
 from llm_platform.config.schema import GatewayClient
 from llm_platform.plan.naming import GATEWAY_NAMESPACE, MONITORING_NAMESPACE
 
@@ -117,8 +117,8 @@ def per_replica_limit(requests_per_minute: int, envoy_replicas: int) -> int:
 # ------------------------------------------------------------------------------------------ Helm values
 
 
-def _system_pod() -> dict[str, Any]:
-    return {"nodeSelector": dict(SYSTEM_NODE_LABEL), "tolerations": [SYSTEM_TOLERATION]}
+def _addon_pod() -> dict[str, Any]:
+    return {"nodeSelector": dict(ADDON_NODE_LABEL), "tolerations": [ADDON_TOLERATION]}
 
 
 def gateway_crds_values() -> dict[str, Any]:
@@ -135,8 +135,8 @@ def envoy_gateway_values() -> dict[str, Any]:
     return {
         "crds": {"enabled": False},  # installed first, by gateway-crds-helm
         # one controller: while it restarts the proxies keep serving their last configuration
-        "deployment": {"pod": _system_pod()},
-        "certgen": {"job": _system_pod()},
+        "deployment": {"pod": _addon_pod()},
+        "certgen": {"job": _addon_pod()},
         "config": {
             "envoyGateway": {
                 "gateway": {"controllerName": CONTROLLER_NAME},
@@ -179,7 +179,7 @@ def ai_gateway_values() -> dict[str, Any]:
     return {
         "envoyGateway": {"namespace": NAMESPACE},
         "controller": {
-            **_system_pod(),
+            **_addon_pod(),
             "replicaCount": 2,
             "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
             "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
@@ -292,7 +292,7 @@ def listener_port(certificate_arn: str | None) -> int:
 
 
 def envoy_proxy(*, replicas: int, internal: bool, certificate_arn: str | None) -> dict[str, Any]:
-    """How Envoy Gateway runs this Gateway's proxies: on system nodes, spread, with a PDB, behind the NLB."""
+    """How Envoy Gateway runs this Gateway's proxies: on the add-on nodes, spread, with a PDB, behind the NLB."""
     spread_labels = {"gateway.envoyproxy.io/owning-gateway-name": GATEWAY}
     return {
         "apiVersion": "gateway.envoyproxy.io/v1alpha1",
@@ -305,7 +305,7 @@ def envoy_proxy(*, replicas: int, internal: bool, certificate_arn: str | None) -
                     "envoyDeployment": {
                         "replicas": replicas,
                         "pod": {
-                            **_system_pod(),
+                            **_addon_pod(),
                             "topologySpreadConstraints": [
                                 _spread("topology.kubernetes.io/zone", spread_labels, hard=False),
                                 _spread("kubernetes.io/hostname", spread_labels),

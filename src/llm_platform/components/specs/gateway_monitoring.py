@@ -54,8 +54,8 @@ def epp_alert_rules(model: ModelPlan) -> list[dict[str, Any]]:
             f"Deployment {epp} has no available replica. AI Gateway v1.1.0 runs the picker's ext_proc "
             "fail-closed whatever the pool's failureMode says (envoyproxy/ai-gateway#2502), so the gateway "
             f"answers 5xx for {pool} until a picker is back.",
-            f"{kubectl} get pods -l llm-d-router-gateway={epp}; {kubectl} describe deploy {epp} (system-node "
-            "capacity, image pull); the chart's Recreate strategy takes both pickers down during an upgrade.",
+            f"{kubectl} get pods -l llm-d-router-gateway={epp}; {kubectl} describe deploy {epp} (add-on node "
+            "capacity: the addons NodePool's limits, image pull); the chart's Recreate strategy takes both pickers down during an upgrade.",
         ),
         _rule(
             "InferenceGatewayPickerDegraded",
@@ -66,7 +66,7 @@ def epp_alert_rules(model: ModelPlan) -> list[dict[str, Any]]:
             f"Endpoint picker of {pool} runs on {VALUE} of {EPP_REPLICAS} replicas",
             f"One more lost picker replica stops all traffic to {pool} (fail-closed).",
             f"{kubectl} get pods -l llm-d-router-gateway={epp} -o wide: both must be Ready, on different "
-            "system nodes.",
+            "add-on nodes.",
         ),
         _rule(
             "InferencePoolNoReadyEndpoints",

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_platform.components.specs.common import GPU_TOLERATION, SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
+from llm_platform.components.specs.common import (
+    ADDON_NODE_LABEL,
+    ADDON_TOLERATION,
+    GPU_TOLERATION,
+    SYSTEM_TOLERATION,
+)
 
 NAMESPACE = "gpu-operator"
 
@@ -14,7 +19,7 @@ def helm_values(*, mig_in_use: bool) -> dict[str, Any]:
     operator runs neither; Bottlerocket nodes are labelled so no second device plugin lands there (see the
     NodePool labels). DCGM exporter metrics reach Prometheus through the chart's ServiceMonitor, which
     kube-prometheus-stack selects (it selects every ServiceMonitor in the cluster)."""
-    system = {"nodeSelector": dict(SYSTEM_NODE_LABEL), "tolerations": [SYSTEM_TOLERATION]}
+    addons = {"nodeSelector": dict(ADDON_NODE_LABEL), "tolerations": [ADDON_TOLERATION]}
     return {
         "driver": {"enabled": False},
         "toolkit": {"enabled": False},
@@ -26,24 +31,24 @@ def helm_values(*, mig_in_use: bool) -> dict[str, Any]:
             "serviceMonitor": {"enabled": True, "interval": "15s", "honorLabels": False},
         },
         "gfd": {"enabled": True},
-        # NFD runs as its own release (see nfd_values) so its master and gc can sit on the tainted system nodes
+        # NFD runs as its own release (see nfd_values) so its master and gc can sit on the tainted add-on nodes
         "nfd": {"enabled": False},
         "mig": {"strategy": "mixed" if mig_in_use else "single"},
         # MIG stays off unless a pool asks for it (its nodes then carry nvidia.com/mig.config)
         "migManager": {"enabled": mig_in_use},
         "daemonsets": {"tolerations": [GPU_TOLERATION]},
-        "operator": {**system, "resources": {"requests": {"cpu": "200m", "memory": "128Mi"}}},
+        "operator": {**addons, "resources": {"requests": {"cpu": "200m", "memory": "128Mi"}}},
     }
 
 
 def nfd_values() -> dict[str, Any]:
     """Node Feature Discovery, configured as the GPU Operator's bundled copy (same version, same PCI and
-    label settings) but with its master and garbage collector on the system nodes."""
-    system = {"nodeSelector": dict(SYSTEM_NODE_LABEL), "tolerations": [SYSTEM_TOLERATION]}
+    label settings) but with its master and garbage collector on the add-on nodes."""
+    addons = {"nodeSelector": dict(ADDON_NODE_LABEL), "tolerations": [ADDON_TOLERATION]}
     return {
         "priorityClassName": "system-node-critical",
-        "master": {**system, "config": {"extraLabelNs": ["nvidia.com"]}},
-        "gc": {**system, "enable": True, "replicaCount": 1},
+        "master": {**addons, "config": {"extraLabelNs": ["nvidia.com"]}},
+        "gc": {**addons, "enable": True, "replicaCount": 1},
         "worker": {
             "tolerations": [GPU_TOLERATION, SYSTEM_TOLERATION],
             "config": {

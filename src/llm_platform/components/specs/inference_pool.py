@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from llm_platform.components.specs import gateway as gw
-from llm_platform.components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION, secret
+from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, secret
 from llm_platform.components.specs.serving import KV_EVENTS_PORT, PORT
 from llm_platform.config.versions import (
     LLM_D_EPP_IMAGE_REGISTRY,
@@ -164,14 +164,14 @@ def endpoint_picker_config(model: ModelPlan) -> dict[str, Any]:
 
 
 def _affinity(model: ModelPlan) -> dict[str, Any]:
-    """System nodes; never two pickers of a model on one node, spread over zones when possible."""
+    """Add-on nodes; never two pickers of a model on one node, spread over zones when possible."""
     return {
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {
                 "nodeSelectorTerms": [
                     {
                         "matchExpressions": [
-                            {"key": k, "operator": "In", "values": [v]} for k, v in SYSTEM_NODE_LABEL.items()
+                            {"key": k, "operator": "In", "values": [v]} for k, v in ADDON_NODE_LABEL.items()
                         ]
                     }
                 ]
@@ -213,7 +213,7 @@ def helm_values(model: ModelPlan) -> dict[str, Any]:
             "limits": {"memory": EPP_MEMORY_LIMIT},
         },
         "affinity": _affinity(model),
-        "tolerations": [SYSTEM_TOLERATION],
+        "tolerations": [ADDON_TOLERATION],
         "pluginsConfigFile": PLUGINS_FILE,
         "pluginsCustomConfig": {PLUGINS_FILE: yaml.safe_dump(config, sort_keys=False)},
     }

@@ -27,6 +27,7 @@ NAMESPACE = "karpenter"
 NODE_CLASS_API = "karpenter.k8s.aws/v1"
 NODE_POOL_API = "karpenter.sh/v1"
 SERVICE_ACCOUNT = "karpenter"
+RELEASE = "karpenter"
 AL2023_ROOT_GIB = 40
 
 # EventBridge -> SQS: what Karpenter needs to drain a node before AWS takes it away.
@@ -314,7 +315,8 @@ def queue_policy(queue_arn: str) -> dict[str, Any]:
 
 
 def helm_values(cluster_name: str, queue_name: str, *, capacity_reservations: bool = False) -> dict[str, Any]:
-    """Karpenter runs on the system node group, never on capacity it manages. With reservations in use, the
+    """Karpenter runs on the system node group, never on capacity it manages (the chart's default affinity
+    also keeps it off any node with a `karpenter.sh/nodepool` label). With reservations in use, the
     `ReservedCapacity` feature gate (the chart's default since v1.6) is pinned on: without it Karpenter ignores
     `capacityReservationSelectorTerms` and a reserved-only pool never launches."""
     settings: dict[str, Any] = {"clusterName": cluster_name, "interruptionQueue": queue_name}
@@ -329,7 +331,26 @@ def helm_values(cluster_name: str, queue_name: str, *, capacity_reservations: bo
         "controller": {
             "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}}
         },
-        "serviceMonitor": {"enabled": True},
+        # installed before kube-prometheus-stack (the add-ons' pods need the nodes it launches), when the
+        # ServiceMonitor CRD does not exist yet: its monitor comes from service_monitor(), after monitoring
+        "serviceMonitor": {"enabled": False},
+    }
+
+
+def service_monitor() -> dict[str, Any]:
+    """What the chart's own ServiceMonitor (templates/servicemonitor.yaml, karpenter 1.14.1) would be: the
+    `karpenter` Service's `http-metrics` port, selected by the chart's selector labels (name and instance)."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": "karpenter", "namespace": NAMESPACE},
+        "spec": {
+            "namespaceSelector": {"matchNames": [NAMESPACE]},
+            "selector": {
+                "matchLabels": {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": RELEASE}
+            },
+            "endpoints": [{"port": "http-metrics", "path": "/metrics"}],
+        },
     }
 
 
@@ -353,14 +374,14 @@ def node_class(
     if ami_family == "bottlerocket":
         # Bottlerocket: small OS volume, containerd and images on the data volume
         block_devices = [
-            _ebs("/dev/xvda", "8Gi", iops=3000, throughput=125),
-            _ebs("/dev/xvdb", "150Gi", iops=6000, throughput=500),
+            ebs_volume("/dev/xvda", "8Gi", iops=3000, throughput=125),
+            ebs_volume("/dev/xvdb", "150Gi", iops=6000, throughput=500),
         ]
     else:
         # `instanceStorePolicy: RAID0` makes nodeadm put containerd, kubelet and pod logs on the instance-store
         # array (every catalog GPU instance has NVMe), so the root volume keeps only the OS and the journal:
         # gp3's free baseline (3000 IOPS, 125 MB/s) is enough
-        block_devices = [_ebs("/dev/xvda", f"{AL2023_ROOT_GIB}Gi", iops=3000, throughput=125)]
+        block_devices = [ebs_volume("/dev/xvda", f"{AL2023_ROOT_GIB}Gi", iops=3000, throughput=125)]
     security_groups: list[dict[str, Any]] = [{"tags": {"aws:eks:cluster-name": cluster_name}}]
     security_groups += [{"id": sg} for sg in extra_security_group_ids or []]
     spec: dict[str, Any] = {
@@ -393,7 +414,7 @@ def node_class(
     }
 
 
-def _ebs(device: str, size: str, *, iops: int, throughput: int) -> dict[str, Any]:
+def ebs_volume(device: str, size: str, *, iops: int, throughput: int) -> dict[str, Any]:
     return {
         "deviceName": device,
         "ebs": {

@@ -1,11 +1,11 @@
-"""What KEDA looks like: operator, metrics server and webhooks on the system nodes, with its own metrics
+"""What KEDA looks like: operator, metrics server and webhooks on the add-on nodes, with its own metrics
 scraped (the scaler-error alerts read them)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from llm_platform.components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
+from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION
 from llm_platform.plan.naming import KEDA_NAMESPACE
 
 NAMESPACE = KEDA_NAMESPACE
@@ -13,8 +13,8 @@ NAMESPACE = KEDA_NAMESPACE
 
 def helm_values() -> dict[str, Any]:
     return {
-        "nodeSelector": dict(SYSTEM_NODE_LABEL),
-        "tolerations": [SYSTEM_TOLERATION],
+        "nodeSelector": dict(ADDON_NODE_LABEL),
+        "tolerations": [ADDON_TOLERATION],
         "prometheus": {
             "operator": {"enabled": True, "serviceMonitor": {"enabled": True}},
             "metricServer": {"enabled": True, "serviceMonitor": {"enabled": True}},

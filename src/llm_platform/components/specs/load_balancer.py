@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_platform.components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
+from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
@@ -218,15 +218,15 @@ def controller_policy(*, partition: str, region: str, account: str) -> dict[str,
 
 
 def helm_values(*, cluster_name: str, region: str, vpc_id: str) -> dict[str, Any]:
-    """Two replicas on the system nodes; region and VPC given, so the controller never needs IMDS."""
+    """Two replicas on the add-on nodes; region and VPC given, so the controller never needs IMDS."""
     return {
         "clusterName": cluster_name,
         "region": region,
         "vpcId": vpc_id,
         "replicaCount": 2,
         "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
-        "nodeSelector": dict(SYSTEM_NODE_LABEL),
-        "tolerations": [SYSTEM_TOLERATION],
+        "nodeSelector": dict(ADDON_NODE_LABEL),
+        "tolerations": [ADDON_TOLERATION],
         # ALB-only add-ons: the platform makes one NLB for a Service, never an Ingress; off, so the
         # controller never calls Shield or WAF (not in its policy: see tools/preflight/iam_reference)
         "enableShield": False,

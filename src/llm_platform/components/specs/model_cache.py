@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from llm_platform.components.specs.common import (
+    ADDON_NODE_LABEL,
+    ADDON_TOLERATION,
     GPU_TOLERATION,
     POOL_LABEL,
-    SYSTEM_NODE_LABEL,
-    SYSTEM_TOLERATION,
 )
 from llm_platform.components.specs.compile_cache import (
     RESTORE_COMPILE_CACHE,
@@ -48,8 +48,8 @@ from llm_platform.plan.naming import (
 MODEL_MOUNT = "/models"
 LUSTRE_PORTS = [(988, 988), (1018, 1023)]  # TCP: Lustre server and client ports (FSx for Lustre user guide)
 # The loader holds one file at a time in its scratch space: the largest file of a Hub repo (Llama-3.1-70B's
-# original/consolidated.*.pth are ~17.6 GB) plus pip's cache. It runs on a system node, whose root volume
-# (cluster.systemNodes.diskSizeGiB, 100 GiB by default) must leave this much allocatable.
+# original/consolidated.*.pth are ~17.6 GB) plus pip's cache. It runs on an add-on node, whose root volume
+# (cluster.addonNodes.diskSizeGiB, 100 GiB by default) must leave this much allocatable.
 LOADER_SCRATCH_REQUEST_GIB = 20
 LOADER_SCRATCH_LIMIT_GIB = 40
 
@@ -345,9 +345,9 @@ def loader_job(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
                 "spec": {
                     "serviceAccountName": names.loader_service_account,
                     "restartPolicy": "OnFailure",
-                    # a short copy job: it may use the system nodes, never a GPU
-                    "nodeSelector": dict(SYSTEM_NODE_LABEL),
-                    "tolerations": [SYSTEM_TOLERATION],
+                    # a short copy job: on the add-on nodes, never a GPU
+                    "nodeSelector": dict(ADDON_NODE_LABEL),
+                    "tolerations": [ADDON_TOLERATION],
                     "automountServiceAccountToken": False,  # EKS Pod Identity brings its own token
                     "securityContext": non_root_pod(),
                     "containers": [
@@ -565,11 +565,11 @@ FSX_CSI_CONTROLLER_SA = "fsx-csi-controller-sa"
 
 
 def fsx_csi_values() -> dict[str, Any]:
-    """Controller on the system nodes (its identity through Pod Identity), node plugin on GPU nodes."""
+    """Controller on the add-on nodes (its identity through Pod Identity), node plugin on GPU nodes."""
     return {
         "controller": {
-            "nodeSelector": dict(SYSTEM_NODE_LABEL),
-            "tolerations": [SYSTEM_TOLERATION],
+            "nodeSelector": dict(ADDON_NODE_LABEL),
+            "tolerations": [ADDON_TOLERATION],
             "serviceAccount": {"create": True, "name": FSX_CSI_CONTROLLER_SA},
         },
         # the node plugin must run on the tainted GPU nodes that mount Lustre

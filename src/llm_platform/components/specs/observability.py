@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from llm_platform.components.specs import reservations
-from llm_platform.components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION, secret
+from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, secret
 from llm_platform.config.schema import AlertingConfig
 from llm_platform.plan import PrometheusSizing
 from llm_platform.plan.naming import MONITORING_NAMESPACE, PROMETHEUS_RELEASE
@@ -30,8 +30,25 @@ def storage_class() -> dict[str, Any]:
     }
 
 
-def _system() -> dict[str, Any]:
-    return {"nodeSelector": dict(SYSTEM_NODE_LABEL), "tolerations": [SYSTEM_TOLERATION]}
+def _addons() -> dict[str, Any]:
+    return {"nodeSelector": dict(ADDON_NODE_LABEL), "tolerations": [ADDON_TOLERATION]}
+
+
+# Karpenter leaves a node alone while a pod on it carries this annotation (consolidation and drift wait;
+# expiry waits up to the NodePool's terminationGracePeriod)
+DO_NOT_DISRUPT = {"karpenter.sh/do-not-disrupt": "true"}
+
+
+def _stateful(replicas: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(podMetadata, podDisruptionBudget) of a Prometheus or Alertmanager on the add-on nodes, which
+    Karpenter consolidates. One replica: a restart loses what only it holds (Prometheus: the scrapes and
+    the pending `for:` state of every alert while it replays its WAL; Alertmanager without a volume: its
+    silences and notification log), so Karpenter must not move it; a PDB would block every drain instead.
+    More replicas: a PDB lets one go at a time (chart keys `<component>.podDisruptionBudget`,
+    kube-prometheus-stack 88.5.3 values.yaml)."""
+    if replicas == 1:
+        return {"annotations": dict(DO_NOT_DISRUPT)}, {"enabled": False}
+    return {}, {"enabled": True, "minAvailable": replicas - 1, "unhealthyPodEvictionPolicy": "AlwaysAllow"}
 
 
 def helm_values(
@@ -50,12 +67,15 @@ def helm_values(
     }
     if storage_class:
         volume_claim["spec"]["storageClassName"] = storage_class
+    prometheus_pod, prometheus_pdb = _stateful(sizing.replicas)
     return {
         "crds": {"enabled": True},
-        "prometheusOperator": {**_system(), "admissionWebhooks": {"patch": _system()}},
+        "prometheusOperator": {**_addons(), "admissionWebhooks": {"patch": _addons()}},
         "prometheus": {
+            "podDisruptionBudget": prometheus_pdb,
             "prometheusSpec": {
-                **_system(),
+                **_addons(),
+                **({"podMetadata": prometheus_pod} if prometheus_pod else {}),
                 # select every ServiceMonitor, PodMonitor, Probe, ScrapeConfig and PrometheusRule in the
                 # cluster, not only those labelled for this release (vLLM, DCGM, KEDA, Karpenter monitors)
                 "serviceMonitorSelectorNilUsesHelmValues": False,
@@ -68,11 +88,11 @@ def helm_values(
                 "replicas": sizing.replicas,
                 "storageSpec": {"volumeClaimTemplate": volume_claim},
                 "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
-            }
+            },
         },
         "alertmanager": alertmanager_values(alerting),
         "grafana": {
-            **_system(),
+            **_addons(),
             "admin": {
                 "existingSecret": GRAFANA_SECRET,
                 "userKey": "admin-user",
@@ -82,7 +102,7 @@ def helm_values(
                 "dashboards": {"enabled": True, "label": "grafana_dashboard", "searchNamespace": "ALL"}
             },
         },
-        "kube-state-metrics": _system()
+        "kube-state-metrics": _addons()
         | (reservations.kube_state_metrics_values() if capacity_reservations else {}),
         # node-exporter runs everywhere, GPU nodes included (its default tolerations cover NoSchedule taints)
     }
@@ -99,6 +119,7 @@ ALERT_RECEIVER_KEY = "credential"
 # the operator mounts each `alertmanagerSpec.secrets` entry at /etc/alertmanager/secrets/<name>/
 ALERT_RECEIVER_FILE = f"/etc/alertmanager/secrets/{ALERT_RECEIVER_SECRET}/{ALERT_RECEIVER_KEY}"
 PLATFORM_RECEIVER = "platform"
+ALERTMANAGER_REPLICAS = 1  # the chart's default, no volume
 NULL_RECEIVER = "null"
 
 
@@ -126,7 +147,11 @@ def _receiver(alerting: AlertingConfig) -> dict[str, Any]:
 def alertmanager_values(alerting: AlertingConfig) -> dict[str, Any]:
     """Route every alert to the stack's receiver (the chart's default routes everything to `null`), keep
     the chart's Watchdog heartbeat on `null` and its inhibit rules; dev without a receiver keeps `null`."""
-    values: dict[str, Any] = {"alertmanagerSpec": _system()}
+    pod, pdb = _stateful(ALERTMANAGER_REPLICAS)
+    values: dict[str, Any] = {
+        "podDisruptionBudget": pdb,
+        "alertmanagerSpec": {**_addons(), "replicas": ALERTMANAGER_REPLICAS, "podMetadata": pod},
+    }
     if alerting.receiver == "none":
         return values
     values["alertmanagerSpec"]["secrets"] = [ALERT_RECEIVER_SECRET]

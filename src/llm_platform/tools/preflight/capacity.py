@@ -1,5 +1,6 @@
 """Can every model reach maxReplicas and still roll out, within each NodePool's GPU limit (and if it rolls
-out in place for want of room, how much serving it loses)? Does any
+out in place for want of room, how much serving it loses)? Does the add-on pool's CPU and memory limit hold
+every add-on at its maximum (preflight/room.py)? Does any
 PodDisruptionBudget forbid every voluntary eviction (node expiry, drift, consolidation, AMI upgrades)?
 
 Karpenter counts a NodePool's `limits` against the capacity of the nodes it launches, not the pods' requests:
@@ -15,6 +16,7 @@ from typing import Any
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.nodes import NodeType
 from llm_platform.tools.preflight.pods import PodTemplate, program_pods, release_pods
+from llm_platform.tools.preflight.room import cpu_pool_room
 from llm_platform.tools.preflight.scheduling import admission_problem, node_types, shortfall
 from llm_platform.tools.preflight.view import Manifest, RenderView
 
@@ -48,8 +50,12 @@ def ceilings(view: RenderView) -> list[Finding]:
     daemons = [p for p in program_pods(view) + release_pods(view)[0] if p.daemon]
     deployments = {d.ref: d for d in view.of_kind("Deployment")}
     out = []
+    pods = program_pods(view) + release_pods(view)[0]
     for pool in view.of_kind("NodePool"):
         pool_nodes = [n for n in nodes if n.group == pool.name]
+        if pool_nodes and all(n.gpus == 0 for n in pool_nodes):
+            out += cpu_pool_room(pool, pool_nodes, pods, daemons)
+            continue
         limit = (pool.body["spec"].get("limits") or {}).get("nvidia.com/gpu")
         if limit is None:
             out.append(Finding("warning", CEILINGS, pool.ref, "spec.limits",

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-Severity = Literal["blocker", "warning"]
+# info: what a check measured when nothing is wrong (a pool's room, with the numbers)
+Severity = Literal["blocker", "warning", "info"]
 
 
 @dataclass(frozen=True, order=True)
@@ -26,12 +27,16 @@ def blockers(findings: Iterable[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "blocker"]
 
 
+def warnings(findings: Iterable[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity == "warning"]
+
+
 def to_json(stack: str, findings: list[Finding]) -> str:
     return json.dumps(
         {
             "stack": stack,
             "blockers": len(blockers(findings)),
-            "warnings": len(findings) - len(blockers(findings)),
+            "warnings": len(warnings(findings)),
             "findings": [asdict(f) for f in findings],
         },
         indent=2,
@@ -41,7 +46,7 @@ def to_json(stack: str, findings: list[Finding]) -> str:
 def to_text(stack: str, findings: list[Finding], checks: list[str]) -> str:
     n_block = len(blockers(findings))
     head = (
-        f"preflight {stack}: {n_block} blocker(s), {len(findings) - n_block} warning(s) "
+        f"preflight {stack}: {n_block} blocker(s), {len(warnings(findings))} warning(s) "
         f"from {len(checks)} checks ({', '.join(checks)})"
     )
     return "\n".join([head, *(f.line() for f in findings)])

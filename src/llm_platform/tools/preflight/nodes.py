@@ -1,6 +1,8 @@
 """What a node of each kind offers pods: allocatable CPU, memory, ephemeral storage, GPUs and pod slots,
 its labels, taints and zones. System nodes come from the managed node group (instance type, disk size);
-GPU nodes from each NodePool's requirements, expanded to the catalog instances they admit.
+NodePool nodes from each NodePool's requirements, expanded to the catalog instances they admit (GPU pools:
+config/catalog.py, disk the instance store; the add-on pool: config/cpu_catalog.py, disk its EC2NodeClass'
+root volume).
 
 Allocatable follows the EKS AMIs' kubelet reservations (`/etc/eks/bootstrap.sh` and nodeadm, identical
 since AL2): CPU 6 % of the first core, 1 % of the second, 0.5 % of the next two, 0.25 % of the rest;
@@ -15,16 +17,16 @@ import math
 from dataclasses import dataclass, field
 
 from llm_platform.config.catalog import GPU_INSTANCES
+from llm_platform.config.cpu_catalog import CPU_INSTANCES
 
 GI = 1024  # MiB per GiB
 
-# general-purpose instance types a system node group may use: (vCPUs, memory GiB); EC2 instance-type pages
+# CPU instance types the system node group and the add-on NodePool may use: (vCPUs, memory GiB)
 SYSTEM_INSTANCES: dict[str, tuple[int, int]] = {
-    f"{family}.{size}": (vcpus, vcpus * per_vcpu)
-    for family, per_vcpu in (("m5", 4), ("m6i", 4), ("m6a", 4), ("m7i", 4), ("m7a", 4), ("c6i", 2),
-                             ("c7i", 2), ("r6i", 8), ("r7i", 8), ("t3", 4))
-    for size, vcpus in (("large", 2), ("xlarge", 4), ("2xlarge", 8), ("4xlarge", 16), ("8xlarge", 32))
-}  # fmt: skip
+    name: (i.vcpus, i.memory_gib) for name, i in CPU_INSTANCES.items()
+}
+# Karpenter's default root volume of an AL2023 node when the EC2NodeClass names none
+KARPENTER_DEFAULT_ROOT_GIB = 20
 
 
 def reserved_cpu_millis(vcpus: int) -> int:
@@ -134,20 +136,46 @@ def requirement_values(requirements: list[dict], key: str) -> list[str] | None:
     return None
 
 
-def node_pool_nodes(node_pool: dict) -> list[NodeType]:
+def _gib(size: str) -> float:
+    number = float(size.rstrip("Gi").rstrip("G"))
+    return number if size.endswith("Gi") else number * 1e9 / 2**30
+
+
+def root_volume_gib(node_class: dict | None) -> float:
+    """The root EBS volume an EC2NodeClass gives its nodes (what kubelet's ephemeral storage lives on when
+    there is no instance store RAID)."""
+    for device in ((node_class or {}).get("spec") or {}).get("blockDeviceMappings") or []:
+        if device.get("rootVolume") or device.get("deviceName") == "/dev/xvda":
+            return _gib(str(device["ebs"]["volumeSize"]))
+    return KARPENTER_DEFAULT_ROOT_GIB
+
+
+def node_pool_nodes(node_pool: dict, node_classes: dict[str, dict] | None = None) -> list[NodeType]:
     """The catalog instances a NodePool's requirements admit, each as a node type with the pool's labels,
-    taints and zones. Ephemeral storage is the instance store (EC2NodeClass `instanceStorePolicy: RAID0`)."""
+    taints and zones. A GPU instance's ephemeral storage is its instance store (EC2NodeClass
+    `instanceStorePolicy: RAID0`); a CPU instance's the root volume of the pool's EC2NodeClass."""
     name = node_pool["metadata"]["name"]
     template = node_pool["spec"]["template"]
     requirements = template["spec"].get("requirements") or []
     allowed = requirement_values(requirements, "node.kubernetes.io/instance-type")
     families = requirement_values(requirements, "karpenter.k8s.aws/instance-family")
     zones = requirement_values(requirements, "topology.kubernetes.io/zone") or []
+    class_name = (template["spec"].get("nodeClassRef") or {}).get("name", "")
+    root_gib = root_volume_gib((node_classes or {}).get(class_name))
+    labels = {
+        **(template.get("metadata") or {}).get("labels", {}),
+        "karpenter.sh/nodepool": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+    }
+    taints = tuple((template["spec"].get("taints") or []) + (template["spec"].get("startupTaints") or []))
+
+    def admitted(instance_type: str, family: str) -> bool:
+        return (allowed is None or instance_type in allowed) and (families is None or family in families)
+
     out = []
     for instance in GPU_INSTANCES.values():
-        if allowed is not None and instance.instance_type not in allowed:
-            continue
-        if families is not None and instance.family not in families:
+        if not admitted(instance.instance_type, instance.family):
             continue
         disk_gib = instance.nvme_total_gb * 1e9 / 2**30
         out.append(
@@ -157,19 +185,32 @@ def node_pool_nodes(node_pool: dict) -> list[NodeType]:
                 instance.instance_type,
                 allocatable(instance.vcpus, instance.memory_gib, disk_gib, instance.gpus),
                 labels={
-                    **(template.get("metadata") or {}).get("labels", {}),
-                    "karpenter.sh/nodepool": name,
+                    **labels,
                     "node.kubernetes.io/instance-type": instance.instance_type,
                     "karpenter.k8s.aws/instance-family": instance.family,
-                    "kubernetes.io/os": "linux",
-                    "kubernetes.io/arch": "amd64",
                     # NFD labels every NVIDIA node; the GPU Operator's operands select on it
                     "nvidia.com/gpu.present": "true",
                     "feature.node.kubernetes.io/pci-10de.present": "true",
                 },
-                taints=tuple(
-                    (template["spec"].get("taints") or []) + (template["spec"].get("startupTaints") or [])
-                ),
+                taints=taints,
+                zones=tuple(zones),
+            )
+        )
+    for cpu in CPU_INSTANCES.values():
+        if not admitted(cpu.instance_type, cpu.family):
+            continue
+        out.append(
+            _node(
+                f"NodePool {name} ({cpu.instance_type}, {root_gib:g} GiB root)",
+                name,
+                cpu.instance_type,
+                allocatable(cpu.vcpus, cpu.memory_gib, root_gib, 0),
+                labels={
+                    **labels,
+                    "node.kubernetes.io/instance-type": cpu.instance_type,
+                    "karpenter.k8s.aws/instance-family": cpu.family,
+                },
+                taints=taints,
                 zones=tuple(zones),
             )
         )

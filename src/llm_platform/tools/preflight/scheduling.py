@@ -42,13 +42,14 @@ def node_types(view: RenderView) -> tuple[list[NodeType], list[Finding]]:
         if node is None:
             findings.append(
                 Finding("warning", CHECK, key.split("::")[-1], "instanceTypes",
-                        f"{instance} is not in tools/preflight/nodes.py SYSTEM_INSTANCES: its capacity is unknown, "
+                        f"{instance} is not in config/cpu_catalog.py: its capacity is unknown, "
                         "pods pinned to the system nodes are not checked against it")
             )  # fmt: skip
         else:
             nodes.append(node)
+    node_classes = {c.name: c.body for c in view.of_kind("EC2NodeClass")}
     for pool in view.of_kind("NodePool"):
-        admitted = node_pool_nodes(pool.body)
+        admitted = node_pool_nodes(pool.body, node_classes)
         if not admitted:
             findings.append(
                 Finding("blocker", CHECK, pool.ref, "spec.template.spec.requirements",
@@ -203,6 +204,7 @@ def _fixed_groups(
         ) and admission_problem(p, node) is None]  # fmt: skip
         overhead = _overhead(node, daemons)
         count = node.min_nodes
+        found = len(out)
         for r in (*RESOURCES, "pods"):
             per_pod = (lambda p, r=r: 1) if r == "pods" else (lambda p, r=r: p.requests[r])
             need = sum(per_pod(p) * p.replicas for p in pinned)
@@ -217,6 +219,14 @@ def _fixed_groups(
                 out.append(Finding("warning", CHECK, f"node group {node.group}", "scalingConfig.desiredSize",
                                    f"pinned workloads request {need}{UNITS.get(r, ' pods')} of {free} "
                                    f"({need / free:.0%}) on {count} x {node.instance_type}"))  # fmt: skip
+        if len(out) == found:
+            names = ", ".join(f"{p.owner} x {p.replicas}" for p in pinned) or "nothing"
+            cpu = sum(p.requests["cpu"] * p.replicas for p in pinned)
+            memory = sum(p.requests["memory"] * p.replicas for p in pinned)
+            out.append(Finding("info", CHECK, f"node group {node.group}", "scalingConfig.desiredSize",
+                               f"pinned at their maximum replicas ({names}) request {cpu}m CPU and {memory} MiB; "
+                               f"{count} x {node.instance_type} offer {count * (node.allocatable['cpu'] - overhead['cpu'])}m "
+                               f"and {count * (node.allocatable['memory'] - overhead['memory'])} MiB after DaemonSets"))  # fmt: skip
     return out
 
 
@@ -254,8 +264,8 @@ def coverage(view: RenderView) -> list[Finding]:
     out = []
     for pool in view.of_kind("NodePool"):
         pool_nodes = [n for n in nodes if n.group == pool.name]
-        if not pool_nodes:
-            continue
+        if not pool_nodes or all(n.gpus == 0 for n in pool_nodes):
+            continue  # a CPU pool (the add-on nodes) needs none of the GPU DaemonSets
         labels = pool_nodes[0].labels
         if not any(r.chart == "gpu-operator" for r in view.releases.values()):
             out.append(Finding("blocker", COVERAGE, pool.ref, "nvidia.com/gpu",
