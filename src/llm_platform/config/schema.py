@@ -780,10 +780,6 @@ class StackConfig(Schema):
     def pool(self, name: str) -> GpuNodePool:
         return next(p for p in self.gpu_node_pools if p.name == name)
 
-    @property
-    def uses_fsx(self) -> bool:
-        return any(m.cache == "fsx" for m in self.models)
-
 
 def replica_gpus(pool: GpuNodePool, models: list[ModelConfig]) -> int:
     """GPUs of one headroom placeholder: the largest replica (tensor-parallel size) among the pool's models,

@@ -42,7 +42,6 @@ from llm_platform.simulator.traffic import HistogramMix, TokenMix, histogram_mix
 from llm_platform.simulator.yaml_out import autoscaling_yaml
 from llm_platform.tools.cli import ArgumentParser, known_stack
 
-RATE_ONLY = ("input_tokens", "output_tokens", "input_spread", "output_spread", "token_histogram", "scale")
 STACK_ONLY = (
     "model", "image", "spot_discount", "spot_interruptions_per_hour", "scrape_interval", "reserved_instances",
     "reserved_usd_per_hour", "reserved_until",
