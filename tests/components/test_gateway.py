@@ -21,6 +21,7 @@ from llm_platform.components.specs import inference_pool as pool
 from llm_platform.config.loader import PROJECT, ROOT, SECRET_KEYS, ConfigError, parse
 from llm_platform.config.schema import GatewayClient
 from llm_platform.plan import resolve
+from llm_platform.plan.naming import GATEWAY_NAMESPACE
 from llm_platform.tools import mocks as platform_mocks
 from llm_platform.tools import render
 from tests.components import promtool
@@ -127,7 +128,7 @@ def test_pinned_versions_and_aigw_extension_wiring(run: Run) -> None:
         "port": 1063,
     }
     assert run.helm["envoy-gateway"]["values"]["crds"] == {"enabled": False}
-    assert run.helm["ai-gateway"]["values"]["envoyGateway"]["namespace"] == gw.NAMESPACE
+    assert run.helm["ai-gateway"]["values"]["envoyGateway"]["namespace"] == GATEWAY_NAMESPACE
 
 
 # ------------------------------------------------------------------------------------------- the NLB
@@ -455,7 +456,7 @@ def test_network_policies_chain_gateway_to_picker_to_vllm(run: Run) -> None:
         epp = next(p for p in run.objects("NetworkPolicy") if p["metadata"]["name"] == f"{name}-epp-ingress")
         ingress = {r["ports"][0]["port"]: r["from"][0] for r in epp["spec"]["ingress"]}
         assert ingress[pool.EXT_PROC_PORT]["namespaceSelector"]["matchLabels"] == {
-            "kubernetes.io/metadata.name": gw.NAMESPACE
+            "kubernetes.io/metadata.name": GATEWAY_NAMESPACE
         }
         assert (
             ingress[pool.EXT_PROC_PORT]["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
@@ -474,7 +475,7 @@ def test_network_policies_chain_gateway_to_picker_to_vllm(run: Run) -> None:
         # the serving policy still admits the gateway namespace, where the Envoy proxies run
         serving = run.one("NetworkPolicy", f"{name}-ingress")["spec"]["ingress"][0]["from"]
         assert {
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": gw.NAMESPACE}}
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": GATEWAY_NAMESPACE}}
         } in serving
 
 

@@ -14,6 +14,7 @@ from llm_platform.components.identity import service_account_identity
 from llm_platform.components.specs import model_cache as spec
 from llm_platform.config.schema import FsxConfig, S3BucketConfig
 from llm_platform.config.versions import FSX_CSI_REPO, FSX_CSI_VERSION, FSX_LUSTRE_VERSION
+from llm_platform.plan.naming import KUBE_SYSTEM_NAMESPACE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,7 +230,7 @@ class ModelCache(pulumi.ComponentResource):
         association = service_account_identity(
             f"{name}-fsx-csi",
             cluster_name=args.cluster_name,
-            namespace=spec.FSX_CSI_NAMESPACE,
+            namespace=KUBE_SYSTEM_NAMESPACE,
             service_account=spec.FSX_CSI_CONTROLLER_SA,
             description=f"FSx CSI controller of {args.cluster_name} (Pod Identity)",
             policy=json.dumps(spec.fsx_csi_policy()),
@@ -242,7 +243,7 @@ class ModelCache(pulumi.ComponentResource):
             chart="aws-fsx-csi-driver",
             version=FSX_CSI_VERSION,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=FSX_CSI_REPO),
-            namespace=spec.FSX_CSI_NAMESPACE,
+            namespace=KUBE_SYSTEM_NAMESPACE,
             values=spec.fsx_csi_values(),
             opts=child_options(self, opts, association),
         )

@@ -21,10 +21,8 @@ from typing import Any
 
 from llm_platform.components.specs.common import SYSTEM_NODE_LABEL, SYSTEM_TOLERATION, secret
 from llm_platform.config.schema import GatewayClient
-from llm_platform.plan.naming import GATEWAY_NAMESPACE, MONITORING_NAMESPACE
+from llm_platform.plan.naming import AI_GATEWAY_NAMESPACE, GATEWAY_NAMESPACE, MONITORING_NAMESPACE
 
-NAMESPACE = GATEWAY_NAMESPACE  # Envoy Gateway's controller, the Envoy proxies, the Gateway and its policies
-AI_GATEWAY_NAMESPACE = "envoy-ai-gateway-system"
 AI_GATEWAY_CONTROLLER = (
     "ai-gateway-controller"  # the chart's fullnameOverride; the extension server's Service
 )
@@ -173,7 +171,7 @@ def ai_gateway_values() -> dict[str, Any]:
     """ai-gateway-helm: its controller is Envoy Gateway's extension server (and grants Envoy Gateway's
     service account read access to InferencePools in `envoyGateway.namespace`)."""
     return {
-        "envoyGateway": {"namespace": NAMESPACE},
+        "envoyGateway": {"namespace": GATEWAY_NAMESPACE},
         "controller": {
             **_system_pod(),
             "replicaCount": 2,
@@ -192,7 +190,7 @@ def namespace(environment: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
-            "name": NAMESPACE,
+            "name": GATEWAY_NAMESPACE,
             "labels": {
                 "pod-security.kubernetes.io/enforce": "baseline",
                 "pod-security.kubernetes.io/warn": "restricted",
@@ -252,7 +250,7 @@ def envoy_proxy(*, replicas: int, internal: bool, certificate_arn: str | None) -
     return {
         "apiVersion": "gateway.envoyproxy.io/v1alpha1",
         "kind": "EnvoyProxy",
-        "metadata": {"name": ENVOY_PROXY, "namespace": NAMESPACE},
+        "metadata": {"name": ENVOY_PROXY, "namespace": GATEWAY_NAMESPACE},
         "spec": {
             "provider": {
                 "type": "Kubernetes",
@@ -302,7 +300,7 @@ def gateway_class() -> dict[str, Any]:
                 "group": "gateway.envoyproxy.io",
                 "kind": "EnvoyProxy",
                 "name": ENVOY_PROXY,
-                "namespace": NAMESPACE,
+                "namespace": GATEWAY_NAMESPACE,
             },
         },
     }
@@ -314,7 +312,7 @@ def gateway(*, certificate_arn: str | None, model_namespaces: Sequence[str]) -> 
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "Gateway",
-        "metadata": {"name": GATEWAY, "namespace": NAMESPACE},
+        "metadata": {"name": GATEWAY, "namespace": GATEWAY_NAMESPACE},
         "spec": {
             "gatewayClassName": GATEWAY_CLASS,
             "listeners": [
@@ -352,7 +350,7 @@ def client_traffic_policy() -> dict[str, Any]:
     return {
         "apiVersion": "gateway.envoyproxy.io/v1alpha1",
         "kind": "ClientTrafficPolicy",
-        "metadata": {"name": GATEWAY, "namespace": NAMESPACE},
+        "metadata": {"name": GATEWAY, "namespace": GATEWAY_NAMESPACE},
         "spec": {
             "targetRefs": _gateway_target(),
             "headers": {"earlyRequestHeaders": {"remove": list(GATEWAY_OWNED_HEADERS)}},
@@ -365,7 +363,7 @@ def client_traffic_policy() -> dict[str, Any]:
 
 def client_keys_secret(client_keys: Any) -> dict[str, Any]:
     """Key = client id, value = its API key (a Pulumi secret in the component: masked in state and renders)."""
-    return secret(CLIENT_KEYS_SECRET, NAMESPACE, client_keys)
+    return secret(CLIENT_KEYS_SECRET, GATEWAY_NAMESPACE, client_keys)
 
 
 def security_policy() -> dict[str, Any]:
@@ -374,7 +372,7 @@ def security_policy() -> dict[str, Any]:
     return {
         "apiVersion": "gateway.envoyproxy.io/v1alpha1",
         "kind": "SecurityPolicy",
-        "metadata": {"name": GATEWAY, "namespace": NAMESPACE},
+        "metadata": {"name": GATEWAY, "namespace": GATEWAY_NAMESPACE},
         "spec": {
             "targetRefs": _gateway_target(),
             "apiKeyAuth": {
@@ -400,7 +398,7 @@ def rate_limit_policy(clients: Sequence[GatewayClient], envoy_replicas: int) -> 
     return {
         "apiVersion": "gateway.envoyproxy.io/v1alpha1",
         "kind": "BackendTrafficPolicy",
-        "metadata": {"name": GATEWAY, "namespace": NAMESPACE},
+        "metadata": {"name": GATEWAY, "namespace": GATEWAY_NAMESPACE},
         "spec": {"targetRefs": _gateway_target(), "rateLimit": {"local": {"rules": rules}}},
     }
 
@@ -409,7 +407,7 @@ def proxy_pod_monitor() -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PodMonitor",
-        "metadata": {"name": "envoy-proxy", "namespace": NAMESPACE},
+        "metadata": {"name": "envoy-proxy", "namespace": GATEWAY_NAMESPACE},
         "spec": {
             "selector": {"matchLabels": dict(PROXY_LABELS)},
             "podMetricsEndpoints": [{"port": "metrics", "path": "/stats/prometheus", "interval": "15s"}],
@@ -423,7 +421,7 @@ def proxy_network_policy(vpc_cidr: str, certificate_arn: str | None) -> dict[str
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": {"name": "envoy-proxy-ingress", "namespace": NAMESPACE},
+        "metadata": {"name": "envoy-proxy-ingress", "namespace": GATEWAY_NAMESPACE},
         "spec": {
             "podSelector": {"matchLabels": dict(PROXY_LABELS)},
             "policyTypes": ["Ingress"],
@@ -454,7 +452,7 @@ def prometheus_peer() -> dict[str, Any]:
 def proxy_peer() -> dict[str, Any]:
     """The Envoy proxies, as another namespace's NetworkPolicy names them."""
     return {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": GATEWAY_NAMESPACE}},
         "podSelector": {
             "matchLabels": {k: v for k, v in PROXY_LABELS.items() if k != "app.kubernetes.io/managed-by"}
         },

@@ -6,8 +6,6 @@ from typing import Any
 
 from llm_platform.components.specs.common import GPU_TOLERATION, SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
 
-NAMESPACE = "gpu-operator"
-
 
 def helm_values(*, mig_in_use: bool) -> dict[str, Any]:
     """EKS NVIDIA AMIs (AL2023 and Bottlerocket) already carry the driver and container toolkit, so the

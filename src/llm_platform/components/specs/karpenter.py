@@ -23,7 +23,6 @@ from llm_platform.plan.nodes import (
     uses_reservations,
 )
 
-NAMESPACE = "karpenter"
 NODE_CLASS_API = "karpenter.k8s.aws/v1"
 NODE_POOL_API = "karpenter.sh/v1"
 SERVICE_ACCOUNT = "karpenter"
