@@ -18,15 +18,25 @@ from llm_platform.plan.naming import KUBE_SYSTEM_NAMESPACE
 
 
 @dataclass(frozen=True, kw_only=True)
+class FsxVolume:
+    """An FSx for Lustre file system holding the models: what a model's static PersistentVolume mounts
+    (components/specs/model_cache.fsx_persistent_volume) and the security group its clients (GPU nodes)
+    carry."""
+
+    file_system_id: pulumi.Input[str]
+    dns_name: pulumi.Input[str]
+    mount_name: pulumi.Input[str]
+    capacity_gib: int
+    client_security_group_id: pulumi.Input[str]
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelWeights:
     """What the model cache provides: the bucket and roles (EKS stacks), the FSx file system (if any)."""
 
     bucket_name: pulumi.Input[str]
     bucket_arn: pulumi.Input[str]
-    fsx_file_system_id: pulumi.Input[str] | None = None
-    fsx_dns_name: pulumi.Input[str] | None = None
-    fsx_mount_name: pulumi.Input[str] | None = None
-    fsx_capacity_gib: int = 0
+    fsx: FsxVolume | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,15 +49,6 @@ class ModelCacheArgs:
     subnet_id: pulumi.Input[str]
     """Lustre file systems live in one zone; the first private subnet's."""
     tags: dict[str, str]
-
-
-@dataclass(frozen=True)
-class FsxVolume:
-    file_system_id: pulumi.Output[str]
-    dns_name: pulumi.Output[str]
-    mount_name: pulumi.Output[str]
-    capacity_gib: int
-    client_security_group_id: pulumi.Output[str]
 
 
 class ModelCache(pulumi.ComponentResource):
@@ -123,14 +124,7 @@ class ModelCache(pulumi.ComponentResource):
         self.fsx = self._lustre(name, args, bucket, opts) if args.fsx else None
         self.bucket_name = bucket.bucket
         self.bucket_arn = bucket.arn
-        self.weights = ModelWeights(
-            bucket_name=self.bucket_name,
-            bucket_arn=self.bucket_arn,
-            fsx_file_system_id=self.fsx.file_system_id if self.fsx else None,
-            fsx_dns_name=self.fsx.dns_name if self.fsx else None,
-            fsx_mount_name=self.fsx.mount_name if self.fsx else None,
-            fsx_capacity_gib=self.fsx.capacity_gib if self.fsx else 0,
-        )
+        self.weights = ModelWeights(bucket_name=self.bucket_name, bucket_arn=self.bucket_arn, fsx=self.fsx)
         self.register_outputs(
             {
                 "bucketName": self.bucket_name,
