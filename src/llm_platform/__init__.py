@@ -31,6 +31,14 @@ if TYPE_CHECKING:
     from llm_platform.components.network import Network, NetworkArgs
     from llm_platform.components.observability import Observability, ObservabilityArgs
     from llm_platform.config.errors import ConfigError
+    from llm_platform.config.stack_args import (
+        AlertingSettings,
+        ClusterSettings,
+        GatewaySettings,
+        GpuNodePoolSettings,
+        ModelCacheSettings,
+        ModelSettings,
+    )
     from llm_platform.plan import Plan, resolve
     from llm_platform.platform import LlmPlatform, LlmPlatformArgs, platform_args
 
@@ -40,6 +48,12 @@ _EXPORTS = {
     "LlmPlatformArgs": "llm_platform.platform",
     "platform_args": "llm_platform.platform",
     "ConfigError": "llm_platform.config.errors",
+    "AlertingSettings": "llm_platform.config.stack_args",
+    "ClusterSettings": "llm_platform.config.stack_args",
+    "GatewaySettings": "llm_platform.config.stack_args",
+    "GpuNodePoolSettings": "llm_platform.config.stack_args",
+    "ModelCacheSettings": "llm_platform.config.stack_args",
+    "ModelSettings": "llm_platform.config.stack_args",
     "Plan": "llm_platform.plan",
     "resolve": "llm_platform.plan",
     "Network": "llm_platform.components.network",
@@ -72,6 +86,8 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "AlertingSettings",
+    "ClusterSettings",
     "ConfigError",
     "EksCluster",
     "EksClusterArgs",
@@ -79,8 +95,10 @@ __all__ = [
     "ExistingClusterArgs",
     "Gateway",
     "GatewayArgs",
+    "GatewaySettings",
     "GpuHeadroom",
     "GpuHeadroomArgs",
+    "GpuNodePoolSettings",
     "GpuNodePools",
     "GpuNodePoolsArgs",
     "GpuOperator",
@@ -98,6 +116,8 @@ __all__ = [
     "ModelAutoscalingArgs",
     "ModelCache",
     "ModelCacheArgs",
+    "ModelCacheSettings",
+    "ModelSettings",
     "Network",
     "NetworkArgs",
     "Observability",

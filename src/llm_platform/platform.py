@@ -9,6 +9,7 @@ resource is registered. The stack program (`__main__.py`) is its first consumer.
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
+import pulumi_aws as aws
 
 from llm_platform.components.autoscaling import ModelAutoscaling, ModelAutoscalingArgs
 from llm_platform.components.cluster import EksCluster, EksClusterArgs, ExistingCluster, ExistingClusterArgs
@@ -24,6 +25,14 @@ from llm_platform.components.network import Network, NetworkArgs
 from llm_platform.components.observability import Observability, ObservabilityArgs
 from llm_platform.config.errors import ConfigError
 from llm_platform.config.loader import parse
+from llm_platform.config.stack_args import (
+    AlertingSettings,
+    ClusterSettings,
+    GatewaySettings,
+    GpuNodePoolSettings,
+    ModelCacheSettings,
+    ModelSettings,
+)
 from llm_platform.plan import Plan, resolve
 
 __all__ = ["TYPE", "LlmPlatform", "LlmPlatformArgs", "config_of", "platform_args"]
@@ -32,21 +41,24 @@ TYPE = "llm-platform:index:LlmPlatform"
 
 
 class LlmPlatformArgs(TypedDict):
-    """The `llm-platform:` keys of a stack file, and the secrets the stack program reads from Pulumi secrets."""
+    """The `llm-platform:` keys of a stack file, and the secrets the stack program reads from Pulumi secrets.
+
+    The blocks are typed as the stack file's schema describes them (`config/stack_args.py`, camelCase keys);
+    the schema's rules validate them when the component is built."""
 
     environment: str
     """dev, staging or prod."""
-    cluster: dict[str, Any]
+    cluster: ClusterSettings
     """The stack file's `cluster` block (mode eks or existing, name, zones, system nodes, ...)."""
-    gpu_node_pools: list[dict[str, Any]]
+    gpu_node_pools: list[GpuNodePoolSettings]
     """The stack file's `gpuNodePools`: Karpenter GPU NodePools (instance families, gpuLimit, capacity types)."""
-    models: NotRequired[list[dict[str, Any]]]
+    models: NotRequired[list[ModelSettings]]
     """The stack file's `models`: what vLLM serves, on which pool, cached how, autoscaled how."""
-    model_cache: NotRequired[dict[str, Any]]
+    model_cache: NotRequired[ModelCacheSettings]
     """The stack file's `modelCache`: the S3 bucket and the FSx for Lustre file system."""
-    gateway: NotRequired[dict[str, Any]]
+    gateway: NotRequired[GatewaySettings]
     """The stack file's `gateway`: Envoy Gateway + AI Gateway in front of the models, its clients and limits."""
-    alerting: NotRequired[dict[str, Any]]
+    alerting: NotRequired[AlertingSettings]
     """The stack file's `alerting`: where Alertmanager sends alerts."""
     region: NotRequired[str]
     """The AWS region the pools' instances must be sold in; default: the AWS provider's (`aws:region`)."""
@@ -155,6 +167,14 @@ class LlmPlatform(pulumi.ComponentResource):
         if eks_mode:
             if not region:
                 raise ConfigError("aws:region: not set; the eks mode needs the stack's AWS region")
+            # one AWS provider: the stack's region, and its tags on every AWS resource the program creates
+            aws_provider = aws.Provider(
+                f"{cluster_cfg.name}-aws",
+                region=region,
+                default_tags=aws.ProviderDefaultTagsArgs(tags=stack_tags),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            top = pulumi.ResourceOptions.merge(top, pulumi.ResourceOptions(providers=[aws_provider]))
             network = Network(
                 cluster_cfg.name,
                 NetworkArgs(
@@ -163,7 +183,6 @@ class LlmPlatform(pulumi.ComponentResource):
                     vpc_cidr=cluster_cfg.vpc_cidr,
                     availability_zones=cluster_cfg.availability_zones,
                     nat_per_zone=plan.prod,
-                    tags=stack_tags,
                 ),
                 opts=top,
             )
@@ -183,7 +202,6 @@ class LlmPlatform(pulumi.ComponentResource):
                     system_max=cluster_cfg.system_nodes.max,
                     system_disk_gib=cluster_cfg.system_nodes.disk_size_gib,
                     deletion_protection=plan.prod,
-                    tags=stack_tags,
                 ),
                 opts=top,
             )
@@ -201,16 +219,13 @@ class LlmPlatform(pulumi.ComponentResource):
                     fsx=plan.model_cache.fsx if plan.uses_fsx else None,
                     vpc_id=network.vpc_id,
                     subnet_id=network.private_subnet_ids[0],
-                    tags=stack_tags,
                 ),
                 opts=child(in_cluster),
             )
             weights = cache.weights
             karpenter = Karpenter(
                 f"{cluster_cfg.name}-karpenter",
-                KarpenterArgs(
-                    cluster_name=cluster_cfg.name, region=region, tags=stack_tags, pools=plan.gpu_node_pools
-                ),
+                KarpenterArgs(cluster_name=cluster_cfg.name, region=region, pools=plan.gpu_node_pools),
                 opts=child(after_monitoring),
             )
             GpuNodePools(
@@ -222,7 +237,7 @@ class LlmPlatform(pulumi.ComponentResource):
                     zones=cluster_cfg.availability_zones,
                     node_role_name=karpenter.node_role_name,
                     prod=plan.prod,
-                    tags=stack_tags,
+                    tags=stack_tags,  # on what Karpenter launches; default_tags do not reach it
                     extra_security_group_ids=[cache.fsx.client_security_group_id] if cache.fsx else [],
                 ),
                 opts=child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter])),
@@ -231,7 +246,7 @@ class LlmPlatform(pulumi.ComponentResource):
                 lb_controller = LoadBalancerController(
                     f"{cluster_cfg.name}-lb-controller",
                     LoadBalancerControllerArgs(
-                        cluster_name=cluster_cfg.name, region=region, vpc_id=network.vpc_id, tags=stack_tags
+                        cluster_name=cluster_cfg.name, region=region, vpc_id=network.vpc_id
                     ),
                     opts=child(in_cluster),
                 )
@@ -288,7 +303,6 @@ class LlmPlatform(pulumi.ComponentResource):
                         hf_token=args.get("hugging_face_token"),
                         cluster_name=cluster_cfg.name if eks_mode else None,
                         weights=weights,
-                        tags=stack_tags,
                     ),
                     opts=child(serving_opts),
                 )

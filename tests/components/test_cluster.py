@@ -124,3 +124,74 @@ def test_subnet_plan_does_not_overlap() -> None:
     assert all(n.subnet_of(cfg.vpc_cidr) for n in nets)  # type: ignore[arg-type]
     assert not any(a.overlaps(b) for i, a in enumerate(nets) for b in nets[i + 1 :])
     assert plan[0].private_cidr == "10.0.0.0/19"
+
+
+def test_what_the_network_and_cluster_wait_for_their_children_wait_for() -> None:
+    """Pulumi does not pass a component's depends_on to its children: the components do, so a VPC or an
+    EKS cluster composed after something (a permission boundary, a shared network) really waits for it."""
+    from ipaddress import IPv4Network
+
+    import pulumi
+    import pulumi_aws as aws
+
+    from llm_platform.components.cluster import EksCluster, EksClusterArgs
+    from llm_platform.components.network import Network, NetworkArgs
+    from llm_platform.testing import evaluate
+
+    def program() -> None:
+        first = aws.s3.Bucket("first")
+        after_first = pulumi.ResourceOptions(depends_on=[first])
+        network = Network(
+            "net",
+            NetworkArgs(
+                cluster_name="c",
+                vpc_cidr=IPv4Network("10.0.0.0/16"),
+                availability_zones=["us-east-1a", "us-east-1b"],
+                region="us-east-1",
+                nat_per_zone=False,
+                tags={},
+            ),
+            opts=after_first,
+        )
+        EksCluster(
+            "eks",
+            EksClusterArgs(
+                cluster_name="c",
+                kubernetes_version="1.34",
+                vpc_id=network.vpc_id,
+                private_subnet_ids=network.private_subnet_ids,
+                public_subnet_ids=network.public_subnet_ids,
+                endpoint_public_access=False,
+                public_access_cidrs=[],
+                admin_role_arns=[],
+                system_instance_type="m6i.large",
+                system_min=2,
+                system_max=3,
+                system_disk_gib=100,
+                deletion_protection=False,
+                tags={},
+            ),
+            opts=after_first,
+        )
+
+    recorded = evaluate(program)
+    children = [r for r in recorded.created if r.name != "first"]
+    assert {r.typ for r in children} >= {"aws:ec2/vpc:Vpc", "aws:kms/key:Key", "eks:index:Cluster"}
+    assert [r.name for r in children if not r.depends_on("aws:s3/bucket:Bucket", "first")] == []
+
+
+def test_one_aws_provider_tags_every_aws_resource_with_the_stacks_tags(run_program) -> None:
+    m = run_program("prod")
+    (provider,) = m.by_type("pulumi:providers:aws")
+    default_tags = json.loads(provider.inputs["defaultTags"])["tags"]
+    assert provider.inputs["region"] == "us-east-1"
+    assert default_tags["llm-platform/stack"] == "prod" and default_tags["llm-platform/environment"] == "prod"
+    aws_resources = [r for r in m.created if r.typ.startswith("aws:")]
+    assert aws_resources and {r.provider.split("::")[-2] for r in aws_resources} == {provider.name}
+    by_hand = [r.name for r in aws_resources if set(default_tags) & set(r.inputs.get("tags") or {})]
+    assert by_hand == []
+    # what Karpenter launches is no Pulumi resource: its EC2NodeClasses carry the tags themselves
+    node_classes = [r for r in m.created if r.typ.endswith(":EC2NodeClass")]
+    assert node_classes and all(
+        default_tags.items() <= r.inputs["spec"]["tags"].items() for r in node_classes
+    )

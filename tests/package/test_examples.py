@@ -25,22 +25,56 @@ class Expression(str):
 
 
 def schema_problems(properties: dict[str, Any]) -> list[str]:
-    resource = schema()["resources"][TOKEN]
-    inputs = resource["inputProperties"]
-    problems = [f"{k}: not an input of {TOKEN}" for k in properties if k not in inputs]
-    problems += [f"{k}: required, not set" for k in resource["requiredInputs"] if k not in properties]
-    types = {"string": str, "object": dict, "array": list, "number": (int, float), "boolean": bool}
-    for key, value in properties.items():
-        spec = inputs.get(key)
-        if spec is None:
-            continue
-        if isinstance(value, Expression):
-            if spec.get("plain"):
-                problems.append(f"{key}: must be a plain value, not {value}")
-            continue
-        if not isinstance(value, types[spec.get("type", "string")]):
-            problems.append(f"{key}: {type(value).__name__} where the schema says {spec.get('type')}")
+    """What the provider's schema says is wrong with a component's properties: unknown or missing keys,
+    an expression where a plain value must be, a value of the wrong type, at any depth."""
+    package = schema()
+    resource = package["resources"][TOKEN]
+    return _problems(
+        properties, resource["inputProperties"], resource["requiredInputs"], package["types"], ""
+    )
+
+
+def _problems(value: dict, properties: dict, required: list[str], types: dict, at: str) -> list[str]:
+    problems = [f"{at}{k}: not an input of {TOKEN}" for k in value if k not in properties]
+    problems += [f"{at}{k}: required, not set" for k in required if k not in value]
+    for key, item in value.items():
+        if key in properties:
+            problems += _value_problems(item, properties[key], types, f"{at}{key}")
     return problems
+
+
+PRIMITIVES = {"string": str, "number": (int, float), "integer": int, "boolean": bool}
+
+
+def _value_problems(value: Any, spec: dict, types: dict, at: str) -> list[str]:
+    if isinstance(value, Expression):
+        return [f"{at}: must be a plain value, not {value}"] if spec.get("plain") else []
+    if "$ref" in spec:
+        ref = spec["$ref"].removeprefix("#/types/")
+        if ref.startswith("pulumi.json#"):
+            return []
+        if not isinstance(value, dict):
+            return [f"{at}: {type(value).__name__} where the schema says an object ({ref})"]
+        kind = types[ref]
+        return _problems(value, kind["properties"], kind.get("required", []), types, f"{at}.")
+    kind = spec.get("type")
+    if kind == "array":
+        if not isinstance(value, list):
+            return [f"{at}: {type(value).__name__} where the schema says an array"]
+        return [
+            p for i, v in enumerate(value) for p in _value_problems(v, spec["items"], types, f"{at}[{i}]")
+        ]
+    if kind == "object":
+        if not isinstance(value, dict):
+            return [f"{at}: {type(value).__name__} where the schema says an object"]
+        inner = spec.get("additionalProperties", {})
+        return [p for k, v in value.items() for p in _value_problems(v, inner, types, f"{at}.{k}")]
+    expected = PRIMITIVES.get(kind or "")
+    if expected is not None and (
+        not isinstance(value, expected) or isinstance(value, bool) != (kind == "boolean")
+    ):
+        return [f"{at}: {type(value).__name__} where the schema says {kind}"]
+    return []
 
 
 def accepted(properties: dict[str, Any]) -> None:
@@ -125,6 +159,13 @@ def test_the_checks_catch_what_a_stale_example_would_get_wrong() -> None:
     ]
     assert schema_problems({**good, "environment": Expression("${env}")}) == [
         "environment: must be a plain value, not ${env}"
+    ]
+    pool = good["gpuNodePools"][0]
+    assert schema_problems(
+        {**good, "gpuNodePools": [{**pool, "gpuLimit": "4", "instanceFamily": ["g5"]}]}
+    ) == [
+        "gpuNodePools[0].instanceFamily: not an input of " + TOKEN,
+        "gpuNodePools[0].gpuLimit: str where the schema says integer",
     ]
     with pytest.raises(ValueError, match="gpuLimit"):
         accepted({**good, "gpuNodePools": [{**good["gpuNodePools"][0], "gpuLimit": -1}]})

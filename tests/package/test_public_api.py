@@ -31,8 +31,8 @@ def test_the_top_level_component_builds_the_platform_from_stack_file_values() ->
     platform = recorded.by_type("llm-platform:index:LlmPlatform")
     assert [p.name for p in platform] == ["llm-dev"]
     deployments = recorded.by_type("kubernetes:apps/v1:Deployment")
-    assert [d.inputs["metadata"]["name"] for d in deployments if "vllm" in d.name or "qwen" in d.name]
-    top = [r for r in recorded.created if r.parent_urn == platform[0].urn]
+    assert [d.inputs["metadata"]["namespace"] for d in deployments] == ["model-qwen-1-5b"]
+    top = [r for r in recorded.created if r.parent_urn == platform[0].urn and r.typ != "pulumi:providers:aws"]
     assert {r.typ for r in top} >= {
         "llm-platform:network:Network",
         "llm-platform:cluster:EksCluster",

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
+from llm_platform.components import child_options
 from llm_platform.components.identity import node_role
 from llm_platform.components.specs import cluster as spec
 from llm_platform.components.specs.common import pod_identity_trust_policy
@@ -31,7 +32,8 @@ class EksClusterArgs:
     system_max: int
     system_disk_gib: int
     deletion_protection: bool
-    tags: dict[str, str]
+    tags: dict[str, str] = field(default_factory=dict)
+    """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
 
 
 class EksCluster(pulumi.ComponentResource):
@@ -47,7 +49,7 @@ class EksCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm-platform:cluster:EksCluster", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
 
         secrets_key = aws.kms.Key(
             f"{name}-secrets",
@@ -91,7 +93,7 @@ class EksCluster(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        cluster_ready = pulumi.ResourceOptions(parent=self, depends_on=[self.cluster])
+        cluster_ready = child_options(self, opts, self.cluster)
 
         pod_identity = aws.eks.Addon(
             f"{name}-pod-identity",
@@ -147,7 +149,7 @@ class EksCluster(pulumi.ComponentResource):
                 )
             ],
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes, pod_identity]),
+            opts=child_options(self, opts, self.system_nodes, pod_identity),
         )
 
         self.provider = k8s.Provider(
@@ -155,7 +157,7 @@ class EksCluster(pulumi.ComponentResource):
             kubeconfig=self.cluster.kubeconfig_json,
             cluster_identifier=args.cluster_name,
             enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes]),
+            opts=child_options(self, opts, self.system_nodes),
         )
         self.cluster_name = pulumi.Output.from_input(args.cluster_name)
         self.endpoint = self.cluster.kubeconfig_json.apply(_server_of)
@@ -198,7 +200,7 @@ class ExistingCluster(pulumi.ComponentResource):
             context=args.context,
             cluster_identifier=args.cluster_name,
             enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self, opts),
         )
         self.cluster_name = pulumi.Output.from_input(args.cluster_name)
         self.register_outputs({"clusterName": self.cluster_name})

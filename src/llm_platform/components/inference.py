@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -30,7 +30,8 @@ class InferenceServiceArgs:
     cluster_name: str | None = None
     """EKS cluster for Pod Identity associations; None on an existing cluster (hub cache only)."""
     weights: ModelWeights | None = None
-    tags: dict[str, str]
+    tags: dict[str, str] = field(default_factory=dict)
+    """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
 
 
 class InferenceService(pulumi.ComponentResource):

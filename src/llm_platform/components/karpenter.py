@@ -27,7 +27,8 @@ from llm_platform.plan.nodes import pool_node_class_name, uses_reservations
 class KarpenterArgs:
     cluster_name: str
     region: str
-    tags: dict[str, str]
+    tags: dict[str, str] = field(default_factory=dict)
+    """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
     pools: Sequence[GpuNodePool] = field(default_factory=list)
     """The GPU pools: their capacity reservations shape the controller's IAM, events and feature gates."""
 
@@ -146,6 +147,8 @@ class GpuNodePoolsArgs:
     node_role_name: pulumi.Input[str]
     prod: bool
     tags: dict[str, str]
+    """Tags Karpenter puts on the instances, volumes and network interfaces it launches (the stack's tags:
+    they are not Pulumi resources, so the AWS provider's default_tags never reach them)."""
     extra_security_group_ids: list[pulumi.Input[str]] = field(default_factory=list)
 
 

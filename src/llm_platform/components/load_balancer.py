@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import pulumi
@@ -23,7 +23,8 @@ class LoadBalancerControllerArgs:
     cluster_name: str
     region: str
     vpc_id: pulumi.Input[str]
-    tags: dict[str, str]
+    tags: dict[str, str] = field(default_factory=dict)
+    """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
 
 
 class LoadBalancerController(pulumi.ComponentResource):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
@@ -48,7 +48,8 @@ class ModelCacheArgs:
     vpc_id: pulumi.Input[str]
     subnet_id: pulumi.Input[str]
     """Lustre file systems live in one zone; the first private subnet's."""
-    tags: dict[str, str]
+    tags: dict[str, str] = field(default_factory=dict)
+    """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
 
 
 class ModelCache(pulumi.ComponentResource):

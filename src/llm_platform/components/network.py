@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 
 import pulumi
 import pulumi_aws as aws
 
+from llm_platform.components import child_options
 from llm_platform.components.specs.network import private_subnet_tags, public_subnet_tags, subnet_plan
 
 
@@ -19,7 +20,8 @@ class NetworkArgs:
     region: str
     nat_per_zone: bool
     """One NAT gateway per zone (survives a zone outage) or a single shared one (cheaper)."""
-    tags: dict[str, str]
+    tags: dict[str, str] = field(default_factory=dict)
+    """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
 
 
 class Network(pulumi.ComponentResource):
@@ -35,7 +37,7 @@ class Network(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm-platform:network:Network", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
 
         def tagged(suffix: str, extra: dict[str, str] | None = None) -> dict[str, str]:
             return {**args.tags, "Name": f"{name}-{suffix}", **(extra or {})}
@@ -85,7 +87,7 @@ class Network(pulumi.ComponentResource):
                         allocation_id=eip.id,
                         subnet_id=public.id,
                         tags=tagged(f"nat-{p.zone}"),
-                        opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
+                        opts=child_options(self, opts, igw),
                     )
                 )
 

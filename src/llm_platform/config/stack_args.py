@@ -1,0 +1,304 @@
+"""The stack file's schema as typed args (camelCase keys, as in `Pulumi.<stack>.yaml`).
+
+Generated from config/schema.py by `python -m llm_platform.tools.stack_args`; do not edit. The schema
+validates every value; these types describe it to type checkers and to Pulumi's schema inference.
+"""
+
+from typing import NotRequired, TypedDict
+
+__all__ = [
+    "AlertingSettings",
+    "AmiVersionsSettings",
+    "AutoscalingSettings",
+    "CapacityReservationTermSettings",
+    "ClusterSettings",
+    "FsxSettings",
+    "GatewayClientSettings",
+    "GatewaySettings",
+    "GpuNodePoolSettings",
+    "HeadroomSettings",
+    "HeadroomWindowSettings",
+    "ModelCacheSettings",
+    "ModelGeometrySettings",
+    "ModelSettings",
+    "PrewarmWindowSettings",
+    "S3BucketSettings",
+    "ScalingPolicySettings",
+    "ScalingRulesSettings",
+    "SloSettings",
+    "SystemNodesSettings",
+]
+
+
+class SystemNodesSettings(TypedDict):
+    """The on-demand managed node group for controllers (Karpenter must never run on nodes it manages)."""
+
+    instanceType: NotRequired[str]
+    """default 'm6i.large'."""
+    min: NotRequired[int]
+    """>= 1; default 2."""
+    max: NotRequired[int]
+    """>= 1; default 3."""
+    diskSizeGiB: NotRequired[int]
+    """>= 40; <= 16384; default 100."""
+
+
+class AmiVersionsSettings(TypedDict):
+    """Pinned Karpenter AMI alias versions per AMI family (`@latest` is allowed in dev only)."""
+
+    al2023: NotRequired[str]
+    """matches ^(latest|v[0-9]{8})$; default 'latest'."""
+    bottlerocket: NotRequired[str]
+    """matches ^(latest|v[0-9]+\\.[0-9]+\\.[0-9]+)$; default 'latest'."""
+
+
+class ClusterSettings(TypedDict):
+    """The stack file's ClusterConfig."""
+
+    mode: NotRequired[str]
+    """one of 'eks', 'existing'; default 'eks'."""
+    name: str
+    kubernetesVersion: NotRequired[str]
+    """matches ^1\\.[0-9]{2}$; default '1.34'."""
+    vpcCidr: NotRequired[str]
+    """default IPv4Network('10.0.0.0/16')."""
+    availabilityZones: list[str]
+    """at least 2 items; at most 3 items."""
+    systemNodes: NotRequired[SystemNodesSettings]
+    """default: the schema's defaults."""
+    endpointPublicAccess: NotRequired[bool]
+    """default True."""
+    publicAccessCidrs: NotRequired[list[str]]
+    """default [IPv4Network('0.0.0.0/0')]."""
+    adminRoleArns: NotRequired[list[str]]
+    amiVersions: NotRequired[AmiVersionsSettings]
+    """default: the schema's defaults."""
+    kubeconfig: NotRequired[str]
+    context: NotRequired[str]
+
+
+class HeadroomWindowSettings(TypedDict):
+    """Warm GPUs held during a cron window (a KEDA cron trigger on the pool's placeholder Deployment)."""
+
+    start: str
+    end: str
+    timezone: NotRequired[str]
+    """default 'UTC'."""
+    gpus: int
+    """>= 0."""
+
+
+class HeadroomSettings(TypedDict):
+    """GPUs kept warm in a pool by low-priority placeholder pods, so a burst shorter than a cold start lands on a running node: `gpus` outside any window, `schedule` windows raise it."""
+
+    gpus: NotRequired[int]
+    """>= 0; default 0."""
+    schedule: NotRequired[list[HeadroomWindowSettings]]
+
+
+class CapacityReservationTermSettings(TypedDict):
+    """One EC2NodeClass `capacityReservationSelectorTerms` entry: a reservation by id, or every reservation carrying these tags (optionally only those owned by `ownerID`, e.g. shared from another account)."""
+
+    id: NotRequired[str]
+    tags: NotRequired[dict[str, str]]
+    ownerID: NotRequired[str]
+
+
+class GpuNodePoolSettings(TypedDict):
+    """The stack file's GpuNodePool."""
+
+    name: str
+    instanceFamilies: list[str]
+    """at least 1 items."""
+    instanceSizes: NotRequired[list[str]]
+    capacityTypes: NotRequired[list[str]]
+    """one of 'reserved', 'spot', 'on-demand'; at least 1 items; default ['on-demand']."""
+    amiFamily: NotRequired[str]
+    """one of 'al2023', 'bottlerocket'; default 'al2023'."""
+    gpuLimit: int
+    """> 0."""
+    consolidateAfter: NotRequired[str]
+    """default '5m'."""
+    expireAfter: NotRequired[str]
+    """default '720h'."""
+    mig: NotRequired[bool]
+    """default False."""
+    headroom: NotRequired[HeadroomSettings]
+    capacityReservations: NotRequired[list[CapacityReservationTermSettings]]
+
+
+class ScalingPolicySettings(TypedDict):
+    """The stack file's ScalingPolicy."""
+
+    type: str
+    """one of 'Pods', 'Percent'."""
+    value: int
+    """> 0."""
+    periodSeconds: int
+    """> 0; <= 1800."""
+
+
+class ScalingRulesSettings(TypedDict):
+    """HPA `behavior.scaleUp` / `scaleDown`; unset fields take the Kubernetes defaults."""
+
+    stabilizationWindowSeconds: NotRequired[int]
+    """>= 0; <= 3600."""
+    selectPolicy: NotRequired[str]
+    """one of 'Max', 'Min', 'Disabled'."""
+    policies: NotRequired[list[ScalingPolicySettings]]
+
+
+class PrewarmWindowSettings(TypedDict):
+    """Capacity held ready before a known surge (a KEDA cron trigger)."""
+
+    name: str
+    start: str
+    end: str
+    timezone: NotRequired[str]
+    """default 'UTC'."""
+    replicas: int
+    """> 0."""
+
+
+class AutoscalingSettings(TypedDict):
+    """The stack file's Autoscaling."""
+
+    minReplicas: NotRequired[int]
+    """>= 1; default 1."""
+    maxReplicas: NotRequired[int]
+    """>= 1; default 4."""
+    queueDepthPerReplica: NotRequired[float]
+    """> 0; default 5."""
+    kvCacheUsage: NotRequired[float]
+    """> 0; <= 1; default 0.8."""
+    requestsPerSecondPerReplica: NotRequired[float]
+    """> 0."""
+    pollingInterval: NotRequired[int]
+    """> 0; <= 300; default 10."""
+    cooldownPeriod: NotRequired[int]
+    """>= 0; default 300."""
+    scaleUp: NotRequired[ScalingRulesSettings]
+    """default: the schema's defaults."""
+    scaleDown: NotRequired[ScalingRulesSettings]
+    """default: the schema's defaults."""
+    prewarm: NotRequired[list[PrewarmWindowSettings]]
+
+
+class SloSettings(TypedDict):
+    """The stack file's Slo."""
+
+    ttftSeconds: float
+    """> 0."""
+    itlSeconds: float
+    """> 0."""
+
+
+class ModelGeometrySettings(TypedDict):
+    """A model the built-in table (config/model_profiles.py) does not know, described from its Hugging Face `config.json` and model card, so the platform (GPU fit, cold start) and the simulator can size it."""
+
+    parameters: float
+    """> 0."""
+    layers: int
+    """> 0."""
+    kvHeads: int
+    """> 0."""
+    headDim: int
+    """> 0."""
+    weightBits: NotRequired[int]
+    """one of 4, 8, 16; default 16."""
+    hiddenSize: NotRequired[int]
+    """>= 0; default 0."""
+    vocabSize: NotRequired[int]
+    """>= 0; default 0."""
+    tiedEmbeddings: NotRequired[bool]
+    """default False."""
+
+
+class ModelSettings(TypedDict):
+    """The stack file's ModelConfig."""
+
+    name: str
+    huggingFaceId: str
+    """matches ^[A-Za-z0-9][\\w.-]*/[\\w.-]+$."""
+    image: NotRequired[str]
+    """default 'vllm/vllm-openai:v0.30.0'."""
+    nodePool: str
+    tensorParallelSize: NotRequired[int]
+    """default 1."""
+    maxModelLen: int
+    """>= 1."""
+    gpuMemoryUtilization: NotRequired[float]
+    """> 0; < 1; default 0.9."""
+    cache: str
+    """one of 'nvme', 'fsx', 's3', 'hub'."""
+    needsHfToken: NotRequired[bool]
+    """default False."""
+    extraArgs: NotRequired[list[str]]
+    autoscaling: NotRequired[AutoscalingSettings]
+    """default: the schema's defaults."""
+    slo: SloSettings
+    precisePrefixRouting: NotRequired[bool]
+    """default False."""
+    geometry: NotRequired[ModelGeometrySettings]
+
+
+class S3BucketSettings(TypedDict):
+    """The stack file's S3BucketConfig."""
+
+    forceDestroy: NotRequired[bool]
+    """default False."""
+    noncurrentVersionDays: NotRequired[int]
+    """>= 1; default 30."""
+
+
+class FsxSettings(TypedDict):
+    """The stack file's FsxConfig."""
+
+    storageCapacityGiB: NotRequired[int]
+    """default 1200."""
+    deploymentType: NotRequired[str]
+    """one of 'SCRATCH_2', 'PERSISTENT_2'; default 'PERSISTENT_2'."""
+    perUnitStorageThroughput: NotRequired[int]
+    """default 250."""
+
+
+class ModelCacheSettings(TypedDict):
+    """The stack file's ModelCacheConfig."""
+
+    s3Bucket: NotRequired[S3BucketSettings]
+    """default: the schema's defaults."""
+    fsx: NotRequired[FsxSettings]
+
+
+class GatewayClientSettings(TypedDict):
+    """A caller of the gateway: its key is in the `gatewayClientKeys` Pulumi secret under this name."""
+
+    name: str
+    """matches ^[a-z][a-z0-9-]{0,62}$."""
+    requestsPerMinute: int
+    """> 0."""
+
+
+class GatewaySettings(TypedDict):
+    """The stack file's GatewayConfig."""
+
+    enabled: NotRequired[bool]
+    """default False."""
+    internal: NotRequired[bool]
+    """default True."""
+    certificateArn: NotRequired[str]
+    replicas: NotRequired[int]
+    """>= 1; default 2."""
+    maxPendingPerReplica: NotRequired[int]
+    """>= 1; default 32."""
+    clients: NotRequired[list[GatewayClientSettings]]
+
+
+class AlertingSettings(TypedDict):
+    """Where Alertmanager sends the platform's alerts. The receiver's URL (Slack incoming webhook, generic webhook, e.g. an SNS HTTPS subscription bridge) or PagerDuty routing key is the `alertReceiver` Pulumi secret; it reaches Alertmanager as a mounted Secret file, never as plain Helm values."""
+
+    receiver: NotRequired[str]
+    """one of 'none', 'slack', 'pagerduty', 'webhook'; default 'none'."""
+    slackChannel: NotRequired[str]
+    sendResolved: NotRequired[bool]
+    """default True."""
