@@ -40,15 +40,6 @@ def load_fixture(name: str) -> StackConfig:
     return load_stack(fixture_stack(name))
 
 
-@pytest.fixture
-def mocks() -> Iterator[platform_mocks.PlatformMocks]:
-    """Mocks with the dev fixture's config; components under test are constructed inside the test."""
-    config, secret_keys = stack_config(fixture_stack("dev"))
-    m, loop = platform_mocks.install("dev", config, secret_keys)
-    yield m
-    platform_mocks.uninstall(loop)
-
-
 # evaluations of an unchanged stack file, shared by the tests that only read what was registered
 _UNCHANGED_STACKS: dict[str, platform_mocks.PlatformMocks] = {}
 

@@ -19,6 +19,7 @@ from llm_platform.components.specs import inference_pool as pool
 from llm_platform.config.loader import PROJECT, SECRET_KEYS, ConfigError, parse
 from llm_platform.config.schema import GatewayClient
 from llm_platform.plan import resolve
+from llm_platform.plan.naming import AI_GATEWAY_NAMESPACE, GATEWAY_NAMESPACE
 from llm_platform.tools import mocks as platform_mocks
 from llm_platform.tools import render
 from tests.components import promtool
@@ -125,7 +126,7 @@ def test_pinned_versions_and_aigw_extension_wiring(run: Run) -> None:
         "port": 1063,
     }
     assert run.helm["envoy-gateway"]["values"]["crds"] == {"enabled": False}
-    assert run.helm["ai-gateway"]["values"]["envoyGateway"]["namespace"] == gw.NAMESPACE
+    assert run.helm["ai-gateway"]["values"]["envoyGateway"]["namespace"] == GATEWAY_NAMESPACE
 
 
 # ------------------------------------------------------------------------------------------- the NLB
@@ -453,7 +454,7 @@ def test_network_policies_chain_gateway_to_picker_to_vllm(run: Run) -> None:
         epp = next(p for p in run.objects("NetworkPolicy") if p["metadata"]["name"] == f"{name}-epp-ingress")
         ingress = {r["ports"][0]["port"]: r["from"][0] for r in epp["spec"]["ingress"]}
         assert ingress[pool.EXT_PROC_PORT]["namespaceSelector"]["matchLabels"] == {
-            "kubernetes.io/metadata.name": gw.NAMESPACE
+            "kubernetes.io/metadata.name": GATEWAY_NAMESPACE
         }
         assert ingress[pool.EXT_PROC_PORT]["podSelector"]["matchLabels"] == {
             "app.kubernetes.io/name": "envoy",
@@ -492,7 +493,7 @@ def test_the_ai_gateway_webhook_serves_this_clusters_own_certificate(run: Run, t
     values = run.helm["ai-gateway"]["values"]["controller"]["mutatingWebhook"]
     assert values == {"tlsCertSecretName": gw.WEBHOOK_CERT_SECRET}
     secret = run.one("Secret", gw.WEBHOOK_CERT_SECRET)
-    assert secret["metadata"]["namespace"] == gw.AI_GATEWAY_NAMESPACE and secret["type"] == "Opaque"
+    assert secret["metadata"]["namespace"] == AI_GATEWAY_NAMESPACE and secret["type"] == "Opaque"
     assert secret["stringData"] == {"ca.crt": "[secret]", "tls.crt": "[secret]", "tls.key": "[secret]"}
     # Helm adopts an object only with its release's ownership metadata (else the install fails)
     assert secret["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"

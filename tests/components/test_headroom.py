@@ -17,6 +17,7 @@ from llm_platform.config.cold_start import PREEMPTION_SECONDS
 from llm_platform.config.loader import PROJECT, ROOT, ConfigError, parse
 from llm_platform.config.schema import StackConfig
 from llm_platform.plan import PoolPlan
+from llm_platform.plan.naming import HEADROOM_NAMESPACE
 from llm_platform.tools import render
 from llm_platform.tools.preflight.pods import pod_requests
 from tests.components import promtool
@@ -268,10 +269,12 @@ def test_the_program_registers_headroom_after_keda(run_program) -> None:
     placeholders = {
         d.inputs["metadata"]["name"]: d
         for d in m.by_type(DEPLOYMENT)
-        if d.inputs["metadata"].get("namespace") == spec.NAMESPACE
+        if d.inputs["metadata"].get("namespace") == HEADROOM_NAMESPACE
     }
     assert set(placeholders) == {"headroom-g5", "headroom-p4d"}
-    (schedule,) = [s for s in m.by_type(SCALED_OBJECT) if s.inputs["metadata"]["namespace"] == spec.NAMESPACE]
+    (schedule,) = [
+        s for s in m.by_type(SCALED_OBJECT) if s.inputs["metadata"]["namespace"] == HEADROOM_NAMESPACE
+    ]
     assert schedule.depends_on(RELEASE, "llm-headroom-test-keda-release"), (
         "the ScaledObject needs KEDA's CRDs"
     )
@@ -293,9 +296,13 @@ def test_the_program_registers_headroom_after_keda(run_program) -> None:
 def test_a_stack_without_headroom_registers_no_placeholder(run_program) -> None:
     m = run_program("dev")
     assert [p.inputs["metadata"]["name"] for p in m.by_type(PRIORITY_CLASS)] == ["llm-serving"]
-    assert not [d for d in m.by_type(DEPLOYMENT) if d.inputs["metadata"].get("namespace") == spec.NAMESPACE]
+    assert not [
+        d for d in m.by_type(DEPLOYMENT) if d.inputs["metadata"].get("namespace") == HEADROOM_NAMESPACE
+    ]
     # its pool still pre-pulls the vLLM image on every node
-    (prepull,) = [d for d in m.by_type(DAEMONSET) if d.inputs["metadata"].get("namespace") == spec.NAMESPACE]
+    (prepull,) = [
+        d for d in m.by_type(DAEMONSET) if d.inputs["metadata"].get("namespace") == HEADROOM_NAMESPACE
+    ]
     assert prepull.inputs["metadata"]["name"] == "prepull-gpu-spot"
 
 
@@ -303,7 +310,7 @@ def test_a_stack_without_headroom_registers_no_placeholder(run_program) -> None:
 
 
 def _deployment_series(metric: str, pool: str, values: str) -> dict[str, str]:
-    labels = f'namespace="{spec.NAMESPACE}",deployment="headroom-{pool}",job="kube-state-metrics"'
+    labels = f'namespace="{HEADROOM_NAMESPACE}",deployment="headroom-{pool}",job="kube-state-metrics"'
     return {"series": f"{metric}{{{labels}}}", "values": values}
 
 
@@ -318,7 +325,12 @@ def test_empty_buffer_alert_fires_only_when_placeholders_are_wanted_and_none_run
     rule = spec.prometheus_rule([_pool(cfg, "g5")])
     promtool.check_rule_file(rule["spec"], tmp_path)
     spec_replicas, available = "kube_deployment_spec_replicas", "kube_deployment_status_replicas_available"
-    labels = {"severity": "warning", "pool": "g5", "namespace": spec.NAMESPACE, "deployment": "headroom-g5"}
+    labels = {
+        "severity": "warning",
+        "pool": "g5",
+        "namespace": HEADROOM_NAMESPACE,
+        "deployment": "headroom-g5",
+    }
     annotations = rule["spec"]["groups"][0]["rules"][0]["annotations"]
     tests = [
         {

@@ -27,6 +27,7 @@ from llm_platform.config.versions import (
     LLM_D_ROUTER_VERSION,
 )
 from llm_platform.plan import ModelPlan
+from llm_platform.plan.naming import AI_GATEWAY_NAMESPACE, GATEWAY_NAMESPACE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,14 +58,14 @@ class Gateway(pulumi.ComponentResource):
     def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm-platform:gateway:Gateway", name, None, opts)
         self._name, self._opts = name, opts
-        self.namespace = spec.NAMESPACE
+        self.namespace = GATEWAY_NAMESPACE
         if args.replicas < 2:
             pulumi.log.warn(
                 f"{name}: {args.replicas} Envoy replica(s): one node loss stops all traffic", self
             )
 
         ns = self._apply("ns", spec.namespace(args.environment))
-        aigw_ns = self._apply("ai-gateway-ns", namespace_manifest(spec.AI_GATEWAY_NAMESPACE, "restricted"))
+        aigw_ns = self._apply("ai-gateway-ns", namespace_manifest(AI_GATEWAY_NAMESPACE, "restricted"))
         crds = self._release(
             "gateway-crds", "gateway-crds-helm", ENVOY_GATEWAY_VERSION, spec.gateway_crds_values(), ns
         )
@@ -86,7 +87,7 @@ class Gateway(pulumi.ComponentResource):
             {},
             aigw_ns,
             crds,
-            namespace=spec.AI_GATEWAY_NAMESPACE,
+            namespace=AI_GATEWAY_NAMESPACE,
         )
         webhook_cert = self._apply(
             "ai-gateway-webhook-tls", spec.webhook_cert_secret(self._webhook_certificate()), aigw_ns
@@ -100,7 +101,7 @@ class Gateway(pulumi.ComponentResource):
             envoy_gateway,
             pool_crd,
             webhook_cert,
-            namespace=spec.AI_GATEWAY_NAMESPACE,
+            namespace=AI_GATEWAY_NAMESPACE,
         )
         controllers = [envoy_gateway, ai_gateway]
 
@@ -216,7 +217,7 @@ class Gateway(pulumi.ComponentResource):
         version: str,
         values: dict[str, Any],
         *after: pulumi.Resource,
-        namespace: str = spec.NAMESPACE,
+        namespace: str = GATEWAY_NAMESPACE,
         release: str | None = None,
         repository: str = ENVOY_GATEWAY_CHART_REPO,
     ) -> k8s.helm.v3.Release:

@@ -12,6 +12,7 @@ from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import gpu_operator as spec
 from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.config.versions import GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION, NFD_REPO, NFD_VERSION
+from llm_platform.plan.naming import GPU_OPERATOR_NAMESPACE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,7 +27,7 @@ class GpuOperator(pulumi.ComponentResource):
         super().__init__("llm-platform:gpu:GpuOperator", name, None, opts)
         # operands mount host paths and need privileged pods
         namespace = apply_manifest(
-            f"{name}-ns", namespace_manifest(spec.NAMESPACE, "privileged"), child_options(self, opts)
+            f"{name}-ns", namespace_manifest(GPU_OPERATOR_NAMESPACE, "privileged"), child_options(self, opts)
         )
         nfd = k8s.helm.v3.Release(
             f"{name}-nfd",
@@ -34,7 +35,7 @@ class GpuOperator(pulumi.ComponentResource):
             chart="node-feature-discovery",
             version=NFD_VERSION,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=NFD_REPO),
-            namespace=spec.NAMESPACE,
+            namespace=GPU_OPERATOR_NAMESPACE,
             values=spec.nfd_values(),
             opts=child_options(self, opts, namespace),
         )
@@ -44,7 +45,7 @@ class GpuOperator(pulumi.ComponentResource):
             chart="gpu-operator",
             version=GPU_OPERATOR_VERSION,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=GPU_OPERATOR_REPO),
-            namespace=spec.NAMESPACE,
+            namespace=GPU_OPERATOR_NAMESPACE,
             values=spec.helm_values(mig_in_use=args.mig_in_use),
             # operand DaemonSets only become ready once a GPU node exists; don't block `pulumi up` on them
             skip_await=True,

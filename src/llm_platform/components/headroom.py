@@ -10,10 +10,11 @@ import pulumi
 
 from llm_platform.components import child_options
 from llm_platform.components.kubernetes import apply_manifest
-from llm_platform.components.specs import dashboards, observability
+from llm_platform.components.specs import dashboards
 from llm_platform.components.specs import headroom as spec
 from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.plan import PoolPlan
+from llm_platform.plan.naming import HEADROOM_NAMESPACE, MONITORING_NAMESPACE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,7 +47,7 @@ class GpuHeadroom(pulumi.ComponentResource):
             self.register_outputs({"placeholders": placeholders})
             return
         ns = apply_manifest(
-            f"{name}-ns", namespace_manifest(spec.NAMESPACE, "restricted"), child_options(self, opts)
+            f"{name}-ns", namespace_manifest(HEADROOM_NAMESPACE, "restricted"), child_options(self, opts)
         )
         for pool in serving:
             apply_manifest(
@@ -79,10 +80,10 @@ class GpuHeadroom(pulumi.ComponentResource):
             apply_manifest(
                 f"{name}-alerts", spec.prometheus_rule(pools), child_options(self, opts, ns, *monitoring)
             )
-            board = dashboards.headroom_dashboard(spec.NAMESPACE)
+            board = dashboards.headroom_dashboard(HEADROOM_NAMESPACE)
             apply_manifest(
                 f"{name}-dashboard",
-                dashboards.dashboard_configmap("llm-platform-headroom", observability.NAMESPACE, board),
+                dashboards.dashboard_configmap("llm-platform-headroom", MONITORING_NAMESPACE, board),
                 child_options(self, opts, *monitoring),
             )
         self.register_outputs({"placeholders": placeholders})

@@ -215,21 +215,22 @@ class InferenceService(pulumi.ComponentResource):
                 )
             )
         if mode == "fsx":
+            fsx = weights.fsx
+            if fsx is None:
+                raise ValueError(f"model {model.name!r}: cache 'fsx' needs the model cache's FSx file system")
             volume_name = names.fsx_volume
-            volume = pulumi.Output.all(
-                fs=weights.fsx_file_system_id, dns=weights.fsx_dns_name, mount=weights.fsx_mount_name
-            ).apply(
+            volume = pulumi.Output.all(fs=fsx.file_system_id, dns=fsx.dns_name, mount=fsx.mount_name).apply(
                 lambda o: cache_spec.fsx_persistent_volume(
                     volume_name,
                     file_system_id=o["fs"],
                     dns_name=o["dns"],
                     mount_name=o["mount"],
-                    capacity_gib=weights.fsx_capacity_gib,
+                    capacity_gib=fsx.capacity_gib,
                 )
             )
             pv = apply_manifest(f"{name}-fsx-pv", volume, after_ns, api_version="v1", kind="PersistentVolume")
             claim = cache_spec.fsx_persistent_volume_claim(
-                names.fsx_claim, namespace, volume=volume_name, capacity_gib=weights.fsx_capacity_gib
+                names.fsx_claim, namespace, volume=volume_name, capacity_gib=fsx.capacity_gib
             )
             out += [pv, self._apply("fsx-pvc", claim, ns, pv)]
         return out

@@ -21,6 +21,7 @@ from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.config.schema import GpuNodePool
 from llm_platform.config.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
 from llm_platform.plan import NodeClassPlan
+from llm_platform.plan.naming import KARPENTER_NAMESPACE
 from llm_platform.plan.nodes import AddonPoolPlan, pool_node_class_name, uses_reservations
 
 
@@ -101,7 +102,7 @@ class Karpenter(pulumi.ComponentResource):
         association = service_account_identity(
             f"{name}-controller",
             cluster_name=cluster,
-            namespace=spec.NAMESPACE,
+            namespace=KARPENTER_NAMESPACE,
             service_account=spec.SERVICE_ACCOUNT,
             description=f"Karpenter controller of {cluster} (Pod Identity)",
             policy=policy_json,
@@ -109,14 +110,14 @@ class Karpenter(pulumi.ComponentResource):
             opts=child,
         )
 
-        namespace = apply_manifest(f"{name}-ns", namespace_manifest(spec.NAMESPACE, "restricted"), child)
+        namespace = apply_manifest(f"{name}-ns", namespace_manifest(KARPENTER_NAMESPACE, "restricted"), child)
         # CRDs from their own chart: Helm never upgrades CRDs shipped in a chart's crds/ folder
         crds = k8s.helm.v3.Release(
             f"{name}-crd",
             name="karpenter-crd",
             chart=KARPENTER_CRD_CHART,
             version=KARPENTER_VERSION,
-            namespace=spec.NAMESPACE,
+            namespace=KARPENTER_NAMESPACE,
             opts=child_options(self, opts, namespace),
         )
         self.release = k8s.helm.v3.Release(
@@ -124,7 +125,7 @@ class Karpenter(pulumi.ComponentResource):
             name=spec.RELEASE,
             chart=KARPENTER_CHART,
             version=KARPENTER_VERSION,
-            namespace=spec.NAMESPACE,
+            namespace=KARPENTER_NAMESPACE,
             skip_crds=True,
             values=queue.name.apply(lambda q: spec.helm_values(cluster, q, capacity_reservations=reserved)),
             opts=child_options(self, opts, crds, association, node_access),

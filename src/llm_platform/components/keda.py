@@ -10,6 +10,7 @@ from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import keda as spec
 from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.config.versions import KEDA_REPO, KEDA_VERSION
+from llm_platform.plan.naming import KEDA_NAMESPACE
 
 
 class Keda(pulumi.ComponentResource):
@@ -18,7 +19,7 @@ class Keda(pulumi.ComponentResource):
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm-platform:autoscaling:Keda", name, None, opts)
         namespace = apply_manifest(
-            f"{name}-ns", namespace_manifest(spec.NAMESPACE, "restricted"), child_options(self, opts)
+            f"{name}-ns", namespace_manifest(KEDA_NAMESPACE, "restricted"), child_options(self, opts)
         )
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
@@ -26,7 +27,7 @@ class Keda(pulumi.ComponentResource):
             chart="keda",
             version=KEDA_VERSION,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KEDA_REPO),
-            namespace=spec.NAMESPACE,
+            namespace=KEDA_NAMESPACE,
             values=spec.helm_values(),
             opts=child_options(self, opts, namespace),
         )

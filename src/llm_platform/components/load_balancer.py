@@ -15,6 +15,7 @@ from llm_platform.config.versions import (
     AWS_LOAD_BALANCER_CONTROLLER_REPO,
     AWS_LOAD_BALANCER_CONTROLLER_VERSION,
 )
+from llm_platform.plan.naming import KUBE_SYSTEM_NAMESPACE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,7 +41,7 @@ class LoadBalancerController(pulumi.ComponentResource):
         association = service_account_identity(
             name,
             cluster_name=args.cluster_name,
-            namespace=spec.NAMESPACE,
+            namespace=KUBE_SYSTEM_NAMESPACE,
             service_account=spec.SERVICE_ACCOUNT,
             description=f"AWS Load Balancer Controller of {args.cluster_name} (Pod Identity)",
             policy=policy,
@@ -53,7 +54,7 @@ class LoadBalancerController(pulumi.ComponentResource):
             chart="aws-load-balancer-controller",
             version=AWS_LOAD_BALANCER_CONTROLLER_VERSION,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=AWS_LOAD_BALANCER_CONTROLLER_REPO),
-            namespace=spec.NAMESPACE,
+            namespace=KUBE_SYSTEM_NAMESPACE,
             values=pulumi.Output.from_input(args.vpc_id).apply(
                 lambda vpc: spec.helm_values(cluster_name=args.cluster_name, region=args.region, vpc_id=vpc)
             ),

@@ -14,6 +14,20 @@ from llm_platform.components.identity import service_account_identity
 from llm_platform.components.specs import model_cache as spec
 from llm_platform.config.schema import FsxConfig, S3BucketConfig
 from llm_platform.config.versions import FSX_CSI_REPO, FSX_CSI_VERSION, FSX_LUSTRE_VERSION
+from llm_platform.plan.naming import KUBE_SYSTEM_NAMESPACE
+
+
+@dataclass(frozen=True, kw_only=True)
+class FsxVolume:
+    """An FSx for Lustre file system holding the models: what a model's static PersistentVolume mounts
+    (components/specs/model_cache.fsx_persistent_volume) and the security group its clients (GPU nodes)
+    carry."""
+
+    file_system_id: pulumi.Input[str]
+    dns_name: pulumi.Input[str]
+    mount_name: pulumi.Input[str]
+    capacity_gib: int
+    client_security_group_id: pulumi.Input[str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,10 +36,7 @@ class ModelWeights:
 
     bucket_name: pulumi.Input[str]
     bucket_arn: pulumi.Input[str]
-    fsx_file_system_id: pulumi.Input[str] | None = None
-    fsx_dns_name: pulumi.Input[str] | None = None
-    fsx_mount_name: pulumi.Input[str] | None = None
-    fsx_capacity_gib: int = 0
+    fsx: FsxVolume | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,15 +50,6 @@ class ModelCacheArgs:
     """Lustre file systems live in one zone; the first private subnet's."""
     tags: dict[str, str] = field(default_factory=dict)
     """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
-
-
-@dataclass(frozen=True)
-class FsxVolume:
-    file_system_id: pulumi.Output[str]
-    dns_name: pulumi.Output[str]
-    mount_name: pulumi.Output[str]
-    capacity_gib: int
-    client_security_group_id: pulumi.Output[str]
 
 
 class ModelCache(pulumi.ComponentResource):
@@ -123,14 +125,7 @@ class ModelCache(pulumi.ComponentResource):
         self.fsx = self._lustre(name, args, bucket, opts) if args.fsx else None
         self.bucket_name = bucket.bucket
         self.bucket_arn = bucket.arn
-        self.weights = ModelWeights(
-            bucket_name=self.bucket_name,
-            bucket_arn=self.bucket_arn,
-            fsx_file_system_id=self.fsx.file_system_id if self.fsx else None,
-            fsx_dns_name=self.fsx.dns_name if self.fsx else None,
-            fsx_mount_name=self.fsx.mount_name if self.fsx else None,
-            fsx_capacity_gib=self.fsx.capacity_gib if self.fsx else 0,
-        )
+        self.weights = ModelWeights(bucket_name=self.bucket_name, bucket_arn=self.bucket_arn, fsx=self.fsx)
         self.register_outputs(
             {
                 "bucketName": self.bucket_name,
@@ -230,7 +225,7 @@ class ModelCache(pulumi.ComponentResource):
         association = service_account_identity(
             f"{name}-fsx-csi",
             cluster_name=args.cluster_name,
-            namespace=spec.FSX_CSI_NAMESPACE,
+            namespace=KUBE_SYSTEM_NAMESPACE,
             service_account=spec.FSX_CSI_CONTROLLER_SA,
             description=f"FSx CSI controller of {args.cluster_name} (Pod Identity)",
             policy=json.dumps(spec.fsx_csi_policy()),
@@ -243,7 +238,7 @@ class ModelCache(pulumi.ComponentResource):
             chart="aws-fsx-csi-driver",
             version=FSX_CSI_VERSION,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=FSX_CSI_REPO),
-            namespace=spec.FSX_CSI_NAMESPACE,
+            namespace=KUBE_SYSTEM_NAMESPACE,
             values=spec.fsx_csi_values(),
             opts=child_options(self, opts, association),
         )

@@ -16,6 +16,7 @@ from llm_platform.components.specs.gateway_monitoring import epp_dashboard
 from llm_platform.config.schema import AlertingConfig
 from llm_platform.config.versions import KUBE_PROMETHEUS_STACK_REPO, KUBE_PROMETHEUS_STACK_VERSION
 from llm_platform.plan import PrometheusSizing
+from llm_platform.plan.naming import MONITORING_NAMESPACE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,7 +48,7 @@ class Observability(pulumi.ComponentResource):
         super().__init__("llm-platform:observability:Observability", name, None, opts)
         # node-exporter uses the host's namespaces
         namespace = apply_manifest(
-            f"{name}-ns", namespace_manifest(spec.NAMESPACE, "privileged"), child_options(self, opts)
+            f"{name}-ns", namespace_manifest(MONITORING_NAMESPACE, "privileged"), child_options(self, opts)
         )
         waits: list[pulumi.Resource] = [namespace]
         if args.create_storage_class:
@@ -73,7 +74,7 @@ class Observability(pulumi.ComponentResource):
         for key, board in boards:
             apply_manifest(
                 f"{name}-dashboard-{key}",
-                dashboards.dashboard_configmap(f"llm-platform-{key}", spec.NAMESPACE, board),
+                dashboards.dashboard_configmap(f"llm-platform-{key}", MONITORING_NAMESPACE, board),
                 child_options(self, opts, namespace),
             )
         self.release = k8s.helm.v3.Release(
@@ -82,7 +83,7 @@ class Observability(pulumi.ComponentResource):
             chart="kube-prometheus-stack",
             version=KUBE_PROMETHEUS_STACK_VERSION,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KUBE_PROMETHEUS_STACK_REPO),
-            namespace=spec.NAMESPACE,
+            namespace=MONITORING_NAMESPACE,
             values=spec.helm_values(
                 sizing=args.retention,
                 storage_class=spec.STORAGE_CLASS if args.create_storage_class else None,
@@ -101,7 +102,7 @@ class Observability(pulumi.ComponentResource):
             # the PrometheusRule CRD comes with the chart
             apply_manifest(
                 f"{name}-capacity-reservations",
-                reservations.prometheus_rule(args.reservation_node_classes, spec.NAMESPACE),
+                reservations.prometheus_rule(args.reservation_node_classes, MONITORING_NAMESPACE),
                 child_options(self, opts, self.release),
             )
         self.register_outputs({"release": self.release.name})

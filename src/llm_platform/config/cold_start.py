@@ -104,10 +104,15 @@ class ColdStart:
     readiness: float
 
     @property
+    def image_wait(self) -> float:
+        """After the node is Ready: the image pull, or the node's weights copy where it takes longer."""
+        return max(self.image_pull, self.node_prefetch)
+
+    @property
     def total(self) -> float:
         return (
             self.node_ready
-            + max(self.image_pull, self.node_prefetch)
+            + self.image_wait
             + self.pod_fetch
             + self.weight_load
             + self.engine_init

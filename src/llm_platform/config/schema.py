@@ -839,15 +839,28 @@ class StackConfig(Schema):
     def pool(self, name: str) -> GpuNodePool:
         return next(p for p in self.gpu_node_pools if p.name == name)
 
-    @property
-    def uses_fsx(self) -> bool:
-        return any(m.cache == "fsx" for m in self.models)
+
+def served_by(pool: GpuNodePool, models: Sequence[ModelConfig]) -> list[ModelConfig]:
+    """The models whose replicas run on `pool`."""
+    return [m for m in models if m.node_pool == pool.name]
 
 
-def replica_gpus(pool: GpuNodePool, models: list[ModelConfig]) -> int:
+def replica_gpus(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
     """GPUs of one headroom placeholder: the largest replica (tensor-parallel size) among the pool's models,
-    so preempting one placeholder frees room for any one replica of the pool."""
-    return max((m.tensor_parallel_size for m in models if m.node_pool == pool.name), default=0)
+    so preempting one placeholder frees room for any one replica of the pool. The one definition: the
+    schema's headroom rules, the plan's placeholders and the simulator's tuner read it."""
+    return max((m.tensor_parallel_size for m in served_by(pool, models)), default=0)
+
+
+def gpus_at_max_replicas(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
+    """GPUs the pool's models request with every one at maxReplicas: what its `gpuLimit` must allow (the
+    schema's rule) and what the plan's `pool_headroom_gpus` subtracts from it."""
+    return sum(m.autoscaling.max_replicas * m.tensor_parallel_size for m in served_by(pool, models))
+
+
+def gpus_at_min_replicas(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
+    """GPUs the pool's models hold with every one at minReplicas (what headroom must fit next to)."""
+    return sum(m.autoscaling.min_replicas * m.tensor_parallel_size for m in served_by(pool, models))
 
 
 def _check_headroom(where: str, pool: GpuNodePool, models: list[ModelConfig]) -> None:
@@ -855,7 +868,7 @@ def _check_headroom(where: str, pool: GpuNodePool, models: list[ModelConfig]) ->
     the pool's GPU limit next to what the pool's models hold at their minimum."""
     headroom = pool.headroom
     assert headroom is not None
-    served = [m for m in models if m.node_pool == pool.name]
+    served = served_by(pool, models)
     if not served:
         raise ValueError(
             f"{where}: pool {pool.name!r} serves no model, so warm GPUs there would never be used; "
@@ -880,7 +893,7 @@ def _check_headroom(where: str, pool: GpuNodePool, models: list[ModelConfig]) ->
                 f"{where}.schedule[{j}].gpus: {w.gpus} is below headroom.gpus {headroom.gpus}; a window can "
                 "only raise the warm GPUs (KEDA's cron trigger adds replicas), so set gpus to the lowest level"
             )
-    at_minimum = sum(m.autoscaling.min_replicas * m.tensor_parallel_size for m in served)
+    at_minimum = gpus_at_min_replicas(pool, models)
     if headroom.peak_gpus + at_minimum > pool.gpu_limit:
         held = ", ".join(f"{m.name} {m.autoscaling.min_replicas}x{m.tensor_parallel_size}" for m in served)
         raise ValueError(
@@ -934,8 +947,8 @@ def _check_fits_gpus(at: tuple[str | int, ...], m: ModelConfig, pool: GpuNodePoo
 
 def _check_pool_limit(at: tuple[str | int, ...], pool: GpuNodePool, models: list[ModelConfig]) -> None:
     """The NodePool's GPU limit must let every model of the pool reach maxReplicas at once."""
-    served = [m for m in models if m.node_pool == pool.name]
-    needed = sum(m.autoscaling.max_replicas * m.tensor_parallel_size for m in served)
+    served = served_by(pool, models)
+    needed = gpus_at_max_replicas(pool, models)
     if pool.gpu_limit >= needed:
         return
     parts = ", ".join(

@@ -12,13 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llm_platform.config.catalog import GpuInstance
-from llm_platform.config.cold_start import (
-    KARPENTER_LAUNCH_SECONDS,
-    PREEMPTION_SECONDS,
-    cold_start,
-    headroom_start,
-)
-from llm_platform.config.schema import GpuNodePool, Headroom
+from llm_platform.config.cold_start import KARPENTER_LAUNCH_SECONDS, PREEMPTION_SECONDS, headroom_start
+from llm_platform.config.schema import GpuNodePool, Headroom, gpus_at_max_replicas, replica_gpus
 from llm_platform.plan.model import ModelPlan, pod_instance
 
 
@@ -69,6 +64,16 @@ class PoolPlan:
     def name(self) -> str:
         return self.pool.name
 
+    @property
+    def replica_gpus(self) -> int:
+        """GPUs of one placeholder: the pool's largest replica (config.schema.replica_gpus)."""
+        return replica_gpus(self.pool, [m.model for m in self.models])
+
+    @property
+    def gpus_at_max_replicas(self) -> int:
+        """GPUs the pool's models request at maxReplicas (config.schema.gpus_at_max_replicas)."""
+        return gpus_at_max_replicas(self.pool, [m.model for m in self.models])
+
 
 def placeholder_name(pool: GpuNodePool) -> str:
     return f"headroom-{pool.name}"
@@ -79,15 +84,15 @@ def headroom_plan(pool: GpuNodePool, models: Sequence[ModelPlan]) -> HeadroomPla
     headroom = pool.headroom
     if headroom is None or not models:
         return None
-    gpus = max(m.gpus for m in models)  # one placeholder frees room for any one replica of the pool
+    gpus = replica_gpus(pool, [m.model for m in models])  # one placeholder frees room for any one replica
     instance = pod_instance(pool, gpus)
+    # the largest replica's start on a new node (its plan's cold start: the placeholder's instance is its)
     largest = max(models, key=lambda m: (m.gpus, m.cold_start.weights_gb or 0.0))
-    refill = KARPENTER_LAUNCH_SECONDS + instance.node_ready_seconds
-    weights = largest.cold_start.weights_gb
-    if weights is not None:
-        persisted = largest.cache.compile_cache_prefix is not None
-        new = cold_start(largest.model.cache, instance, weights, True, largest.image_pull, persisted)
-        refill += max(new.image_pull, new.node_prefetch)
+    new = largest.cold_start.new_node
+    if new is not None:
+        refill = new.node_ready + new.image_wait
+    else:
+        refill = KARPENTER_LAUNCH_SECONDS + instance.node_ready_seconds
     starts = []
     for m in models:
         if m.cold_start.weights_gb is None:

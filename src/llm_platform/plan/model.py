@@ -30,6 +30,7 @@ from llm_platform.config.schema import (
     PrewarmWindow,
     ScalingRules,
     duration_seconds,
+    gpus_at_max_replicas,
 )
 from llm_platform.plan import naming, promql
 from llm_platform.plan.gateway import FlowControlPlan, flow_control
@@ -365,10 +366,7 @@ def pod_instance(pool: GpuNodePool, gpus: int) -> GpuInstance:
 
 def pool_headroom_gpus(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
     """GPUs the pool's `nvidia.com/gpu` limit leaves free with every model of the pool at maxReplicas."""
-    used = sum(
-        m.autoscaling.max_replicas * m.tensor_parallel_size for m in models if m.node_pool == pool.name
-    )
-    return pool.gpu_limit - used
+    return pool.gpu_limit - gpus_at_max_replicas(pool, models)
 
 
 def resolve_model(

@@ -10,9 +10,16 @@ from typing import Any
 
 # ----------------------------------------------------------------------------------------- namespaces
 
-MONITORING_NAMESPACE = "monitoring"
-GATEWAY_NAMESPACE = "llm-gateway"
+MONITORING_NAMESPACE = "monitoring"  # kube-prometheus-stack, Grafana, the platform's rules and dashboards
+GATEWAY_NAMESPACE = (
+    "llm-gateway"  # Envoy Gateway's controller, the Envoy proxies, the Gateway and its policies
+)
+AI_GATEWAY_NAMESPACE = "envoy-ai-gateway-system"  # the Envoy AI Gateway controller
 KEDA_NAMESPACE = "keda"
+KARPENTER_NAMESPACE = "karpenter"
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+HEADROOM_NAMESPACE = "llm-headroom"  # the warm-GPU placeholders of every pool
+KUBE_SYSTEM_NAMESPACE = "kube-system"  # the AWS Load Balancer Controller and the FSx CSI driver
 
 # kube-prometheus-stack's Helm release: its Prometheus Service is `<release>-prometheus` on port 9090
 PROMETHEUS_RELEASE = "kube-prometheus-stack"

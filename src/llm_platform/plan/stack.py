@@ -95,9 +95,6 @@ class Plan:
     def pool(self, name: str) -> PoolPlan:
         return next(p for p in self.pools if p.name == name)
 
-    def node_class(self, ami_family: str) -> NodeClassPlan:
-        return next(c for c in self.node_classes if c.ami_family == ami_family)
-
 
 def resolve(config: StackConfig, stack: str = "") -> Plan:
     """The one place a validated stack config becomes names and facts."""

@@ -160,8 +160,7 @@ def start_times(cfg: CapacityConfig) -> StartTimes:
     new = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, True, cfg.image, persisted)
     warm = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, False, cfg.image, persisted)
     fresh = headroom_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, cfg.image, persisted)
-    image_wait = max(new.image_pull, new.node_prefetch)
-    return StartTimes(new.node_ready, image_wait, new.total, fresh.total, warm.total)
+    return StartTimes(new.node_ready, new.image_wait, new.total, fresh.total, warm.total)
 
 
 @dataclass

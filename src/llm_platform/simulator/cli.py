@@ -45,7 +45,6 @@ from llm_platform.tools.cli import ArgumentParser, error, invalid_config, known_
 
 PROG = "python -m llm_platform.simulator"
 
-RATE_ONLY = ("input_tokens", "output_tokens", "input_spread", "output_spread", "token_histogram", "scale")
 STACK_ONLY = (
     "model", "image", "spot_discount", "spot_interruptions_per_hour", "scrape_interval", "reserved_instances",
     "reserved_usd_per_hour", "reserved_until",

@@ -33,6 +33,7 @@ from llm_platform.config.schema import (
     ScalingRules,
     Slo,
     StackConfig,
+    gpus_at_min_replicas,
     replica_floor,
 )
 from llm_platform.plan import ModelPlan, Plan, PoolPlan, resolve
@@ -325,12 +326,8 @@ def reservation_note(pool: GpuNodePool, reserved_instances: int) -> str:
 
 def gpus_left_to(model: ModelConfig, pool: GpuNodePool, models: list[ModelConfig]) -> int:
     """The pool's GPU limit less what its other models hold at minReplicas (they are not simulated)."""
-    others = sum(
-        o.autoscaling.min_replicas * o.tensor_parallel_size
-        for o in models
-        if o.node_pool == pool.name and o.name != model.name
-    )
-    return pool.gpu_limit - others
+    others = [o for o in models if o.name != model.name]
+    return pool.gpu_limit - gpus_at_min_replicas(pool, others)
 
 
 @dataclass(frozen=True)

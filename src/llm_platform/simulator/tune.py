@@ -279,7 +279,7 @@ class Tuner:
         placeholders = int(_number(knobs.get("headroom_placeholders", 0)))
         if not placeholders:
             return None
-        replica = max(m.gpus for m in pool.models)
+        replica = pool.replica_gpus
         held = sum(
             (
                 int(_number(knobs["min_replicas"]))

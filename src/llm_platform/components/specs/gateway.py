@@ -21,10 +21,8 @@ from typing import Any
 
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, secret
 from llm_platform.config.schema import GatewayClient
-from llm_platform.plan.naming import GATEWAY_NAMESPACE, MONITORING_NAMESPACE
+from llm_platform.plan.naming import AI_GATEWAY_NAMESPACE, GATEWAY_NAMESPACE, MONITORING_NAMESPACE
 
-NAMESPACE = GATEWAY_NAMESPACE  # Envoy Gateway's controller, the Envoy proxies, the Gateway and its policies
-AI_GATEWAY_NAMESPACE = "envoy-ai-gateway-system"
 AI_GATEWAY_CONTROLLER = (
     "ai-gateway-controller"  # the chart's fullnameOverride; the extension server's Service
 )
@@ -177,7 +175,7 @@ def ai_gateway_values() -> dict[str, Any]:
     service account read access to InferencePools in `envoyGateway.namespace`); its sidecar-injection
     webhook serves the platform's own certificate (WEBHOOK_CERT_SECRET)."""
     return {
-        "envoyGateway": {"namespace": NAMESPACE},
+        "envoyGateway": {"namespace": GATEWAY_NAMESPACE},
         "controller": {
             **_addon_pod(),
             "replicaCount": 2,
@@ -237,7 +235,7 @@ def namespace(environment: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
-            "name": NAMESPACE,
+            "name": GATEWAY_NAMESPACE,
             "labels": {
                 "pod-security.kubernetes.io/enforce": "baseline",
                 "pod-security.kubernetes.io/warn": "restricted",
@@ -297,7 +295,7 @@ def envoy_proxy(*, replicas: int, internal: bool, certificate_arn: str | None) -
     return {
         "apiVersion": "gateway.envoyproxy.io/v1alpha1",
         "kind": "EnvoyProxy",
-        "metadata": {"name": ENVOY_PROXY, "namespace": NAMESPACE},
+        "metadata": {"name": ENVOY_PROXY, "namespace": GATEWAY_NAMESPACE},
         "spec": {
             "provider": {
                 "type": "Kubernetes",
@@ -347,7 +345,7 @@ def gateway_class() -> dict[str, Any]:
                 "group": "gateway.envoyproxy.io",
                 "kind": "EnvoyProxy",
                 "name": ENVOY_PROXY,
-                "namespace": NAMESPACE,
+                "namespace": GATEWAY_NAMESPACE,
             },
         },
     }
@@ -359,7 +357,7 @@ def gateway(*, certificate_arn: str | None, model_namespaces: Sequence[str]) -> 
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "Gateway",
-        "metadata": {"name": GATEWAY, "namespace": NAMESPACE},
+        "metadata": {"name": GATEWAY, "namespace": GATEWAY_NAMESPACE},
         "spec": {
             "gatewayClassName": GATEWAY_CLASS,
             "listeners": [
@@ -397,7 +395,7 @@ def client_traffic_policy() -> dict[str, Any]:
     return {
         "apiVersion": "gateway.envoyproxy.io/v1alpha1",
         "kind": "ClientTrafficPolicy",
-        "metadata": {"name": GATEWAY, "namespace": NAMESPACE},
+        "metadata": {"name": GATEWAY, "namespace": GATEWAY_NAMESPACE},
         "spec": {
             "targetRefs": _gateway_target(),
             "headers": {"earlyRequestHeaders": {"remove": list(GATEWAY_OWNED_HEADERS)}},
@@ -410,7 +408,7 @@ def client_traffic_policy() -> dict[str, Any]:
 
 def client_keys_secret(client_keys: Any) -> dict[str, Any]:
     """Key = client id, value = its API key (a Pulumi secret in the component: masked in state and renders)."""
-    return secret(CLIENT_KEYS_SECRET, NAMESPACE, client_keys)
+    return secret(CLIENT_KEYS_SECRET, GATEWAY_NAMESPACE, client_keys)
 
 
 def security_policy() -> dict[str, Any]:
@@ -419,7 +417,7 @@ def security_policy() -> dict[str, Any]:
     return {
         "apiVersion": "gateway.envoyproxy.io/v1alpha1",
         "kind": "SecurityPolicy",
-        "metadata": {"name": GATEWAY, "namespace": NAMESPACE},
+        "metadata": {"name": GATEWAY, "namespace": GATEWAY_NAMESPACE},
         "spec": {
             "targetRefs": _gateway_target(),
             "apiKeyAuth": {
@@ -445,7 +443,7 @@ def rate_limit_policy(clients: Sequence[GatewayClient], envoy_replicas: int) -> 
     return {
         "apiVersion": "gateway.envoyproxy.io/v1alpha1",
         "kind": "BackendTrafficPolicy",
-        "metadata": {"name": GATEWAY, "namespace": NAMESPACE},
+        "metadata": {"name": GATEWAY, "namespace": GATEWAY_NAMESPACE},
         "spec": {"targetRefs": _gateway_target(), "rateLimit": {"local": {"rules": rules}}},
     }
 
@@ -454,7 +452,7 @@ def proxy_pod_monitor() -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PodMonitor",
-        "metadata": {"name": "envoy-proxy", "namespace": NAMESPACE},
+        "metadata": {"name": "envoy-proxy", "namespace": GATEWAY_NAMESPACE},
         "spec": {
             "selector": {"matchLabels": dict(PROXY_LABELS)},
             "podMetricsEndpoints": [{"port": "metrics", "path": "/stats/prometheus", "interval": "15s"}],
@@ -468,7 +466,7 @@ def proxy_network_policy(vpc_cidr: str, certificate_arn: str | None) -> dict[str
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": {"name": "envoy-proxy-ingress", "namespace": NAMESPACE},
+        "metadata": {"name": "envoy-proxy-ingress", "namespace": GATEWAY_NAMESPACE},
         "spec": {
             "podSelector": {"matchLabels": dict(PROXY_LABELS)},
             "policyTypes": ["Ingress"],
@@ -500,6 +498,6 @@ def proxy_peer() -> dict[str, Any]:
     """The Envoy proxies of the gateway, as another namespace's NetworkPolicy names them: not the rest of
     the gateway namespace (Envoy Gateway's controller)."""
     return {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": GATEWAY_NAMESPACE}},
         "podSelector": {"matchLabels": dict(PROXY_LABELS)},
     }

@@ -11,8 +11,6 @@ from llm_platform.components.specs.common import (
     SYSTEM_TOLERATION,
 )
 
-NAMESPACE = "gpu-operator"
-
 
 def helm_values(*, mig_in_use: bool) -> dict[str, Any]:
     """EKS NVIDIA AMIs (AL2023 and Bottlerocket) already carry the driver and container toolkit, so the

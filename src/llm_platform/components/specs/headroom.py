@@ -39,9 +39,8 @@ from llm_platform.config.cold_start import KARPENTER_LAUNCH_SECONDS
 from llm_platform.config.schema import GpuNodePool
 from llm_platform.config.versions import PAUSE_IMAGE
 from llm_platform.plan import HeadroomPlan, PoolPlan
-from llm_platform.plan.naming import restricted_container
+from llm_platform.plan.naming import HEADROOM_NAMESPACE, restricted_container
 
-NAMESPACE = "llm-headroom"
 SERVING_PRIORITY = 1000
 HEADROOM_PRIORITY = -10
 PAUSE_UID = 65535  # the pause image's own non-root user
@@ -165,7 +164,7 @@ def placeholder_deployment(p: PoolPlan) -> dict[str, Any]:
         "kind": "Deployment",
         "metadata": {
             "name": h.deployment,
-            "namespace": NAMESPACE,
+            "namespace": HEADROOM_NAMESPACE,
             "labels": placeholder_labels(pool),
             "annotations": {
                 "checkov.io/skip1": f"CKV_K8S_8={NO_PROBE_REASON}",
@@ -187,7 +186,7 @@ def scaled_object(p: PoolPlan) -> dict[str, Any]:
         "kind": "ScaledObject",
         "metadata": {
             "name": h.deployment,
-            "namespace": NAMESPACE,
+            "namespace": HEADROOM_NAMESPACE,
             "labels": placeholder_labels(pool),
         },
         "spec": {
@@ -254,7 +253,7 @@ def prepull_daemonset(p: PoolPlan) -> dict[str, Any]:
         "kind": "DaemonSet",
         "metadata": {
             "name": prepull_name(pool),
-            "namespace": NAMESPACE,
+            "namespace": HEADROOM_NAMESPACE,
             "labels": {**labels, "app.kubernetes.io/managed-by": "pulumi"},
             "annotations": {
                 "checkov.io/skip1": f"CKV_K8S_8={NO_PROBE_REASON}",
@@ -328,7 +327,7 @@ def alert_rules(plans: Sequence[PoolPlan]) -> list[dict[str, Any]]:
     rules = []
     for p in plans:
         pool, h = p.pool, _headroom(p)
-        sel = f'namespace="{NAMESPACE}", deployment="{h.deployment}"'
+        sel = f'namespace="{HEADROOM_NAMESPACE}", deployment="{h.deployment}"'
         available = f"sum by (namespace, deployment) (kube_deployment_status_replicas_available{{{sel}}})"
         wanted = f"sum by (namespace, deployment) (kube_deployment_spec_replicas{{{sel}}})"
         rules.append(
@@ -357,7 +356,7 @@ def prometheus_rule(plans: Sequence[PoolPlan]) -> dict[str, Any]:
         "kind": "PrometheusRule",
         "metadata": {
             "name": RULE_NAME,
-            "namespace": NAMESPACE,
+            "namespace": HEADROOM_NAMESPACE,
             "labels": {"app.kubernetes.io/name": "gpu-headroom", COMPONENT_LABEL: "alerting"},
         },
         "spec": {"groups": [{"name": "gpu-headroom", "rules": alert_rules(plans)}]},

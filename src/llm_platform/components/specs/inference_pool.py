@@ -39,7 +39,7 @@ from llm_platform.config.versions import (
 )
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.gateway import EPP_REPLICAS
-from llm_platform.plan.naming import HF_TOKEN_SECRET, model_selector
+from llm_platform.plan.naming import GATEWAY_NAMESPACE, HF_TOKEN_SECRET, model_selector
 
 EXT_PROC_PORT = 9002  # gRPC ext_proc (TLS, self-signed; AI Gateway does not verify it)
 METRICS_PORT = 9090  # /metrics, token-authenticated; the chart's ServiceMonitor sends the token
@@ -273,7 +273,7 @@ def _gateway_parent() -> list[dict[str, Any]]:
             "group": "gateway.networking.k8s.io",
             "kind": "Gateway",
             "name": gw.GATEWAY,
-            "namespace": gw.NAMESPACE,
+            "namespace": GATEWAY_NAMESPACE,
         }
     ]
 

@@ -16,6 +16,7 @@ from llm_platform.components.specs.common import GPU_TAINT, POOL_LABEL, SYSTEM_N
 from llm_platform.config.schema import GpuNodePool
 from llm_platform.config.versions import LUSTRE_CLIENT_PACKAGE
 from llm_platform.plan import NodeClassPlan
+from llm_platform.plan.naming import KARPENTER_NAMESPACE
 from llm_platform.plan.nodes import (
     DISRUPTION_BUDGET_PERCENT,
     node_class_name,
@@ -23,7 +24,6 @@ from llm_platform.plan.nodes import (
     uses_reservations,
 )
 
-NAMESPACE = "karpenter"
 NODE_CLASS_API = "karpenter.k8s.aws/v1"
 NODE_POOL_API = "karpenter.sh/v1"
 SERVICE_ACCOUNT = "karpenter"
@@ -343,9 +343,9 @@ def service_monitor() -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
-        "metadata": {"name": "karpenter", "namespace": NAMESPACE},
+        "metadata": {"name": "karpenter", "namespace": KARPENTER_NAMESPACE},
         "spec": {
-            "namespaceSelector": {"matchNames": [NAMESPACE]},
+            "namespaceSelector": {"matchNames": [KARPENTER_NAMESPACE]},
             "selector": {
                 "matchLabels": {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": RELEASE}
             },

@@ -6,9 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION
-from llm_platform.plan.naming import KEDA_NAMESPACE
-
-NAMESPACE = KEDA_NAMESPACE
 
 
 def helm_values() -> dict[str, Any]:

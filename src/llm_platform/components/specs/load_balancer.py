@@ -11,7 +11,6 @@ from typing import Any
 
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION
 
-NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
 CLUSTER_TAG = "elbv2.k8s.aws/cluster"
 

@@ -560,7 +560,6 @@ def fsx_persistent_volume_claim(
     }
 
 
-FSX_CSI_NAMESPACE = "kube-system"
 FSX_CSI_CONTROLLER_SA = "fsx-csi-controller-sa"
 
 

@@ -11,7 +11,6 @@ from llm_platform.config.schema import AlertingConfig
 from llm_platform.plan import PrometheusSizing
 from llm_platform.plan.naming import MONITORING_NAMESPACE, PROMETHEUS_RELEASE
 
-NAMESPACE = MONITORING_NAMESPACE
 RELEASE = PROMETHEUS_RELEASE
 GRAFANA_SECRET = "grafana-admin"
 STORAGE_CLASS = "gp3-encrypted"
@@ -109,7 +108,7 @@ def helm_values(
 
 
 def grafana_secret(password: Any) -> dict[str, Any]:
-    return secret(GRAFANA_SECRET, NAMESPACE, {"admin-user": "admin", "admin-password": password})
+    return secret(GRAFANA_SECRET, MONITORING_NAMESPACE, {"admin-user": "admin", "admin-password": password})
 
 
 # ------------------------------------------------------------------------------------------ alerting
@@ -125,7 +124,7 @@ NULL_RECEIVER = "null"
 
 def alert_receiver_secret(credential: Any) -> dict[str, Any]:
     """The receiver's URL or routing key, from the `alertReceiver` Pulumi secret."""
-    return secret(ALERT_RECEIVER_SECRET, NAMESPACE, {ALERT_RECEIVER_KEY: credential})
+    return secret(ALERT_RECEIVER_SECRET, MONITORING_NAMESPACE, {ALERT_RECEIVER_KEY: credential})
 
 
 def _receiver(alerting: AlertingConfig) -> dict[str, Any]:

@@ -45,12 +45,42 @@ def node_gpus_per_replica(
     return node.gpus / (node.gpus // pod.requests["nvidia.com/gpu"])
 
 
-def ceilings(view: RenderView) -> list[Finding]:
+# a workload the pool runs: its pod at its largest replica count, the node GPUs one replica costs, its surge
+PoolUse = tuple[PodTemplate, float, int]
+
+
+def pool_uses(view: RenderView) -> dict[str, list[PoolUse]]:
+    """Per NodePool (by name): each workload it may run at its largest replica count (maxReplicas), the
+    node GPUs one replica costs and the replicas a rollout surges."""
     nodes, _ = node_types(view)
     daemons = [p for p in program_pods(view) + release_pods(view)[0] if p.daemon]
     deployments = {d.ref: d for d in view.of_kind("Deployment")}
-    out = []
+    out: dict[str, list[PoolUse]] = {}
+    for pool in view.of_kind("NodePool"):
+        pool_nodes = [n for n in nodes if n.group == pool.name]
+        uses = out.setdefault(pool.name, [])
+        for pod in program_pods(view):
+            cost = node_gpus_per_replica(pod, pool_nodes, daemons) if not pod.daemon else None
+            if cost is None or all(admission_problem(pod, n) for n in pool_nodes):
+                continue
+            strategy = (
+                deployments[pod.owner].body["spec"].get("strategy", {}) if pod.owner in deployments else {}
+            )
+            uses.append((pod, cost, _surge(strategy, pod.replicas)))
+    return out
+
+
+def node_gpus_at_max(uses: list[PoolUse]) -> float:
+    """Node GPUs a pool's workloads cost with every one at its largest replica count."""
+    return sum(cost * pod.replicas for pod, cost, _ in uses)
+
+
+def ceilings(view: RenderView) -> list[Finding]:
+    nodes, _ = node_types(view)
     pods = program_pods(view) + release_pods(view)[0]
+    daemons = [p for p in pods if p.daemon]
+    all_uses = pool_uses(view)
+    out = []
     for pool in view.of_kind("NodePool"):
         pool_nodes = [n for n in nodes if n.group == pool.name]
         if pool_nodes and all(n.gpus == 0 for n in pool_nodes):
@@ -62,16 +92,8 @@ def ceilings(view: RenderView) -> list[Finding]:
                                "no nvidia.com/gpu limit: nothing caps what this pool may launch"))  # fmt: skip
             continue
         limit = int(limit)
-        uses: list[tuple[PodTemplate, float, int]] = []
-        for pod in program_pods(view):
-            cost = node_gpus_per_replica(pod, pool_nodes, daemons) if not pod.daemon else None
-            if cost is None or all(admission_problem(pod, n) for n in pool_nodes):
-                continue
-            strategy = (
-                deployments[pod.owner].body["spec"].get("strategy", {}) if pod.owner in deployments else {}
-            )
-            uses.append((pod, cost, _surge(strategy, pod.replicas)))
-        at_max = sum(cost * pod.replicas for pod, cost, _ in uses)
+        uses = all_uses[pool.name]
+        at_max = node_gpus_at_max(uses)
         if at_max > limit:
             parts = ", ".join(f"{p.owner} {p.replicas} x {c:g}" for p, c, _ in uses)
             out.append(Finding("blocker", CEILINGS, pool.ref, "spec.limits.nvidia.com/gpu",
