@@ -13,18 +13,6 @@ from llm_platform.tools.render import evaluate
 from tests.urn_snapshots import read, stacks
 
 
-def added_since_snapshot(urn: str) -> bool:
-    """Issue #30's new resources, each by type and name, so nothing else may appear unannounced: the add-on
-    NodePool component (its EC2NodeClass and NodePool), and Karpenter's ServiceMonitor, which Observability
-    now makes since Karpenter's chart is installed before the ServiceMonitor CRD exists."""
-    *_, type_chain, name = urn.split("::")
-    if "llm-platform:karpenter:AddonNodePool" in type_chain:
-        return name.endswith(("-addons", "-addons-class", "-addons-pool"))
-    return type_chain.endswith("kubernetes:monitoring.coreos.com/v1:ServiceMonitor") and name.endswith(
-        "-monitoring-karpenter-monitor"
-    )
-
-
 @pytest.mark.parametrize(("kind", "stack"), list(stacks()))
 def test_every_resource_keeps_its_urn_or_aliases_it(kind: str, stack: str) -> None:
     path: Path = stacks()[(kind, stack)]
@@ -34,7 +22,7 @@ def test_every_resource_keeps_its_urn_or_aliases_it(kind: str, stack: str) -> No
     replaced = []
     for r in registered:
         known = {r.urn, *r.aliases} & before
-        if not known and not added_since_snapshot(r.urn):
+        if not known:
             replaced.append(r.urn)
         claimed |= known
     assert replaced == [], (
