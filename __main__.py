@@ -4,23 +4,23 @@ import pulumi
 
 from llm_platform import LlmPlatform, platform_args
 from llm_platform.config.loader import PROJECT, load_from_pulumi, values_from_pulumi
+from llm_platform.platform import SECRET_ARGS, needed_secrets
 
 # raises ConfigError (file and line, field, value, what is allowed) before any resource exists
 config = load_from_pulumi()
 # Pulumi secrets, read before anything is registered so a missing one stops the program first
 secrets = pulumi.Config(PROJECT)
-gated = any(m.needs_hf_token for m in config.models)
-gateway = config.gateway.enabled
-args = platform_args(
-    values_from_pulumi(),
-    grafana_admin_password=secrets.require_secret("grafanaAdminPassword"),
-    api_key=secrets.require_secret("apiKey") if config.models else None,
-    hugging_face_token=(
-        secrets.require_secret("huggingFaceToken") if gated else secrets.get_secret("huggingFaceToken")
-    ),
-    gateway_client_keys=secrets.require_secret_object("gatewayClientKeys") if gateway else None,
-    alert_receiver=secrets.require_secret("alertReceiver") if config.alerting.receiver != "none" else None,
-)
+needed = needed_secrets(config)
+
+
+def secret(name: str) -> pulumi.Output | None:
+    """A secret the config needs stops the program when missing; an optional one is passed when set."""
+    if name == "gatewayClientKeys":
+        return secrets.require_secret_object(name) if name in needed else None
+    return secrets.require_secret(name) if name in needed else secrets.get_secret(name)
+
+
+args = platform_args(values_from_pulumi(), **{key: secret(name) for name, key in SECRET_ARGS.items()})
 platform = LlmPlatform(config.cluster.name, args)
 
 pulumi.export("clusterName", platform.cluster_name)
@@ -31,6 +31,6 @@ if config.cluster.mode == "eks":
     pulumi.export("kubeconfig", platform.kubeconfig)
     pulumi.export("vpcId", platform.vpc_id)
     pulumi.export("modelBucket", platform.model_bucket)
-if gateway and config.models:
+if config.gateway.enabled and config.models:
     # the NLB's DNS name: kubectl -n llm-gateway get gateway llm-gateway -o jsonpath='{.status.addresses[0].value}'
     pulumi.export("gatewayNamespace", platform.gateway_namespace)

@@ -32,6 +32,7 @@ from llm_platform.components.network import Network, NetworkArgs
 from llm_platform.components.observability import Observability, ObservabilityArgs
 from llm_platform.config.errors import ConfigError
 from llm_platform.config.loader import parse
+from llm_platform.config.schema import StackConfig
 from llm_platform.config.stack_args import (
     AlertingSettings,
     ClusterSettings,
@@ -42,7 +43,15 @@ from llm_platform.config.stack_args import (
 )
 from llm_platform.plan import Plan, resolve
 
-__all__ = ["TYPE", "LlmPlatform", "LlmPlatformArgs", "config_of", "platform_args"]
+__all__ = [
+    "SECRET_ARGS",
+    "TYPE",
+    "LlmPlatform",
+    "LlmPlatformArgs",
+    "config_of",
+    "needed_secrets",
+    "platform_args",
+]
 
 TYPE = "llm-platform:index:LlmPlatform"
 
@@ -81,16 +90,28 @@ class LlmPlatformArgs(TypedDict):
     """The alert receiver's URL or key (a secret); required unless alerting.receiver is none."""
 
 
-# the stack file's keys, as users write them, for the snake_case keys of LlmPlatformArgs
-_STACK_KEYS = {
-    "environment": "environment",
-    "cluster": "cluster",
-    "gpu_node_pools": "gpuNodePools",
-    "models": "models",
-    "model_cache": "modelCache",
-    "gateway": "gateway",
-    "alerting": "alerting",
+# the stack file's keys, as users write them (the schema's aliases), for the snake_case keys of LlmPlatformArgs
+_STACK_KEYS = {name: field.alias or name for name, field in StackConfig.model_fields.items()}
+# the stack file's Pulumi secrets, for the keys of LlmPlatformArgs that take them
+SECRET_ARGS = {
+    "grafanaAdminPassword": "grafana_admin_password",
+    "apiKey": "api_key",
+    "huggingFaceToken": "hugging_face_token",
+    "gatewayClientKeys": "gateway_client_keys",
+    "alertReceiver": "alert_receiver",
 }
+
+
+def needed_secrets(config: StackConfig) -> set[str]:
+    """The Pulumi secrets (stack-file names) a config cannot do without."""
+    needed = {
+        "grafanaAdminPassword": True,
+        "apiKey": bool(config.models),
+        "huggingFaceToken": any(m.needs_hf_token for m in config.models),
+        "gatewayClientKeys": config.gateway.enabled,
+        "alertReceiver": config.alerting.receiver != "none",
+    }
+    return {secret for secret, required in needed.items() if required}
 
 
 def platform_args(values: dict[str, Any], **secrets: Any) -> LlmPlatformArgs:
@@ -137,8 +158,9 @@ class LlmPlatform(pulumi.ComponentResource):
     def __init__(self, name: str, args: LlmPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # bad input stops here, before any resource exists: field, value and what is allowed
         region = args.get("region") or pulumi.Config("aws").get("region")
-        plan = resolve(parse(config_of(args), region=region), pulumi.get_stack())
-        _require_secrets(plan, args)
+        config = parse(config_of(args), region=region)
+        _require_secrets(config, args)
+        plan = resolve(config, pulumi.get_stack())
         super().__init__(TYPE, name, None, opts)
         self._compose(plan, args, region)
 
@@ -392,16 +414,10 @@ class LlmPlatform(pulumi.ComponentResource):
         )
 
 
-def _require_secrets(plan: Plan, args: LlmPlatformArgs) -> None:
-    """The secrets the plan needs, named as the stack file's Pulumi secrets, before any resource exists."""
-    needed = {
-        "grafanaAdminPassword": ("grafana_admin_password", True),
-        "apiKey": ("api_key", bool(plan.models)),
-        "huggingFaceToken": ("hugging_face_token", plan.needs_hf_token),
-        "gatewayClientKeys": ("gateway_client_keys", plan.gateway.enabled),
-        "alertReceiver": ("alert_receiver", plan.alerting.receiver != "none"),
-    }
-    missing = [secret for secret, (key, required) in needed.items() if required and args.get(key) is None]
+def _require_secrets(config: StackConfig, args: LlmPlatformArgs) -> None:
+    """The secrets the config needs, named as the stack file's Pulumi secrets, before any resource exists."""
+    needed = needed_secrets(config)
+    missing = [secret for secret, key in SECRET_ARGS.items() if secret in needed and args.get(key) is None]
     if missing:
         raise ConfigError(
             "; ".join(

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from llm_platform.config.errors import read_stack_file
-from llm_platform.platform import LlmPlatformArgs, platform_args
+from llm_platform.config.loader import parse
+from llm_platform.platform import SECRET_ARGS, LlmPlatformArgs, needed_secrets, platform_args
 from llm_platform.tools import mocks
 from llm_platform.tools.mocks import PlatformMocks, Registered
 
@@ -88,18 +89,14 @@ def stack_file_values(path: str | Path) -> dict[str, Any]:
 
 
 def test_args(values: dict[str, Any]) -> LlmPlatformArgs:
-    """LlmPlatformArgs from stack-file values, with a test secret for every secret the values need."""
-    gateway = (values.get("gateway") or {}).get("enabled", False)
+    """LlmPlatformArgs from stack-file values, with a test secret for every secret the values need (bad
+    values raise the ConfigError the component would)."""
+    needed = needed_secrets(parse(values)) | {"huggingFaceToken"}  # optional, and harmless to pass
     clients = (values.get("gateway") or {}).get("clients") or []
-    receiver = (values.get("alerting") or {}).get("receiver", "none")
-    return platform_args(
-        values,
-        grafana_admin_password=TEST_SECRET,
-        api_key=TEST_SECRET if values.get("models") else None,
-        hugging_face_token=TEST_SECRET,
-        gateway_client_keys={c["name"]: f"{TEST_SECRET}-{c['name']}" for c in clients} if gateway else None,
-        alert_receiver=TEST_SECRET if receiver != "none" else None,
-    )
+    secrets: dict[str, Any] = {SECRET_ARGS[s]: TEST_SECRET for s in needed}
+    if "gatewayClientKeys" in needed:
+        secrets["gateway_client_keys"] = {c["name"]: f"{TEST_SECRET}-{c['name']}" for c in clients}
+    return platform_args(values, **secrets)
 
 
 test_args.__test__ = False  # type: ignore[attr-defined]  # a builder, not a test, when pytest imports it

@@ -11,7 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TAINT
-from llm_platform.components.specs.karpenter import NODE_CLASS_API, NODE_POOL_API, ebs_volume
+from llm_platform.components.specs.karpenter import (
+    NODE_CLASS_API,
+    NODE_POOL_API,
+    ebs_volume,
+    node_requirements,
+)
 from llm_platform.plan.nodes import AddonPoolPlan
 
 # a draining node waits this long for do-not-disrupt pods and PDBs before its pods are forced off (expiry)
@@ -60,18 +65,9 @@ def node_pool(pool: AddonPoolPlan, *, zones: list[str]) -> dict[str, Any]:
     """Every zone of the cluster, so a Prometheus volume's zone always has a node Karpenter may launch.
     Consolidated when empty or underutilised: the add-ons' PDBs and do-not-disrupt annotations keep what
     must not move in place."""
-    requirements = [
-        {
-            "key": "node.kubernetes.io/instance-type",
-            "operator": "In",
-            "values": [i.instance_type for i in pool.instances],
-        },
-        {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": pool.families},
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(pool.capacity_types)},
-        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(zones)},
-    ]
+    requirements = node_requirements(
+        [i.instance_type for i in pool.instances], pool.families, pool.capacity_types, zones
+    )
     return {
         "apiVersion": NODE_POOL_API,
         "kind": "NodePool",

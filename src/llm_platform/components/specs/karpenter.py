@@ -456,24 +456,34 @@ def disruption_budgets(prod: bool) -> list[dict[str, Any]]:
     return budgets
 
 
-def node_pool(pool: GpuNodePool, *, zones: list[str], prod: bool) -> dict[str, Any]:
-    requirements = [
-        {
-            "key": "node.kubernetes.io/instance-type",
-            "operator": "In",
-            "values": [i.instance_type for i in pool.instances],
-        },
-        {
-            "key": "karpenter.k8s.aws/instance-family",
-            "operator": "In",
-            "values": list(pool.instance_families),
-        },
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(pool.capacity_types)},
+def node_requirements(
+    instance_types: Sequence[str],
+    families: Sequence[str],
+    capacity_types: Sequence[str],
+    zones: Sequence[str],
+    *extra: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """A NodePool's requirements, GPU and add-on pools alike: the catalog's instance types of the admitted
+    families, the capacity types, amd64 Linux, what the pool adds (`extra`), and the cluster's zones."""
+    return [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(instance_types)},
+        {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": list(families)},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(capacity_types)},
         {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
         {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-        {"key": "karpenter.k8s.aws/instance-gpu-manufacturer", "operator": "In", "values": ["nvidia"]},
+        *extra,
         {"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(zones)},
     ]
+
+
+def node_pool(pool: GpuNodePool, *, zones: list[str], prod: bool) -> dict[str, Any]:
+    requirements = node_requirements(
+        [i.instance_type for i in pool.instances],
+        pool.instance_families,
+        pool.capacity_types,
+        zones,
+        {"key": "karpenter.k8s.aws/instance-gpu-manufacturer", "operator": "In", "values": ["nvidia"]},
+    )
     return {
         "apiVersion": NODE_POOL_API,
         "kind": "NodePool",
