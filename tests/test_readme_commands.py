@@ -39,6 +39,8 @@ def test_readme_command_parses(command: str, monkeypatch: pytest.MonkeyPatch, ca
     program (`__main__.py`) only has to exist."""
     words = shlex.split(docs.without_brackets(command))
     if words[0] != "-m":
+        if words[0].startswith("../shared/") and not (ROOT / words[0]).is_file():
+            pytest.skip(f"{words[0]} is not beside the repository (it is in .ci/run)")
         assert (ROOT / words[0]).is_file(), f"README runs {words[0]}, which does not exist"
         if not words[0].startswith("benchmarks/"):
             return
