@@ -12,11 +12,12 @@ import pytest
 from llm_platform.config import loader
 from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.loader import ROOT
-from llm_platform.simulator import family, reservations_cmd
-from llm_platform.simulator.capacity import CapacityConfig, Cluster
-from llm_platform.simulator.engine import simulate
-from llm_platform.simulator.scenarios import StackRun, stack_run
-from llm_platform.simulator.traffic import TokenMix, load
+from llm_platform.simulator.commands import reservations_cmd
+from llm_platform.simulator.day.engine import simulate
+from llm_platform.simulator.search.scenarios import StackRun, stack_run
+from llm_platform.simulator.serving.capacity import CapacityConfig, Cluster
+from llm_platform.simulator.traffic import family
+from llm_platform.simulator.traffic.traffic import TokenMix, load
 
 G5 = GPU_INSTANCES["g5.2xlarge"]
 FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.reservations.yaml"

@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from llm_platform.config.loader import ConfigError, Stack, stack_arg
-from llm_platform.simulator import capacity_cmd, report
-from llm_platform.simulator.args import (
+from llm_platform.simulator.commands import capacity_cmd, report
+from llm_platform.simulator.commands.args import (
     clock_time,
     fraction,
     non_negative_float,
@@ -25,9 +25,10 @@ from llm_platform.simulator.args import (
     positive_float,
     positive_int,
 )
-from llm_platform.simulator.engine import Result
-from llm_platform.simulator.platform_nodes import platform_nodes
-from llm_platform.simulator.scenarios import (
+from llm_platform.simulator.controllers.platform_nodes import platform_nodes
+from llm_platform.simulator.controllers.strategies import Strategy
+from llm_platform.simulator.day.engine import Result
+from llm_platform.simulator.search.scenarios import (
     Setup,
     StackRun,
     capacity_summary,
@@ -38,9 +39,8 @@ from llm_platform.simulator.scenarios import (
     slo_rate_per_replica,
     stack_run,
 )
-from llm_platform.simulator.strategies import Strategy
-from llm_platform.simulator.traffic import HistogramMix, TokenMix, histogram_mix, load
-from llm_platform.simulator.yaml_out import autoscaling_yaml
+from llm_platform.simulator.search.yaml_out import autoscaling_yaml
+from llm_platform.simulator.traffic.traffic import HistogramMix, TokenMix, histogram_mix, load
 from llm_platform.tools.cli import ArgumentParser, error, invalid_config, known_stack, message
 
 PROG = "python -m llm_platform.simulator"
@@ -200,26 +200,26 @@ def _print_explained(run: StackRun, as_json: bool) -> None:
 
     import yaml
 
-    from llm_platform.simulator.explain import explain
+    from llm_platform.simulator.commands.explain import explain
 
     inputs = explain(run)
     print(json.dumps(inputs, indent=2) if as_json else yaml.safe_dump(inputs, sort_keys=False, width=1000))
 
 
 def _tune(argv: Sequence[str]) -> int:
-    from llm_platform.simulator import tune
+    from llm_platform.simulator.search import tune
 
     return tune.run(argv)
 
 
 def _family(argv: Sequence[str]) -> int:
-    from llm_platform.simulator import family
+    from llm_platform.simulator.traffic import family
 
     return family.run(argv)
 
 
 def _reservations(argv: Sequence[str]) -> int:
-    from llm_platform.simulator import reservations_cmd
+    from llm_platform.simulator.commands import reservations_cmd
 
     return reservations_cmd.run(argv)
 

@@ -38,11 +38,7 @@ from llm_platform.config.schema import (
 )
 from llm_platform.plan import ModelPlan, Plan, PoolPlan, resolve
 from llm_platform.plan.nodes import DISRUPTION_BUDGET_PERCENT
-from llm_platform.simulator import oracle
-from llm_platform.simulator.capacity import CapacityConfig, start_times
-from llm_platform.simulator.engine import Result, SimConfig, simulate
-from llm_platform.simulator.replica import EngineConfig, ReplicaModel, ReplicaTable, TokenStats
-from llm_platform.simulator.strategies import (
+from llm_platform.simulator.controllers.strategies import (
     Strategy,
     for_stack,
     from_plan,
@@ -51,8 +47,12 @@ from llm_platform.simulator.strategies import (
     scaling_for,
     static,
 )
-from llm_platform.simulator.traffic import Traffic, seed_day
-from llm_platform.simulator.unmet import what_would_meet
+from llm_platform.simulator.day.engine import Result, SimConfig, simulate
+from llm_platform.simulator.search import oracle
+from llm_platform.simulator.serving.capacity import CapacityConfig, start_times
+from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, ReplicaTable, TokenStats
+from llm_platform.simulator.serving.unmet import what_would_meet
+from llm_platform.simulator.traffic.traffic import Traffic, seed_day
 
 if TYPE_CHECKING:
     from llm_platform.config.loader import Stack

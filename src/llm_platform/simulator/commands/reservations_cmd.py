@@ -15,11 +15,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from llm_platform.simulator import report
-from llm_platform.simulator.args import non_negative_int
-from llm_platform.simulator.engine import simulate
-from llm_platform.simulator.scenarios import StackRun, stack_run
-from llm_platform.simulator.traffic import load
+from llm_platform.simulator.commands import report
+from llm_platform.simulator.commands.args import non_negative_int
+from llm_platform.simulator.day.engine import simulate
+from llm_platform.simulator.search.scenarios import StackRun, stack_run
+from llm_platform.simulator.traffic.traffic import load
 
 DEPLOYED = "stack-config"  # simulator/strategies.for_stack: the model's autoscaling as the stack file has it
 
@@ -81,7 +81,7 @@ def cheapest(days: Sequence[ReservedDay]) -> ReservedDay:
 
 
 def run(argv: Sequence[str]) -> int:
-    from llm_platform.simulator import cli  # the day's own flags, so a sweep runs exactly that day
+    from llm_platform.simulator.commands import cli  # the day's own flags, so a sweep runs exactly that day
 
     parser = cli._parser()  # pyright: ignore[reportPrivateUsage]
     parser.prog = "python -m llm_platform.simulator reservations"

@@ -50,12 +50,12 @@ from llm_platform.config.schema import (
     ScalingRules,
 )
 from llm_platform.plan.headroom import with_headroom
-from llm_platform.simulator.args import non_negative_float, positive_float, positive_int
-from llm_platform.simulator.capacity import start_times
-from llm_platform.simulator.engine import simulate
-from llm_platform.simulator.progress import track
-from llm_platform.simulator.reservations_cmd import most_useful
-from llm_platform.simulator.scenarios import (
+from llm_platform.simulator.commands.args import non_negative_float, positive_float, positive_int
+from llm_platform.simulator.commands.progress import track
+from llm_platform.simulator.commands.reservations_cmd import most_useful
+from llm_platform.simulator.controllers.strategies import from_plan, scaling_for
+from llm_platform.simulator.day.engine import simulate
+from llm_platform.simulator.search.scenarios import (
     StackRun,
     minute_rates,
     miss_curve,
@@ -64,9 +64,9 @@ from llm_platform.simulator.scenarios import (
     slo_rate_per_replica,
     stack_run,
 )
-from llm_platform.simulator.strategies import from_plan, scaling_for
-from llm_platform.simulator.traffic import load
-from llm_platform.simulator.yaml_out import autoscaling_yaml, go_duration, headroom_yaml
+from llm_platform.simulator.search.yaml_out import autoscaling_yaml, go_duration, headroom_yaml
+from llm_platform.simulator.serving.capacity import start_times
+from llm_platform.simulator.traffic.traffic import load
 from llm_platform.tools.cli import ArgumentParser, known_stack
 
 SERVED_RATE_SCALE = "served_rate_scale"

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_platform.simulator.args import non_negative_int, positive_float
-from llm_platform.simulator.traffic import SEED_DAY_KNOTS, rate_curve
+from llm_platform.simulator.commands.args import non_negative_int, positive_float
+from llm_platform.simulator.traffic.traffic import SEED_DAY_KNOTS, rate_curve
 from llm_platform.tools.cli import ArgumentParser
 
 KINDS = ("seed", "flat", "spiky", "bursty", "bursts", "flash", "growing", "shifted")
