@@ -52,9 +52,9 @@ from llm_platform.config.schema import (
 from llm_platform.plan.headroom import with_headroom
 from llm_platform.simulator.commands.args import non_negative_float, positive_float, positive_int
 from llm_platform.simulator.commands.progress import track
-from llm_platform.simulator.commands.reservations_cmd import most_useful
 from llm_platform.simulator.controllers.strategies import from_plan, scaling_for
 from llm_platform.simulator.day.engine import simulate
+from llm_platform.simulator.search.reservations import most_useful
 from llm_platform.simulator.search.scenarios import (
     StackRun,
     minute_rates,
