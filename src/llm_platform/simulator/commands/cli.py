@@ -101,9 +101,9 @@ def _print_explained(run: StackRun, as_json: bool) -> None:
 
 
 def _tune(argv: Sequence[str]) -> int:
-    from llm_platform.simulator.search import tune
+    from llm_platform.simulator.commands import tune_cmd
 
-    return tune.run(argv)
+    return tune_cmd.run(argv)
 
 
 def _family(argv: Sequence[str]) -> int:
