@@ -107,9 +107,9 @@ def _tune(argv: Sequence[str]) -> int:
 
 
 def _family(argv: Sequence[str]) -> int:
-    from llm_platform.simulator.traffic import family
+    from llm_platform.simulator.commands import family_cmd
 
-    return family.run(argv)
+    return family_cmd.run(argv)
 
 
 def _reservations(argv: Sequence[str]) -> int:
