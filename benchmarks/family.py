@@ -21,8 +21,9 @@ from llm_platform.simulator.commands.args import positive_int  # noqa: E402
 from llm_platform.simulator.commands.progress import track  # noqa: E402
 from llm_platform.simulator.controllers.strategies import keda, static  # noqa: E402
 from llm_platform.simulator.day.engine import simulate  # noqa: E402
-from llm_platform.simulator.search.scenarios import SEED_C, StackRun, oracle_for, stack_run  # noqa: E402
+from llm_platform.simulator.search.scenarios import SEED_C, oracle_for  # noqa: E402
 from llm_platform.simulator.search.stack_rules import pool_gpu_limit, stack_accepts  # noqa: E402
+from llm_platform.simulator.search.stacks import StackRun, stack_run  # noqa: E402
 from llm_platform.simulator.search.tune import DayScore, Tuner  # noqa: E402
 from llm_platform.simulator.search.yaml_out import autoscaling_yaml  # noqa: E402
 from llm_platform.simulator.traffic import family  # noqa: E402

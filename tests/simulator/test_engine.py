@@ -131,7 +131,8 @@ def test_served_throughput_sizes_an_overload_where_a_low_kv_target_asks_for_max_
     pool's throughput over its target, and once the replicas serve the load, for load / target."""
     from llm_platform.plan.model import scaling_plan
     from llm_platform.simulator.controllers.strategies import from_plan
-    from llm_platform.simulator.search.scenarios import slo_rate_per_replica, stack_run
+    from llm_platform.simulator.search.scenarios import slo_rate_per_replica
+    from llm_platform.simulator.search.stacks import stack_run
     from tests.conftest import fixture_stack
 
     rate = np.full(3 * 3600, 6.0)
@@ -174,7 +175,8 @@ def test_behind_the_gateway_the_queue_is_bounded_and_the_arrivals_size_the_pool(
     arrivals (served or shed) ask for load / target at once, and the burst costs fewer misses."""
     from llm_platform.plan.model import scaling_plan
     from llm_platform.simulator.controllers.strategies import from_plan
-    from llm_platform.simulator.search.scenarios import slo_rate_per_replica, stack_run
+    from llm_platform.simulator.search.scenarios import slo_rate_per_replica
+    from llm_platform.simulator.search.stacks import stack_run
     from tests.conftest import fixture_stack
 
     rate = np.full(3 * 3600, 6.0)

@@ -182,7 +182,7 @@ def test_what_ifs_change_the_simulated_inputs_and_nothing_else(capsys: pytest.Ca
 
 
 def test_a_seed_day_run_simulates_the_deployed_scaled_object() -> None:
-    from llm_platform.simulator.search.scenarios import stack_run
+    from llm_platform.simulator.search.stacks import stack_run
 
     run = stack_run(FIXTURE_STACKS / "Pulumi.prod.yaml", None, seed_day(0))
     deployed = next(s for s in run.strategies if s.name == "stack-config")

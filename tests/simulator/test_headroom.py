@@ -125,7 +125,7 @@ def test_headroom_cuts_misses_on_bursts_shorter_than_a_cold_start() -> None:
 def test_a_stack_run_simulates_the_headroom_the_plan_renders() -> None:
     """Placeholders, windows, warm start and refill in the simulator are the plan's (what the cluster runs)."""
     from llm_platform.components.specs import headroom as spec
-    from llm_platform.simulator.search.scenarios import stack_run
+    from llm_platform.simulator.search.stacks import stack_run
     from llm_platform.simulator.serving.capacity import start_times
     from tests.conftest import fixture_stack
 

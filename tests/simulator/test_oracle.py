@@ -71,7 +71,8 @@ def test_the_oracle_never_runs_fewer_replicas_than_the_stack_may_deploy():
 
 def test_a_stack_run_bounds_its_oracle_by_the_environment_floor():
     from llm_platform.config.schema import PROD_MIN_REPLICAS
-    from llm_platform.simulator.search.scenarios import oracle_for, stack_run
+    from llm_platform.simulator.search.scenarios import oracle_for
+    from llm_platform.simulator.search.stacks import stack_run
     from llm_platform.simulator.traffic.traffic import seed_day
     from tests.conftest import fixture_stack
 

@@ -11,7 +11,8 @@ import pytest
 from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.loader import ROOT, ConfigError
 from llm_platform.simulator.day.engine import simulate
-from llm_platform.simulator.search.scenarios import StackRun, oracle_for, stack_run
+from llm_platform.simulator.search.scenarios import oracle_for
+from llm_platform.simulator.search.stacks import StackRun, stack_run
 from llm_platform.simulator.traffic.traffic import TokenMix, Traffic, load
 
 PROD = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.prod.yaml"

@@ -14,7 +14,7 @@ from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.loader import ROOT
 from llm_platform.simulator.day.engine import simulate
 from llm_platform.simulator.search import reservations
-from llm_platform.simulator.search.scenarios import StackRun, stack_run
+from llm_platform.simulator.search.stacks import StackRun, stack_run
 from llm_platform.simulator.serving.capacity import CapacityConfig, Cluster
 from llm_platform.simulator.traffic import family
 from llm_platform.simulator.traffic.traffic import TokenMix, load

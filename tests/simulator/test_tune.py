@@ -17,8 +17,8 @@ import pytest
 from llm_platform.config.loader import ROOT
 from llm_platform.simulator.commands.cli import main
 from llm_platform.simulator.search.knobs import MAX_REPLICAS
-from llm_platform.simulator.search.scenarios import stack_run
 from llm_platform.simulator.search.stack_rules import pool_gpu_limit, stack_accepts
+from llm_platform.simulator.search.stacks import stack_run
 from llm_platform.simulator.search.tune import Tuner
 from llm_platform.simulator.traffic import family
 from llm_platform.simulator.traffic.traffic import load

@@ -19,15 +19,14 @@ from llm_platform.simulator.controllers.strategies import Strategy
 from llm_platform.simulator.day.engine import Result
 from llm_platform.simulator.search.scenarios import (
     Setup,
-    StackRun,
     capacity_summary,
     recommended_for,
     run_all,
     seed_setup,
     seed_strategies,
     slo_rate_per_replica,
-    stack_run,
 )
+from llm_platform.simulator.search.stacks import StackRun, stack_run
 from llm_platform.simulator.search.yaml_out import autoscaling_yaml
 from llm_platform.simulator.traffic.traffic import load
 from llm_platform.tools.cli import error, invalid_config, message

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from llm_platform.simulator.commands import day_args, report
 from llm_platform.simulator.commands.args import non_negative_int
 from llm_platform.simulator.search.reservations import cheapest, most_useful, sweep
-from llm_platform.simulator.search.scenarios import stack_run
+from llm_platform.simulator.search.stacks import stack_run
 from llm_platform.simulator.traffic.traffic import load
 
 

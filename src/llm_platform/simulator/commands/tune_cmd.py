@@ -13,8 +13,8 @@ from llm_platform.simulator.commands.progress import track
 from llm_platform.simulator.search import tune
 from llm_platform.simulator.search.knobs import RESERVED, number
 from llm_platform.simulator.search.reservations import most_useful
-from llm_platform.simulator.search.scenarios import StackRun, stack_run
 from llm_platform.simulator.search.stack_rules import pool_gpu_limit, stack_accepts
+from llm_platform.simulator.search.stacks import StackRun, stack_run
 from llm_platform.simulator.search.tune import Tuner
 from llm_platform.simulator.search.yaml_out import autoscaling_yaml, go_duration, headroom_yaml
 from llm_platform.simulator.traffic.traffic import load

@@ -14,8 +14,9 @@ from llm_platform.config.schema import (
     ScalingPolicy,
     ScalingRules,
 )
-from llm_platform.simulator.search.scenarios import StackRun, minute_rates, recommend, slo_rate_per_replica
+from llm_platform.simulator.search.scenarios import minute_rates, recommend, slo_rate_per_replica
 from llm_platform.simulator.search.stack_rules import pool_gpu_limit
+from llm_platform.simulator.search.stacks import StackRun
 from llm_platform.simulator.serving.capacity import start_times
 
 SERVED_RATE_SCALE = "served_rate_scale"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from llm_platform.simulator.day.engine import simulate
-from llm_platform.simulator.search.scenarios import StackRun
+from llm_platform.simulator.search.stacks import StackRun
 
 DEPLOYED = (
     "stack-config"  # controllers/strategies.for_stack: the model's autoscaling as the stack file has it

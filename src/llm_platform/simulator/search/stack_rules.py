@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from llm_platform.config.loader import ConfigError, Stack, parse, read_stack, stack_region
 from llm_platform.config.schema import Autoscaling, Headroom
-from llm_platform.simulator.search.scenarios import StackRun
+from llm_platform.simulator.search.stacks import StackRun
 from llm_platform.simulator.search.yaml_out import go_duration
 
 

@@ -50,8 +50,9 @@ from llm_platform.simulator.search.knobs import (
     Candidates,
     number,
 )
-from llm_platform.simulator.search.scenarios import StackRun, miss_curve, oracle_for
+from llm_platform.simulator.search.scenarios import miss_curve, oracle_for
 from llm_platform.simulator.search.stack_rules import pool_gpu_limit
+from llm_platform.simulator.search.stacks import StackRun
 
 
 @dataclass
