@@ -25,14 +25,15 @@ if TYPE_CHECKING:
     from llm_platform.components.headroom import GpuHeadroom, GpuHeadroomArgs
     from llm_platform.components.inference import InferenceService, InferenceServiceArgs
     from llm_platform.components.karpenter import GpuNodePools, GpuNodePoolsArgs, Karpenter, KarpenterArgs
-    from llm_platform.components.keda import Keda
+    from llm_platform.components.keda import Keda, KedaArgs
     from llm_platform.components.load_balancer import LoadBalancerController, LoadBalancerControllerArgs
-    from llm_platform.components.model_cache import ModelCache, ModelCacheArgs
+    from llm_platform.components.model_cache import FsxVolume, ModelCache, ModelCacheArgs, ModelWeights
     from llm_platform.components.network import Network, NetworkArgs
     from llm_platform.components.observability import Observability, ObservabilityArgs
     from llm_platform.config.errors import ConfigError
     from llm_platform.config.stack_args import (
         AlertingSettings,
+        AmiVersionsSettings,
         ClusterSettings,
         GatewaySettings,
         GpuNodePoolSettings,
@@ -49,6 +50,7 @@ _EXPORTS = {
     "platform_args": "llm_platform.platform",
     "ConfigError": "llm_platform.config.errors",
     "AlertingSettings": "llm_platform.config.stack_args",
+    "AmiVersionsSettings": "llm_platform.config.stack_args",
     "ClusterSettings": "llm_platform.config.stack_args",
     "GatewaySettings": "llm_platform.config.stack_args",
     "GpuNodePoolSettings": "llm_platform.config.stack_args",
@@ -71,8 +73,11 @@ _EXPORTS = {
     "Observability": "llm_platform.components.observability",
     "ObservabilityArgs": "llm_platform.components.observability",
     "Keda": "llm_platform.components.keda",
+    "KedaArgs": "llm_platform.components.keda",
     "ModelCache": "llm_platform.components.model_cache",
     "ModelCacheArgs": "llm_platform.components.model_cache",
+    "ModelWeights": "llm_platform.components.model_cache",
+    "FsxVolume": "llm_platform.components.model_cache",
     "GpuHeadroom": "llm_platform.components.headroom",
     "GpuHeadroomArgs": "llm_platform.components.headroom",
     "InferenceService": "llm_platform.components.inference",
@@ -87,12 +92,14 @@ _EXPORTS = {
 
 __all__ = [
     "AlertingSettings",
+    "AmiVersionsSettings",
     "ClusterSettings",
     "ConfigError",
     "EksCluster",
     "EksClusterArgs",
     "ExistingCluster",
     "ExistingClusterArgs",
+    "FsxVolume",
     "Gateway",
     "GatewayArgs",
     "GatewaySettings",
@@ -108,6 +115,7 @@ __all__ = [
     "Karpenter",
     "KarpenterArgs",
     "Keda",
+    "KedaArgs",
     "LlmPlatform",
     "LlmPlatformArgs",
     "LoadBalancerController",
@@ -118,6 +126,7 @@ __all__ = [
     "ModelCacheArgs",
     "ModelCacheSettings",
     "ModelSettings",
+    "ModelWeights",
     "Network",
     "NetworkArgs",
     "Observability",

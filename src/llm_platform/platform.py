@@ -25,7 +25,7 @@ from llm_platform.components.karpenter import (
     Karpenter,
     KarpenterArgs,
 )
-from llm_platform.components.keda import Keda
+from llm_platform.components.keda import Keda, KedaArgs
 from llm_platform.components.load_balancer import LoadBalancerController, LoadBalancerControllerArgs
 from llm_platform.components.model_cache import ModelCache, ModelCacheArgs, ModelWeights
 from llm_platform.components.network import Network, NetworkArgs
@@ -42,6 +42,7 @@ from llm_platform.config.stack_args import (
     ModelSettings,
 )
 from llm_platform.plan import Plan, resolve
+from llm_platform.plan.stack import SERVING_KEYS
 
 __all__ = [
     "SECRET_ARGS",
@@ -181,11 +182,11 @@ class LlmPlatform(pulumi.ComponentResource):
             return Observability(
                 f"{cluster_cfg.name}-monitoring",
                 ObservabilityArgs(
+                    environment=plan.environment,
                     grafana_admin_password=args["grafana_admin_password"],
-                    retention=plan.monitoring.prometheus,
                     create_storage_class=eks_mode,
-                    alerting=plan.alerting,
-                    alert_receiver=args.get("alert_receiver") if plan.alerting.receiver != "none" else None,
+                    alerting=args.get("alerting") or {},
+                    **receiver,
                     # under the Gateway's own condition below
                     gateway_dashboard=plan.gateway.enabled
                     and args.get("api_key") is not None
@@ -196,6 +197,12 @@ class LlmPlatform(pulumi.ComponentResource):
                 opts=child(opts),
             )
 
+        receiver: dict[str, Any] = {}
+        alert_receiver = args.get("alert_receiver")
+        if plan.alerting.receiver != "none" and alert_receiver is not None:
+            receiver["alert_receiver"] = alert_receiver
+        # the stack file's blocks a serving component resolves its plan from, as the stack file has them
+        serving: dict[str, Any] = {k: args[k] for k in SERVING_KEYS if args.get(k) is not None}  # type: ignore[literal-required]
         weights: ModelWeights | None = None
         gateway_after: list[pulumi.Resource] = []  # what the gateway's load balancer needs first
         outputs: dict[str, pulumi.Input[Any]] = {}
@@ -215,7 +222,7 @@ class LlmPlatform(pulumi.ComponentResource):
                 NetworkArgs(
                     cluster_name=cluster_cfg.name,
                     region=region,
-                    vpc_cidr=cluster_cfg.vpc_cidr,
+                    vpc_cidr=str(cluster_cfg.vpc_cidr),
                     availability_zones=cluster_cfg.availability_zones,
                     nat_per_zone=plan.prod,
                 ),
@@ -244,7 +251,9 @@ class LlmPlatform(pulumi.ComponentResource):
             in_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster])
             karpenter = Karpenter(
                 f"{cluster_cfg.name}-karpenter",
-                KarpenterArgs(cluster_name=cluster_cfg.name, region=region, pools=plan.gpu_node_pools),
+                KarpenterArgs(
+                    cluster_name=cluster_cfg.name, region=region, gpu_node_pools=args["gpu_node_pools"]
+                ),
                 opts=child(in_cluster),
             )
             assert plan.addon_pool is not None  # every EKS plan has one
@@ -271,8 +280,8 @@ class LlmPlatform(pulumi.ComponentResource):
                 f"{cluster_cfg.name}-cache",
                 ModelCacheArgs(
                     cluster_name=cluster_cfg.name,
-                    bucket=plan.model_cache.s3_bucket,
-                    fsx=plan.model_cache.fsx if plan.uses_fsx else None,
+                    model_cache=args.get("model_cache") or {},
+                    fsx=plan.uses_fsx,
                     vpc_id=network.vpc_id,
                     subnet_id=network.private_subnet_ids[0],
                 ),
@@ -283,13 +292,14 @@ class LlmPlatform(pulumi.ComponentResource):
                 f"{cluster_cfg.name}-gpu",
                 GpuNodePoolsArgs(
                     cluster_name=cluster_cfg.name,
-                    pools=plan.gpu_node_pools,
-                    node_classes=plan.node_classes,
+                    gpu_node_pools=args["gpu_node_pools"],
+                    ami_versions=args["cluster"].get("amiVersions") or {},
+                    lustre_client=plan.uses_fsx,
                     zones=cluster_cfg.availability_zones,
                     node_role_name=karpenter.node_role_name,
                     prod=plan.prod,
                     tags=stack_tags,  # on what Karpenter launches; default_tags do not reach it
-                    extra_security_group_ids=[cache.fsx.client_security_group_id] if cache.fsx else [],
+                    extra_security_group_ids=[cache.fsx["client_security_group_id"]] if cache.fsx else [],
                 ),
                 opts=child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter])),
             )
@@ -315,7 +325,7 @@ class LlmPlatform(pulumi.ComponentResource):
                 ExistingClusterArgs(
                     cluster_name=cluster_cfg.name,
                     kubeconfig=cluster_cfg.kubeconfig,
-                    context=cluster_cfg.context,
+                    **({"context": cluster_cfg.context} if cluster_cfg.context else {}),
                 ),
                 opts=top,
             )
@@ -330,10 +340,15 @@ class LlmPlatform(pulumi.ComponentResource):
             GpuOperatorArgs(mig_in_use=plan.mig_in_use),
             opts=child(after_monitoring),
         )
-        keda = Keda(f"{cluster_cfg.name}-keda", opts=child(after_monitoring))
+        keda = Keda(f"{cluster_cfg.name}-keda", KedaArgs(), opts=child(after_monitoring))
         headroom = GpuHeadroom(
             f"{cluster_cfg.name}-headroom",
-            GpuHeadroomArgs(pools=plan.pools, keda=keda, monitoring=observability.release),
+            GpuHeadroomArgs(
+                **{k: v for k, v in serving.items() if k != "gateway"},
+                has_model_bucket=eks_mode,
+                keda=keda.release,
+                monitoring=observability.release,
+            ),
             opts=child(in_cluster),
         )
 
@@ -344,22 +359,22 @@ class LlmPlatform(pulumi.ComponentResource):
             serving_opts = pulumi.ResourceOptions.merge(
                 after_monitoring, pulumi.ResourceOptions(depends_on=[headroom.serving_priority_class])
             )
-            for model in plan.models:
+            secrets: dict[str, Any] = {"api_key": api_key}
+            hf_token = args.get("hugging_face_token")
+            if hf_token is not None:
+                secrets["hugging_face_token"] = hf_token
+            if eks_mode and weights is not None:
+                secrets |= {"cluster_name": cluster_cfg.name, "weights": weights}
+            for entry in args.get("models", []):
+                name = entry["name"]
                 service = InferenceService(
-                    f"{cluster_cfg.name}-{model.name}",
-                    InferenceServiceArgs(
-                        model=model,
-                        environment=plan.environment,
-                        api_key=api_key,
-                        hf_token=args.get("hugging_face_token"),
-                        cluster_name=cluster_cfg.name if eks_mode else None,
-                        weights=weights,
-                    ),
+                    f"{cluster_cfg.name}-{name}",
+                    InferenceServiceArgs(**serving, model=entry, **secrets),
                     opts=child(serving_opts),
                 )
                 ModelAutoscaling(
-                    f"{cluster_cfg.name}-{model.name}-autoscaling",
-                    ModelAutoscalingArgs(model=model, environment=plan.environment),
+                    f"{cluster_cfg.name}-{name}-autoscaling",
+                    ModelAutoscalingArgs(**serving, model=entry),
                     opts=child(
                         pulumi.ResourceOptions.merge(
                             in_cluster, pulumi.ResourceOptions(depends_on=[keda, observability, service])
@@ -367,22 +382,16 @@ class LlmPlatform(pulumi.ComponentResource):
                     ),
                 )
                 services.append(service)
-                served.append(model.name)
+                served.append(name)
         gateway_keys = args.get("gateway_client_keys")
         if plan.gateway.enabled and api_key is not None and gateway_keys is not None:
             gateway = Gateway(
                 f"{cluster_cfg.name}-gateway",
                 GatewayArgs(
-                    models=list(plan.models),
-                    clients=plan.gateway.clients,
+                    **serving,
                     client_keys=gateway_keys,
                     vllm_api_key=api_key,
-                    environment=plan.environment,
                     vpc_cidr=str(cluster_cfg.vpc_cidr),
-                    internal=plan.gateway.internal,
-                    certificate_arn=plan.gateway.certificate_arn,
-                    replicas=plan.gateway.replicas,
-                    depends_on_models=list(services),
                 ),
                 # monitors and alert rules of the pickers need the Prometheus Operator's CRDs
                 opts=child(
@@ -390,6 +399,7 @@ class LlmPlatform(pulumi.ComponentResource):
                         in_cluster, pulumi.ResourceOptions(depends_on=[*gateway_after, observability])
                     )
                 ),
+                models_ready=services,
             )
             outputs["gateway_namespace"] = gateway.namespace
 

@@ -129,7 +129,6 @@ def test_subnet_plan_does_not_overlap() -> None:
 def test_what_the_network_and_cluster_wait_for_their_children_wait_for() -> None:
     """Pulumi does not pass a component's depends_on to its children: the components do, so a VPC or an
     EKS cluster composed after something (a permission boundary, a shared network) really waits for it."""
-    from ipaddress import IPv4Network
 
     import pulumi
     import pulumi_aws as aws
@@ -145,7 +144,7 @@ def test_what_the_network_and_cluster_wait_for_their_children_wait_for() -> None
             "net",
             NetworkArgs(
                 cluster_name="c",
-                vpc_cidr=IPv4Network("10.0.0.0/16"),
+                vpc_cidr="10.0.0.0/16",
                 availability_zones=["us-east-1a", "us-east-1b"],
                 region="us-east-1",
                 nat_per_zone=False,

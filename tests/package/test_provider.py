@@ -81,3 +81,57 @@ def test_a_yaml_programs_inputs_build_what_the_stack_program_builds() -> None:
     assert [r.inputs for r in via_provider.by_type(deployment)] == [
         r.inputs for r in via_program.by_type(deployment)
     ]
+
+
+def test_the_schema_offers_the_sub_components_with_the_stack_files_blocks() -> None:
+    resources = schema()["resources"]
+    for name in ("EksCluster", "GpuNodePools", "InferenceService", "Network", "ModelAutoscaling", "Keda"):
+        assert f"llm-platform:index:{name}" in resources
+    service = resources["llm-platform:index:InferenceService"]
+    inputs = service["inputProperties"]
+    assert inputs["model"]["$ref"] == "#/types/llm-platform:index:ModelSettings"
+    assert inputs["gpuNodePools"]["items"]["$ref"] == "#/types/llm-platform:index:GpuNodePoolSettings"
+    assert not inputs["apiKey"].get("plain")  # a secret: an Output of another resource will do
+    assert set(service["requiredInputs"]) == {"environment", "model", "gpuNodePools", "apiKey"}
+    pools = resources["llm-platform:index:GpuNodePools"]["inputProperties"]
+    assert not pools["nodeRoleName"].get("plain")  # Karpenter's output
+    assert resources["llm-platform:index:EksCluster"]["inputProperties"]["vpcId"]["type"] == "string"
+
+
+def test_a_yaml_programs_inference_service_is_the_python_programs() -> None:
+    """An InferenceService built from camelCase inputs over the wire, as `pulumi package add` SDKs send
+    them, registers what the Python component registers from the same blocks."""
+    values = stack_file_values(FIXTURE)
+    model = values["models"][0]
+    blocks = {"environment": values["environment"], "gpuNodePools": values["gpuNodePools"], "model": model}
+    bucket = {"bucketName": "team-models", "bucketArn": "arn:aws:s3:::team-models"}
+    sent = _over_the_wire({**blocks, "models": values["models"], "clusterName": "team", "weights": bucket})
+
+    def via_construct() -> None:
+        secrets = {"apiKey": pulumi.Output.secret("render-only-secret")}
+        provider().construct("qwen", "llm-platform:index:InferenceService", {**sent, **secrets})
+
+    def via_python() -> None:
+        from llm_platform import InferenceService, InferenceServiceArgs, ModelWeights
+
+        InferenceService(
+            "qwen",
+            InferenceServiceArgs(
+                environment=values["environment"],
+                model=model,
+                models=values["models"],
+                gpu_node_pools=values["gpuNodePools"],
+                api_key=pulumi.Output.secret("render-only-secret"),
+                cluster_name="team",
+                weights=ModelWeights(bucket_name="team-models", bucket_arn="arn:aws:s3:::team-models"),
+            ),
+        )
+
+    constructed, built = evaluate(via_construct), evaluate(via_python)
+    assert sorted((r.typ, r.name) for r in constructed.created) == sorted(
+        (r.typ, r.name) for r in built.created
+    )
+    (deployment,) = constructed.by_type("kubernetes:apps/v1:Deployment")
+    assert [deployment.inputs] == [r.inputs for r in built.by_type("kubernetes:apps/v1:Deployment")]
+    assert deployment.inputs["metadata"]["name"] == model["name"]
+    assert "team-models" in json.dumps(deployment.inputs)  # the weights' bucket, sent as a nested object

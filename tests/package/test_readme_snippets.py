@@ -29,6 +29,18 @@ def test_the_python_program_builds_the_platform() -> None:
     assert len(recorded.by_type("kubernetes:apps/v1:Deployment")) == 1
 
 
+def test_the_component_program_serves_a_model_on_an_existing_cluster() -> None:
+    program = next(b for b in blocks("python") if "InferenceServiceArgs(" in b)
+    project = "my-serving"
+    config = {f"{project}:kubeconfig": "{}", f"{project}:apiKey": "test-only-secret"}
+    recorded = evaluate(lambda: exec(program, {"__name__": "__main__"}), project=project, config=config)
+    assert [r.name for r in recorded.by_type("llm-platform:inference:InferenceService")] == ["team-qwen"]
+    (deployment,) = recorded.by_type("kubernetes:apps/v1:Deployment")
+    assert deployment.k8s_provider == "team-k8s"
+    assert deployment.inputs["spec"]["template"]["spec"]["nodeSelector"] == {"llm-platform/gpu-pool": "l4"}
+    assert not [r for r in recorded.created if r.typ.startswith("aws:")]  # an existing cluster: no AWS
+
+
 def test_the_test_snippet_passes() -> None:
     snippet = next(b for b in blocks("python") if "def test_" in b)
     namespace: dict = {}

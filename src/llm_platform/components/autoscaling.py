@@ -1,8 +1,6 @@
 """Autoscaling: a model's KEDA ScaledObject and its PrometheusRule (scaling, SLO and health alerts)."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass
+from typing import NotRequired, TypedDict
 
 import pulumi
 
@@ -10,13 +8,33 @@ from llm_platform.components import child_options
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import alerts
 from llm_platform.components.specs import autoscaling as spec
-from llm_platform.plan import ModelPlan
+from llm_platform.config.stack_args import (
+    GatewaySettings,
+    GpuNodePoolSettings,
+    ModelCacheSettings,
+    ModelSettings,
+)
+from llm_platform.plan.stack import model_plan
 
 
-@dataclass(frozen=True, kw_only=True)
-class ModelAutoscalingArgs:
-    model: ModelPlan
+class ModelAutoscalingArgs(TypedDict):
+    """The model to scale: the stack file's entry for it and the blocks its plan depends on (camelCase keys,
+    checked by the stack's rules), as InferenceServiceArgs carries them."""
+
     environment: str
+    """dev, staging or prod."""
+    model: ModelSettings
+    """The stack file's `models` entry of the model (its `autoscaling` and `slo` above all)."""
+    gpu_node_pools: list[GpuNodePoolSettings]
+    """The stack file's `gpuNodePools`: the model's `nodePool` names one."""
+    models: NotRequired[list[ModelSettings]]
+    """Every model served on these pools, this one among them (they share each pool's gpuLimit). Default:
+    this model alone."""
+    model_cache: NotRequired[ModelCacheSettings]
+    """The stack file's `modelCache` (the fsx cache needs its `fsx` block)."""
+    gateway: NotRequired[GatewaySettings]
+    """The stack file's `gateway`: behind an enabled gateway, `requestsPerSecondPerReplica` counts the
+    gateway's arrivals (served or shed) instead of vLLM's completions."""
 
 
 class ModelAutoscaling(pulumi.ComponentResource):
@@ -27,9 +45,10 @@ class ModelAutoscaling(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: ModelAutoscalingArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        # the plan's cache facts (bucket or not) never reach the ScaledObject or the alerts
+        model = model_plan(args)  # bad input stops before any resource
         super().__init__("llm-platform:autoscaling:ModelAutoscaling", name, None, opts)
-        model = args.model
-        scaled_object = spec.scaled_object(model, args.environment)
+        scaled_object = spec.scaled_object(model, args["environment"])
         apply_manifest(f"{name}-scaledobject", scaled_object, child_options(self, opts))
         apply_manifest(f"{name}-alerts", alerts.prometheus_rule(model), child_options(self, opts))
         self.register_outputs({"scaledObject": model.names.scaled_object})

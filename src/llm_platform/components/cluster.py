@@ -1,10 +1,8 @@
 """Cluster: EKS (or an existing cluster) and the one Kubernetes provider every in-cluster object uses."""
 
-from __future__ import annotations
-
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -17,22 +15,33 @@ from llm_platform.components.specs import cluster as spec
 from llm_platform.components.specs.common import pod_identity_trust_policy
 
 
-@dataclass(frozen=True, kw_only=True)
-class EksClusterArgs:
+class EksClusterArgs(TypedDict):
+    """An EKS cluster in an existing VPC (e.g. Network's), as the stack file's `cluster` block describes it."""
+
     cluster_name: str
+    """The cluster's name (also the `karpenter.sh/discovery` value of its subnets and security groups)."""
     kubernetes_version: str
+    """The Kubernetes minor version, e.g. "1.34"."""
     vpc_id: pulumi.Input[str]
     private_subnet_ids: Sequence[pulumi.Input[str]]
+    """Subnets of the nodes and pods (one per zone)."""
     public_subnet_ids: Sequence[pulumi.Input[str]]
+    """Subnets of internet-facing load balancers."""
     endpoint_public_access: bool
+    """The API server is reachable from the internet (from `public_access_cidrs`), not only from the VPC."""
     public_access_cidrs: list[str]
+    """Where the public API endpoint may be reached from."""
     admin_role_arns: list[str]
+    """IAM roles granted cluster-admin (EKS access entries)."""
     system_instance_type: str
+    """Instance type of the on-demand system node group (Karpenter and the EKS add-ons run there)."""
     system_min: int
     system_max: int
     system_disk_gib: int
+    """Root volume of each system node, GiB."""
     deletion_protection: bool
-    tags: dict[str, str] = field(default_factory=dict)
+    """EKS refuses to delete the cluster until this is turned off (prod)."""
+    tags: NotRequired[dict[str, str]]
     """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
 
 
@@ -51,13 +60,14 @@ class EksCluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm-platform:cluster:EksCluster", name, None, opts)
         child = child_options(self, opts)
+        tags = args.get("tags", {})
 
         secrets_key = aws.kms.Key(
             f"{name}-secrets",
-            description=f"Envelope encryption of Kubernetes secrets in {args.cluster_name}",
+            description=f"Envelope encryption of Kubernetes secrets in {args['cluster_name']}",
             enable_key_rotation=True,
             deletion_window_in_days=30,
-            tags=args.tags,
+            tags=tags,
             opts=child,
         )
         access_entries = {
@@ -70,70 +80,70 @@ class EksCluster(pulumi.ComponentResource):
                     )
                 },
             )
-            for i, arn in enumerate(args.admin_role_arns)
+            for i, arn in enumerate(args["admin_role_arns"])
         }
         self.cluster = eks.Cluster(
             f"{name}-eks",
-            name=args.cluster_name,
-            version=args.kubernetes_version,
-            vpc_id=args.vpc_id,
-            private_subnet_ids=args.private_subnet_ids,
-            public_subnet_ids=args.public_subnet_ids,
+            name=args["cluster_name"],
+            version=args["kubernetes_version"],
+            vpc_id=args["vpc_id"],
+            private_subnet_ids=args["private_subnet_ids"],
+            public_subnet_ids=args["public_subnet_ids"],
             node_associate_public_ip_address=False,
             endpoint_private_access=True,
-            endpoint_public_access=args.endpoint_public_access,
-            public_access_cidrs=args.public_access_cidrs if args.endpoint_public_access else None,
+            endpoint_public_access=args["endpoint_public_access"],
+            public_access_cidrs=args["public_access_cidrs"] if args["endpoint_public_access"] else None,
             authentication_mode=eks.AuthenticationMode.API,
             access_entries=access_entries,
             skip_default_node_group=True,
             encryption_config_key_arn=secrets_key.arn,
             enabled_cluster_log_types=spec.CONTROL_PLANE_LOG_TYPES,
-            deletion_protection=args.deletion_protection,
+            deletion_protection=args["deletion_protection"],
             # prefix delegation for pod density; network policy enforcement for the vLLM NetworkPolicies
             vpc_cni_options=eks.VpcCniOptionsArgs(enable_prefix_delegation=True, enable_network_policy=True),
-            tags=args.tags,
+            tags=tags,
             opts=child,
         )
         cluster_ready = child_options(self, opts, self.cluster)
 
         pod_identity = aws.eks.Addon(
             f"{name}-pod-identity",
-            cluster_name=args.cluster_name,
+            cluster_name=args["cluster_name"],
             addon_name=spec.POD_IDENTITY_ADDON,
             resolve_conflicts_on_update="OVERWRITE",
-            tags=args.tags,
+            tags=tags,
             opts=cluster_ready,
         )
 
         system_node_role = node_role(
             f"{name}-system-node",
-            description=f"System managed node group of {args.cluster_name}",
-            tags=args.tags,
+            description=f"System managed node group of {args['cluster_name']}",
+            tags=tags,
             opts=child,
         )
         self.system_nodes = eks.ManagedNodeGroup(
             f"{name}-system",
             cluster=self.cluster,
             node_role_arn=system_node_role.arn,
-            instance_types=[args.system_instance_type],
+            instance_types=[args["system_instance_type"]],
             capacity_type="ON_DEMAND",
             # images and logs (EKS' 20 GiB default is tight for them)
-            disk_size=args.system_disk_gib,
+            disk_size=args["system_disk_gib"],
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-                min_size=args.system_min, desired_size=args.system_min, max_size=args.system_max
+                min_size=args["system_min"], desired_size=args["system_min"], max_size=args["system_max"]
             ),
             labels=spec.system_node_labels(),
             taints=[aws.eks.NodeGroupTaintArgs(**t) for t in spec.system_node_taints()],
-            subnet_ids=args.private_subnet_ids,
-            tags=args.tags,
+            subnet_ids=args["private_subnet_ids"],
+            tags=tags,
             opts=child,
         )
 
         ebs_role = aws.iam.Role(
             f"{name}-ebs-csi",
             assume_role_policy=pod_identity_trust_policy(),
-            description=f"EBS CSI controller of {args.cluster_name} (Pod Identity)",
-            tags=args.tags,
+            description=f"EBS CSI controller of {args['cluster_name']} (Pod Identity)",
+            tags=tags,
             opts=child,
         )
         aws.iam.RolePolicyAttachment(
@@ -141,7 +151,7 @@ class EksCluster(pulumi.ComponentResource):
         )
         aws.eks.Addon(
             f"{name}-ebs-csi",
-            cluster_name=args.cluster_name,
+            cluster_name=args["cluster_name"],
             addon_name=spec.EBS_CSI_ADDON,
             resolve_conflicts_on_update="OVERWRITE",
             pod_identity_associations=[
@@ -149,18 +159,18 @@ class EksCluster(pulumi.ComponentResource):
                     role_arn=ebs_role.arn, service_account=spec.EBS_CSI_SERVICE_ACCOUNT
                 )
             ],
-            tags=args.tags,
+            tags=tags,
             opts=child_options(self, opts, self.system_nodes, pod_identity),
         )
 
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.cluster.kubeconfig_json,
-            cluster_identifier=args.cluster_name,
+            cluster_identifier=args["cluster_name"],
             enable_server_side_apply=True,
             opts=child_options(self, opts, self.system_nodes),
         )
-        self.cluster_name = pulumi.Output.from_input(args.cluster_name)
+        self.cluster_name = pulumi.Output.from_input(args["cluster_name"])
         self.endpoint = self.cluster.kubeconfig_json.apply(_server_of)
         self.cluster_security_group_id = self.cluster.cluster_security_group_id
         self.node_security_group_id = self.cluster.node_security_group_id
@@ -178,11 +188,15 @@ def _server_of(kubeconfig_json: str) -> str:
     return clusters[0].get("cluster", {}).get("server", "")
 
 
-@dataclass(frozen=True, kw_only=True)
-class ExistingClusterArgs:
+class ExistingClusterArgs(TypedDict):
+    """A cluster someone else runs, reached through a kubeconfig."""
+
     cluster_name: str
+    """A name for it (the Kubernetes provider's cluster identifier)."""
     kubeconfig: str
-    context: str | None
+    """The kubeconfig: its contents or a path to it."""
+    context: NotRequired[str]
+    """The kubeconfig context to use; default: its current context."""
 
 
 class ExistingCluster(pulumi.ComponentResource):
@@ -197,11 +211,11 @@ class ExistingCluster(pulumi.ComponentResource):
         super().__init__("llm-platform:cluster:ExistingCluster", name, None, opts)
         self.provider = k8s.Provider(
             f"{name}-k8s",
-            kubeconfig=args.kubeconfig,
-            context=args.context,
-            cluster_identifier=args.cluster_name,
+            kubeconfig=args["kubeconfig"],
+            context=args.get("context"),
+            cluster_identifier=args["cluster_name"],
             enable_server_side_apply=True,
             opts=child_options(self, opts),
         )
-        self.cluster_name = pulumi.Output.from_input(args.cluster_name)
+        self.cluster_name = pulumi.Output.from_input(args["cluster_name"])
         self.register_outputs({"clusterName": self.cluster_name})

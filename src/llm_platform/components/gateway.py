@@ -1,11 +1,8 @@
 """Gateway: the platform's entry point, Envoy Gateway + Envoy AI Gateway on Gateway API behind an internal NLB,
 with an InferencePool and an endpoint picker per model (components.specs.gateway, .inference_pool)."""
 
-from __future__ import annotations
-
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -17,7 +14,13 @@ from llm_platform.components.specs import gateway as spec
 from llm_platform.components.specs import gateway_monitoring as monitoring
 from llm_platform.components.specs import inference_pool as pool
 from llm_platform.components.specs.common import namespace_manifest
-from llm_platform.config.schema import GatewayClient
+from llm_platform.config.errors import ConfigError
+from llm_platform.config.stack_args import (
+    GatewaySettings,
+    GpuNodePoolSettings,
+    ModelCacheSettings,
+    ModelSettings,
+)
 from llm_platform.config.versions import (
     ENVOY_AI_GATEWAY_VERSION,
     ENVOY_GATEWAY_CHART_REPO,
@@ -28,25 +31,29 @@ from llm_platform.config.versions import (
 )
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.naming import AI_GATEWAY_NAMESPACE, GATEWAY_NAMESPACE
+from llm_platform.plan.stack import resolve_serving, serving_config
 
 
-@dataclass(frozen=True, kw_only=True)
-class GatewayArgs:
-    models: Sequence[ModelPlan]
-    clients: Sequence[GatewayClient]
-    client_keys: pulumi.Input[Mapping[str, str]]
+class GatewayArgs(TypedDict):
+    """The gateway as the stack file's `gateway` block says, in front of the stack's models (the stack
+    file's blocks, camelCase keys, checked by the stack's rules), and the keys."""
+
+    environment: str
+    """dev, staging or prod."""
+    gateway: GatewaySettings
+    """The stack file's `gateway`: its clients and rate limits, internal or public, certificate, replicas."""
+    models: list[ModelSettings]
+    """The stack file's `models`: an InferencePool, an endpoint picker and routes for each."""
+    gpu_node_pools: list[GpuNodePoolSettings]
+    """The stack file's `gpuNodePools` the models run on."""
+    model_cache: NotRequired[ModelCacheSettings]
+    """The stack file's `modelCache` (the fsx cache needs its `fsx` block)."""
+    client_keys: pulumi.Input[dict[str, str]]
     """Client name -> API key (a Pulumi secret, the `gatewayClientKeys` JSON object)."""
     vllm_api_key: pulumi.Input[str]
     """The key vLLM checks; the gateway injects it upstream, clients never see it."""
-    environment: str
     vpc_cidr: str
     """Where the NLB's connections and kubelet's probes come from."""
-    internal: bool = True
-    certificate_arn: str | None = None
-    """ACM certificate: TLS on port 443 at the NLB. Required when `internal` is false (and in prod)."""
-    replicas: int = 2
-    depends_on_models: Sequence[pulumi.Resource] = field(default_factory=list)
-    """The models' InferenceServices: their namespaces and pods exist before pools and routes."""
 
 
 class Gateway(pulumi.ComponentResource):
@@ -55,16 +62,31 @@ class Gateway(pulumi.ComponentResource):
 
     namespace: str
 
-    def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: GatewayArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        models_ready: Sequence[pulumi.Resource] = (),
+    ) -> None:
+        """`models_ready`: the models' InferenceServices (Python only): their namespaces and pods exist
+        before each model's pool and routes; the controllers and CRDs do not wait for them."""
+        # bad input stops before any resource
+        config = serving_config(args)
+        gateway = config.gateway
+        if not gateway.enabled:
+            raise ConfigError("gateway.enabled: false; the Gateway component needs `enabled: true`")
+        models, _ = resolve_serving(config, has_bucket=True)  # the pickers read no cache fact
         super().__init__("llm-platform:gateway:Gateway", name, None, opts)
-        self._name, self._opts = name, opts
+        self._name, self._opts, self._models_ready = name, opts, list(models_ready)
         self.namespace = GATEWAY_NAMESPACE
-        if args.replicas < 2:
+        if gateway.replicas < 2:
             pulumi.log.warn(
-                f"{name}: {args.replicas} Envoy replica(s): one node loss stops all traffic", self
+                f"{name}: {gateway.replicas} Envoy replica(s): one node loss stops all traffic", self
             )
 
-        ns = self._apply("ns", spec.namespace(args.environment))
+        ns = self._apply("ns", spec.namespace(args["environment"]))
         aigw_ns = self._apply("ai-gateway-ns", namespace_manifest(AI_GATEWAY_NAMESPACE, "restricted"))
         crds = self._release(
             "gateway-crds", "gateway-crds-helm", ENVOY_GATEWAY_VERSION, spec.gateway_crds_values(), ns
@@ -107,47 +129,48 @@ class Gateway(pulumi.ComponentResource):
 
         def checked_keys(values: list[Any]) -> dict[str, str]:
             keys, vllm_key = values
-            spec.check_clients(args.clients, dict(keys), vllm_key)
+            spec.check_clients(gateway.clients, dict(keys), vllm_key)
             return dict(keys)
 
         keys = pulumi.Output.secret(
-            pulumi.Output.all(args.client_keys, args.vllm_api_key).apply(checked_keys)
+            pulumi.Output.all(args["client_keys"], args["vllm_api_key"]).apply(checked_keys)
         )
         keys_secret = self._apply("client-keys", spec.client_keys_secret(keys), ns)
         proxy = self._apply(
             "envoy-proxy",
             spec.envoy_proxy(
-                replicas=args.replicas, internal=args.internal, certificate_arn=args.certificate_arn
+                replicas=gateway.replicas, internal=gateway.internal, certificate_arn=gateway.certificate_arn
             ),
             *controllers,
         )
         gateway_class = self._apply("gateway-class", spec.gateway_class(), proxy)
-        model_namespaces = [m.names.namespace for m in args.models]
-        gateway = self._apply(
+        model_namespaces = [m.names.namespace for m in models]
+        gateway_resource = self._apply(
             "gateway",
-            spec.gateway(certificate_arn=args.certificate_arn, model_namespaces=model_namespaces),
+            spec.gateway(certificate_arn=gateway.certificate_arn, model_namespaces=model_namespaces),
             gateway_class,
         )
-        self._apply("client-traffic", spec.client_traffic_policy(), gateway)
-        self._apply("api-keys", spec.security_policy(), gateway, keys_secret)
-        self._apply("rate-limits", spec.rate_limit_policy(args.clients, args.replicas), gateway)
-        self._apply("proxy-netpol", spec.proxy_network_policy(args.vpc_cidr, args.certificate_arn), ns)
+        self._apply("client-traffic", spec.client_traffic_policy(), gateway_resource)
+        self._apply("api-keys", spec.security_policy(), gateway_resource, keys_secret)
+        self._apply(
+            "rate-limits", spec.rate_limit_policy(gateway.clients, gateway.replicas), gateway_resource
+        )
+        self._apply("proxy-netpol", spec.proxy_network_policy(args["vpc_cidr"], gateway.certificate_arn), ns)
         self._apply("proxy-podmonitor", spec.proxy_pod_monitor(), ns)
 
-        credential = pulumi.Output.secret(pulumi.Output.from_input(args.vllm_api_key).apply(pool.bearer))
-        for model in args.models:
-            self._model(model, args, credential, gateway, pool_crd, *controllers)
+        credential = pulumi.Output.secret(pulumi.Output.from_input(args["vllm_api_key"]).apply(pool.bearer))
+        for model in models:
+            self._model(model, credential, gateway_resource, pool_crd, *controllers)
         self.register_outputs({"namespace": self.namespace, "gateway": spec.GATEWAY})
 
     def _model(
         self,
         model: ModelPlan,
-        args: GatewayArgs,
         credential: pulumi.Output[str],
         *after: pulumi.Resource,
     ) -> None:
         """The model's InferencePool and picker (one chart release), routes, PDB, policies and alerts."""
-        waits = [*after, *args.depends_on_models]
+        waits = [*after, *self._models_ready]
         prefix = model.name
         picker = self._release(
             f"{prefix}-pool",

@@ -1,8 +1,6 @@
 """GPU Operator: device plugin, GPU feature discovery and DCGM metrics on every GPU node."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass
+from typing import TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -15,9 +13,11 @@ from llm_platform.config.versions import GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION
 from llm_platform.plan.naming import GPU_OPERATOR_NAMESPACE
 
 
-@dataclass(frozen=True, kw_only=True)
-class GpuOperatorArgs:
+class GpuOperatorArgs(TypedDict):
+    """The NVIDIA GPU Operator with Node Feature Discovery."""
+
     mig_in_use: bool
+    """A GPU pool partitions its GPUs with MIG: the operator's MIG manager runs."""
 
 
 class GpuOperator(pulumi.ComponentResource):
@@ -46,7 +46,7 @@ class GpuOperator(pulumi.ComponentResource):
             version=GPU_OPERATOR_VERSION,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=GPU_OPERATOR_REPO),
             namespace=GPU_OPERATOR_NAMESPACE,
-            values=spec.helm_values(mig_in_use=args.mig_in_use),
+            values=spec.helm_values(mig_in_use=args["mig_in_use"]),
             # operand DaemonSets only become ready once a GPU node exists; don't block `pulumi up` on them
             skip_await=True,
             opts=child_options(self, opts, namespace, nfd),

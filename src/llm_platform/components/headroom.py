@@ -1,29 +1,42 @@
 """GPU headroom: the serving and placeholder PriorityClasses, and per pool the placeholders that keep
 warm GPU nodes up (resized on a schedule by KEDA)."""
 
-from __future__ import annotations
-
-from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NotRequired, TypedDict
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from llm_platform.components import child_options
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import dashboards
 from llm_platform.components.specs import headroom as spec
 from llm_platform.components.specs.common import namespace_manifest
-from llm_platform.plan import PoolPlan
+from llm_platform.config.stack_args import (
+    GpuNodePoolSettings,
+    ModelCacheSettings,
+    ModelSettings,
+)
 from llm_platform.plan.naming import HEADROOM_NAMESPACE, MONITORING_NAMESPACE
+from llm_platform.plan.stack import serving_plans
 
 
-@dataclass(frozen=True, kw_only=True)
-class GpuHeadroomArgs:
-    pools: Sequence[PoolPlan]
-    """The plan's GPU pools: the models each serves and its resolved headroom."""
-    keda: pulumi.Resource | None = None
+class GpuHeadroomArgs(TypedDict):
+    """The GPU pools and the models they serve (the stack file's blocks, camelCase keys, checked by the
+    stack's rules): each pool's `headroom` sizes its placeholders by the models on it."""
+
+    environment: str
+    """dev, staging or prod."""
+    gpu_node_pools: list[GpuNodePoolSettings]
+    """The stack file's `gpuNodePools`, with their `headroom` blocks."""
+    models: NotRequired[list[ModelSettings]]
+    """The stack file's `models`: which pools serve a model (only those get pre-pulls and placeholders)."""
+    model_cache: NotRequired[ModelCacheSettings]
+    """The stack file's `modelCache` (the fsx cache needs its `fsx` block)."""
+    has_model_bucket: NotRequired[bool]
+    """The model bucket exists (an EKS stack; default true): a warm start reads weights from it."""
+    keda: NotRequired[k8s.helm.v3.Release]
     """The KEDA release (its CRDs): needed first when a pool's headroom has a schedule."""
-    monitoring: pulumi.Resource | None = None
+    monitoring: NotRequired[k8s.helm.v3.Release]
     """kube-prometheus-stack (the PrometheusRule CRD and the Grafana namespace): for the buffer's alert
     and dashboard."""
 
@@ -34,14 +47,15 @@ class GpuHeadroom(pulumi.ComponentResource):
     the placeholder PriorityClass, a placeholder Deployment per pool and a KEDA cron ScaledObject when the
     headroom has a schedule."""
 
-    serving_priority_class: pulumi.Resource
-
     def __init__(self, name: str, args: GpuHeadroomArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        # bad input stops before any resource
+        _, pool_plans = serving_plans(args, has_bucket=args.get("has_model_bucket", True))
         super().__init__("llm-platform:headroom:GpuHeadroom", name, None, opts)
-        self.serving_priority_class = apply_manifest(
+        # the PriorityClass the vLLM pods name (not a schema output: a Kubernetes object)
+        self.serving_priority_class: pulumi.Resource = apply_manifest(
             f"{name}-serving-priority", spec.serving_priority_class(), child_options(self, opts)
         )
-        serving = [p for p in args.pools if p.models]
+        serving = [p for p in pool_plans if p.models]
         placeholders: list[str] = []
         if not serving:  # no model, no warm node to prepare (headroom needs a served pool: the schema)
             self.register_outputs({"placeholders": placeholders})
@@ -69,14 +83,16 @@ class GpuHeadroom(pulumi.ComponentResource):
                 assert pool.headroom is not None
                 placeholders.append(pool.headroom.deployment)
                 if pool.headroom.windows:
-                    after = [deployment] + ([args.keda] if args.keda is not None else [])
+                    keda = args.get("keda")
+                    after = [deployment] + ([keda] if keda is not None else [])
                     apply_manifest(
                         f"{name}-{pool.name}-schedule",
                         spec.scaled_object(pool),
                         child_options(self, opts, *after),
                     )
         if pools:
-            monitoring = [args.monitoring] if args.monitoring is not None else []
+            release = args.get("monitoring")
+            monitoring = [release] if release is not None else []
             apply_manifest(
                 f"{name}-alerts", spec.prometheus_rule(pools), child_options(self, opts, ns, *monitoring)
             )

@@ -1,11 +1,8 @@
 """Inference service: one model served by vLLM, with its secrets, weights, network policy and scraping."""
 
-from __future__ import annotations
-
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -17,20 +14,43 @@ from llm_platform.components.model_cache import ModelWeights
 from llm_platform.components.specs import model_cache as cache_spec
 from llm_platform.components.specs import serving as spec
 from llm_platform.components.specs.common import secret
-from llm_platform.plan import ModelPlan
+from llm_platform.config.stack_args import (
+    GatewaySettings,
+    GpuNodePoolSettings,
+    ModelCacheSettings,
+    ModelSettings,
+)
 from llm_platform.plan.naming import API_KEY_SECRET_KEY, HF_TOKEN_SECRET_KEY
+from llm_platform.plan.stack import model_plan
 
 
-@dataclass(frozen=True, kw_only=True)
-class InferenceServiceArgs:
-    model: ModelPlan
+class InferenceServiceArgs(TypedDict):
+    """One model served by vLLM: the stack file's entry for it and the blocks its plan depends on (camelCase
+    keys, checked by the stack's rules), the secrets, and where its weights come from."""
+
     environment: str
+    """dev, staging or prod (replica floors, allowed caches, labels)."""
+    model: ModelSettings
+    """The stack file's `models` entry of the model: Hugging Face id, nodePool, cache, autoscaling, SLO."""
+    gpu_node_pools: list[GpuNodePoolSettings]
+    """The stack file's `gpuNodePools`: the model's `nodePool` names one (it sizes the pod and start)."""
+    models: NotRequired[list[ModelSettings]]
+    """Every model served on these pools, this one among them: they share each pool's gpuLimit and
+    headroom. Default: this model alone."""
+    model_cache: NotRequired[ModelCacheSettings]
+    """The stack file's `modelCache` (the fsx cache needs its `fsx` block)."""
+    gateway: NotRequired[GatewaySettings]
+    """The stack file's `gateway`, when one routes to the model."""
     api_key: pulumi.Input[str]
-    hf_token: pulumi.Input[str] | None
-    cluster_name: str | None = None
-    """EKS cluster for Pod Identity associations; None on an existing cluster (hub cache only)."""
-    weights: ModelWeights | None = None
-    tags: dict[str, str] = field(default_factory=dict)
+    """The key vLLM requires of every request (a secret)."""
+    hugging_face_token: NotRequired[pulumi.Input[str]]
+    """A Hugging Face token (a secret): for a gated model's loader, and vLLM itself with the hub cache."""
+    cluster_name: NotRequired[str]
+    """The EKS cluster of the Pod Identity associations (caches nvme, fsx, s3 and the compile cache)."""
+    weights: NotRequired[ModelWeights]
+    """The model cache's bucket (and FSx file system): every cache but hub needs it; without it the model
+    is planned as on an existing cluster (hub only)."""
+    tags: NotRequired[dict[str, str]]
     """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
 
 
@@ -44,19 +64,20 @@ class InferenceService(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: InferenceServiceArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        weights = args.get("weights")
+        model = model_plan(args, has_bucket=weights is not None)  # bad input stops before any resource
         super().__init__("llm-platform:inference:InferenceService", name, None, opts)
-        self._name, self._opts, self._args = name, opts, args
-        model, names = args.model, args.model.names
+        self._name, self._opts, self._args, self._model = name, opts, args, model
+        environment, names = args["environment"], model.names
         namespace = names.namespace
         self.namespace = namespace
         # the loader Job needs the token for a gated model; the vLLM container only when it downloads from
         # the Hub itself (cache `hub`): offline caches (nvme, fsx, s3) never give it the token
-        needs_token = args.hf_token is not None and (
-            model.loader_uses_hf_token or model.serving_uses_hf_token
-        )
+        hf_token = args.get("hugging_face_token")
+        needs_token = hf_token is not None and (model.loader_uses_hf_token or model.serving_uses_hf_token)
 
-        ns = self._apply("ns", spec.namespace(model, args.environment))
-        api_key = pulumi.Output.secret(args.api_key)
+        ns = self._apply("ns", spec.namespace(model, environment))
+        api_key = pulumi.Output.secret(args["api_key"])
         prerequisites: list[pulumi.Resource] = [
             ns,
             self._apply("sa", spec.service_account(model), ns),
@@ -65,7 +86,7 @@ class InferenceService(pulumi.ComponentResource):
             ),
         ]
         if needs_token:
-            token = pulumi.Output.secret(args.hf_token)
+            token = pulumi.Output.secret(hf_token)
             prerequisites.append(
                 self._apply(
                     "hf-token", secret(names.hf_token_secret, namespace, {HF_TOKEN_SECRET_KEY: token}), ns
@@ -75,11 +96,11 @@ class InferenceService(pulumi.ComponentResource):
         if model.cache.loads_from_s3:
             prerequisites += self._weights_pipeline(ns, prerequisites)
 
-        bucket = pulumi.Output.from_input(args.weights.bucket_name if args.weights else "")
+        bucket = pulumi.Output.from_input(weights["bucket_name"] if weights else "")
         deployment = bucket.apply(
             lambda b: spec.deployment(
                 model,
-                environment=args.environment,
+                environment=environment,
                 wiring=cache_spec.cache_wiring(model, bucket=b),
                 mounts_hf_token=needs_token and model.serving_uses_hf_token,
             )
@@ -91,7 +112,7 @@ class InferenceService(pulumi.ComponentResource):
             api_version="apps/v1",
             kind="Deployment",
         )
-        self._apply("service", spec.service(model, args.environment), ns)
+        self._apply("service", spec.service(model, environment), ns)
         self._apply("pdb", spec.pod_disruption_budget(model), ns)
         self._apply("podmonitor", spec.pod_monitor(model), ns)
         self._apply("deny-ingress", spec.default_deny_ingress(model), ns)
@@ -108,22 +129,22 @@ class InferenceService(pulumi.ComponentResource):
         this model alone: no other model's pods can read its weights or write (and poison) the compiled code
         its vLLM loads. The loader writes its weights; the NVMe sync reads them and saves the compile cache;
         the vLLM pods stream them (s3) and restore and save the compile cache (every mode but nvme)."""
-        args, model, name, namespace = self._args, self._args.model, self._name, self.namespace
+        args, model, name, namespace = self._args, self._model, self._name, self.namespace
         names, cache = model.names, model.cache
         if not (cache.loads_from_s3 or cache.serving_needs_role):
             return []
-        weights, cluster_name = args.weights, args.cluster_name
+        weights, cluster_name = args.get("weights"), args.get("cluster_name")
         if weights is None or cluster_name is None:
             raise ValueError(f"model {model.name!r}: cache {cache.mode!r} needs the model cache's bucket")
         after_ns = child_options(self, self._opts, ns)
-        bucket_arn = pulumi.Output.from_input(weights.bucket_arn)
+        bucket_arn = pulumi.Output.from_input(weights["bucket_arn"])
 
         def role(suffix: str, description: str, policy: Callable[[str], dict[str, Any]]) -> aws.iam.Role:
             return pod_identity_role(
                 f"{name}-{suffix}",
                 description=description,
                 policy=bucket_arn.apply(lambda arn: json.dumps(policy(arn))),
-                tags=args.tags,
+                tags=args.get("tags", {}),
                 opts=after_ns,
             )
 
@@ -167,7 +188,7 @@ class InferenceService(pulumi.ComponentResource):
                     namespace=namespace,
                     service_account=service_account,
                     role_arn=role_.arn,
-                    tags=args.tags,
+                    tags=args.get("tags", {}),
                     opts=after_ns,
                 )
             )
@@ -187,14 +208,14 @@ class InferenceService(pulumi.ComponentResource):
 
     def _weights_pipeline(self, ns: pulumi.Resource, ready: list[pulumi.Resource]) -> list[pulumi.Resource]:
         """The Hub -> S3 loader Job, then the NVMe sync DaemonSet or the FSx volume."""
-        args, model, name, namespace = self._args, self._args.model, self._name, self.namespace
+        args, model, name, namespace = self._args, self._model, self._name, self.namespace
         names, mode = model.names, model.cache.mode
-        weights = args.weights
+        weights = args.get("weights")
         assert weights is not None  # checked with the identities
         after_ns = child_options(self, self._opts, ns)
         out: list[pulumi.Resource] = []
         out.append(self._apply("loader-script", cache_spec.loader_configmap(namespace), ns))
-        bucket = pulumi.Output.from_input(weights.bucket_name)
+        bucket = pulumi.Output.from_input(weights["bucket_name"])
         job = bucket.apply(lambda b: cache_spec.loader_job(model, bucket=b))
         apply_manifest(
             f"{name}-load-weights",
@@ -215,22 +236,24 @@ class InferenceService(pulumi.ComponentResource):
                 )
             )
         if mode == "fsx":
-            fsx = weights.fsx
+            fsx = weights.get("fsx")
             if fsx is None:
                 raise ValueError(f"model {model.name!r}: cache 'fsx' needs the model cache's FSx file system")
             volume_name = names.fsx_volume
-            volume = pulumi.Output.all(fs=fsx.file_system_id, dns=fsx.dns_name, mount=fsx.mount_name).apply(
+            volume = pulumi.Output.all(
+                fs=fsx["file_system_id"], dns=fsx["dns_name"], mount=fsx["mount_name"]
+            ).apply(
                 lambda o: cache_spec.fsx_persistent_volume(
                     volume_name,
                     file_system_id=o["fs"],
                     dns_name=o["dns"],
                     mount_name=o["mount"],
-                    capacity_gib=fsx.capacity_gib,
+                    capacity_gib=fsx["capacity_gib"],
                 )
             )
             pv = apply_manifest(f"{name}-fsx-pv", volume, after_ns, api_version="v1", kind="PersistentVolume")
             claim = cache_spec.fsx_persistent_volume_claim(
-                names.fsx_claim, namespace, volume=volume_name, capacity_gib=fsx.capacity_gib
+                names.fsx_claim, namespace, volume=volume_name, capacity_gib=fsx["capacity_gib"]
             )
             out += [pv, self._apply("fsx-pvc", claim, ns, pv)]
         return out

@@ -1,12 +1,10 @@
 """Karpenter: the controller's identity, interruption handling and Helm release, the add-on NodePool, then the
 GPU NodePools."""
 
-from __future__ import annotations
-
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -18,21 +16,25 @@ from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import addon_nodes
 from llm_platform.components.specs import karpenter as spec
 from llm_platform.components.specs.common import namespace_manifest
-from llm_platform.config.schema import GpuNodePool
+from llm_platform.config.loader import parse_block
+from llm_platform.config.schema import AmiVersions, GpuNodePool
+from llm_platform.config.stack_args import AmiVersionsSettings, GpuNodePoolSettings
 from llm_platform.config.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
-from llm_platform.plan import NodeClassPlan
 from llm_platform.plan.naming import KARPENTER_NAMESPACE
 from llm_platform.plan.nodes import AddonPoolPlan, pool_node_class_name, uses_reservations
+from llm_platform.plan.stack import node_class_plans
 
 
-@dataclass(frozen=True, kw_only=True)
-class KarpenterArgs:
+class KarpenterArgs(TypedDict):
+    """Karpenter on an EKS cluster: the cluster, its region, and the GPU pools it will launch nodes for."""
+
     cluster_name: str
     region: str
-    tags: dict[str, str] = field(default_factory=dict)
+    gpu_node_pools: NotRequired[list[GpuNodePoolSettings]]
+    """The stack file's `gpuNodePools`: their capacity reservations shape the controller's IAM, events and
+    feature gates."""
+    tags: NotRequired[dict[str, str]]
     """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
-    pools: Sequence[GpuNodePool] = field(default_factory=list)
-    """The GPU pools: their capacity reservations shape the controller's IAM, events and feature gates."""
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -45,20 +47,22 @@ class Karpenter(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        given = args.get("gpu_node_pools")
+        pools: list[GpuNodePool] = parse_block("gpuNodePools", given) if given else []
         super().__init__("llm-platform:karpenter:Karpenter", name, None, opts)
         child = child_options(self, opts)
-        cluster = args.cluster_name
-        reserved = any(uses_reservations(p) for p in args.pools)
+        cluster, tags = args["cluster_name"], args.get("tags", {})
+        reserved = any(uses_reservations(p) for p in pools)
 
         gpu_node_role = node_role(
-            f"{name}-node", description=f"Karpenter GPU nodes of {cluster}", tags=args.tags, opts=child
+            f"{name}-node", description=f"Karpenter GPU nodes of {cluster}", tags=tags, opts=child
         )
         node_access = aws.eks.AccessEntry(
             f"{name}-node",
             cluster_name=cluster,
             principal_arn=gpu_node_role.arn,
             type="EC2_LINUX",
-            tags=args.tags,
+            tags=tags,
             opts=child,
         )
 
@@ -67,7 +71,7 @@ class Karpenter(pulumi.ComponentResource):
             name=spec.interruption_queue_name(cluster),
             message_retention_seconds=300,
             sqs_managed_sse_enabled=True,
-            tags=args.tags,
+            tags=tags,
             opts=child,
         )
         aws.sqs.QueuePolicy(
@@ -82,7 +86,7 @@ class Karpenter(pulumi.ComponentResource):
                 name=spec.interruption_rule_name(cluster, event),
                 description=f"Karpenter interruption handling for {cluster}: {event}",
                 event_pattern=json.dumps(pattern),
-                tags=args.tags,
+                tags=tags,
                 opts=child,
             )
             aws.cloudwatch.EventTarget(
@@ -95,7 +99,7 @@ class Karpenter(pulumi.ComponentResource):
 
         policy_json = account_policy(
             self,
-            partial(spec.controller_policy, region=args.region, cluster_name=cluster, pools=args.pools),
+            partial(spec.controller_policy, region=args["region"], cluster_name=cluster, pools=pools),
             queue_arn=queue.arn,
             node_role_arn=gpu_node_role.arn,
         )
@@ -106,7 +110,7 @@ class Karpenter(pulumi.ComponentResource):
             service_account=spec.SERVICE_ACCOUNT,
             description=f"Karpenter controller of {cluster} (Pod Identity)",
             policy=policy_json,
-            tags=args.tags,
+            tags=tags,
             opts=child,
         )
 
@@ -139,48 +143,62 @@ class Karpenter(pulumi.ComponentResource):
         )
 
 
-@dataclass(frozen=True, kw_only=True)
-class GpuNodePoolsArgs:
+class GpuNodePoolsArgs(TypedDict):
+    """Karpenter NodePools for GPU nodes as the stack file's `gpuNodePools` describe them (camelCase keys,
+    checked by the schema), on an EKS cluster with Karpenter running."""
+
     cluster_name: str
-    pools: Sequence[GpuNodePool]
-    node_classes: Sequence[NodeClassPlan]
-    """Per AMI family in use: AMI version and what its EC2NodeClasses add at boot (plan.NodeClassPlan)."""
+    """The EKS cluster: its subnets and security groups are discovered by the `karpenter.sh/discovery` tag."""
+    gpu_node_pools: list[GpuNodePoolSettings]
+    """The stack file's `gpuNodePools`: instance families and sizes, gpuLimit, capacity types, MIG, ..."""
+    ami_versions: NotRequired[AmiVersionsSettings]
+    """The stack file's `cluster.amiVersions`: the pinned AMI alias per family (default `latest`)."""
+    lustre_client: NotRequired[bool]
+    """Install the Lustre client at boot: a model reads its weights from FSx for Lustre."""
     zones: list[str]
+    """Availability zones the nodes may launch in."""
     node_role_name: pulumi.Input[str]
-    prod: bool
-    tags: dict[str, str]
+    """The IAM role of the nodes (Karpenter's `node_role_name` output)."""
+    prod: NotRequired[bool]
+    """A prod stack: no drift replacement of GPU nodes during business hours (the disruption budgets)."""
+    tags: NotRequired[dict[str, str]]
     """Tags Karpenter puts on the instances, volumes and network interfaces it launches (the stack's tags:
     they are not Pulumi resources, so the AWS provider's default_tags never reach them)."""
-    extra_security_group_ids: list[pulumi.Input[str]] = field(default_factory=list)
+    extra_security_group_ids: NotRequired[list[pulumi.Input[str]]]
+    """Security groups the nodes carry besides the cluster's (the FSx clients' group)."""
 
 
 class GpuNodePools(pulumi.ComponentResource):
     """One EC2NodeClass per AMI family in use (one of its own for each pool with capacity reservations) and one
     NodePool per configured GPU pool."""
 
-    node_pools: dict[str, pulumi.CustomResource]
-
     def __init__(self, name: str, args: GpuNodePoolsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        # bad input stops before any resource
+        pools: list[GpuNodePool] = parse_block("gpuNodePools", args["gpu_node_pools"])
+        ami_versions: AmiVersions = parse_block("amiVersions", args.get("ami_versions", {}), AmiVersions)
+        node_classes = node_class_plans(pools, ami_versions, lustre_client=args.get("lustre_client", False))
+        cluster_name, tags = args["cluster_name"], args.get("tags", {})
+        security_groups = args.get("extra_security_group_ids", [])
         super().__init__("llm-platform:karpenter:GpuNodePools", name, None, opts)
         # class name -> (AMI family, the reservation pool it belongs to, if any)
         wanted: dict[str, tuple[str, GpuNodePool | None]] = {}
-        for pool in args.pools:
+        for pool in pools:
             owner = pool if uses_reservations(pool) else None
             wanted[pool_node_class_name(pool)] = (pool.ami_family, owner)
         classes: dict[str, pulumi.CustomResource] = {}
-        boot = {c.ami_family: c for c in args.node_classes}
+        boot = {c.ami_family: c for c in node_classes}
         for class_name, (family, owner) in sorted(wanted.items()):
             # Bottlerocket takes TOML settings, not a shell: only AL2023 gets user data of ours
             user_data = spec.al2023_user_data(boot[family]) if family == "al2023" else None
             body = pulumi.Output.all(
-                role=args.node_role_name, sgs=pulumi.Output.all(*args.extra_security_group_ids)
+                role=args["node_role_name"], sgs=pulumi.Output.all(*security_groups)
             ).apply(
                 lambda o, family=family, owner=owner, user_data=user_data: spec.node_class(
                     ami_family=family,
                     ami_version=boot[family].ami_version,
-                    cluster_name=args.cluster_name,
+                    cluster_name=cluster_name,
                     node_role_name=o["role"],
-                    tags=args.tags,
+                    tags=tags,
                     extra_security_group_ids=list(o["sgs"]),
                     user_data=user_data,
                     pool=owner,
@@ -194,9 +212,10 @@ class GpuNodePools(pulumi.ComponentResource):
                 kind="EC2NodeClass",
             )
 
-        self.node_pools = {}
-        for pool in args.pools:
-            manifest = spec.node_pool(pool, zones=args.zones, prod=args.prod)
+        # by pool name (not an output of the schema: a dict of Kubernetes objects)
+        self.node_pools: dict[str, pulumi.CustomResource] = {}
+        for pool in pools:
+            manifest = spec.node_pool(pool, zones=args["zones"], prod=args.get("prod", False))
             node_class = classes[pool_node_class_name(pool)]
             self.node_pools[pool.name] = apply_manifest(
                 f"{name}-{pool.name}", manifest, child_options(self, opts, node_class)

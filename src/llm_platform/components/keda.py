@@ -1,6 +1,6 @@
 """KEDA: turns each model's ScaledObject into an HPA fed by Prometheus queries."""
 
-from __future__ import annotations
+from typing import TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -13,10 +13,18 @@ from llm_platform.config.versions import KEDA_REPO, KEDA_VERSION
 from llm_platform.plan.naming import KEDA_NAMESPACE
 
 
-class Keda(pulumi.ComponentResource):
-    release: k8s.helm.v3.Release
+class KedaArgs(TypedDict):
+    """KEDA takes no settings (`KedaArgs()`): its version is pinned (config/versions.py), its namespace is
+    the platform's (`keda`), it runs on the add-on nodes and Prometheus scrapes it (ServiceMonitors)."""
 
-    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None) -> None:
+
+class Keda(pulumi.ComponentResource):
+    """The `keda` namespace and the KEDA chart (operator, metrics API server, admission webhooks)."""
+
+    release: k8s.helm.v3.Release
+    """KEDA's Helm release: its CRDs (ScaledObject) exist once it is up."""
+
+    def __init__(self, name: str, args: KedaArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm-platform:autoscaling:Keda", name, None, opts)
         namespace = apply_manifest(
             f"{name}-ns", namespace_manifest(KEDA_NAMESPACE, "restricted"), child_options(self, opts)

@@ -1,9 +1,7 @@
 """Load balancing: the AWS Load Balancer Controller, which turns the gateway's Service into an NLB."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass, field
 from functools import partial
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -18,12 +16,14 @@ from llm_platform.config.versions import (
 from llm_platform.plan.naming import KUBE_SYSTEM_NAMESPACE
 
 
-@dataclass(frozen=True, kw_only=True)
-class LoadBalancerControllerArgs:
+class LoadBalancerControllerArgs(TypedDict):
+    """The AWS Load Balancer Controller of an EKS cluster (it makes the gateway's NLB)."""
+
     cluster_name: str
     region: str
     vpc_id: pulumi.Input[str]
-    tags: dict[str, str] = field(default_factory=dict)
+    """The cluster's VPC, where the controller puts load balancers."""
+    tags: NotRequired[dict[str, str]]
     """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
 
 
@@ -37,15 +37,15 @@ class LoadBalancerController(pulumi.ComponentResource):
     ) -> None:
         super().__init__("llm-platform:gateway:LoadBalancerController", name, None, opts)
         child = child_options(self, opts)
-        policy = account_policy(self, partial(spec.controller_policy, region=args.region))
+        policy = account_policy(self, partial(spec.controller_policy, region=args["region"]))
         association = service_account_identity(
             name,
-            cluster_name=args.cluster_name,
+            cluster_name=args["cluster_name"],
             namespace=KUBE_SYSTEM_NAMESPACE,
             service_account=spec.SERVICE_ACCOUNT,
-            description=f"AWS Load Balancer Controller of {args.cluster_name} (Pod Identity)",
+            description=f"AWS Load Balancer Controller of {args['cluster_name']} (Pod Identity)",
             policy=policy,
-            tags=args.tags,
+            tags=args.get("tags", {}),
             opts=child,
         )
         self.release = k8s.helm.v3.Release(
@@ -55,8 +55,10 @@ class LoadBalancerController(pulumi.ComponentResource):
             version=AWS_LOAD_BALANCER_CONTROLLER_VERSION,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=AWS_LOAD_BALANCER_CONTROLLER_REPO),
             namespace=KUBE_SYSTEM_NAMESPACE,
-            values=pulumi.Output.from_input(args.vpc_id).apply(
-                lambda vpc: spec.helm_values(cluster_name=args.cluster_name, region=args.region, vpc_id=vpc)
+            values=pulumi.Output.from_input(args["vpc_id"]).apply(
+                lambda vpc: spec.helm_values(
+                    cluster_name=args["cluster_name"], region=args["region"], vpc_id=vpc
+                )
             ),
             opts=child_options(self, opts, association),
         )

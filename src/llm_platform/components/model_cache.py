@@ -1,9 +1,7 @@
 """Model cache: the S3 bucket every replica's weights come from, and FSx for Lustre linked to it."""
 
-from __future__ import annotations
-
 import json
-from dataclasses import dataclass, field
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -12,13 +10,15 @@ import pulumi_kubernetes as k8s
 from llm_platform.components import child_options
 from llm_platform.components.identity import service_account_identity
 from llm_platform.components.specs import model_cache as spec
-from llm_platform.config.schema import FsxConfig, S3BucketConfig
+from llm_platform.config.errors import ConfigError
+from llm_platform.config.loader import parse_block
+from llm_platform.config.schema import FsxConfig, ModelCacheConfig
+from llm_platform.config.stack_args import ModelCacheSettings
 from llm_platform.config.versions import FSX_CSI_REPO, FSX_CSI_VERSION, FSX_LUSTRE_VERSION
 from llm_platform.plan.naming import KUBE_SYSTEM_NAMESPACE
 
 
-@dataclass(frozen=True, kw_only=True)
-class FsxVolume:
+class FsxVolume(TypedDict):
     """An FSx for Lustre file system holding the models: what a model's static PersistentVolume mounts
     (components/specs/model_cache.fsx_persistent_volume) and the security group its clients (GPU nodes)
     carry."""
@@ -30,25 +30,27 @@ class FsxVolume:
     client_security_group_id: pulumi.Input[str]
 
 
-@dataclass(frozen=True, kw_only=True)
-class ModelWeights:
-    """What the model cache provides: the bucket and roles (EKS stacks), the FSx file system (if any)."""
+class ModelWeights(TypedDict):
+    """What the model cache provides: the bucket (EKS stacks) and the FSx file system (if any)."""
 
     bucket_name: pulumi.Input[str]
     bucket_arn: pulumi.Input[str]
-    fsx: FsxVolume | None = None
+    fsx: NotRequired[FsxVolume]
+    """The FSx for Lustre file system, when a model uses the fsx cache."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class ModelCacheArgs:
+class ModelCacheArgs(TypedDict):
+    """The model bucket and, for the fsx cache, FSx for Lustre linked to it."""
+
     cluster_name: str
-    bucket: S3BucketConfig
-    fsx: FsxConfig | None
-    """FSx for Lustre settings, when a model uses the fsx cache."""
+    model_cache: NotRequired[ModelCacheSettings]
+    """The stack file's `modelCache`: the bucket's settings and the FSx file system's."""
+    fsx: NotRequired[bool]
+    """Create the FSx for Lustre file system (a model uses the fsx cache; needs `modelCache.fsx`)."""
     vpc_id: pulumi.Input[str]
     subnet_id: pulumi.Input[str]
     """Lustre file systems live in one zone; the first private subnet's."""
-    tags: dict[str, str] = field(default_factory=dict)
+    tags: NotRequired[dict[str, str]]
     """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
 
 
@@ -61,11 +63,15 @@ class ModelCache(pulumi.ComponentResource):
     fsx: FsxVolume | None
 
     def __init__(self, name: str, args: ModelCacheArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        config: ModelCacheConfig = parse_block("modelCache", args.get("model_cache", {}))
+        if args.get("fsx") and config.fsx is None:
+            raise ConfigError("modelCache.fsx: the FSx file system needs its settings, which are missing")
         super().__init__("llm-platform:cache:ModelCache", name, None, opts)
         child = child_options(self, opts)
+        tags = args.get("tags", {})
 
         bucket = aws.s3.Bucket(
-            f"{name}-models", force_destroy=args.bucket.force_destroy, tags=args.tags, opts=child
+            f"{name}-models", force_destroy=config.s3_bucket.force_destroy, tags=tags, opts=child
         )
         aws.s3.BucketPublicAccessBlock(
             f"{name}-models",
@@ -104,7 +110,7 @@ class ModelCache(pulumi.ComponentResource):
                     status="Enabled",
                     filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=f"{spec.MODELS_PREFIX}/"),
                     noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
-                        noncurrent_days=args.bucket.noncurrent_version_days
+                        noncurrent_days=config.s3_bucket.noncurrent_version_days
                     ),
                     abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
                         days_after_initiation=2
@@ -122,36 +128,44 @@ class ModelCache(pulumi.ComponentResource):
 
         # no role here: each model's loader, NVMe sync and vLLM pods get roles of their own, scoped to that
         # model's prefixes (components.inference)
-        self.fsx = self._lustre(name, args, bucket, opts) if args.fsx else None
+        self.fsx = (
+            self._lustre(name, args, config.fsx, bucket, opts) if config.fsx and args.get("fsx") else None
+        )
         self.bucket_name = bucket.bucket
         self.bucket_arn = bucket.arn
-        self.weights = ModelWeights(bucket_name=self.bucket_name, bucket_arn=self.bucket_arn, fsx=self.fsx)
+        self.weights = ModelWeights(bucket_name=self.bucket_name, bucket_arn=self.bucket_arn)
+        if self.fsx is not None:
+            self.weights["fsx"] = self.fsx
         self.register_outputs(
             {
                 "bucketName": self.bucket_name,
-                "fsxFileSystemId": self.fsx.file_system_id if self.fsx else None,
+                "fsxFileSystemId": self.fsx["file_system_id"] if self.fsx else None,
             }
         )
 
     def _lustre(
-        self, name: str, args: ModelCacheArgs, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions | None
+        self,
+        name: str,
+        args: ModelCacheArgs,
+        fsx: FsxConfig,
+        bucket: aws.s3.Bucket,
+        opts: pulumi.ResourceOptions | None,
     ) -> FsxVolume:
-        assert args.fsx is not None
-        fsx = args.fsx
+        tags = args.get("tags", {})
         child = child_options(self, opts)
         # GPU nodes carry the client group (EC2NodeClass); the file system admits only that group and itself
         client_sg = aws.ec2.SecurityGroup(
             f"{name}-lustre-client",
-            vpc_id=args.vpc_id,
+            vpc_id=args["vpc_id"],
             description="Lustre clients (GPU nodes) of the model cache",
-            tags={**args.tags, "Name": f"{name}-lustre-client"},
+            tags={**tags, "Name": f"{name}-lustre-client"},
             opts=child,
         )
         server_sg = aws.ec2.SecurityGroup(
             f"{name}-lustre",
-            vpc_id=args.vpc_id,
+            vpc_id=args["vpc_id"],
             description="FSx for Lustre model cache: Lustre ports from GPU nodes only",
-            tags={**args.tags, "Name": f"{name}-lustre"},
+            tags={**tags, "Name": f"{name}-lustre"},
             opts=child,
         )
         for low, high in spec.LUSTRE_PORTS:
@@ -197,13 +211,13 @@ class ModelCache(pulumi.ComponentResource):
             deployment_type=fsx.deployment_type,
             per_unit_storage_throughput=fsx.per_unit_storage_throughput,
             file_system_type_version=FSX_LUSTRE_VERSION,
-            subnet_ids=args.subnet_id,
+            subnet_ids=args["subnet_id"],
             security_group_ids=[server_sg.id],
             data_compression_type="LZ4",
             # scratch file systems link to S3 at creation; persistent ones through an association below
             import_path=None if persistent else bucket.bucket.apply(lambda b: f"s3://{b}"),
             auto_import_policy=None if persistent else "NEW_CHANGED_DELETED",
-            tags={**args.tags, "Name": f"{name}-lustre"},
+            tags={**tags, "Name": f"{name}-lustre"},
             opts=child,
         )
         if persistent:
@@ -218,18 +232,18 @@ class ModelCache(pulumi.ComponentResource):
                         events=["NEW", "CHANGED", "DELETED"]
                     )
                 ),
-                tags=args.tags,
+                tags=tags,
                 opts=child,
             )
 
         association = service_account_identity(
             f"{name}-fsx-csi",
-            cluster_name=args.cluster_name,
+            cluster_name=args["cluster_name"],
             namespace=KUBE_SYSTEM_NAMESPACE,
             service_account=spec.FSX_CSI_CONTROLLER_SA,
-            description=f"FSx CSI controller of {args.cluster_name} (Pod Identity)",
+            description=f"FSx CSI controller of {args['cluster_name']} (Pod Identity)",
             policy=json.dumps(spec.fsx_csi_policy()),
-            tags=args.tags,
+            tags=tags,
             opts=child,
         )
         k8s.helm.v3.Release(

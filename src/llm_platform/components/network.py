@@ -1,9 +1,7 @@
 """Network: a VPC across the configured zones with private subnets for nodes and pods."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass, field
 from ipaddress import IPv4Network
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -12,15 +10,20 @@ from llm_platform.components import child_options
 from llm_platform.components.specs.network import private_subnet_tags, public_subnet_tags, subnet_plan
 
 
-@dataclass(frozen=True, kw_only=True)
-class NetworkArgs:
+class NetworkArgs(TypedDict):
+    """A VPC for an EKS cluster: the stack file's `cluster.vpcCidr` and `availabilityZones`."""
+
     cluster_name: str
-    vpc_cidr: IPv4Network
+    """The cluster the subnets are tagged for (load balancers, Karpenter's discovery)."""
+    vpc_cidr: str
+    """The VPC's IPv4 range (a /16 to /20), split into a public and a private subnet per zone."""
     availability_zones: list[str]
+    """Two or three zones of `region`: a public and a private subnet in each."""
     region: str
+    """The VPC's region (its S3 gateway endpoint)."""
     nat_per_zone: bool
     """One NAT gateway per zone (survives a zone outage) or a single shared one (cheaper)."""
-    tags: dict[str, str] = field(default_factory=dict)
+    tags: NotRequired[dict[str, str]]
     """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
 
 
@@ -38,13 +41,14 @@ class Network(pulumi.ComponentResource):
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llm-platform:network:Network", name, None, opts)
         child = child_options(self, opts)
+        cidr = IPv4Network(args["vpc_cidr"])
 
         def tagged(suffix: str, extra: dict[str, str] | None = None) -> dict[str, str]:
-            return {**args.tags, "Name": f"{name}-{suffix}", **(extra or {})}
+            return {**args.get("tags", {}), "Name": f"{name}-{suffix}", **(extra or {})}
 
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",
-            cidr_block=str(args.vpc_cidr),
+            cidr_block=str(cidr),
             enable_dns_hostnames=True,
             enable_dns_support=True,
             tags=tagged("vpc"),
@@ -59,7 +63,7 @@ class Network(pulumi.ComponentResource):
             opts=child,
         )
 
-        plan = subnet_plan(args.vpc_cidr, args.availability_zones)
+        plan = subnet_plan(cidr, args["availability_zones"])
         public_subnets: list[aws.ec2.Subnet] = []
         private_subnets: list[aws.ec2.Subnet] = []
         nat_gateways: list[aws.ec2.NatGateway] = []
@@ -70,14 +74,14 @@ class Network(pulumi.ComponentResource):
                 cidr_block=p.public_cidr,
                 availability_zone=p.zone,
                 map_public_ip_on_launch=False,
-                tags=tagged(f"public-{p.zone}", public_subnet_tags(args.cluster_name)),
+                tags=tagged(f"public-{p.zone}", public_subnet_tags(args["cluster_name"])),
                 opts=child,
             )
             aws.ec2.RouteTableAssociation(
                 f"{name}-public-{p.zone}", subnet_id=public.id, route_table_id=public_rt.id, opts=child
             )
             public_subnets.append(public)
-            if args.nat_per_zone or i == 0:
+            if args["nat_per_zone"] or i == 0:
                 eip = aws.ec2.Eip(
                     f"{name}-nat-{p.zone}", domain="vpc", tags=tagged(f"nat-{p.zone}"), opts=child
                 )
@@ -93,7 +97,7 @@ class Network(pulumi.ComponentResource):
 
         private_route_tables: list[aws.ec2.RouteTable] = []
         for i, p in enumerate(plan):
-            nat = nat_gateways[i if args.nat_per_zone else 0]
+            nat = nat_gateways[i if args["nat_per_zone"] else 0]
             rt = aws.ec2.RouteTable(
                 f"{name}-private-{p.zone}",
                 vpc_id=vpc.id,
@@ -106,7 +110,7 @@ class Network(pulumi.ComponentResource):
                 vpc_id=vpc.id,
                 cidr_block=p.private_cidr,
                 availability_zone=p.zone,
-                tags=tagged(f"private-{p.zone}", private_subnet_tags(args.cluster_name)),
+                tags=tagged(f"private-{p.zone}", private_subnet_tags(args["cluster_name"])),
                 opts=child,
             )
             aws.ec2.RouteTableAssociation(
@@ -118,7 +122,7 @@ class Network(pulumi.ComponentResource):
         aws.ec2.VpcEndpoint(
             f"{name}-s3",
             vpc_id=vpc.id,
-            service_name=f"com.amazonaws.{args.region}.s3",
+            service_name=f"com.amazonaws.{args['region']}.s3",
             vpc_endpoint_type="Gateway",
             route_table_ids=[rt.id for rt in private_route_tables],
             tags=tagged("s3"),

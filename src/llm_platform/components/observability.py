@@ -1,8 +1,6 @@
 """Observability: kube-prometheus-stack, Grafana dashboards for vLLM and GPUs."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass, field
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -13,26 +11,33 @@ from llm_platform.components.specs import dashboards, karpenter, reservations
 from llm_platform.components.specs import observability as spec
 from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.components.specs.gateway_monitoring import epp_dashboard
+from llm_platform.config.loader import parse_block
 from llm_platform.config.schema import AlertingConfig
+from llm_platform.config.stack_args import AlertingSettings
 from llm_platform.config.versions import KUBE_PROMETHEUS_STACK_REPO, KUBE_PROMETHEUS_STACK_VERSION
-from llm_platform.plan import PrometheusSizing
 from llm_platform.plan.naming import MONITORING_NAMESPACE
+from llm_platform.plan.stack import PROMETHEUS_SIZING
 
 
-@dataclass(frozen=True, kw_only=True)
-class ObservabilityArgs:
+class ObservabilityArgs(TypedDict):
+    """kube-prometheus-stack sized for the environment, alerting as the stack file's `alerting` block says
+    (camelCase keys, checked by the schema), and the secrets."""
+
+    environment: str
+    """dev, staging or prod: Prometheus' retention, volume and replicas (plan.stack.PROMETHEUS_SIZING)."""
     grafana_admin_password: pulumi.Input[str]
-    retention: PrometheusSizing
+    """Grafana's admin password (a secret)."""
+    alerting: NotRequired[AlertingSettings]
+    """The stack file's `alerting`: where Alertmanager sends alerts (default: nowhere)."""
+    alert_receiver: NotRequired[pulumi.Input[str]]
+    """The receiver's URL or routing key (a secret), when alerting.receiver is not none."""
     create_storage_class: bool
     """EKS: an encrypted gp3 class on the EBS CSI driver; an existing cluster: its default class."""
-    alerting: AlertingConfig
-    alert_receiver: pulumi.Input[str] | None
-    """The receiver's URL or routing key (Pulumi secret), when alerting.receiver is not none."""
-    gateway_dashboard: bool = False
+    gateway_dashboard: NotRequired[bool]
     """The stack runs the gateway: ship the endpoint pickers' dashboard (without it every panel is empty)."""
-    reservation_node_classes: list[str] = field(default_factory=list)
+    reservation_node_classes: NotRequired[list[str]]
     """EC2NodeClasses selecting capacity reservations: their end dates and selection are exported and alerted on."""
-    scrape_karpenter: bool = False
+    scrape_karpenter: NotRequired[bool]
     """Karpenter is installed before monitoring (the add-ons run on nodes it launches), so its ServiceMonitor
     is made here, once the CRD exists."""
 
@@ -45,31 +50,37 @@ class Observability(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        # bad input stops before any resource
+        sizing = PROMETHEUS_SIZING[parse_block("environment", args["environment"]).value]
+        alerting: AlertingConfig = parse_block("alerting", args.get("alerting", {}))
+        create_storage_class = args["create_storage_class"]
+        reservation_node_classes = args.get("reservation_node_classes", [])
+        alert_receiver = args.get("alert_receiver")
         super().__init__("llm-platform:observability:Observability", name, None, opts)
         # node-exporter uses the host's namespaces
         namespace = apply_manifest(
             f"{name}-ns", namespace_manifest(MONITORING_NAMESPACE, "privileged"), child_options(self, opts)
         )
         waits: list[pulumi.Resource] = [namespace]
-        if args.create_storage_class:
+        if create_storage_class:
             waits.append(apply_manifest(f"{name}-gp3", spec.storage_class(), child_options(self, opts)))
         waits.append(
             apply_manifest(
                 f"{name}-grafana-admin",
-                spec.grafana_secret(pulumi.Output.secret(args.grafana_admin_password)),
+                spec.grafana_secret(pulumi.Output.secret(args["grafana_admin_password"])),
                 child_options(self, opts, namespace),
             )
         )
-        if args.alert_receiver is not None:
+        if alert_receiver is not None:
             waits.append(
                 apply_manifest(
                     f"{name}-alert-receiver",
-                    spec.alert_receiver_secret(pulumi.Output.secret(args.alert_receiver)),
+                    spec.alert_receiver_secret(pulumi.Output.secret(alert_receiver)),
                     child_options(self, opts, namespace),
                 )
             )
         boards = [("vllm", dashboards.vllm_dashboard()), ("gpu", dashboards.gpu_dashboard())]
-        if args.gateway_dashboard:
+        if args.get("gateway_dashboard"):
             boards.append(("endpoint-picker", epp_dashboard()))
         for key, board in boards:
             apply_manifest(
@@ -85,24 +96,24 @@ class Observability(pulumi.ComponentResource):
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KUBE_PROMETHEUS_STACK_REPO),
             namespace=MONITORING_NAMESPACE,
             values=spec.helm_values(
-                sizing=args.retention,
-                storage_class=spec.STORAGE_CLASS if args.create_storage_class else None,
-                alerting=args.alerting,
-                capacity_reservations=bool(args.reservation_node_classes),
+                sizing=sizing,
+                storage_class=spec.STORAGE_CLASS if create_storage_class else None,
+                alerting=alerting,
+                capacity_reservations=bool(reservation_node_classes),
             ),
             opts=child_options(self, opts, *waits),
         )
-        if args.scrape_karpenter:
+        if args.get("scrape_karpenter"):
             apply_manifest(
                 f"{name}-karpenter-monitor",
                 karpenter.service_monitor(),
                 child_options(self, opts, self.release),
             )
-        if args.reservation_node_classes:
+        if reservation_node_classes:
             # the PrometheusRule CRD comes with the chart
             apply_manifest(
                 f"{name}-capacity-reservations",
-                reservations.prometheus_rule(args.reservation_node_classes, MONITORING_NAMESPACE),
+                reservations.prometheus_rule(reservation_node_classes, MONITORING_NAMESPACE),
                 child_options(self, opts, self.release),
             )
         self.register_outputs({"release": self.release.name})

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError, create_model
 
 from llm_platform.config.errors import (
     PROJECT,
@@ -25,7 +25,7 @@ from llm_platform.config.errors import (
     read_stack_file,
     unknown_key,
 )
-from llm_platform.config.schema import StackConfig
+from llm_platform.config.schema import Schema, ServingConfig, StackConfig
 
 __all__ = ["PROJECT", "ConfigError"]
 
@@ -65,6 +65,32 @@ def parse(raw: dict[str, Any], source: StackSource | None = None, region: str | 
     if problems:
         raise ConfigError("\n".join(problems))
     return config
+
+
+def parse_serving(raw: dict[str, Any], *, has_bucket: bool = True) -> ServingConfig:
+    """The serving blocks of a stack file alone (`environment`, `gpuNodePools`, `models`, `modelCache`,
+    `gateway`; camelCase keys), by the stack's rules for them and with its messages; `has_bucket`: the model
+    bucket exists (an EKS cluster), else only the `hub` cache is allowed."""
+    try:
+        return ServingConfig.model_validate(raw, context={"has_bucket": has_bucket})
+    except ValidationError as exc:
+        raise ConfigError(format_errors(exc, raw)) from None
+
+
+def parse_block(key: str, value: Any, schema: Any = None) -> Any:
+    """One block of a stack file alone (`gpuNodePools`, `alerting`, ...: a top-level key), validated by the
+    stack schema's field rules and reported with its messages; `schema`: the type of a block that is not a
+    top-level key (`amiVersions`: config.schema.AmiVersions)."""
+    if schema is None:
+        name, field = next((n, f) for n, f in StackConfig.model_fields.items() if (f.alias or n) == key)
+        fields: dict[str, Any] = {name: (field.annotation, field)}
+    else:
+        name, fields = "block", {"block": (schema, Field(alias=key))}
+    block = create_model(f"Block_{key}", __base__=Schema, **fields)
+    try:
+        return getattr(block.model_validate({key: value}), name)
+    except ValidationError as exc:
+        raise ConfigError(format_errors(exc, {key: value})) from None
 
 
 def _in_file_order(keys: set[str], source: StackSource | None) -> list[str]:

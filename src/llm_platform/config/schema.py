@@ -730,9 +730,6 @@ class StackConfig(Schema):
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> StackConfig:
-        _unique(("gpuNodePools",), [p.name for p in self.gpu_node_pools])
-        _unique(("models",), [m.name for m in self.models])
-        pools = {p.name: p for p in self.gpu_node_pools}
         prod = self.environment is Environment.PROD
         if prod and len(self.cluster.availability_zones) < 2:
             raise ValueError("cluster.availabilityZones: prod needs at least 2 zones")
@@ -751,93 +748,119 @@ class StackConfig(Schema):
                         f"cluster.amiVersions.{family}: 'latest' is allowed in dev only; pin a version in "
                         f"{self.environment.value}"
                     )
-        for i, m in enumerate(self.models):
-            at = ("models", i)
-            pool = pools.get(m.node_pool)
-            if pool is None:
-                raise RuleError(
-                    (*at, "nodePool"), m.node_pool, f"does not exist; allowed: {', '.join(pools)}"
-                )
-            if m.tensor_parallel_size > pool.max_gpus_per_node:
-                raise RuleError(
-                    (*at, "tensorParallelSize"),
-                    m.tensor_parallel_size,
-                    f"is larger than the {plural(pool.max_gpus_per_node, 'GPU')} of the largest instance "
-                    f"pool {pool.name!r} allows ({pool.instances[-1].instance_type}); tensor parallelism must "
-                    "stay within one node",
-                )
-            if m.geometry is None and m.hugging_face_id not in PROFILES:
-                raise RuleError(
-                    (*at, "huggingFaceId"),
-                    m.hugging_face_id,
-                    "has no built-in geometry (config/model_profiles.py), so its GPU fit and start time "
-                    "cannot be sized; describe it from its config.json under the model's `geometry:` "
-                    "{parameters, layers, kvHeads, headDim, weightBits}; built-in: "
-                    + ", ".join(sorted(PROFILES)),
-                )
-            _check_fits_gpus(at, m, pool)
-            a = m.autoscaling
-            if a.min_replicas > a.max_replicas:
-                raise RuleError(
-                    (*at, "autoscaling", "minReplicas"),
-                    a.min_replicas,
-                    f"is larger than maxReplicas {a.max_replicas}",
-                )
-            for j, w in enumerate(a.prewarm):
-                if not a.min_replicas <= w.replicas <= a.max_replicas:
-                    raise RuleError(
-                        (*at, "autoscaling", "prewarm", j, "replicas"),
-                        w.replicas,
-                        f"must be between minReplicas {a.min_replicas} and maxReplicas {a.max_replicas}",
-                    )
-            if a.min_replicas < replica_floor(self.environment):
-                raise RuleError(
-                    (*at, "autoscaling", "minReplicas"),
-                    a.min_replicas,
-                    f"is not allowed in prod; use at least {PROD_MIN_REPLICAS} so one node loss or rollout "
-                    "keeps the model up",
-                )
-            if m.cache == "hub" and self.environment is not Environment.DEV:
-                raise RuleError(
-                    (*at, "cache"),
-                    m.cache,
-                    f"is allowed in dev only ({self.environment.value} would download weights from the "
-                    "Hugging Face Hub at every scale-out); use nvme, fsx or s3",
-                )
-            if self.cluster.mode == "existing" and m.cache != "hub":
-                raise RuleError(
-                    (*at, "cache"),
-                    m.cache,
-                    "needs the model bucket, which an 'existing' cluster does not get (that mode creates no "
-                    "AWS resources); allowed there: 'hub'",
-                )
-            if m.cache == "fsx" and self.model_cache.fsx is None:
-                raise RuleError((*at, "cache"), m.cache, "needs modelCache.fsx settings, which are missing")
-        for i, pool in enumerate(self.gpu_node_pools):
-            _check_pool_limit(("gpuNodePools", i), pool, self.models)
-        for i, pool in enumerate(self.gpu_node_pools):
-            if pool.headroom is not None:
-                _check_headroom(f"gpuNodePools[{i}] ({pool.name}).headroom", pool, self.models)
+        _serving_rules(self, has_bucket=self.cluster.mode == "eks")
         if self.environment is not Environment.DEV and self.alerting.receiver == "none":
             raise ValueError(
                 f"alerting.receiver: 'none' is allowed in dev only; {self.environment.value} must notify "
                 "someone: use slack, pagerduty or webhook (its URL or key in the alertReceiver secret)"
             )
-        if self.gateway.enabled and not self.models:
-            raise ValueError("gateway.enabled: true needs at least one model to route to")
-        if prod and self.gateway.enabled and self.gateway.certificate_arn is None:
-            raise ValueError(
-                "gateway.certificateArn: prod serves its gateway over TLS; give an ACM certificate ARN"
-            )
-        fsx = self.model_cache.fsx
-        if prod and fsx is not None and fsx.deployment_type != "PERSISTENT_2":
-            raise ValueError(
-                f"modelCache.fsx.deploymentType: {fsx.deployment_type} is not allowed in prod; use PERSISTENT_2"
-            )
         return self
 
     def pool(self, name: str) -> GpuNodePool:
         return next(p for p in self.gpu_node_pools if p.name == name)
+
+
+class ServingConfig(Schema):
+    """The stack file's blocks that say what is served, on which pools (all but `cluster` and `alerting`),
+    with the stack's rules for them: what a serving component resolves its model's plan from."""
+
+    environment: Environment
+    gpu_node_pools: list[GpuNodePool] = Field(min_length=1)
+    models: list[ModelConfig] = []
+    model_cache: ModelCacheConfig = Field(default_factory=ModelCacheConfig)
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+
+    @model_validator(mode="after")
+    def _rules(self, info: ValidationInfo) -> ServingConfig:
+        """`has_bucket` (validation context, default true): the model bucket exists (an EKS cluster)."""
+        _serving_rules(self, has_bucket=(info.context or {}).get("has_bucket", True))
+        return self
+
+
+def _serving_rules(c: StackConfig | ServingConfig, *, has_bucket: bool) -> None:
+    """The rules of the models, the pools they run on, the model cache and the gateway: the one definition
+    StackConfig and ServingConfig share. `has_bucket`: the stack has the model bucket (not an existing
+    cluster's)."""
+    _unique(("gpuNodePools",), [p.name for p in c.gpu_node_pools])
+    _unique(("models",), [m.name for m in c.models])
+    pools = {p.name: p for p in c.gpu_node_pools}
+    prod = c.environment is Environment.PROD
+    for i, m in enumerate(c.models):
+        at = ("models", i)
+        pool = pools.get(m.node_pool)
+        if pool is None:
+            raise RuleError((*at, "nodePool"), m.node_pool, f"does not exist; allowed: {', '.join(pools)}")
+        if m.tensor_parallel_size > pool.max_gpus_per_node:
+            raise RuleError(
+                (*at, "tensorParallelSize"),
+                m.tensor_parallel_size,
+                f"is larger than the {plural(pool.max_gpus_per_node, 'GPU')} of the largest instance "
+                f"pool {pool.name!r} allows ({pool.instances[-1].instance_type}); tensor parallelism must "
+                "stay within one node",
+            )
+        if m.geometry is None and m.hugging_face_id not in PROFILES:
+            raise RuleError(
+                (*at, "huggingFaceId"),
+                m.hugging_face_id,
+                "has no built-in geometry (config/model_profiles.py), so its GPU fit and start time "
+                "cannot be sized; describe it from its config.json under the model's `geometry:` "
+                "{parameters, layers, kvHeads, headDim, weightBits}; built-in: "
+                + ", ".join(sorted(PROFILES)),
+            )
+        _check_fits_gpus(at, m, pool)
+        a = m.autoscaling
+        if a.min_replicas > a.max_replicas:
+            raise RuleError(
+                (*at, "autoscaling", "minReplicas"),
+                a.min_replicas,
+                f"is larger than maxReplicas {a.max_replicas}",
+            )
+        for j, w in enumerate(a.prewarm):
+            if not a.min_replicas <= w.replicas <= a.max_replicas:
+                raise RuleError(
+                    (*at, "autoscaling", "prewarm", j, "replicas"),
+                    w.replicas,
+                    f"must be between minReplicas {a.min_replicas} and maxReplicas {a.max_replicas}",
+                )
+        if a.min_replicas < replica_floor(c.environment):
+            raise RuleError(
+                (*at, "autoscaling", "minReplicas"),
+                a.min_replicas,
+                f"is not allowed in prod; use at least {PROD_MIN_REPLICAS} so one node loss or rollout "
+                "keeps the model up",
+            )
+        if m.cache == "hub" and c.environment is not Environment.DEV:
+            raise RuleError(
+                (*at, "cache"),
+                m.cache,
+                f"is allowed in dev only ({c.environment.value} would download weights from the "
+                "Hugging Face Hub at every scale-out); use nvme, fsx or s3",
+            )
+        if not has_bucket and m.cache != "hub":
+            raise RuleError(
+                (*at, "cache"),
+                m.cache,
+                "needs the model bucket, which an 'existing' cluster does not get (that mode creates no "
+                "AWS resources); allowed there: 'hub'",
+            )
+        if m.cache == "fsx" and c.model_cache.fsx is None:
+            raise RuleError((*at, "cache"), m.cache, "needs modelCache.fsx settings, which are missing")
+    for i, pool in enumerate(c.gpu_node_pools):
+        _check_pool_limit(("gpuNodePools", i), pool, c.models)
+    for i, pool in enumerate(c.gpu_node_pools):
+        if pool.headroom is not None:
+            _check_headroom(f"gpuNodePools[{i}] ({pool.name}).headroom", pool, c.models)
+    if c.gateway.enabled and not c.models:
+        raise ValueError("gateway.enabled: true needs at least one model to route to")
+    if prod and c.gateway.enabled and c.gateway.certificate_arn is None:
+        raise ValueError(
+            "gateway.certificateArn: prod serves its gateway over TLS; give an ACM certificate ARN"
+        )
+    fsx = c.model_cache.fsx
+    if prod and fsx is not None and fsx.deployment_type != "PERSISTENT_2":
+        raise ValueError(
+            f"modelCache.fsx.deploymentType: {fsx.deployment_type} is not allowed in prod; use PERSISTENT_2"
+        )
 
 
 def served_by(pool: GpuNodePool, models: Sequence[ModelConfig]) -> list[ModelConfig]:

@@ -7,15 +7,21 @@ read the same plan, so what they check or predict is what is deployed.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from llm_platform.config.errors import ConfigError
+from llm_platform.config.loader import parse_serving
 from llm_platform.config.schema import (
     AlertingConfig,
+    AmiVersions,
     ClusterConfig,
     Environment,
     GatewayConfig,
     GpuNodePool,
     ModelCacheConfig,
+    ServingConfig,
     StackConfig,
 )
 from llm_platform.plan import naming
@@ -99,14 +105,11 @@ class Plan:
 def resolve(config: StackConfig, stack: str = "") -> Plan:
     """The one place a validated stack config becomes names and facts."""
     environment = config.environment.value
-    pools = {p.name: p for p in config.gpu_node_pools}
     uses_fsx = any(m.cache == "fsx" for m in config.models)
-    ami_versions = config.cluster.ami_versions.model_dump()
+    ami_versions = config.cluster.ami_versions
     extra_tags = {"llm-platform/stack": stack} if stack else {}
     eks = config.cluster.mode == "eks"
-    models = tuple(
-        resolve_model(m, pools[m.node_pool], config.models, eks, config.gateway) for m in config.models
-    )
+    models, gpu_pools = resolve_serving(config, has_bucket=eks)
     return Plan(
         environment=environment,
         prod=config.environment is Environment.PROD,
@@ -117,22 +120,14 @@ def resolve(config: StackConfig, stack: str = "") -> Plan:
         addon_pool=addon_pool_plan(
             config.cluster.addon_nodes,
             prod=config.environment is Environment.PROD,
-            al2023_version=ami_versions["al2023"],
+            al2023_version=ami_versions.al2023,
         )
         if eks
         else None,
-        node_classes=tuple(
-            NodeClassPlan(
-                ami_family=family,
-                ami_version=ami_versions[family],
-                fast_image_pull=family in FAST_IMAGE_PULL_AMI_FAMILIES,
-                lustre_client=uses_fsx,
-            )
-            for family in sorted({p.ami_family for p in config.gpu_node_pools})
-        ),
+        node_classes=node_class_plans(config.gpu_node_pools, ami_versions, lustre_client=uses_fsx),
         reservation_node_classes=tuple(reservation_node_classes(config.gpu_node_pools)),
         models=models,
-        pools=pool_plans(config.gpu_node_pools, models),
+        pools=gpu_pools,
         model_cache=config.model_cache,
         uses_fsx=uses_fsx,
         mig_in_use=any(p.mig for p in config.gpu_node_pools),
@@ -146,3 +141,68 @@ def resolve(config: StackConfig, stack: str = "") -> Plan:
         alerting=config.alerting,
         gateway=config.gateway,
     )
+
+
+def resolve_serving(
+    config: StackConfig | ServingConfig, *, has_bucket: bool
+) -> tuple[tuple[ModelPlan, ...], tuple[PoolPlan, ...]]:
+    """Every model's plan and every GPU pool's (its models, its warm headroom): the one place for both, for
+    the whole stack (`resolve`) and for a serving component built on its own. `has_bucket`: the stack has
+    the model bucket (an EKS cluster)."""
+    pools = {p.name: p for p in config.gpu_node_pools}
+    models = tuple(
+        resolve_model(m, pools[m.node_pool], config.models, has_bucket, config.gateway) for m in config.models
+    )
+    return models, pool_plans(config.gpu_node_pools, models)
+
+
+def node_class_plans(
+    pools: Sequence[GpuNodePool], ami_versions: AmiVersions, *, lustre_client: bool
+) -> tuple[NodeClassPlan, ...]:
+    """Per AMI family the pools use: its pinned version and what its EC2NodeClass adds at boot."""
+    versions = ami_versions.model_dump()
+    return tuple(
+        NodeClassPlan(
+            ami_family=family,
+            ami_version=versions[family],
+            fast_image_pull=family in FAST_IMAGE_PULL_AMI_FAMILIES,
+            lustre_client=lustre_client,
+        )
+        for family in sorted({p.ami_family for p in pools})
+    )
+
+
+# the args of a serving component (snake_case) -> the stack file's keys of the blocks they carry
+SERVING_KEYS = {
+    "environment": "environment",
+    "gpu_node_pools": "gpuNodePools",
+    "models": "models",
+    "model_cache": "modelCache",
+    "gateway": "gateway",
+}
+
+
+def serving_config(args: Mapping[str, Any], *, has_bucket: bool = True) -> ServingConfig:
+    """A serving component's args (the stack file's blocks under their snake_case names, `SERVING_KEYS`),
+    validated by the stack's rules, with its messages."""
+    blocks = {key: args[name] for name, key in SERVING_KEYS.items() if args.get(name) is not None}
+    return parse_serving(blocks, has_bucket=has_bucket)
+
+
+def serving_plans(
+    args: Mapping[str, Any], *, has_bucket: bool = True
+) -> tuple[tuple[ModelPlan, ...], tuple[PoolPlan, ...]]:
+    """The model and pool plans from a serving component's args, validated first (`serving_config`)."""
+    return resolve_serving(serving_config(args, has_bucket=has_bucket), has_bucket=has_bucket)
+
+
+def model_plan(args: Mapping[str, Any], *, has_bucket: bool = True) -> ModelPlan:
+    """The plan of the model a model-level component serves: its args' `model` entry, resolved among
+    `models` (every model of the stack, this one among them; default: this model alone)."""
+    entry = args["model"]
+    models = args.get("models") or [entry]
+    if entry not in models:
+        names = ", ".join(str(m.get("name")) for m in models)
+        raise ConfigError(f"model {entry.get('name')!r}: not among models ({names}); pass it as one of them")
+    plans, _ = serving_plans({**args, "models": models}, has_bucket=has_bucket)
+    return next(m for m in plans if m.name == entry["name"])
