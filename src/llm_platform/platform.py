@@ -28,6 +28,7 @@ from llm_platform.components.karpenter import (
 from llm_platform.components.keda import Keda
 from llm_platform.components.load_balancer import LoadBalancerController, LoadBalancerControllerArgs
 from llm_platform.components.model_cache import ModelCache, ModelCacheArgs, ModelWeights
+from llm_platform.components.multinode import EfaNetwork, EfaNetworkArgs, MultiNodeControllers
 from llm_platform.components.network import Network, NetworkArgs
 from llm_platform.components.observability import Observability, ObservabilityArgs
 from llm_platform.config.errors import ConfigError
@@ -42,6 +43,7 @@ from llm_platform.config.stack_args import (
     ModelSettings,
 )
 from llm_platform.plan import Plan, resolve
+from llm_platform.plan.nodes import efa_pool
 
 __all__ = [
     "SECRET_ARGS",
@@ -279,6 +281,19 @@ class LlmPlatform(pulumi.ComponentResource):
                 opts=child(in_cluster),
             )
             weights = cache.weights
+            # multi-node replicas: the EFA security group and the pools' cluster placement groups
+            efa_pools = [p for p in plan.gpu_node_pools if efa_pool(p)]
+            efa = (
+                EfaNetwork(
+                    f"{cluster_cfg.name}-efa",
+                    EfaNetworkArgs(
+                        cluster_name=cluster_cfg.name, vpc_id=network.vpc_id, pools=efa_pools, tags=stack_tags
+                    ),
+                    opts=top,
+                )
+                if efa_pools
+                else None
+            )
             GpuNodePools(
                 f"{cluster_cfg.name}-gpu",
                 GpuNodePoolsArgs(
@@ -290,8 +305,13 @@ class LlmPlatform(pulumi.ComponentResource):
                     prod=plan.prod,
                     tags=stack_tags,  # on what Karpenter launches; default_tags do not reach it
                     extra_security_group_ids=[cache.fsx.client_security_group_id] if cache.fsx else [],
+                    efa_security_group_id=efa.security_group_id if efa else None,
                 ),
-                opts=child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter])),
+                opts=child(
+                    pulumi.ResourceOptions(
+                        providers=[cluster.provider], depends_on=[karpenter, *([efa] if efa else [])]
+                    )
+                ),
             )
             if plan.gateway.enabled:
                 lb_controller = LoadBalancerController(
@@ -337,6 +357,12 @@ class LlmPlatform(pulumi.ComponentResource):
             opts=child(in_cluster),
         )
 
+        # multi-node replicas: the LeaderWorkerSet controller and the EFA device plugin
+        multi_node_after: list[pulumi.Resource] = []
+        if any(m.multi_node for m in plan.models):
+            controllers = MultiNodeControllers(f"{cluster_cfg.name}-multinode", opts=child(in_cluster))
+            multi_node_after = [controllers.lws]
+
         services: list[InferenceService] = []
         served: list[str] = []
         api_key = args.get("api_key")
@@ -354,6 +380,7 @@ class LlmPlatform(pulumi.ComponentResource):
                         hf_token=args.get("hugging_face_token"),
                         cluster_name=cluster_cfg.name if eks_mode else None,
                         weights=weights,
+                        after=multi_node_after if model.multi_node else [],
                     ),
                     opts=child(serving_opts),
                 )

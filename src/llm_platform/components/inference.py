@@ -15,6 +15,7 @@ from llm_platform.components.identity import pod_identity_association, pod_ident
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.model_cache import ModelWeights
 from llm_platform.components.specs import model_cache as cache_spec
+from llm_platform.components.specs import multinode as multinode_spec
 from llm_platform.components.specs import serving as spec
 from llm_platform.components.specs.common import secret
 from llm_platform.plan import ModelPlan
@@ -32,6 +33,8 @@ class InferenceServiceArgs:
     weights: ModelWeights | None = None
     tags: dict[str, str] = field(default_factory=dict)
     """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
+    after: list[pulumi.Resource] = field(default_factory=list)
+    """What the workload waits for beyond the model's own objects (a multi-node model: the LWS controller)."""
 
 
 class InferenceService(pulumi.ComponentResource):
@@ -76,8 +79,9 @@ class InferenceService(pulumi.ComponentResource):
             prerequisites += self._weights_pipeline(ns, prerequisites)
 
         bucket = pulumi.Output.from_input(args.weights.bucket_name if args.weights else "")
+        workload = multinode_spec.leader_worker_set if model.multi_node else spec.deployment
         deployment = bucket.apply(
-            lambda b: spec.deployment(
+            lambda b: workload(
                 model,
                 environment=args.environment,
                 wiring=cache_spec.cache_wiring(model, bucket=b),
@@ -87,10 +91,13 @@ class InferenceService(pulumi.ComponentResource):
         apply_manifest(
             f"{name}-deployment",
             deployment,
-            child_options(self, opts, *prerequisites),
-            api_version="apps/v1",
-            kind="Deployment",
+            child_options(self, opts, *prerequisites, *args.after),
+            api_version=multinode_spec.LWS_API if model.multi_node else "apps/v1",
+            kind="LeaderWorkerSet" if model.multi_node else "Deployment",
         )
+        if model.multi_node:
+            self._apply("group-netpol", multinode_spec.group_network_policy(model), ns)
+            self._apply("workers-pdb", multinode_spec.worker_disruption_budget(model), ns)
         self._apply("service", spec.service(model, args.environment), ns)
         self._apply("pdb", spec.pod_disruption_budget(model), ns)
         self._apply("podmonitor", spec.pod_monitor(model), ns)

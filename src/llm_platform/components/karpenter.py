@@ -22,7 +22,7 @@ from llm_platform.config.schema import GpuNodePool
 from llm_platform.config.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
 from llm_platform.plan import NodeClassPlan
 from llm_platform.plan.naming import KARPENTER_NAMESPACE
-from llm_platform.plan.nodes import AddonPoolPlan, pool_node_class_name, uses_reservations
+from llm_platform.plan.nodes import AddonPoolPlan, efa_pool, pool_node_class_name, uses_reservations
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,6 +152,8 @@ class GpuNodePoolsArgs:
     """Tags Karpenter puts on the instances, volumes and network interfaces it launches (the stack's tags:
     they are not Pulumi resources, so the AWS provider's default_tags never reach them)."""
     extra_security_group_ids: list[pulumi.Input[str]] = field(default_factory=list)
+    efa_security_group_id: pulumi.Input[str] | None = None
+    """The EFA security group (all traffic to and from itself), on the EC2NodeClasses of EFA pools."""
 
 
 class GpuNodePools(pulumi.ComponentResource):
@@ -165,16 +167,17 @@ class GpuNodePools(pulumi.ComponentResource):
         # class name -> (AMI family, the reservation pool it belongs to, if any)
         wanted: dict[str, tuple[str, GpuNodePool | None]] = {}
         for pool in args.pools:
-            owner = pool if uses_reservations(pool) else None
+            owner = pool if uses_reservations(pool) or efa_pool(pool) else None
             wanted[pool_node_class_name(pool)] = (pool.ami_family, owner)
         classes: dict[str, pulumi.CustomResource] = {}
         boot = {c.ami_family: c for c in args.node_classes}
         for class_name, (family, owner) in sorted(wanted.items()):
             # Bottlerocket takes TOML settings, not a shell: only AL2023 gets user data of ours
             user_data = spec.al2023_user_data(boot[family]) if family == "al2023" else None
-            body = pulumi.Output.all(
-                role=args.node_role_name, sgs=pulumi.Output.all(*args.extra_security_group_ids)
-            ).apply(
+            sg_ids = list(args.extra_security_group_ids)
+            if owner is not None and efa_pool(owner) and args.efa_security_group_id is not None:
+                sg_ids.append(args.efa_security_group_id)
+            body = pulumi.Output.all(role=args.node_role_name, sgs=pulumi.Output.all(*sg_ids)).apply(
                 lambda o, family=family, owner=owner, user_data=user_data: spec.node_class(
                     ami_family=family,
                     ami_version=boot[family].ami_version,
