@@ -118,10 +118,14 @@ def _efa(view: RenderView, lws: Manifest, pool: Manifest, node_class: Manifest |
         out.append(Finding("blocker", CHECK, where, "spec.networkInterfaces",
                            f"attaches no EFA-only interface; {lws.ref} needs EFA between its {lwt['size']} nodes"))  # fmt: skip
     for role, n in wanted.items():
+        field = f"leaderWorkerTemplate.{role}.spec.containers[].resources"
         if n == 0 or n > attached:
-            out.append(Finding("blocker", CHECK, lws.ref, f"leaderWorkerTemplate.{role}.spec.containers[].resources",
+            out.append(Finding("blocker", CHECK, lws.ref, field,
                                f"requests {n} {EFA}; each node gets {attached} (the EC2NodeClass's EFA-only "
-                               "interfaces): the pod must request every one and no more"))  # fmt: skip
+                               "interfaces): the pod must request at least one and at most that"))  # fmt: skip
+        elif n < attached:
+            out.append(Finding("warning", CHECK, lws.ref, field,
+                               f"requests {n} {EFA}; each node gets {attached}: NCCL uses only {n} of them"))  # fmt: skip
     types = (
         requirement_values(
             pool.body["spec"]["template"]["spec"]["requirements"], "node.kubernetes.io/instance-type"
