@@ -215,9 +215,10 @@ def cold_start_budget(
         model.profile.weights_gb
     )  # the stack file's geometry, else the built-in table (checked at load)
     persisted = cache.compile_cache_prefix is not None
+    nodes = model.pipeline_parallel_size  # a multi-node replica: every node up, each rank its stage
     return ColdStartBudget(
-        new_node=cold_start(model.cache, instance, weights_gb, True, image_pull, persisted),
-        warm_node=cold_start(model.cache, instance, weights_gb, False, image_pull, persisted),
+        new_node=cold_start(model.cache, instance, weights_gb, True, image_pull, persisted, nodes),
+        warm_node=cold_start(model.cache, instance, weights_gb, False, image_pull, persisted, nodes),
         weights_gb=weights_gb,
     )
 

@@ -41,6 +41,7 @@ from llm_platform.plan.nodes import DISRUPTION_BUDGET_PERCENT
 from llm_platform.simulator import oracle
 from llm_platform.simulator.capacity import CapacityConfig, start_times
 from llm_platform.simulator.engine import Result, SimConfig, simulate
+from llm_platform.simulator.multinode import replica_instance, reserved_groups
 from llm_platform.simulator.replica import EngineConfig, ReplicaModel, ReplicaTable, TokenStats
 from llm_platform.simulator.strategies import (
     Strategy,
@@ -403,13 +404,14 @@ def stack_run(
         max_model_len=m.max_model_len,
         prefix_hit_rate=prefix_hit_rate,
     )
-    model = ReplicaModel(prof, mp.instance.gpu, mp.gpus, engine)
+    model = ReplicaModel(prof, mp.instance.gpu, mp.replica_gpus, engine)
     table = model.table(TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens))
     spot = "spot" in pool.capacity_types
+    reserved_instances, reserved_usd_per_hour = reserved_groups(mp, reserved_instances, reserved_usd_per_hour)
     capacity = CapacityConfig(
-        mp.instance,
+        replica_instance(mp),  # a multi-node replica's nodes as one unit (simulator/multinode.py)
         region,
-        gpus_per_pod=mp.gpus,
+        gpus_per_pod=mp.replica_gpus,
         cache_mode=m.cache,
         image=image or mp.image_pull,
         weights_gb=prof.weights_gb,
