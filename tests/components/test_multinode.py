@@ -117,3 +117,18 @@ def test_single_node_stacks_render_no_multi_node_objects() -> None:
         plan = stack_plan(stack)
         assert not any(m.multi_node for m in plan.models)
         assert all(p.placement_zone is None for p in plan.gpu_node_pools)
+
+
+def test_metrics_missing_alert_counts_ready_leaders() -> None:
+    """kube-state-metrics reports no LeaderWorkerSet: the alert compares the Ready leader pods with the pods
+    exporting vLLM metrics (leaders only), not a Deployment that does not exist."""
+    from llm_platform.components.specs import alerts
+
+    m = model_plan("multinode", "llama-405b")
+    rules = alerts.prometheus_rule(m)["spec"]["groups"][0]["rules"]
+    (missing,) = [r for r in rules if r["alert"] == "VLLMMetricsMissing"]
+    assert (
+        'kube_pod_status_ready{namespace="model-llama-405b",condition="true",pod=~"llama-405b-[0-9]+"}'
+        in missing["expr"]
+    )
+    assert "kube_deployment_status" not in missing["expr"]
