@@ -1,6 +1,6 @@
 """Autoscaling strategies over the seed day and a family of generated days (prints figures, asserts nothing).
 
-For each day (simulator/family.py: seed, flat, spiky, bursty, growing, shifted) and each strategy (static at
+For each day (simulator/traffic/family.py: seed, flat, spiky, bursty, growing, shifted) and each strategy (static at
 maxReplicas, the seed article's KEDA config, the stack's own config, and the config `simulator tune` finds on
 the family's training days), prints GPU $/day, SLO misses and cost vs the oracle bound in the same run.
 
@@ -17,15 +17,17 @@ from pathlib import Path
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
-from llm_platform.simulator import family  # noqa: E402
-from llm_platform.simulator.args import positive_int  # noqa: E402
-from llm_platform.simulator.engine import simulate  # noqa: E402
-from llm_platform.simulator.progress import track  # noqa: E402
-from llm_platform.simulator.scenarios import SEED_C, StackRun, oracle_for, stack_run  # noqa: E402
-from llm_platform.simulator.strategies import keda, static  # noqa: E402
-from llm_platform.simulator.traffic import load  # noqa: E402
-from llm_platform.simulator.tune import DayScore, Tuner, pool_gpu_limit, stack_accepts  # noqa: E402
-from llm_platform.simulator.yaml_out import autoscaling_yaml  # noqa: E402
+from llm_platform.simulator.commands.args import positive_int  # noqa: E402
+from llm_platform.simulator.commands.progress import track  # noqa: E402
+from llm_platform.simulator.controllers.strategies import keda, static  # noqa: E402
+from llm_platform.simulator.day.engine import simulate  # noqa: E402
+from llm_platform.simulator.search.scenarios import SEED_C, oracle_for  # noqa: E402
+from llm_platform.simulator.search.stack_rules import pool_gpu_limit, stack_accepts  # noqa: E402
+from llm_platform.simulator.search.stacks import StackRun, stack_run  # noqa: E402
+from llm_platform.simulator.search.tune import DayScore, Tuner  # noqa: E402
+from llm_platform.simulator.search.yaml_out import autoscaling_yaml  # noqa: E402
+from llm_platform.simulator.traffic import family  # noqa: E402
+from llm_platform.simulator.traffic.traffic import load  # noqa: E402
 from llm_platform.tools.cli import ArgumentParser  # noqa: E402
 
 

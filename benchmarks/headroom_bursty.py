@@ -8,7 +8,7 @@ level resolved by the plan as the pool's `headroom: {gpus: N}` would render it) 
 With `--what-if-cache MODE`, the same with the model on another cache mode and its maxReplicas raised to
 what the days' busiest minute needs at the per-replica SLO rate, the stack file otherwise unchanged. After each
 table, per level, whether the target holds: every bursty day under 3 % misses at no more than 1.3x the
-oracle's cost. Beside each day, the reactive bound (simulator/oracle.py) at the deployed config's miss rate,
+oracle's cost. Beside each day, the reactive bound (simulator/search/oracle.py) at the deployed config's miss rate,
 for replicas serving a new node's start and a warm node's start after they are asked for: what no
 autoscaler that learns the load only as it arrives could beat, as a multiple of the oracle.
 
@@ -32,18 +32,20 @@ import yaml
 from llm_platform.config.loader import PROJECT, stack_file
 from llm_platform.config.schema import Headroom
 from llm_platform.plan.headroom import with_headroom
-from llm_platform.simulator import family
-from llm_platform.simulator.capacity import start_times
-from llm_platform.simulator.engine import simulate
-from llm_platform.simulator.progress import track
-from llm_platform.simulator.scenarios import StackRun, miss_curve, oracle_for, reactive_bound_for, stack_run
-from llm_platform.simulator.traffic import TokenMix, Traffic, rate_traffic, seed_day
-from llm_platform.simulator.tune import peak_replicas, pool_gpu_limit
+from llm_platform.simulator.commands.progress import track
+from llm_platform.simulator.day.engine import simulate
+from llm_platform.simulator.search.knobs import peak_replicas
+from llm_platform.simulator.search.scenarios import miss_curve, oracle_for, reactive_bound_for
+from llm_platform.simulator.search.stack_rules import pool_gpu_limit
+from llm_platform.simulator.search.stacks import StackRun, stack_run
+from llm_platform.simulator.serving.capacity import start_times
+from llm_platform.simulator.traffic import family
+from llm_platform.simulator.traffic.traffic import TokenMix, Traffic, rate_traffic, seed_day
 from llm_platform.tools.cli import ArgumentParser
 
 
 def family_day(kind: str, seed: int) -> Traffic:
-    """A generated day of simulator/family.py (per-minute rate), as Poisson arrivals: `bursts` is the seed day
+    """A generated day of simulator/traffic/family.py (per-minute rate), as Poisson arrivals: `bursts` is the seed day
     plus 6-12 random 5-15 minute bursts of +20-60 req/s between 07:00 and 21:00, `flash` one +100 req/s
     spike for 5 minutes at 14:00."""
     return rate_traffic(np.repeat(family.day(kind, seed), 60), TokenMix(), 3000 + seed, f"{kind}-{seed}")
@@ -160,7 +162,7 @@ def main() -> None:
     parser.add_argument("--model", default="mistral-7b")
     parser.add_argument(
         "--seeds", default="100,101,102,103,104,105,106,107,108,109",
-        help="seeds of the random bursty days (simulator/family.py `bursts`); the tuned stacks never saw 100+",
+        help="seeds of the random bursty days (simulator/traffic/family.py `bursts`); the tuned stacks never saw 100+",
     )  # fmt: skip
     parser.add_argument("--levels", default="0,2", help="warm GPUs held all day (0 = no headroom)")
     parser.add_argument(

@@ -119,8 +119,8 @@ def _routing_cells(row: dict[str, Any]) -> list[str]:
 def test_the_routing_table_is_this_run() -> None:
     table = docs.table(SIMULATOR_MD, "| traffic | router | prefix hit |")
     runs = [
-        rows("-m llm_platform.simulator.routing --shared-fraction 0.8 --prefix-tokens 1500 --distinct-prefixes 100 --json"),
-        rows("-m llm_platform.simulator.routing --shared-fraction 0.9 --prefix-tokens 6000 --distinct-prefixes 150 --json"),
+        rows("-m llm_platform.simulator.commands.routing --shared-fraction 0.8 --prefix-tokens 1500 --distinct-prefixes 100 --json"),
+        rows("-m llm_platform.simulator.commands.routing --shared-fraction 0.9 --prefix-tokens 6000 --distinct-prefixes 150 --json"),
     ]  # fmt: skip
     for pair, run in zip((table[0:2], table[2:4]), runs, strict=True):
         rr, prefix = run["round-robin"], run["prefix-aware"]

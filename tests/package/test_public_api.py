@@ -21,7 +21,7 @@ def test_the_simulator_does_not_load_the_cloud_sdks() -> None:
     import subprocess
     import sys
 
-    code = "import sys, llm_platform.simulator.engine; print('pulumi_aws' in sys.modules)"
+    code = "import sys, llm_platform.simulator.day.engine; print('pulumi_aws' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -1,4 +1,4 @@
-"""The replica model against published vLLM measurements (simulator/calibration.py, docs/simulator.md).
+"""The replica model against published vLLM measurements (simulator/serving/calibration.py, docs/simulator.md).
 
 Every point is within 20% on TTFT, ITL and output tok/s, or carries an explanation; explanations that make a
 checkable claim are checked here too.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from llm_platform.simulator import calibration
-from llm_platform.simulator.calibration import LITTLE, POINTS, TOLERANCE, within_tolerance
+from llm_platform.simulator.serving import calibration
+from llm_platform.simulator.serving.calibration import LITTLE, POINTS, TOLERANCE, within_tolerance
 
 ROWS = {str(r["id"]): r for r in calibration.rows()}
 

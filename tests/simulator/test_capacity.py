@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from llm_platform.config.catalog import GPU_INSTANCES
-from llm_platform.simulator.capacity import (
+from llm_platform.simulator.serving.capacity import (
     POD_DRAIN_SECONDS,
     CapacityConfig,
     Cluster,
@@ -87,7 +87,7 @@ def test_the_disruption_budget_paces_a_large_scale_down_pass_by_pass():
     """Twenty Ready nodes, fifteen emptied at once with `consolidateAfter: 0s`: at the NodePool's 10 % budget
     Karpenter's disruption controller deletes ceil(10 % x the Ready nodes) per 10 s pass, longest empty
     first, so the last goes minutes after the first and is billed until then; without a budget all go at once."""
-    from llm_platform.simulator.capacity import DISRUPTION_POLL_SECONDS
+    from llm_platform.simulator.serving.capacity import DISRUPTION_POLL_SECONDS
 
     def emptied(budget: float | None) -> Cluster:
         cfg = CapacityConfig(G5, "us-east-1", consolidate_after=0.0, disruption_budget_percent=budget)

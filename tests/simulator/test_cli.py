@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from llm_platform.config.loader import ROOT
-from llm_platform.simulator.cli import main
+from llm_platform.simulator.commands.cli import main
 
 LLAMA = "meta-llama/Meta-Llama-3-8B-Instruct"
 RESERVATIONS = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.reservations.yaml"

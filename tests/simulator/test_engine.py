@@ -10,11 +10,11 @@ import pytest
 from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.model_profiles import profile
 from llm_platform.config.schema import Autoscaling, PrewarmWindow, ScalingRules, Slo
-from llm_platform.simulator.capacity import CapacityConfig
-from llm_platform.simulator.engine import SimConfig, simulate
-from llm_platform.simulator.replica import ReplicaModel, TokenStats
-from llm_platform.simulator.strategies import hpa_gpu_memory, keda, static
-from llm_platform.simulator.traffic import TokenMix, poisson_day
+from llm_platform.simulator.controllers.strategies import hpa_gpu_memory, keda, static
+from llm_platform.simulator.day.engine import SimConfig, simulate
+from llm_platform.simulator.serving.capacity import CapacityConfig
+from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
+from llm_platform.simulator.traffic.traffic import TokenMix, poisson_day
 
 G5 = GPU_INSTANCES["g5.2xlarge"]
 HOURS = 3
@@ -101,7 +101,7 @@ def test_same_seed_same_result():
 
 @pytest.fixture(scope="module")
 def seed_rows():
-    from llm_platform.simulator.scenarios import run_all, seed_setup, seed_strategies
+    from llm_platform.simulator.search.scenarios import run_all, seed_setup, seed_strategies
 
     s = seed_setup(0)
     return {r.strategy: r for r in run_all(s, seed_strategies(s))}
@@ -130,8 +130,9 @@ def test_served_throughput_sizes_an_overload_where_a_low_kv_target_asks_for_max_
     for maxReplicas; the served-throughput trigger (requests completed per second per replica) asks for the
     pool's throughput over its target, and once the replicas serve the load, for load / target."""
     from llm_platform.plan.model import scaling_plan
-    from llm_platform.simulator.scenarios import slo_rate_per_replica, stack_run
-    from llm_platform.simulator.strategies import from_plan
+    from llm_platform.simulator.controllers.strategies import from_plan
+    from llm_platform.simulator.search.scenarios import slo_rate_per_replica
+    from llm_platform.simulator.search.stacks import stack_run
     from tests.conftest import fixture_stack
 
     rate = np.full(3 * 3600, 6.0)
@@ -173,8 +174,9 @@ def test_behind_the_gateway_the_queue_is_bounded_and_the_arrivals_size_the_pool(
     serve and vLLM's queue stays near Q, so sizing on them climbs about 2x per cold start; the gateway's
     arrivals (served or shed) ask for load / target at once, and the burst costs fewer misses."""
     from llm_platform.plan.model import scaling_plan
-    from llm_platform.simulator.scenarios import slo_rate_per_replica, stack_run
-    from llm_platform.simulator.strategies import from_plan
+    from llm_platform.simulator.controllers.strategies import from_plan
+    from llm_platform.simulator.search.scenarios import slo_rate_per_replica
+    from llm_platform.simulator.search.stacks import stack_run
     from tests.conftest import fixture_stack
 
     rate = np.full(3 * 3600, 6.0)

@@ -16,8 +16,8 @@ import yaml
 from llm_platform.components.specs.common import POOL_LABEL
 from llm_platform.config.loader import ROOT, load_stack
 from llm_platform.config.schema import duration_seconds
-from llm_platform.simulator.cli import main
-from llm_platform.simulator.traffic import seed_day
+from llm_platform.simulator.commands.cli import main
+from llm_platform.simulator.traffic.traffic import seed_day
 from llm_platform.tools import render
 from tests.conftest import FIXTURE_STACKS
 
@@ -89,7 +89,7 @@ def test_explained_inputs_equal_the_rendered_objects(
     ]  # fmt: skip
     assert inputs["polling_interval_s"] == scaled["pollingInterval"]
     # KEDA applies cooldownPeriod only at minReplicaCount 0 (the render then carries it), and so does the
-    # simulator (simulator/keda.py)
+    # simulator (simulator/controllers/keda.py)
     assert inputs["cooldown_period_s"] == scaled.get("cooldownPeriod", inputs["cooldown_period_s"])
     assert ("cooldownPeriod" in scaled) == (scaled["minReplicaCount"] == 0)
     assert inputs["fallback_replicas"] == scaled["fallback"]["replicas"]
@@ -182,7 +182,7 @@ def test_what_ifs_change_the_simulated_inputs_and_nothing_else(capsys: pytest.Ca
 
 
 def test_a_seed_day_run_simulates_the_deployed_scaled_object() -> None:
-    from llm_platform.simulator.scenarios import stack_run
+    from llm_platform.simulator.search.stacks import stack_run
 
     run = stack_run(FIXTURE_STACKS / "Pulumi.prod.yaml", None, seed_day(0))
     deployed = next(s for s in run.strategies if s.name == "stack-config")

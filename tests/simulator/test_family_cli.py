@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llm_platform.simulator import family
-from llm_platform.simulator.cli import main
-from llm_platform.simulator.traffic import load
+from llm_platform.simulator.commands.cli import main
+from llm_platform.simulator.traffic import family
+from llm_platform.simulator.traffic.traffic import load
 
 
 def test_the_family_written_is_the_family_tuned_on(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,11 +14,11 @@ from llm_platform.config.cold_start import PREEMPTION_SECONDS
 from llm_platform.config.model_profiles import profile
 from llm_platform.config.schema import Autoscaling, Slo
 from llm_platform.plan import HeadroomPlan, HeadroomWindowPlan
-from llm_platform.simulator.capacity import CapacityConfig, Cluster
-from llm_platform.simulator.engine import SimConfig, _placeholder_targets, simulate
-from llm_platform.simulator.replica import ReplicaModel, TokenStats
-from llm_platform.simulator.strategies import keda
-from llm_platform.simulator.traffic import TokenMix, poisson_day
+from llm_platform.simulator.controllers.strategies import keda
+from llm_platform.simulator.day.engine import SimConfig, _placeholder_targets, simulate
+from llm_platform.simulator.serving.capacity import CapacityConfig, Cluster
+from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
+from llm_platform.simulator.traffic.traffic import TokenMix, poisson_day
 
 G5 = GPU_INSTANCES["g5.2xlarge"]
 MISTRAL = "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
@@ -125,8 +125,8 @@ def test_headroom_cuts_misses_on_bursts_shorter_than_a_cold_start() -> None:
 def test_a_stack_run_simulates_the_headroom_the_plan_renders() -> None:
     """Placeholders, windows, warm start and refill in the simulator are the plan's (what the cluster runs)."""
     from llm_platform.components.specs import headroom as spec
-    from llm_platform.simulator.capacity import start_times
-    from llm_platform.simulator.scenarios import stack_run
+    from llm_platform.simulator.search.stacks import stack_run
+    from llm_platform.simulator.serving.capacity import start_times
     from tests.conftest import fixture_stack
 
     traffic = poisson_day(np.full(600, 1.0), TokenMix(), np.random.default_rng(0), "quiet")

@@ -11,7 +11,7 @@ from typing import Literal
 import pytest
 
 from llm_platform.config.schema import ScalingPolicy, ScalingRules
-from llm_platform.simulator.hpa import HPA, Behavior, ScaleEvent, external_average_value_replicas
+from llm_platform.simulator.controllers.hpa import HPA, Behavior, ScaleEvent, external_average_value_replicas
 
 NOW = 10_000.0
 
@@ -223,7 +223,7 @@ STORE_EVENTS = [
 )
 @pytest.mark.parametrize("direction", ["up", "down"])
 def test_store_scale_events(name, previous, rule, change, stored, direction):
-    from llm_platform.simulator.hpa import _change_in_period
+    from llm_platform.simulator.controllers.hpa import _change_in_period
 
     behavior = (
         None

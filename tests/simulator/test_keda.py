@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from llm_platform.simulator.cron import Cron, active_minutes, window_active
-from llm_platform.simulator.keda import CronTrigger, Fallback, Keda, PrometheusTrigger, ScaledObjectSpec
+from llm_platform.simulator.controllers.cron import Cron, active_minutes, window_active
+from llm_platform.simulator.controllers.keda import (
+    CronTrigger,
+    Fallback,
+    Keda,
+    PrometheusTrigger,
+    ScaledObjectSpec,
+)
 
 QUEUE = PrometheusTrigger("queue", "waiting_sum", threshold=5, activation_threshold=1)
 

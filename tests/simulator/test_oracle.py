@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from llm_platform.simulator import oracle
+from llm_platform.simulator.search import oracle
 
 
 def curve(mu: float = 10.0):
@@ -71,8 +71,9 @@ def test_the_oracle_never_runs_fewer_replicas_than_the_stack_may_deploy():
 
 def test_a_stack_run_bounds_its_oracle_by_the_environment_floor():
     from llm_platform.config.schema import PROD_MIN_REPLICAS
-    from llm_platform.simulator.scenarios import oracle_for, stack_run
-    from llm_platform.simulator.traffic import seed_day
+    from llm_platform.simulator.search.scenarios import oracle_for
+    from llm_platform.simulator.search.stacks import stack_run
+    from llm_platform.simulator.traffic.traffic import seed_day
     from tests.conftest import fixture_stack
 
     prod = stack_run(fixture_stack("prod"), None, seed_day(0))

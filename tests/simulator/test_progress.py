@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from llm_platform.simulator.progress import minutes, track
+from llm_platform.simulator.commands.progress import minutes, track
 
 
 def test_the_estimate_follows_the_first_unit(capsys) -> None:

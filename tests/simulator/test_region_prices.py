@@ -10,9 +10,10 @@ import pytest
 
 from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.loader import ROOT, ConfigError
-from llm_platform.simulator.engine import simulate
-from llm_platform.simulator.scenarios import StackRun, oracle_for, stack_run
-from llm_platform.simulator.traffic import TokenMix, Traffic, load
+from llm_platform.simulator.day.engine import simulate
+from llm_platform.simulator.search.scenarios import oracle_for
+from llm_platform.simulator.search.stacks import StackRun, stack_run
+from llm_platform.simulator.traffic.traffic import TokenMix, Traffic, load
 
 PROD = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.prod.yaml"
 

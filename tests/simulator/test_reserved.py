@@ -12,11 +12,12 @@ import pytest
 from llm_platform.config import loader
 from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.loader import ROOT
-from llm_platform.simulator import family, reservations_cmd
-from llm_platform.simulator.capacity import CapacityConfig, Cluster
-from llm_platform.simulator.engine import simulate
-from llm_platform.simulator.scenarios import StackRun, stack_run
-from llm_platform.simulator.traffic import TokenMix, load
+from llm_platform.simulator.day.engine import simulate
+from llm_platform.simulator.search import reservations
+from llm_platform.simulator.search.stacks import StackRun, stack_run
+from llm_platform.simulator.serving.capacity import CapacityConfig, Cluster
+from llm_platform.simulator.traffic import family
+from llm_platform.simulator.traffic.traffic import TokenMix, load
 
 G5 = GPU_INSTANCES["g5.2xlarge"]
 FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.reservations.yaml"
@@ -96,9 +97,9 @@ def with_rate(run: StackRun, usd_per_hour: float) -> StackRun:
 
 
 def test_sweep_prices_each_count_as_prepaid_plus_what_runs_beyond(llama: StackRun) -> None:
-    top = reservations_cmd.most_useful(llama)
+    top = reservations.most_useful(llama)
     assert top == 2  # maxReplicas 2, one TP8 replica per p5.48xlarge
-    days = reservations_cmd.sweep(llama, range(top + 2))
+    days = reservations.sweep(llama, range(top + 2))
     rate = llama.instance.on_demand_usd_per_hour("us-east-1")
     hours = llama.setup.traffic.duration / 3600
     assert hours == 4 and llama.max_replicas == 2
@@ -113,14 +114,14 @@ def test_sweep_prices_each_count_as_prepaid_plus_what_runs_beyond(llama: StackRu
     assert all(b >= a - 1e-6 for a, b in pairwise(costs))
     # one beyond the most the model can use is pure waste: a full day at the reserved rate
     assert costs[-1] == pytest.approx(costs[-2] + rate * 24)
-    assert reservations_cmd.cheapest(days).reserved_instances == 0  # a tie goes to committing less
+    assert reservations.cheapest(days).reserved_instances == 0  # a tie goes to committing less
 
 
 def test_a_cheap_enough_reservation_is_worth_buying(llama: StackRun) -> None:
     cheap = with_rate(llama, llama.instance.on_demand_usd_per_hour("us-east-1") * 0.05)
-    days = reservations_cmd.sweep(cheap, range(4))
-    best = reservations_cmd.cheapest(days)
-    assert 0 < best.reserved_instances <= reservations_cmd.most_useful(cheap)
+    days = reservations.sweep(cheap, range(4))
+    best = reservations.cheapest(days)
+    assert 0 < best.reserved_instances <= reservations.most_useful(cheap)
     assert best.cost_usd < days[0].cost_usd
     assert days[3].cost_usd > best.cost_usd  # beyond what the model can fill only adds prepaid cost
 

@@ -7,10 +7,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from llm_platform.simulator import routing
-from llm_platform.simulator.routing import PrefixSharing, compare, prefix_hit_rate, with_shared_prefixes
-from llm_platform.simulator.scenarios import seed_setup
-from llm_platform.simulator.traffic import Traffic
+from llm_platform.simulator.commands import routing
+from llm_platform.simulator.commands.routing import (
+    PrefixSharing,
+    compare,
+    prefix_hit_rate,
+    with_shared_prefixes,
+)
+from llm_platform.simulator.search.scenarios import seed_setup
+from llm_platform.simulator.traffic.traffic import Traffic
 
 SHARED = PrefixSharing(shared_fraction=0.9, prefix_tokens=6000, distinct_prefixes=150)
 

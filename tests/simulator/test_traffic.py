@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llm_platform.simulator.traffic import SEED_DAY_KNOTS, from_csv, load, rate_curve, seed_day
+from llm_platform.simulator.traffic.traffic import SEED_DAY_KNOTS, from_csv, load, rate_curve, seed_day
 
 
 def test_seed_day_follows_the_article_profile():
@@ -92,7 +92,7 @@ def test_token_histogram_from_vllm_buckets(tmp_path):
     ]
     f = tmp_path / "h.json"
     f.write_text(json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}))
-    from llm_platform.simulator.traffic import histogram_mix
+    from llm_platform.simulator.traffic.traffic import histogram_mix
 
     p, o = histogram_mix(f).sample(5000, np.random.default_rng(0))
     assert p.min() >= 100 and p.max() <= 1000

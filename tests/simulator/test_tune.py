@@ -15,11 +15,13 @@ import numpy as np
 import pytest
 
 from llm_platform.config.loader import ROOT
-from llm_platform.simulator import family
-from llm_platform.simulator.cli import main
-from llm_platform.simulator.scenarios import stack_run
-from llm_platform.simulator.traffic import load
-from llm_platform.simulator.tune import MAX_REPLICAS, Tuner, pool_gpu_limit, stack_accepts
+from llm_platform.simulator.commands.cli import main
+from llm_platform.simulator.search.knobs import MAX_REPLICAS
+from llm_platform.simulator.search.stack_rules import pool_gpu_limit, stack_accepts
+from llm_platform.simulator.search.stacks import stack_run
+from llm_platform.simulator.search.tune import Tuner
+from llm_platform.simulator.traffic import family
+from llm_platform.simulator.traffic.traffic import load
 
 STACK = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.prod.yaml"  # only its model and pool are read
 
@@ -280,7 +282,7 @@ def test_the_pools_consolidate_after_is_a_knob_and_is_printed_for_the_pool(tmp_p
     """An empty GPU node kept 10 minutes after a 30-minute surge is paid for those minutes: the tuner simulates
     each consolidateAfter (the stack's own among them), checks it with the stack file's rules and prints the
     chosen one under the pool."""
-    from llm_platform.simulator.tune import CONSOLIDATE_AFTER
+    from llm_platform.simulator.search.knobs import CONSOLIDATE_AFTER
 
     runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
     tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
@@ -310,7 +312,7 @@ def test_how_fast_a_burst_is_walked_down_is_a_knob(tmp_path):
     its caches and asks again); the tuner searches both shares and windows down to 30 s and writes the share
     as the scale-down policy."""
     from llm_platform.config.schema import ScalingPolicy
-    from llm_platform.simulator.tune import SCALE_DOWN_PERCENT, SERVED_RATE_SCALE
+    from llm_platform.simulator.search.knobs import SCALE_DOWN_PERCENT, SERVED_RATE_SCALE
 
     runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
     tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
@@ -350,7 +352,7 @@ def test_the_served_throughput_target_is_a_knob_that_takes_over_from_the_kv_targ
     stays at the schema's guard near a full cache (a linear-regime KV target would still ask for maxReplicas
     in any overload), and the KV knob is not searched. 0 keeps the KV-driven config."""
     from llm_platform.config.schema import Autoscaling
-    from llm_platform.simulator.tune import SERVED_RATE_SCALE
+    from llm_platform.simulator.search.knobs import SERVED_RATE_SCALE
 
     runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
     tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=2)
@@ -374,7 +376,7 @@ def test_the_search_descends_from_each_load_signal_and_keeps_the_better_end(tmp_
     """A KV-sized start rarely crosses to a throughput-sized config one knob at a time (switching the signal
     alone misses more before the other knobs follow): the search descends from both and keeps the cheaper
     feasible end."""
-    from llm_platform.simulator.tune import SERVED_RATE_SCALE, SIGNAL_STARTS
+    from llm_platform.simulator.search.knobs import SERVED_RATE_SCALE, SIGNAL_STARTS
 
     runs = [stack_run(STACK, None, load(short_day(tmp_path, "a", 60)))]
     tuner = Tuner(runs, 5.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=2)

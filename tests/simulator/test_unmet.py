@@ -11,10 +11,10 @@ import pytest
 from llm_platform.config.catalog import instance
 from llm_platform.config.model_profiles import profile
 from llm_platform.config.schema import Slo
-from llm_platform.simulator.replica import EngineConfig, ReplicaModel, TokenStats
-from llm_platform.simulator.scenarios import recommend
-from llm_platform.simulator.traffic import TokenMix, load
-from llm_platform.simulator.unmet import _prompts, low_load, what_would_meet  # pyright: ignore[reportPrivateUsage]
+from llm_platform.simulator.search.scenarios import recommend
+from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats
+from llm_platform.simulator.serving.unmet import _prompts, low_load, what_would_meet  # pyright: ignore[reportPrivateUsage]
+from llm_platform.simulator.traffic.traffic import TokenMix, load
 
 SLO = Slo(ttft_seconds=0.25, itl_seconds=0.05)  # staging's
 

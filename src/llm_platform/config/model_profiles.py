@@ -97,7 +97,7 @@ PROFILES: dict[str, ModelProfile] = {
             vocab_size=128256,
         ),
         # Qwen/Qwen2.5-0.5B-Instruct config.json: 24 layers, hidden 896, 14 heads, 2 KV heads (head dim 64),
-        # tied embeddings; the model of the L4 concurrency sweep (simulator/calibration.py).
+        # tied embeddings; the model of the L4 concurrency sweep (simulator/serving/calibration.py).
         ModelProfile(
             "Qwen/Qwen2.5-0.5B-Instruct",
             parameters=0.494e9,
@@ -109,7 +109,7 @@ PROFILES: dict[str, ModelProfile] = {
             tied_embeddings=True,
         ),
         # Qwen/Qwen2-7B-Instruct config.json: 28 layers, hidden 3584, 28 heads, 4 KV heads; the model of the
-        # A100 burst sweep (simulator/calibration.py; 57,344 KV bytes/token, vllm_capacity_points.md §3.5).
+        # A100 burst sweep (simulator/serving/calibration.py; 57,344 KV bytes/token, vllm_capacity_points.md §3.5).
         ModelProfile(
             "Qwen/Qwen2-7B-Instruct",
             parameters=7.62e9,

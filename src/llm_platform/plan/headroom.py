@@ -1,7 +1,7 @@
 """A GPU pool's resolved plan: the models it serves and its warm GPU headroom as the cluster will run it.
 
 `HeadroomPlan` is what components/specs/headroom.py renders (the placeholder Deployment, its KEDA cron
-ScaledObject, the buffer's alert) and what the simulator runs (simulator/capacity.py): how many
+ScaledObject, the buffer's alert) and what the simulator runs (simulator/serving/capacity.py): how many
 placeholders each window holds, how long a replica that preempts one takes to be Ready, and how long the
 buffer takes to refill through a new node.
 """

@@ -1,5 +1,5 @@
 import sys
 
-from llm_platform.simulator.cli import main
+from llm_platform.simulator.commands.cli import main
 
 sys.exit(main())

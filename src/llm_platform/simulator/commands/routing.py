@@ -35,11 +35,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from llm_platform.simulator.engine import Result, simulate
-from llm_platform.simulator.replica import ReplicaTable, TokenStats
-from llm_platform.simulator.scenarios import SEED_C, Setup, seed_setup, slo_rate_per_replica
-from llm_platform.simulator.strategies import keda
-from llm_platform.simulator.traffic import Traffic
+from llm_platform.simulator.controllers.strategies import keda
+from llm_platform.simulator.day.engine import Result, simulate
+from llm_platform.simulator.search.scenarios import SEED_C, Setup, seed_setup, slo_rate_per_replica
+from llm_platform.simulator.serving.replica import ReplicaTable, TokenStats
+from llm_platform.simulator.traffic.traffic import Traffic
 from llm_platform.tools.cli import ArgumentParser, error, message
 
 # the article's KEDA config (strategy C) with maxReplicas lifted: capacity, not the cap, sets the GPU count, so

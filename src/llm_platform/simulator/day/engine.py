@@ -27,13 +27,13 @@ import numpy as np
 from llm_platform.config.schema import Slo
 from llm_platform.plan.gateway import FlowControlPlan
 from llm_platform.plan.promql import THROUGHPUT_WINDOW_SECONDS
-from llm_platform.simulator.capacity import CapacityConfig, Cluster
-from llm_platform.simulator.cron import active_minutes
-from llm_platform.simulator.hpa import HPA, SYNC_PERIOD_SECONDS, pods_average_value_replicas
-from llm_platform.simulator.keda import CronTrigger, Keda
-from llm_platform.simulator.replica import KV_BLOCK_TOKENS, ReplicaTable
-from llm_platform.simulator.strategies import Strategy
-from llm_platform.simulator.traffic import Traffic
+from llm_platform.simulator.controllers.cron import active_minutes
+from llm_platform.simulator.controllers.hpa import HPA, SYNC_PERIOD_SECONDS, pods_average_value_replicas
+from llm_platform.simulator.controllers.keda import CronTrigger, Keda
+from llm_platform.simulator.controllers.strategies import Strategy
+from llm_platform.simulator.serving.capacity import CapacityConfig, Cluster
+from llm_platform.simulator.serving.replica import KV_BLOCK_TOKENS, ReplicaTable
+from llm_platform.simulator.traffic.traffic import Traffic
 
 # pending pods are tried again this often (Karpenter's batching window, the scheduler's backoff)
 RETRY_SECONDS = 10

@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from llm_platform.simulator.capacity import MINIMUM_BILLED_SECONDS
+from llm_platform.simulator.serving.capacity import MINIMUM_BILLED_SECONDS
 
 
 def replicas_needed(

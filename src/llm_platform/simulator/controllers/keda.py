@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from llm_platform.simulator.hpa import HPA, Behavior
+from llm_platform.simulator.controllers.hpa import HPA, Behavior
 
 Query = Callable[[str], float | None]  # metric name -> value, None when the query fails
 

@@ -1,9 +1,5 @@
-"""`python -m llm_platform.simulator`: cost per day and SLO misses of autoscaling strategies, before deploying them.
-
-Commands: (none) simulate a day; `capacity` one replica at a concurrency; `calibrate` the calibration table;
-`tune` the cheapest config under a miss target on every given day (simulator/tune.py); `reservations` the
-day's cost over reserved instance counts (how many reserved GPUs minimise cost, simulator/reservations_cmd.py).
-"""
+"""`python -m llm_platform.simulator`: the day command and the dispatch to its subcommands (day_args.py holds
+the day's flags and --help text)."""
 
 from __future__ import annotations
 
@@ -15,128 +11,25 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from llm_platform.config.loader import ConfigError, Stack, stack_arg
-from llm_platform.simulator import capacity_cmd, report
-from llm_platform.simulator.args import (
-    clock_time,
-    fraction,
-    non_negative_float,
-    non_negative_int,
-    png_path,
-    positive_float,
-    positive_int,
-)
-from llm_platform.simulator.engine import Result
-from llm_platform.simulator.platform_nodes import platform_nodes
-from llm_platform.simulator.scenarios import (
+from llm_platform.simulator.commands import capacity_cmd, report
+from llm_platform.simulator.commands.day_args import PROG, STACK_ONLY, parser
+from llm_platform.simulator.commands.day_args import mix as mix_of
+from llm_platform.simulator.controllers.platform_nodes import platform_nodes
+from llm_platform.simulator.controllers.strategies import Strategy
+from llm_platform.simulator.day.engine import Result
+from llm_platform.simulator.search.scenarios import (
     Setup,
-    StackRun,
     capacity_summary,
     recommended_for,
     run_all,
     seed_setup,
     seed_strategies,
     slo_rate_per_replica,
-    stack_run,
 )
-from llm_platform.simulator.strategies import Strategy
-from llm_platform.simulator.traffic import HistogramMix, TokenMix, histogram_mix, load
-from llm_platform.simulator.yaml_out import autoscaling_yaml
-from llm_platform.tools.cli import ArgumentParser, error, invalid_config, known_stack, message
-
-PROG = "python -m llm_platform.simulator"
-
-STACK_ONLY = (
-    "model", "image", "spot_discount", "spot_interruptions_per_hour", "scrape_interval", "reserved_instances",
-    "reserved_usd_per_hour", "reserved_until",
-)  # fmt: skip
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog=PROG, description=__doc__)
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument(
-        "--stack", type=known_stack, help="stack name (reads Pulumi.<stack>.yaml) or a stack file's path"
-    )
-    src.add_argument("--scenario", choices=["seed-benchmark"], help="a built-in scenario")
-    p.add_argument("--model", help="model name in the stack (default: the first)")
-    p.add_argument(
-        "--traffic", help="builtin:seed-day (default), a CSV (minute,requests_per_second or a request trace) "
-        "or a Prometheus query_range JSON export",
-    )  # fmt: skip
-    p.add_argument(
-        "--input-tokens", type=positive_float, help="median prompt tokens (rate traffic; default 128)"
-    )
-    p.add_argument(
-        "--output-tokens", type=positive_float, help="median output tokens (rate traffic; default 96)"
-    )
-    p.add_argument("--input-spread", type=non_negative_float, help="lognormal sigma of prompt lengths (0.6)")
-    p.add_argument("--output-spread", type=non_negative_float, help="lognormal sigma of output lengths (0.5)")
-    p.add_argument(
-        "--token-histogram", help="Prometheus JSON of vllm:request_prompt_tokens_bucket and "
-        "vllm:request_generation_tokens_bucket: lengths drawn from those histograms",
-    )  # fmt: skip
-    p.add_argument("--scale", type=positive_float, help="multiply the traffic's request rate (rate traffic)")
-    p.add_argument("--prefix-hit-rate", type=fraction, default=0.0, help="fraction of prompt tokens cached")
-    p.add_argument(
-        "--image",
-        choices=["registry", "soci", "prebaked"],
-        help="what-if: vLLM image pull on new nodes (stack; default as deployed: soci on al2023 pools)",
-    )
-    p.add_argument(
-        "--spot-discount", type=fraction, help="spot = on-demand x (1 - discount); spot pools only"
-    )
-    p.add_argument(
-        "--spot-interruptions-per-hour", type=non_negative_float, help="per spot node; spot pools only"
-    )
-    p.add_argument(
-        "--scrape-interval",
-        type=positive_int,
-        help="what-if: Prometheus scrape interval, seconds (stack; default as deployed: the PodMonitor's)",
-    )
-    p.add_argument(
-        "--reserved-instances", type=non_negative_int,
-        help="instances of the pool's capacity reservations: prepaid all day, free to launch into (stack; 0)",
-    )  # fmt: skip
-    p.add_argument(
-        "--reserved-usd-per-hour", type=positive_float,
-        help="prepaid $/h of one reserved instance (stack; default on-demand, what an ODCR bills; a Capacity Block's price)",
-    )  # fmt: skip
-    p.add_argument(
-        "--reserved-until", type=clock_time, metavar="HH:MM",
-        help="the Capacity Block ends then (first day of the traffic): paid up to it, its nodes drained 40 min "
-        "before, replacements on-demand/spot with a cold start (stack; default: outlasts the traffic)",
-    )  # fmt: skip
-    p.add_argument("--memory-target", type=fraction, default=0.9, help="HPA-on-GPU-memory target (fraction)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--json", action="store_true", help="JSON rows with per-day figures and the per-minute timeline"
-    )
-    p.add_argument("--plot", type=png_path, help="write the day's timeline to this PNG")
-    p.add_argument(
-        "--explain", action="store_true",
-        help="print the inputs the simulator runs for the model as deployed (ScaledObject, scrape, cold start) and stop",
-    )  # fmt: skip
-    return p
-
-
-def _mix(args: argparse.Namespace) -> TokenMix | HistogramMix | None:
-    if args.token_histogram:
-        spread = [
-            f for f in ("input_tokens", "output_tokens", "input_spread", "output_spread") if getattr(args, f)
-        ]
-        if spread:
-            raise ValueError(f"--token-histogram sets the lengths; drop --{spread[0].replace('_', '-')}")
-        return histogram_mix(args.token_histogram)
-    given = {f: getattr(args, f) for f in ("input_tokens", "output_tokens", "input_spread", "output_spread")}
-    if all(v is None for v in given.values()):
-        return None
-    base = TokenMix()
-    return TokenMix(
-        input_median=given["input_tokens"] or base.input_median,
-        input_sigma=base.input_sigma if given["input_spread"] is None else given["input_spread"],
-        output_median=given["output_tokens"] or base.output_median,
-        output_sigma=base.output_sigma if given["output_spread"] is None else given["output_spread"],
-    )
+from llm_platform.simulator.search.stacks import StackRun, stack_run
+from llm_platform.simulator.search.yaml_out import autoscaling_yaml
+from llm_platform.simulator.traffic.traffic import load
+from llm_platform.tools.cli import error, invalid_config, message
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -200,36 +93,36 @@ def _print_explained(run: StackRun, as_json: bool) -> None:
 
     import yaml
 
-    from llm_platform.simulator.explain import explain
+    from llm_platform.simulator.commands.explain import explain
 
     inputs = explain(run)
     print(json.dumps(inputs, indent=2) if as_json else yaml.safe_dump(inputs, sort_keys=False, width=1000))
 
 
 def _tune(argv: Sequence[str]) -> int:
-    from llm_platform.simulator import tune
+    from llm_platform.simulator.commands import tune_cmd
 
-    return tune.run(argv)
+    return tune_cmd.run(argv)
 
 
 def _family(argv: Sequence[str]) -> int:
-    from llm_platform.simulator import family
+    from llm_platform.simulator.commands import family_cmd
 
-    return family.run(argv)
+    return family_cmd.run(argv)
 
 
 def _reservations(argv: Sequence[str]) -> int:
-    from llm_platform.simulator import reservations_cmd
+    from llm_platform.simulator.commands import reservations_cmd
 
     return reservations_cmd.run(argv)
 
 
 def _day(argv: Sequence[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     quiet = args.json or not sys.stderr.isatty()
     try:
         _check_flags(args)
-        mix = _mix(args)
+        mix = mix_of(args)
         spec = args.traffic or "builtin:seed-day"
         traffic = load(spec, args.seed, mix, args.scale or 1.0)
         if traffic.is_trace and (mix is not None or args.scale is not None):

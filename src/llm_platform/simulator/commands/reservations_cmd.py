@@ -4,86 +4,25 @@ Runs the model's deployed autoscaling (the stack's own config, `stack-config`) o
 engine once per reserved instance count, 0 up to the most nodes the model can hold at maxReplicas. Reserved
 instances are prepaid for the whole day (an ODCR at the on-demand rate, a Capacity Block at
 `--reserved-usd-per-hour`) and free to launch into; Karpenter buys on-demand or spot only beyond them
-(simulator/capacity.py). The cheapest count is the answer for this traffic; the table shows what each count
+(simulator/serving/capacity.py; the sweep: search/reservations.py). The cheapest count is the answer for this
+traffic; the table shows what each count
 costs and how often the SLO is missed, so a count that saves money by starving cold starts is visible.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 
-from llm_platform.simulator import report
-from llm_platform.simulator.args import non_negative_int
-from llm_platform.simulator.engine import simulate
-from llm_platform.simulator.scenarios import StackRun, stack_run
-from llm_platform.simulator.traffic import load
-
-DEPLOYED = "stack-config"  # simulator/strategies.for_stack: the model's autoscaling as the stack file has it
-
-
-@dataclass(frozen=True)
-class ReservedDay:
-    reserved_instances: int
-    reserved_gpus: int
-    cost_usd: float
-    prepaid_usd: float
-    slo_violation_pct: float
-    p95_ttft_ms: float
-    node_hours: float
-
-    def row(self) -> dict[str, float | int]:
-        return {
-            "reserved_instances": self.reserved_instances,
-            "reserved_gpus": self.reserved_gpus,
-            "gpu_cost_usd_per_day": round(self.cost_usd, 2),
-            "prepaid_usd_per_day": round(self.prepaid_usd, 2),
-            "slo_violation_pct": round(self.slo_violation_pct, 3),
-            "p95_ttft_ms": round(self.p95_ttft_ms, 1),
-            "node_hours": round(self.node_hours, 2),
-        }
-
-
-def most_useful(run: StackRun) -> int:
-    """The most nodes the model can occupy: maxReplicas pods packed onto the pool's instance."""
-    strategy = next(s for s in run.strategies if s.name == DEPLOYED)
-    capacity = run.setup.config.capacity
-    return math.ceil(strategy.max_replicas / capacity.slots_per_node)
-
-
-def sweep(run: StackRun, counts: Sequence[int]) -> list[ReservedDay]:
-    """The deployed strategy's day at each reserved instance count (same traffic, seed and engine)."""
-    strategy = next(s for s in run.strategies if s.name == DEPLOYED)
-    setup = run.setup
-    days = []
-    for n in counts:
-        capacity = replace(setup.config.capacity, reserved_nodes=n)
-        result = simulate(setup.traffic, setup.table, strategy, replace(setup.config, capacity=capacity))
-        days.append(
-            ReservedDay(
-                n,
-                n * capacity.instance.gpus,
-                result.gpu_cost_usd_per_day,
-                capacity.reserved_cost(setup.traffic.duration),
-                result.slo_violation_pct,
-                result.p95_ttft_ms,
-                result.node_hours,
-            )
-        )
-    return days
-
-
-def cheapest(days: Sequence[ReservedDay]) -> ReservedDay:
-    """The lowest cost; on a tie, fewer reservations (less committed)."""
-    return min(days, key=lambda d: (round(d.cost_usd, 2), d.reserved_instances))
+from llm_platform.simulator.commands import day_args, report
+from llm_platform.simulator.commands.args import non_negative_int
+from llm_platform.simulator.search.reservations import cheapest, most_useful, sweep
+from llm_platform.simulator.search.stacks import stack_run
+from llm_platform.simulator.traffic.traffic import load
 
 
 def run(argv: Sequence[str]) -> int:
-    from llm_platform.simulator import cli  # the day's own flags, so a sweep runs exactly that day
-
-    parser = cli._parser()  # pyright: ignore[reportPrivateUsage]
+    parser = day_args.parser()  # the day's own flags, so a sweep runs exactly that day
     parser.prog = "python -m llm_platform.simulator reservations"
     parser.add_argument(
         "--max-reserved", type=non_negative_int, default=None,
@@ -94,7 +33,7 @@ def run(argv: Sequence[str]) -> int:
         raise ValueError("reservations needs --stack: it sweeps a stack model's reserved capacity")
     if args.reserved_instances is not None:
         raise ValueError("--reserved-instances is what this command sweeps; use --max-reserved")
-    traffic = load(args.traffic or "builtin:seed-day", args.seed, cli._mix(args), args.scale or 1.0)  # pyright: ignore[reportPrivateUsage]
+    traffic = load(args.traffic or "builtin:seed-day", args.seed, day_args.mix(args), args.scale or 1.0)
     stack = stack_run(
         args.stack, args.model, traffic, args.seed, args.image,
         0.6 if args.spot_discount is None else args.spot_discount,

@@ -15,8 +15,14 @@ from typing import Literal
 from llm_platform.config.schema import Autoscaling
 from llm_platform.plan import ModelPlan, ScalingPlan, promql
 from llm_platform.plan.model import scaling_plan
-from llm_platform.simulator.hpa import Behavior
-from llm_platform.simulator.keda import CronTrigger, Fallback, PrometheusTrigger, ScaledObjectSpec, Trigger
+from llm_platform.simulator.controllers.hpa import Behavior
+from llm_platform.simulator.controllers.keda import (
+    CronTrigger,
+    Fallback,
+    PrometheusTrigger,
+    ScaledObjectSpec,
+    Trigger,
+)
 
 # what each deployed trigger's query sums over the model's Ready pods, as the engine scrapes it
 SCRAPED_SUM = {

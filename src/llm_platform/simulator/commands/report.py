@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.table import Table
 
 from llm_platform.config.schema import Autoscaling, Slo
-from llm_platform.simulator.engine import Result
-from llm_platform.simulator.traffic import Traffic
+from llm_platform.simulator.day.engine import Result
+from llm_platform.simulator.traffic.traffic import Traffic
 
 CAPPED_SECONDS = 60.0  # latencies past this are shown as "> 60 s": the queue, not the engine, sets them
 HEADERS = ("strategy", "peak", "off-peak", "P95 TTFT", "P95 ITL ms", "SLO misses %", "GPU $/day", "vs oracle")
@@ -43,7 +43,7 @@ def _cells(r: Result) -> list[str]:
 
 def to_json(results: Sequence[Result], recommendation: Autoscaling | None = None) -> str:
     """One row per strategy with its oracle, per-day figures and per-minute timeline."""
-    from llm_platform.simulator.yaml_out import autoscaling_yaml
+    from llm_platform.simulator.search.yaml_out import autoscaling_yaml
 
     rows = []
     for r in results:

@@ -16,8 +16,8 @@ import numpy as np
 from llm_platform.config.catalog import GPU_INSTANCES, GpuInstance, GpuModel
 from llm_platform.config.schema import Slo
 from llm_platform.plan.promql import ITL, TTFT, bucket_at_or_above
-from llm_platform.simulator.replica import ReplicaModel, ReplicaTable
-from llm_platform.simulator.traffic import Traffic
+from llm_platform.simulator.serving.replica import ReplicaModel, ReplicaTable
+from llm_platform.simulator.traffic.traffic import Traffic
 
 LOW_LOAD = 1e-3  # of saturation: "even at low load"
 PERCENTILE = 95  # the recommendation sizes for the P95 request (scenarios.SLO_TARGET)

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.model_profiles import profile
-from llm_platform.simulator.args import fraction, positive_float, positive_int
-from llm_platform.simulator.replica import EngineConfig, ReplicaModel, TokenStats, closed_loop
+from llm_platform.simulator.commands.args import fraction, positive_float, positive_int
+from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats, closed_loop
 from llm_platform.tools.cli import ArgumentParser
 
 
@@ -88,7 +88,7 @@ def run(argv: Sequence[str]) -> int:
 
 
 def calibrate(argv: Sequence[str]) -> int:
-    from llm_platform.simulator import calibration
+    from llm_platform.simulator.serving import calibration
 
     p = ArgumentParser(prog="python -m llm_platform.simulator calibrate", description=calibration.__doc__)
     p.add_argument("--json", action="store_true")
