@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 
+from llm_platform.tools import render, validate_render
 from llm_platform.tools.preflight import view as preflight_view
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.run import run
@@ -133,3 +136,22 @@ def test_karpenter_must_be_allowed_to_resolve_the_placement_group(view: RenderVi
         f.check == "multinode" and "ec2:DescribePlacementGroups is not granted" in f.message
         for f in _problems(view)
     )
+
+
+def test_a_capacity_block_pool_renders_validates_and_passes(tmp_path: Path) -> None:
+    """The fixture on a reserved-only p5 pool (Capacity Blocks): no placement group is created or selected,
+    the render validates against the pinned CRDs, and preflight finds no blocker."""
+    stack = yaml.safe_load(fixture_stack("multinode").read_text())
+    pool = stack["config"]["llm-platform:gpuNodePools"][0]
+    pool |= {"capacityTypes": ["reserved"], "capacityReservations": [{"id": "cr-0123456789abcdef0"}]}
+    path = tmp_path / "Pulumi.multinode-block.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    evaluated = render.evaluate(path)
+    assert validate_render.problems(evaluated.manifests, validate_render.load_crds(), "1.34") == []
+    (node_class,) = [
+        d for d in evaluated.manifests if d["kind"] == "EC2NodeClass" and d["metadata"]["name"] != "addons"
+    ]
+    assert "placementGroupSelector" not in node_class["spec"]
+    assert not [r for r in evaluated.resources if r["type"] == "aws:ec2/placementGroup:PlacementGroup"]
+    findings = run(preflight_view.from_mocks(path, evaluated.mocks))
+    assert [f.line() for f in findings if f.severity == "blocker"] == []
