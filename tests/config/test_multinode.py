@@ -118,3 +118,11 @@ def test_headroom_is_refused_on_a_multi_node_pool() -> None:
     values = _values()
     values["gpuNodePools"][0]["headroom"] = {"gpus": 8}
     assert "whose replicas span nodes" in _error(values)
+
+
+@pytest.mark.parametrize("arg", ["--pipeline-parallel-size=2", "--headless", "--data-parallel-size"])
+def test_extra_args_cannot_set_the_parallelism(arg: str) -> None:
+    values = _values()
+    values["models"][0]["extraArgs"] = [arg]
+    message = _error(values)
+    assert f"extraArgs: {arg!r} is not allowed" in message

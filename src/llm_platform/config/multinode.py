@@ -31,9 +31,31 @@ UNSUPPORTED_PARALLELISM = {
 }
 
 
+# vLLM flags the platform writes itself for a replica's parallelism and launch (or does not render): in a model's
+# extraArgs they would contradict its GPU and EFA requests or the LeaderWorkerSet's ranks
+RESERVED_FLAGS = {
+    "--pipeline-parallel-size": "pipelineParallelSize",
+    "--nnodes": "pipelineParallelSize",
+    "--node-rank": "pipelineParallelSize",
+    "--master-addr": "pipelineParallelSize",
+    "--master-port": "pipelineParallelSize",
+    "--headless": "pipelineParallelSize",
+    "--distributed-executor-backend": "pipelineParallelSize",
+    "--data-parallel-size": "nothing: data parallel is not rendered",
+    "--enable-expert-parallel": "nothing: expert parallel is not rendered",
+}
+
+
 def refuse_unsupported_parallelism(data: object) -> object:
     """A model block naming data or expert parallelism: say why it is refused and what is allowed."""
     if isinstance(data, dict):
+        for arg in data.get("extraArgs") or []:
+            flag = str(arg).split("=", 1)[0]
+            if flag in RESERVED_FLAGS:
+                raise ValueError(
+                    f"extraArgs: {arg!r} is not allowed: the platform writes vLLM's parallelism and multi-node "
+                    f"launch flags itself from the model's fields; use {RESERVED_FLAGS[flag]}"
+                )
         for key, kind in UNSUPPORTED_PARALLELISM.items():
             if key in data:
                 raise ValueError(
