@@ -76,7 +76,9 @@ def cooldown(min_replicas: int, seconds: int) -> dict[str, Any]:
 
 def scale_target(m: ModelPlan) -> dict[str, str]:
     """The Deployment, or a multi-node model's LeaderWorkerSet through its scale subresource (KEDA scales any
-    resource with /scale; the LWS CRD's selector for it is the leader pods', `.status.hpaPodSelector`)."""
+    resource with /scale; the LWS CRD's selector for it is the leader pods', `.status.hpaPodSelector`). The KEDA
+    2.20.2 chart's default RBAC (`rbac.enabledCustomScaledRefKinds: true`, `scaledRefKinds` apiGroup/kind "*")
+    lets its operator get and update any `*/scale`, so the values need no addition for it."""
     if m.multi_node:
         return {
             "apiVersion": "leaderworkerset.x-k8s.io/v1",
