@@ -147,6 +147,7 @@ def stack_run(
         cache_mode=m.cache,
         image=image or mp.image_pull,
         weights_gb=prof.weights_gb,
+        nodes=mp.nodes,
         compile_cache_persisted=mp.cache.compile_cache_prefix is not None,
         consolidate_after=mp.consolidate_after_s,
         disruption_budget_percent=DISRUPTION_BUDGET_PERCENT,
