@@ -31,6 +31,14 @@ RUNS: dict[str, str | None] = {
     "-m llm_platform.tools.security_scan dev staging prod": (
         "-m llm_platform.tools.security_scan dev staging prod --build {tmp}/build --render"
     ),
+    "-m llm_platform.tools.render tests/fixtures/stacks/Pulumi.multinode.yaml --out build/multinode": (
+        "-m llm_platform.tools.render tests/fixtures/stacks/Pulumi.multinode.yaml --out {tmp}/build/multinode"
+    ),
+    "-m llm_platform.tools.validate_render tests/fixtures/stacks/Pulumi.multinode.yaml": (
+        "-m llm_platform.tools.validate_render tests/fixtures/stacks/Pulumi.multinode.yaml --build {tmp}/build"
+    ),
+    "-m llm_platform.tools.preflight tests/fixtures/stacks/Pulumi.multinode.yaml": None,
+    "-m llm_platform.simulator --stack tests/fixtures/stacks/Pulumi.multinode.yaml --scale 0.2": None,
     "-m llm_platform.tools.preflight prod": None,
     "-m llm_platform.tools.preflight prod --json": None,
     "__main__.py": None,  # the Pulumi program, run by mistake: prints how to run it, exit 2

@@ -154,3 +154,32 @@ def test_the_reservation_sweep_figures_are_this_run() -> None:
 def test_the_calibration_table_is_what_calibrate_prints() -> None:
     """The table, its numbered explanations and sources, exactly as `calibrate` prints them."""
     assert output("-m llm_platform.simulator calibrate").strip() in docs.text(SIMULATOR_MD)
+
+
+MULTINODE = "-m llm_platform.simulator --stack tests/fixtures/stacks/Pulumi.multinode.yaml --scale 0.2 --json"
+
+
+def test_the_multi_node_cost_is_the_simulators() -> None:
+    """The README's multi-node figures: one replica's hourly price from the catalog (2 x p5.48xlarge) and the
+    day at the fixture's traffic from the simulator."""
+    from llm_platform.config.catalog import instance
+
+    node = instance("p5.48xlarge").on_demand_usd_per_hour("us-east-1")
+    row = rows(MULTINODE)["stack-config"]
+    assert row["offpeak_replicas"] == row["peak_replicas"]
+    assert row["gpu_cost_usd_per_day"] == pytest.approx(row["peak_replicas"] * 2 * node * 24)
+    text = " ".join(docs.text(README).split())
+    assert (
+        f"one replica of the fixture is 2 x p5.48xlarge at {_money(node)}/h each, {_money(2 * node)}/h"
+        in text
+    )
+    # the misses as the table the README's command prints shows them (the JSON rounds to 3 decimals first)
+    line = next(
+        x for x in output(MULTINODE.removesuffix(" --json")).splitlines() if x.startswith("stack-config")
+    )
+    misses = line.split()[-3]
+    assert float(misses) == pytest.approx(row["slo_violation_pct"], abs=0.01)
+    assert (
+        f"the stack's config holds {row['peak_replicas']} replica all day: {_money(row['gpu_cost_usd_per_day'])}/day, "
+        f"{misses} % of requests over the SLO" in text
+    )

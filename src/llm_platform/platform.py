@@ -28,6 +28,7 @@ from llm_platform.components.karpenter import (
 from llm_platform.components.keda import Keda, KedaArgs
 from llm_platform.components.load_balancer import LoadBalancerController, LoadBalancerControllerArgs
 from llm_platform.components.model_cache import ModelCache, ModelCacheArgs, ModelWeights
+from llm_platform.components.multinode import EfaNetwork, EfaNetworkArgs, MultiNodeControllers
 from llm_platform.components.network import Network, NetworkArgs
 from llm_platform.components.observability import Observability, ObservabilityArgs
 from llm_platform.config.errors import ConfigError
@@ -42,6 +43,7 @@ from llm_platform.config.stack_args import (
     ModelSettings,
 )
 from llm_platform.plan import Plan, resolve
+from llm_platform.plan.nodes import efa_pool
 from llm_platform.plan.stack import SERVING_KEYS
 
 __all__ = [
@@ -288,20 +290,40 @@ class LlmPlatform(pulumi.ComponentResource):
                 opts=child(in_cluster),
             )
             weights = cache.weights
+            # multi-node replicas: the EFA security group and the pools' cluster placement groups
+            efa_pools = [p for p in plan.gpu_node_pools if efa_pool(p)]
+            efa = (
+                EfaNetwork(
+                    f"{cluster_cfg.name}-efa",
+                    EfaNetworkArgs(
+                        cluster_name=cluster_cfg.name, vpc_id=network.vpc_id, pools=efa_pools, tags=stack_tags
+                    ),
+                    opts=top,
+                )
+                if efa_pools
+                else None
+            )
+            pools_args = GpuNodePoolsArgs(
+                cluster_name=cluster_cfg.name,
+                gpu_node_pools=args["gpu_node_pools"],
+                ami_versions=args["cluster"].get("amiVersions") or {},
+                lustre_client=plan.uses_fsx,
+                zones=cluster_cfg.availability_zones,
+                node_role_name=karpenter.node_role_name,
+                prod=plan.prod,
+                tags=stack_tags,  # on what Karpenter launches; default_tags do not reach it
+                extra_security_group_ids=[cache.fsx["client_security_group_id"]] if cache.fsx else [],
+            )
+            if efa is not None:
+                pools_args["efa_security_group_id"] = efa.security_group_id
             GpuNodePools(
                 f"{cluster_cfg.name}-gpu",
-                GpuNodePoolsArgs(
-                    cluster_name=cluster_cfg.name,
-                    gpu_node_pools=args["gpu_node_pools"],
-                    ami_versions=args["cluster"].get("amiVersions") or {},
-                    lustre_client=plan.uses_fsx,
-                    zones=cluster_cfg.availability_zones,
-                    node_role_name=karpenter.node_role_name,
-                    prod=plan.prod,
-                    tags=stack_tags,  # on what Karpenter launches; default_tags do not reach it
-                    extra_security_group_ids=[cache.fsx["client_security_group_id"]] if cache.fsx else [],
+                pools_args,
+                opts=child(
+                    pulumi.ResourceOptions(
+                        providers=[cluster.provider], depends_on=[karpenter, *([efa] if efa else [])]
+                    )
                 ),
-                opts=child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter])),
             )
             if plan.gateway.enabled:
                 lb_controller = LoadBalancerController(
@@ -352,6 +374,13 @@ class LlmPlatform(pulumi.ComponentResource):
             opts=child(in_cluster),
         )
 
+        # multi-node replicas: the LeaderWorkerSet controller and the EFA device plugin
+        multi_node_after: list[pulumi.Resource] = []
+        if any(m.multi_node for m in plan.models):
+            controllers = MultiNodeControllers(f"{cluster_cfg.name}-multinode", opts=child(in_cluster))
+            multi_node_after = [controllers.lws]
+        multi_node_models = {m.name for m in plan.models if m.multi_node}
+
         services: list[InferenceService] = []
         served: list[str] = []
         api_key = args.get("api_key")
@@ -371,6 +400,7 @@ class LlmPlatform(pulumi.ComponentResource):
                     f"{cluster_cfg.name}-{name}",
                     InferenceServiceArgs(**serving, model=entry, **secrets),
                     opts=child(serving_opts),
+                    after=multi_node_after if name in multi_node_models else [],
                 )
                 ModelAutoscaling(
                     f"{cluster_cfg.name}-{name}-autoscaling",

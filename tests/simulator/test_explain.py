@@ -103,9 +103,14 @@ def test_explained_inputs_equal_the_rendered_objects(
     (endpoint,) = rendered["PodMonitor", model]["spec"]["podMetricsEndpoints"]
     assert f"{inputs['scrape_interval_s']}s" == endpoint["interval"]
 
-    pod = rendered["Deployment", model]["spec"]["template"]["spec"]
+    workload = rendered.get(("Deployment", model))
+    if workload is None:  # a multi-node model: its LeaderWorkerSet's leader, one of `size` pods of a replica
+        group = rendered["LeaderWorkerSet", model]["spec"]["leaderWorkerTemplate"]
+        pod, pods = group["leaderTemplate"]["spec"], int(group["size"])
+    else:
+        pod, pods = workload["spec"]["template"]["spec"], 1
     vllm = next(c for c in pod["containers"] if c["name"] == "vllm")
-    assert int(vllm["resources"]["limits"]["nvidia.com/gpu"]) == inputs["gpus_per_replica"]
+    assert int(vllm["resources"]["limits"]["nvidia.com/gpu"]) * pods == inputs["gpus_per_replica"]
     probe = vllm["startupProbe"]
     # the probe allows three warm-node starts, as the simulator times them
     assert probe["failureThreshold"] * probe["periodSeconds"] >= 3 * inputs["cold_start_s"]["warm_node"]

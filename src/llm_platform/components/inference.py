@@ -12,6 +12,7 @@ from llm_platform.components.identity import pod_identity_association, pod_ident
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.model_cache import ModelWeights
 from llm_platform.components.specs import model_cache as cache_spec
+from llm_platform.components.specs import multinode as multinode_spec
 from llm_platform.components.specs import serving as spec
 from llm_platform.components.specs.common import secret
 from llm_platform.config.stack_args import (
@@ -62,9 +63,17 @@ class InferenceService(pulumi.ComponentResource):
     service_host: str
 
     def __init__(
-        self, name: str, args: InferenceServiceArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        args: InferenceServiceArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        after: list[pulumi.Resource] | None = None,
     ) -> None:
+        """`after`: what the workload waits for beyond the model's own objects (a multi-node model: the LWS
+        controller); a keyword, not an arg, so the provider schema never sees a resource type."""
         weights = args.get("weights")
+        self._after = list(after or [])
         model = model_plan(args, has_bucket=weights is not None)  # bad input stops before any resource
         super().__init__("llm-platform:inference:InferenceService", name, None, opts)
         self._name, self._opts, self._args, self._model = name, opts, args, model
@@ -97,8 +106,9 @@ class InferenceService(pulumi.ComponentResource):
             prerequisites += self._weights_pipeline(ns, prerequisites)
 
         bucket = pulumi.Output.from_input(weights["bucket_name"] if weights else "")
+        workload = multinode_spec.leader_worker_set if model.multi_node else spec.deployment
         deployment = bucket.apply(
-            lambda b: spec.deployment(
+            lambda b: workload(
                 model,
                 environment=environment,
                 wiring=cache_spec.cache_wiring(model, bucket=b),
@@ -108,10 +118,13 @@ class InferenceService(pulumi.ComponentResource):
         apply_manifest(
             f"{name}-deployment",
             deployment,
-            child_options(self, opts, *prerequisites),
-            api_version="apps/v1",
-            kind="Deployment",
+            child_options(self, opts, *prerequisites, *self._after),
+            api_version=multinode_spec.LWS_API if model.multi_node else "apps/v1",
+            kind="LeaderWorkerSet" if model.multi_node else "Deployment",
         )
+        if model.multi_node:
+            self._apply("group-netpol", multinode_spec.group_network_policy(model), ns)
+            self._apply("workers-pdb", multinode_spec.worker_disruption_budget(model), ns)
         self._apply("service", spec.service(model, environment), ns)
         self._apply("pdb", spec.pod_disruption_budget(model), ns)
         self._apply("podmonitor", spec.pod_monitor(model), ns)

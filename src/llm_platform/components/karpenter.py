@@ -21,7 +21,7 @@ from llm_platform.config.schema import AmiVersions, GpuNodePool
 from llm_platform.config.stack_args import AmiVersionsSettings, GpuNodePoolSettings
 from llm_platform.config.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
 from llm_platform.plan.naming import KARPENTER_NAMESPACE
-from llm_platform.plan.nodes import AddonPoolPlan, pool_node_class_name, uses_reservations
+from llm_platform.plan.nodes import AddonPoolPlan, efa_pool, pool_node_class_name, uses_reservations
 from llm_platform.plan.stack import node_class_plans
 
 
@@ -166,6 +166,8 @@ class GpuNodePoolsArgs(TypedDict):
     they are not Pulumi resources, so the AWS provider's default_tags never reach them)."""
     extra_security_group_ids: NotRequired[list[pulumi.Input[str]]]
     """Security groups the nodes carry besides the cluster's (the FSx clients' group)."""
+    efa_security_group_id: NotRequired[pulumi.Input[str]]
+    """The EFA security group (all traffic to and from itself), on the EC2NodeClasses of EFA pools."""
 
 
 class GpuNodePools(pulumi.ComponentResource):
@@ -183,16 +185,18 @@ class GpuNodePools(pulumi.ComponentResource):
         # class name -> (AMI family, the reservation pool it belongs to, if any)
         wanted: dict[str, tuple[str, GpuNodePool | None]] = {}
         for pool in pools:
-            owner = pool if uses_reservations(pool) else None
+            owner = pool if uses_reservations(pool) or efa_pool(pool) else None
             wanted[pool_node_class_name(pool)] = (pool.ami_family, owner)
         classes: dict[str, pulumi.CustomResource] = {}
         boot = {c.ami_family: c for c in node_classes}
         for class_name, (family, owner) in sorted(wanted.items()):
             # Bottlerocket takes TOML settings, not a shell: only AL2023 gets user data of ours
             user_data = spec.al2023_user_data(boot[family]) if family == "al2023" else None
-            body = pulumi.Output.all(
-                role=args["node_role_name"], sgs=pulumi.Output.all(*security_groups)
-            ).apply(
+            sg_ids = list(security_groups)
+            efa_group = args.get("efa_security_group_id")
+            if owner is not None and efa_pool(owner) and efa_group is not None:
+                sg_ids.append(efa_group)
+            body = pulumi.Output.all(role=args["node_role_name"], sgs=pulumi.Output.all(*sg_ids)).apply(
                 lambda o, family=family, owner=owner, user_data=user_data: spec.node_class(
                     ami_family=family,
                     ami_version=boot[family].ami_version,

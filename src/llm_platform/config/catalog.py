@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 
@@ -54,6 +54,9 @@ class GpuInstance:
     network_gbps: float  # baseline network bandwidth, Gbit/s: bounds weight downloads on a new node
     node_ready_seconds: float  # EC2 launch -> node Ready with `nvidia.com/gpu` allocatable
     reserved_only: bool = False  # sold only as Capacity Blocks: no on-demand or spot offering
+    # EFA interfaces the instance takes (EC2 MaximumEfaInterfaces, one per network card; 0: no EFA): what a
+    # multi-node replica's pods request as `vpc.amazonaws.com/efa` and its EC2NodeClass attaches (see EFA_SOURCE)
+    efa_interfaces: int = 0
 
     @property
     def family(self) -> str:
@@ -312,6 +315,24 @@ GPU_INSTANCES: dict[str, GpuInstance] = {
         ),
     )
 }
+
+# EFA interfaces per instance type (`vpc.amazonaws.com/efa` capacity, EC2 DescribeInstanceTypes
+# NetworkInfo.EfaInfo.MaximumEfaInterfaces) as Karpenter v1.14.1 lists them
+# (website/content/en/docs/reference/instance-types.md); the other catalog sizes (g5.xlarge, g5.2xlarge,
+# g6.xlarge, g6.2xlarge, g6e.xlarge) have none. Every one of these has at least as many network cards.
+EFA_SOURCE = "karpenter-provider-aws v1.14.1 website/content/en/docs/reference/instance-types.md"
+EFA_INTERFACES = {
+    "g5.12xlarge": 1,
+    "g5.48xlarge": 1,
+    "p4d.24xlarge": 4,
+    "p4de.24xlarge": 4,
+    "p5.48xlarge": 32,
+    "p5e.48xlarge": 32,
+    "p5en.48xlarge": 16,
+    "p6-b200.48xlarge": 8,
+}
+for _name, _count in EFA_INTERFACES.items():
+    GPU_INSTANCES[_name] = replace(GPU_INSTANCES[_name], efa_interfaces=_count)
 
 # Families big enough that they get a pool of their own (a p5 must never be picked to serve a 7B model
 # that a g5 pool could have served).

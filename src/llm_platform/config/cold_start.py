@@ -131,8 +131,12 @@ def cold_start(
     new_node: bool,
     image: ImageMode = "registry",
     compile_cache_persisted: bool = False,
+    nodes: int = 1,
 ) -> ColdStart:
     """Phase-by-phase cold start of one replica (weights_gb: all shards the node must read).
+    `nodes`: a multi-node replica's nodes, launched together and each up after the same phases (the replica
+    is Ready when its last rank is): each node's cache holds the whole checkpoint (prefetch and fetch as one
+    node's), each rank loads only its pipeline stage, 1/nodes of the weights.
     `compile_cache_persisted`: the model's compile cache is restored from S3 (by the node sync with the
     weights for nvme, by each pod before vLLM starts otherwise), so every start loads the compiled engine."""
     if cache_mode not in CACHE_BEHAVIOUR:
@@ -154,6 +158,7 @@ def cold_start(
         load = weights_gb / min(net, S3_GB_PER_S)
     else:
         load = weights_gb / LOADER_GB_PER_S
+    load /= nodes
     cached = compile_cache_persisted or (mode.compile_cache_on_node and not new_node)
     init = ENGINE_INIT_CACHED_SECONDS if cached else ENGINE_INIT_COLD_SECONDS
     return ColdStart(node_ready, image_pull, prefetch, fetch, load, init, READINESS_SECONDS)

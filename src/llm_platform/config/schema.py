@@ -362,6 +362,8 @@ class GpuNodePool(Schema):
     mig: bool = False
     headroom: Headroom | None = None
     capacity_reservations: list[CapacityReservationTerm] = []
+    # multi-node replicas (config/multinode.py): the one zone of the pool's nodes and its cluster placement group
+    placement_zone: str | None = None
 
     @model_validator(mode="after")
     def _families(self) -> GpuNodePool:
@@ -527,6 +529,9 @@ class ModelConfig(Schema):
     image: Annotated[str, AfterValidator(_pinned_image)] = VLLM_IMAGE
     node_pool: str
     tensor_parallel_size: Annotated[int, AfterValidator(_power_of_two)] = 1
+    # multi-node (config/multinode.py): one replica spans this many nodes, tensor parallel within each node
+    # and pipeline parallel across them, as a LeaderWorkerSet group
+    pipeline_parallel_size: int = Field(default=1, ge=1, le=16)
     max_model_len: int = Field(ge=1)
     gpu_memory_utilization: float = Field(default=0.9, gt=0, lt=1)
     cache: Literal["nvme", "fsx", "s3", "hub"]
@@ -540,9 +545,25 @@ class ModelConfig(Schema):
     # for a Hugging Face id the built-in profile table does not know (or to override its entry)
     geometry: ModelGeometry | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _unsupported_parallelism(cls, data: object) -> object:
+        from llm_platform.config.multinode import refuse_unsupported_parallelism
+
+        return refuse_unsupported_parallelism(data)
+
     @property
     def served_model_name(self) -> str:
         return self.name
+
+    @property
+    def replica_gpus(self) -> int:
+        """GPUs of one replica: tensor parallel x pipeline parallel (nodes)."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    @property
+    def multi_node(self) -> bool:
+        return self.pipeline_parallel_size > 1
 
     @property
     def profile(self) -> ModelProfile:
@@ -748,7 +769,7 @@ class StackConfig(Schema):
                         f"cluster.amiVersions.{family}: 'latest' is allowed in dev only; pin a version in "
                         f"{self.environment.value}"
                     )
-        _serving_rules(self, has_bucket=self.cluster.mode == "eks")
+        _serving_rules(self, has_bucket=self.cluster.mode == "eks", zones=self.cluster.availability_zones)
         if self.environment is not Environment.DEV and self.alerting.receiver == "none":
             raise ValueError(
                 f"alerting.receiver: 'none' is allowed in dev only; {self.environment.value} must notify "
@@ -777,10 +798,15 @@ class ServingConfig(Schema):
         return self
 
 
-def _serving_rules(c: StackConfig | ServingConfig, *, has_bucket: bool) -> None:
+def _serving_rules(
+    c: StackConfig | ServingConfig, *, has_bucket: bool, zones: Sequence[str] | None = None
+) -> None:
     """The rules of the models, the pools they run on, the model cache and the gateway: the one definition
     StackConfig and ServingConfig share. `has_bucket`: the stack has the model bucket (not an existing
-    cluster's)."""
+    cluster's). `zones`: the cluster's availability zones (None on its own: a multi-node pool's
+    `placementZone` is then the only zone it knows)."""
+    from llm_platform.config.multinode import check_multi_node_model, check_multi_node_pools
+
     _unique(("gpuNodePools",), [p.name for p in c.gpu_node_pools])
     _unique(("models",), [m.name for m in c.models])
     pools = {p.name: p for p in c.gpu_node_pools}
@@ -808,6 +834,9 @@ def _serving_rules(c: StackConfig | ServingConfig, *, has_bucket: bool) -> None:
                 + ", ".join(sorted(PROFILES)),
             )
         _check_fits_gpus(at, m, pool)
+        if m.multi_node:
+            known = zones if zones is not None else [z for z in [pool.placement_zone] if z]
+            check_multi_node_model(at, m, pool, c.gpu_node_pools.index(pool), known)
         a = m.autoscaling
         if a.min_replicas > a.max_replicas:
             raise RuleError(
@@ -847,6 +876,7 @@ def _serving_rules(c: StackConfig | ServingConfig, *, has_bucket: bool) -> None:
             raise RuleError((*at, "cache"), m.cache, "needs modelCache.fsx settings, which are missing")
     for i, pool in enumerate(c.gpu_node_pools):
         _check_pool_limit(("gpuNodePools", i), pool, c.models)
+    check_multi_node_pools(c.gpu_node_pools, c.models)
     for i, pool in enumerate(c.gpu_node_pools):
         if pool.headroom is not None:
             _check_headroom(f"gpuNodePools[{i}] ({pool.name}).headroom", pool, c.models)
@@ -872,18 +902,18 @@ def replica_gpus(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
     """GPUs of one headroom placeholder: the largest replica (tensor-parallel size) among the pool's models,
     so preempting one placeholder frees room for any one replica of the pool. The one definition: the
     schema's headroom rules, the plan's placeholders and the simulator's tuner read it."""
-    return max((m.tensor_parallel_size for m in served_by(pool, models)), default=0)
+    return max((m.replica_gpus for m in served_by(pool, models)), default=0)
 
 
 def gpus_at_max_replicas(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
     """GPUs the pool's models request with every one at maxReplicas: what its `gpuLimit` must allow (the
     schema's rule) and what the plan's `pool_headroom_gpus` subtracts from it."""
-    return sum(m.autoscaling.max_replicas * m.tensor_parallel_size for m in served_by(pool, models))
+    return sum(m.autoscaling.max_replicas * m.replica_gpus for m in served_by(pool, models))
 
 
 def gpus_at_min_replicas(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
     """GPUs the pool's models hold with every one at minReplicas (what headroom must fit next to)."""
-    return sum(m.autoscaling.min_replicas * m.tensor_parallel_size for m in served_by(pool, models))
+    return sum(m.autoscaling.min_replicas * m.replica_gpus for m in served_by(pool, models))
 
 
 def _check_headroom(where: str, pool: GpuNodePool, models: list[ModelConfig]) -> None:
@@ -942,6 +972,10 @@ def _check_fits_gpus(at: tuple[str | int, ...], m: ModelConfig, pool: GpuNodePoo
     in gpuMemoryUtilization of the smallest GPU the pool may give a replica (vLLM refuses to start otherwise;
     activations and CUDA graphs need a little more, so this is the floor)."""
     tp = m.tensor_parallel_size
+    if m.multi_node:
+        from llm_platform.config.multinode import check_fits_nodes
+
+        return check_fits_nodes(at, m, pool)
     gpu: GpuModel = min((i.gpu for i in pool.instances if i.gpus >= tp), key=lambda g: g.memory_gib)
     prof = m.profile
     weights = prof.weight_bytes / GIB
@@ -968,15 +1002,19 @@ def _check_fits_gpus(at: tuple[str | int, ...], m: ModelConfig, pool: GpuNodePoo
     )
 
 
+def _replica_shape(m: ModelConfig) -> str:
+    """`8 GPUs`, or for a multi-node replica `2 nodes x 8 GPUs`."""
+    gpus = plural(m.tensor_parallel_size, "GPU")
+    return f"{m.pipeline_parallel_size} nodes x {gpus}" if m.multi_node else gpus
+
+
 def _check_pool_limit(at: tuple[str | int, ...], pool: GpuNodePool, models: list[ModelConfig]) -> None:
     """The NodePool's GPU limit must let every model of the pool reach maxReplicas at once."""
     served = served_by(pool, models)
     needed = gpus_at_max_replicas(pool, models)
     if pool.gpu_limit >= needed:
         return
-    parts = ", ".join(
-        f"{m.name} {m.autoscaling.max_replicas} x {plural(m.tensor_parallel_size, 'GPU')}" for m in served
-    )
+    parts = ", ".join(f"{m.name} {m.autoscaling.max_replicas} x {_replica_shape(m)}" for m in served)
     raise RuleError(
         (*at, "gpuLimit"),
         pool.gpu_limit,

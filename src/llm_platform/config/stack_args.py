@@ -151,6 +151,7 @@ class GpuNodePoolSettings(TypedDict):
     """default False."""
     headroom: NotRequired[HeadroomSettings]
     capacityReservations: NotRequired[list[CapacityReservationTermSettings]]
+    placementZone: NotRequired[str]
 
 
 class ScalingPolicySettings(TypedDict):
@@ -251,6 +252,8 @@ class ModelSettings(TypedDict):
     nodePool: str
     tensorParallelSize: NotRequired[int]
     """default 1."""
+    pipelineParallelSize: NotRequired[int]
+    """>= 1; <= 16; default 1."""
     maxModelLen: int
     """>= 1."""
     gpuMemoryUtilization: NotRequired[float]

@@ -70,3 +70,13 @@ VLLM_RENDER_IMAGE_TAG = "v0.19.1"
 # The pause container of the headroom placeholders and of the image pre-pull DaemonSet: does nothing, holds
 # the pod's resources; the version Kubernetes 1.34 ships (kubernetes/kubernetes#130713).
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
+
+# Multi-node replicas (a model with pipelineParallelSize > 1): the LeaderWorkerSet controller, from its chart
+# at the release tag (kubernetes-sigs/lws v0.10.0 site/content/en/docs/installation: `helm install lws
+# oci://registry.k8s.io/lws/charts/lws --version=0.10.0 --namespace lws-system`; hack/push-chart.sh sets the
+# chart's image tag to the release), and the EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin,
+# chart v0.5.30, app v0.5.20), which advertises each node's EFA interfaces as `vpc.amazonaws.com/efa`.
+LWS_CHART = "oci://registry.k8s.io/lws/charts/lws"
+LWS_VERSION = "0.10.0"
+EFA_DEVICE_PLUGIN_REPO = "https://aws.github.io/eks-charts"
+EFA_DEVICE_PLUGIN_VERSION = "v0.5.30"

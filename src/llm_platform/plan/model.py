@@ -215,9 +215,10 @@ def cold_start_budget(
         model.profile.weights_gb
     )  # the stack file's geometry, else the built-in table (checked at load)
     persisted = cache.compile_cache_prefix is not None
+    nodes = model.pipeline_parallel_size  # a multi-node replica: every node up, each rank its stage
     return ColdStartBudget(
-        new_node=cold_start(model.cache, instance, weights_gb, True, image_pull, persisted),
-        warm_node=cold_start(model.cache, instance, weights_gb, False, image_pull, persisted),
+        new_node=cold_start(model.cache, instance, weights_gb, True, image_pull, persisted, nodes),
+        warm_node=cold_start(model.cache, instance, weights_gb, False, image_pull, persisted, nodes),
         weights_gb=weights_gb,
     )
 
@@ -270,7 +271,11 @@ def fallback_replicas(autoscaling: Autoscaling) -> int:
 
 
 def scaling_plan(
-    names: ModelNames, served_model_name: str, autoscaling: Autoscaling, behind_gateway: bool = False
+    names: ModelNames,
+    served_model_name: str,
+    autoscaling: Autoscaling,
+    behind_gateway: bool = False,
+    multi_node: bool = False,
 ) -> ScalingPlan:
     """Resolve an `autoscaling` block (a stack's, or one the simulator proposes) for one model.
     `requestsPerSecondPerReplica` sizes by the load: behind the gateway its arrivals (served or shed), else
@@ -278,7 +283,7 @@ def scaling_plan(
     a, namespace = autoscaling, names.namespace
 
     def query(summed: str) -> str:
-        return promql.until_a_replica_serves(summed, namespace, names.deployment)
+        return promql.until_a_replica_serves(summed, namespace, names.deployment, multi_node)
 
     return ScalingPlan(
         min_replicas=a.min_replicas,
@@ -350,6 +355,17 @@ class ModelPlan:
     loader_uses_hf_token: bool
     # the vLLM container itself downloads from the Hub (cache `hub`); offline caches never get the token
     serving_uses_hf_token: bool
+    # multi-node (config/multinode.py): the nodes one replica spans (pipelineParallelSize), `gpus` on each
+    nodes: int = 1
+
+    @property
+    def replica_gpus(self) -> int:
+        """GPUs one replica holds: `gpus` on each of its `nodes`."""
+        return self.gpus * self.nodes
+
+    @property
+    def multi_node(self) -> bool:
+        return self.nodes > 1
 
     @property
     def name(self) -> str:
@@ -398,10 +414,13 @@ def resolve_model(
         image_pull=image_pull,
         cache=cache,
         cold_start=cold_start_budget(model, instance, image_pull, cache),
-        scaling=scaling_plan(names, model.served_model_name, model.autoscaling, queue is not None),
+        scaling=scaling_plan(
+            names, model.served_model_name, model.autoscaling, queue is not None, model.multi_node
+        ),
         flow_control=queue,
         pool_headroom_gpus=pool_headroom_gpus(pool, stack_models if stack_models is not None else [model]),
         consolidate_after_s=duration_seconds(pool.consolidate_after),
         loader_uses_hf_token=model.needs_hf_token and model.cache != "hub",
         serving_uses_hf_token=model.cache == "hub",
+        nodes=model.pipeline_parallel_size,
     )

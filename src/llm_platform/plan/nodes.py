@@ -21,6 +21,21 @@ def uses_reservations(pool: GpuNodePool) -> bool:
     return bool(pool.capacity_reservations)
 
 
+def efa_pool(pool: GpuNodePool) -> bool:
+    """The pool serves a multi-node model (the schema requires its `placementZone` then, and only then): EFA
+    interfaces, one zone, its cluster placement group (config/multinode.py)."""
+    return pool.placement_zone is not None
+
+
+def placement_group(pool: GpuNodePool, cluster_name: str) -> str | None:
+    """The cluster placement group of an EFA pool, or None: a reserved-only pool launches into its Capacity
+    Blocks, which EC2 already places together (EC2 User Guide, "Use Capacity Blocks": no cluster placement group
+    is needed), and a launch must not ask for a placement group the reservation is not in."""
+    if not efa_pool(pool) or pool.capacity_types == ["reserved"]:
+        return None
+    return f"{cluster_name}-{pool.name}"
+
+
 def node_class_name(ami_family: str) -> str:
     """The EC2NodeClass pools without reservations share, one per AMI family."""
     return f"gpu-{ami_family}"
@@ -29,7 +44,7 @@ def node_class_name(ami_family: str) -> str:
 def pool_node_class_name(pool: GpuNodePool) -> str:
     """A pool with capacity reservations gets an EC2NodeClass of its own: the selector terms are per class, and
     another pool sharing the class would otherwise see (and price as free) reservations bought for this one."""
-    if uses_reservations(pool):
+    if uses_reservations(pool) or efa_pool(pool):
         return f"{node_class_name(pool.ami_family)}-{pool.name}"
     return node_class_name(pool.ami_family)
 

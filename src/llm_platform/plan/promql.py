@@ -113,13 +113,20 @@ def latency_quantile(
     )
 
 
-def until_a_replica_serves(query: str, namespace: str, deployment: str) -> str:
+def replicas_available(namespace: str, deployment: str, multi_node: bool = False) -> str:
+    """The series whose sum is the model's available replicas: its Deployment's, or for a multi-node model (a
+    LeaderWorkerSet, which kube-state-metrics does not report) its Ready leader pods, `<name>-<group index>`
+    (workers are `<name>-<group>-<index>`)."""
+    if multi_node:
+        return f'kube_pod_status_ready{{namespace="{namespace}",condition="true",pod=~"{deployment}-[0-9]+"}}'
+    return f'kube_deployment_status_replicas_available{{namespace="{namespace}",deployment="{deployment}"}}'
+
+
+def until_a_replica_serves(query: str, namespace: str, deployment: str, multi_node: bool = False) -> str:
     """`query`, or 0 while no replica of the Deployment is available (first rollout: every pod still loads,
     no vLLM series exists yet). Once a replica is available a missing series stays empty, so a renamed
     metric still errors loudly in KEDA instead of reading 0."""
-    available = (
-        f'kube_deployment_status_replicas_available{{namespace="{namespace}",deployment="{deployment}"}}'
-    )
+    available = replicas_available(namespace, deployment, multi_node)
     return f"{query} or on() (vector(0) unless on() (sum({available}) > 0))"
 
 

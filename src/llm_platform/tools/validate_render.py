@@ -2,7 +2,7 @@
 the cluster will enforce, with nothing but the repository and its pinned versions.
 
 - Custom resources (Karpenter, KEDA, Prometheus Operator, Gateway API, InferencePool, Envoy Gateway, Envoy AI
-  Gateway) against the openAPIV3Schema of their CRD at the version `config/versions.py` pins, as the API
+  Gateway, LeaderWorkerSet) against the openAPIV3Schema of their CRD at the version `config/versions.py` pins, as the API
   server applies it: schema defaults filled in first, then every field checked; a field the schema does not
   know is a problem (the API server would prune it silently). CEL rules (`x-kubernetes-validations`) are not
   evaluated.
@@ -44,6 +44,7 @@ from llm_platform.config.versions import (
     GATEWAY_API_VERSION,
     KARPENTER_VERSION,
     KEDA_VERSION,
+    LWS_VERSION,
     PROMETHEUS_OPERATOR_VERSION,
 )
 from llm_platform.tools import cli
@@ -113,6 +114,10 @@ CRD_SOURCES: tuple[CrdSource, ...] = (
     }),
     *_sources("envoyproxy/ai-gateway", ENVOY_AI_GATEWAY_VERSION, "manifests/charts/ai-gateway-crds-helm/templates", {
         "aigateway.envoyproxy.io_aigatewayroutes": ("AIGatewayRoute", "c6ca0a06b214d93f1c7eefe8f9735fa551f23948088e0bf3c317b792ad68f162"),
+    }),
+    # multi-node replicas (the LWS chart's own CRD, what `helm install` applies)
+    *_sources("kubernetes-sigs/lws", LWS_VERSION, "charts/lws/crds", {
+        "leaderworkerset.x-k8s.io_leaderworkersets": ("LeaderWorkerSet", "4c5518df96ae0456ff66ec3d4337f5419aa42daae5b15c68878b85a2aee8556e"),
     }),
 )  # fmt: skip
 

@@ -120,7 +120,7 @@ def _slo_rule(
 
 
 def alert_rules(
-    model: ModelConfig, namespace: str, *, deployment: str, scaled_object: str
+    model: ModelConfig, namespace: str, *, deployment: str, scaled_object: str, multi_node: bool = False
 ) -> list[dict[str, Any]]:
     """The alerting rules of one model, in the PrometheusRule `rules` form."""
     name = model.served_model_name
@@ -184,7 +184,7 @@ def alert_rules(
         ),
         _rule(
             "VLLMMetricsMissing",
-            f'sum({DEPLOYMENT_AVAILABLE}{{namespace="{namespace}",deployment="{deployment}"}})'
+            f"sum({promql.replicas_available(namespace, deployment, multi_node)})"
             f" > (count({promql.RUNNING}{sel}) or vector(0))",
             METRICS_MISSING_FOR,
             "critical",
@@ -279,6 +279,7 @@ def prometheus_rule(m: ModelPlan, *, labels: Mapping[str, str] | None = None) ->
                         names.namespace,
                         deployment=names.deployment,
                         scaled_object=names.scaled_object,
+                        multi_node=m.multi_node,
                     ),
                 }
             ]

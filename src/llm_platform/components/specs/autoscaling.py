@@ -74,6 +74,20 @@ def cooldown(min_replicas: int, seconds: int) -> dict[str, Any]:
     return {"cooldownPeriod": seconds} if min_replicas == 0 else {}
 
 
+def scale_target(m: ModelPlan) -> dict[str, str]:
+    """The Deployment, or a multi-node model's LeaderWorkerSet through its scale subresource (KEDA scales any
+    resource with /scale; the LWS CRD's selector for it is the leader pods', `.status.hpaPodSelector`). The KEDA
+    2.20.2 chart's default RBAC (`rbac.enabledCustomScaledRefKinds: true`, `scaledRefKinds` apiGroup/kind "*")
+    lets its operator get and update any `*/scale`, so the values need no addition for it."""
+    if m.multi_node:
+        return {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "name": m.names.deployment,
+        }
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "name": m.names.deployment}
+
+
 def scaled_object(m: ModelPlan, environment: str) -> dict[str, Any]:
     s = m.scaling
     return {
@@ -85,7 +99,7 @@ def scaled_object(m: ModelPlan, environment: str) -> dict[str, Any]:
             "labels": {"app.kubernetes.io/instance": m.name, "llm-platform/environment": environment},
         },
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": m.names.deployment},
+            "scaleTargetRef": scale_target(m),
             "minReplicaCount": s.min_replicas,
             "maxReplicaCount": s.max_replicas,
             "pollingInterval": s.polling_interval_s,

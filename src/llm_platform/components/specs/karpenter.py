@@ -19,7 +19,9 @@ from llm_platform.plan import NodeClassPlan
 from llm_platform.plan.naming import KARPENTER_NAMESPACE
 from llm_platform.plan.nodes import (
     DISRUPTION_BUDGET_PERCENT,
+    efa_pool,
     node_class_name,
+    placement_group,
     pool_node_class_name,
     uses_reservations,
 )
@@ -401,6 +403,8 @@ def node_class(
     }
     if pool is not None and uses_reservations(pool):
         spec["capacityReservationSelectorTerms"] = reservations.selector_terms(pool)
+    if pool is not None and efa_pool(pool):
+        spec |= efa_node_class(pool, cluster_name)
     if user_data:
         spec["userData"] = user_data
     return {
@@ -412,6 +416,30 @@ def node_class(
         },
         "spec": spec,
     }
+
+
+def efa_interfaces(count: int) -> list[dict[str, Any]]:
+    """`count` EFA-only interfaces, one per network card, beside the primary ENA interface (Karpenter v1.14.1
+    nodeclasses.md spec.networkInterfaces; the CRD allows one EFA per card and needs the primary on card 0
+    device 0). EFA-only interfaces take no IP address; Karpenter counts them as the node's
+    `vpc.amazonaws.com/efa` capacity and admits only instance types with that many (instancetype/types.go
+    efas, compatibility.go check 5)."""
+    primary = {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}
+    efa = [
+        {"networkCardIndex": card, "deviceIndex": 1 if card == 0 else 0, "interfaceType": "efa-only"}
+        for card in range(count)
+    ]
+    return [primary, *efa]
+
+
+def efa_node_class(pool: GpuNodePool, cluster_name: str) -> dict[str, Any]:
+    """What an EFA pool's EC2NodeClass adds: its interfaces (the catalog's count) and its placement group."""
+    (count,) = {i.efa_interfaces for i in pool.instances}  # one count per pool (config/multinode.py)
+    out: dict[str, Any] = {"networkInterfaces": efa_interfaces(count)}
+    group = placement_group(pool, cluster_name)
+    if group is not None:
+        out["placementGroupSelector"] = {"name": group}
+    return out
 
 
 def ebs_volume(device: str, size: str, *, iops: int, throughput: int) -> dict[str, Any]:
@@ -477,6 +505,8 @@ def node_requirements(
 
 
 def node_pool(pool: GpuNodePool, *, zones: list[str], prod: bool) -> dict[str, Any]:
+    if pool.placement_zone is not None:
+        zones = [pool.placement_zone]  # an EFA pool's nodes: one zone, its placement group's
     requirements = node_requirements(
         [i.instance_type for i in pool.instances],
         pool.instance_families,

@@ -143,7 +143,7 @@ def run(argv: Sequence[str]) -> int:
     if pool_limit is not None:
         print(
             f"and raise gpuNodePools[{stack_cfg.plan.pool.name}].gpuLimit to {pool_limit}: maxReplicas "
-            f"{final.max_replicas} x {stack_cfg.plan.gpus} GPU(s) with the pool's other models at theirs"
+            f"{final.max_replicas} x {stack_cfg.plan.replica_gpus} GPU(s) with the pool's other models at theirs"
         )
     if reserved_max is not None:
         prepaid = replace(capacity, reserved_nodes=reserved).reserved_cost(86_400)

@@ -196,7 +196,7 @@ class Candidates:
                 if m.name == self.runs[0].model_name
                 else m.scaling.min_replicas
             )
-            * m.gpus
+            * m.replica_gpus
             for m in pool.models
         )
         gpus = min(placeholders * replica, (limit - held) // replica * replica)
@@ -211,7 +211,7 @@ class Candidates:
         """The pool's GPUs left to this model, grown by the GPUs of replicas above the stack's maxReplicas."""
         if left is None:
             return None
-        return left + max(0, max_replicas - self.stack_max) * run.plan.gpus
+        return left + max(0, max_replicas - self.stack_max) * run.plan.replica_gpus
 
     def pool_consolidate_after(self, knobs: dict[str, object]) -> float:
         """The pool's consolidateAfter (s) for the knobs: simulated, checked and printed from here."""

@@ -49,7 +49,7 @@ def stack_accepts(
 
 def pool_gpu_limit(run: StackRun, max_replicas: int) -> int | None:
     """The pool gpuLimit a tuned maxReplicas needs (every model of the pool at maxReplicas); None: it fits."""
-    extra = (max_replicas - run.plan.scaling.max_replicas) * run.plan.gpus - max(
+    extra = (max_replicas - run.plan.scaling.max_replicas) * run.plan.replica_gpus - max(
         0, run.plan.pool_headroom_gpus
     )
     return run.plan.pool.gpu_limit + extra if extra > 0 else None

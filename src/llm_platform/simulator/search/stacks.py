@@ -25,6 +25,7 @@ from llm_platform.simulator.controllers.strategies import (
     scaling_for,
 )
 from llm_platform.simulator.day.engine import SimConfig
+from llm_platform.simulator.search.multinode import replica_instance, reserved_groups
 from llm_platform.simulator.search.scenarios import Setup, recommend
 from llm_platform.simulator.serving.capacity import CapacityConfig, start_times
 from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats
@@ -135,24 +136,26 @@ def stack_run(
         max_model_len=m.max_model_len,
         prefix_hit_rate=prefix_hit_rate,
     )
-    model = ReplicaModel(prof, mp.instance.gpu, mp.gpus, engine)
+    model = ReplicaModel(prof, mp.instance.gpu, mp.replica_gpus, engine)
     table = model.table(TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens))
     spot = "spot" in pool.capacity_types
+    reserved_units, reserved_unit_usd = reserved_groups(mp, reserved_instances, reserved_usd_per_hour)
     capacity = CapacityConfig(
-        mp.instance,
+        replica_instance(mp),  # a multi-node replica's nodes as one unit (search/multinode.py)
         region,
-        gpus_per_pod=mp.gpus,
+        gpus_per_pod=mp.replica_gpus,
         cache_mode=m.cache,
         image=image or mp.image_pull,
         weights_gb=prof.weights_gb,
+        nodes=mp.nodes,
         compile_cache_persisted=mp.cache.compile_cache_prefix is not None,
         consolidate_after=mp.consolidate_after_s,
         disruption_budget_percent=DISRUPTION_BUDGET_PERCENT,
         spot=spot,
         spot_discount=spot_discount,
         spot_interruptions_per_hour=spot_interruptions_per_hour if spot else 0.0,
-        reserved_nodes=reserved_instances,
-        reserved_usd_per_hour=reserved_usd_per_hour,
+        reserved_nodes=reserved_units,
+        reserved_usd_per_hour=reserved_unit_usd,
         reserved_until=reserved_until,
         fallback=bool({"on-demand", "spot"} & set(pool.capacity_types)),
         gpu_limit=gpus_left_to(m, pool, cfg.models),

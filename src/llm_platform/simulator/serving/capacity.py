@@ -83,6 +83,7 @@ class CapacityConfig:
     cache_mode: CacheMode = "nvme"
     image: ImageMode = "registry"
     weights_gb: float = 16.0
+    nodes: int = 1  # a multi-node replica's nodes (one unit here): each rank loads 1/nodes of the weights
     compile_cache_persisted: bool = False  # every start restores the model's compile cache (plan's cache)
     consolidate_after: float = 300.0
     # the NodePool's disruption budget (%): empty nodes deleted per disruption pass; None: all at once
@@ -157,8 +158,8 @@ class StartTimes:
 
 def start_times(cfg: CapacityConfig) -> StartTimes:
     persisted = cfg.compile_cache_persisted
-    new = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, True, cfg.image, persisted)
-    warm = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, False, cfg.image, persisted)
+    new = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, True, cfg.image, persisted, cfg.nodes)
+    warm = cold_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, False, cfg.image, persisted, cfg.nodes)
     fresh = headroom_start(cfg.cache_mode, cfg.instance, cfg.weights_gb, cfg.image, persisted)
     return StartTimes(new.node_ready, new.image_wait, new.total, fresh.total, warm.total)
 

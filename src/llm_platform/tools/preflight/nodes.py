@@ -56,6 +56,7 @@ class NodeType:
     pods: int
     gpus: int
     labels: dict[str, str] = field(default_factory=dict)
+    efa: int = 0  # `vpc.amazonaws.com/efa` the EFA device plugin advertises (multi-node replicas)
     taints: tuple[dict[str, str], ...] = ()
     zones: tuple[str, ...] = ()
     min_nodes: int | None = None  # a fixed-size group (the system node group does not autoscale here)
@@ -68,6 +69,7 @@ class NodeType:
             "memory": self.memory_mib,
             "ephemeral-storage": self.ephemeral_mib,
             "nvidia.com/gpu": self.gpus,
+            "vpc.amazonaws.com/efa": self.efa,
             "pods": self.pods,
         }
 
@@ -79,6 +81,7 @@ def allocatable(vcpus: int, memory_gib: float, disk_gib: float, gpus: int) -> di
         "memory": math.floor(memory_gib * GI - (255 + 11 * pods) - 100),
         "ephemeral-storage": math.floor(disk_gib * GI * 0.9 - GI),
         "nvidia.com/gpu": gpus,
+        "vpc.amazonaws.com/efa": 0,
         "pods": pods,
     }
 
@@ -150,7 +153,19 @@ def root_volume_gib(node_class: dict | None) -> float:
     return KARPENTER_DEFAULT_ROOT_GIB
 
 
-def node_pool_nodes(node_pool: dict, node_classes: dict[str, dict] | None = None) -> list[NodeType]:
+def efa_capacity(node_class: dict | None, instance_efa: int, plugin: bool) -> int:
+    """EFA interfaces a node advertises: the EC2NodeClass's EFA-only interfaces when it lists them (Karpenter
+    v1.14.1 instancetype/types.go efas: they override the instance's count), else none is attached; and none
+    at all without the EFA device plugin, which is what advertises them."""
+    interfaces = ((node_class or {}).get("spec") or {}).get("networkInterfaces")
+    if not plugin or not interfaces:
+        return 0
+    return min(instance_efa, sum(1 for i in interfaces if i.get("interfaceType") == "efa-only"))
+
+
+def node_pool_nodes(
+    node_pool: dict, node_classes: dict[str, dict] | None = None, efa_plugin: bool = False
+) -> list[NodeType]:
     """The catalog instances a NodePool's requirements admit, each as a node type with the pool's labels,
     taints and zones. A GPU instance's ephemeral storage is its instance store (EC2NodeClass
     `instanceStorePolicy: RAID0`); a CPU instance's the root volume of the pool's EC2NodeClass."""
@@ -194,6 +209,7 @@ def node_pool_nodes(node_pool: dict, node_classes: dict[str, dict] | None = None
                 },
                 taints=taints,
                 zones=tuple(zones),
+                efa=efa_capacity((node_classes or {}).get(class_name), instance.efa_interfaces, efa_plugin),
             )
         )
     for cpu in CPU_INSTANCES.values():

@@ -16,6 +16,7 @@ CHECK = "ordering"
 CRD_CHARTS: dict[str, tuple[str, ...]] = {
     "monitoring.coreos.com": ("kube-prometheus-stack",),
     "keda.sh": ("keda",),
+    "leaderworkerset.x-k8s.io": ("lws",),
     "karpenter.sh": ("karpenter-crd", "karpenter"),
     "karpenter.k8s.aws": ("karpenter-crd", "karpenter"),
     "gateway.networking.k8s.io": ("gateway-crds-helm", "gateway-helm"),

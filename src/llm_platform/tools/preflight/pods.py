@@ -16,7 +16,8 @@ from typing import Any
 
 from llm_platform.tools.preflight.view import Release, RenderView
 
-RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu")
+EFA = "vpc.amazonaws.com/efa"  # the EFA device plugin's resource (multi-node replicas)
+RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", EFA)
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 _DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 
@@ -26,7 +27,7 @@ def quantity(resource: str, value: Any) -> int:
     text = str(value).strip()
     if resource == "cpu":
         return round(float(text[:-1])) if text.endswith("m") else round(float(text) * 1000)
-    if resource == "nvidia.com/gpu":
+    if resource in ("nvidia.com/gpu", EFA):
         return int(text)
     match = re.fullmatch(r"([0-9.eE+-]+)([KMGT]i?|k)?", text)
     if not match:
@@ -112,8 +113,25 @@ def _scaled_maximum(view: RenderView, namespace: str, name: str) -> int | None:
     return None
 
 
-def program_pods(view: RenderView) -> list[PodTemplate]:
+def leader_worker_pods(view: RenderView) -> list[PodTemplate]:
+    """A LeaderWorkerSet's leaders (one per group, at the ScaledObject's maximum) and workers (size - 1 each)."""
     out = []
+    for m in view.of_kind("LeaderWorkerSet"):
+        lwt = m.body["spec"]["leaderWorkerTemplate"]
+        groups = _scaled_maximum(view, m.namespace, m.name) or int(m.body["spec"].get("replicas", 1))
+        size = int(lwt.get("size", 1))
+        for role, replicas in (("leaderTemplate", groups), ("workerTemplate", groups * (size - 1))):
+            template = lwt[role]
+            labels = (template.get("metadata") or {}).get("labels") or {}
+            where = f"spec.leaderWorkerTemplate.{role}.spec"
+            out.append(
+                from_pod_spec(f"{m.ref} ({role[:-8]})", where, m.kind, replicas, template["spec"], labels)
+            )
+    return out
+
+
+def program_pods(view: RenderView) -> list[PodTemplate]:
+    out = leader_worker_pods(view)
     for m in view.of_kind("Deployment", "StatefulSet", "DaemonSet", "Job"):
         spec = m.body["spec"]
         template = spec["template"]
@@ -388,7 +406,45 @@ def envoy_proxy_pods(view: RenderView) -> list[PodTemplate]:
     return out
 
 
+def _lws(r: Release) -> list[PodTemplate]:
+    """The LeaderWorkerSet controller (lws v0.10.0 chart: `replicaCount`, `resources` 1 CPU / 1Gi)."""
+    v = r.values
+    resources = _get(v, "resources", {"requests": {"cpu": "1", "memory": "1Gi"}})
+    return [
+        _system_style(
+            r, "controller", "Deployment", "", replicas=int(_get(v, "replicaCount", 1)), resources=resources
+        )
+    ]
+
+
+def _efa_device_plugin(r: Release) -> list[PodTemplate]:
+    """The EFA device plugin DaemonSet (aws-efa-k8s-device-plugin v0.5.30: tolerates CriticalAddonsOnly plus
+    `tolerations`, node affinity on `supportedInstanceLabels`, 10m / 20Mi)."""
+    v = r.values
+    keys = _get(v, "supportedInstanceLabels.keys", ["node.kubernetes.io/instance-type"])
+    values = _get(v, "supportedInstanceLabels.values", [])
+    terms = [{"matchExpressions": [{"key": k, "operator": "In", "values": values}]} for k in keys]
+    return [
+        _chart_pod(
+            r,
+            "device plugin",
+            "DaemonSet",
+            resources=_get(v, "resources", {"requests": {"cpu": "10m", "memory": "20Mi"}}),
+            node_selector=_get(v, "nodeSelector", {}),
+            tolerations=[*CRITICAL_ADDONS, *_get(v, "tolerations", [])],
+            affinity={
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+                }
+            },
+            where="",
+        )
+    ]
+
+
 CHARTS: dict[str, Callable[[Release], list[PodTemplate]]] = {
+    "lws": _lws,
+    "aws-efa-k8s-device-plugin": _efa_device_plugin,
     "karpenter": _karpenter,
     "kube-prometheus-stack": _kube_prometheus_stack,
     "keda": _keda,

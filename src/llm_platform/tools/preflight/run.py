@@ -8,6 +8,7 @@ from llm_platform.tools.preflight.alerting import alerting
 from llm_platform.tools.preflight.capacity import ceilings, disruption_budgets
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.iam import iam
+from llm_platform.tools.preflight.multinode import multinode
 from llm_platform.tools.preflight.ordering import ordering
 from llm_platform.tools.preflight.scheduling import coverage, schedulability
 from llm_platform.tools.preflight.view import RenderView
@@ -20,6 +21,7 @@ CHECKS: dict[str, Callable[[RenderView], list[Finding]]] = {
     "ordering": ordering,
     "iam": iam,
     "alerting": alerting,
+    "multinode": multinode,
 }
 
 

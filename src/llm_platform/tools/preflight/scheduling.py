@@ -20,6 +20,7 @@ UNITS = {
     "cpu": "m CPU",
     "memory": " MiB memory",
     "ephemeral-storage": " MiB ephemeral storage",
+    "vpc.amazonaws.com/efa": " EFA interfaces",
     "nvidia.com/gpu": " GPUs",
 }
 
@@ -48,8 +49,9 @@ def node_types(view: RenderView) -> tuple[list[NodeType], list[Finding]]:
         else:
             nodes.append(node)
     node_classes = {c.name: c.body for c in view.of_kind("EC2NodeClass")}
+    efa_plugin = any(r.chart == "aws-efa-k8s-device-plugin" for r in view.releases.values())
     for pool in view.of_kind("NodePool"):
-        admitted = node_pool_nodes(pool.body, node_classes)
+        admitted = node_pool_nodes(pool.body, node_classes, efa_plugin)
         if not admitted:
             findings.append(
                 Finding("blocker", CHECK, pool.ref, "spec.template.spec.requirements",

@@ -1,0 +1,181 @@
+"""Rules for models larger than one node: one replica is a LeaderWorkerSet group of `pipelineParallelSize` pods,
+one per node, each with all the node's GPUs (tensor parallel within the node, pipeline parallel across nodes),
+talking NCCL over EFA.
+
+vLLM (the pinned image's docs/serving/parallelism_scaling.md, "Running vLLM with MultiProcessing") launches such
+a replica natively: every node runs `vllm serve` with `--tensor-parallel-size T --pipeline-parallel-size N
+--nnodes N --node-rank R --master-addr <leader>`, the workers with `--headless` (entrypoints/cli/serve.py
+run_headless: "Run headless workers (for multi-node PP/TP)"). Data parallel and expert parallel across nodes are a
+different deployment (one engine per DP rank, `--data-parallel-address/--data-parallel-start-rank`, MoE only:
+ParallelConfig.data_parallel_external_lb) that the platform does not render; they are refused here by name.
+
+Called by config/schema.py's validators, so every message names the stack file's field and the numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llm_platform.config.schema import GpuNodePool, ModelConfig
+
+GIB = 2**30
+
+# vLLM options whose multi-node form the platform does not render, by the stack-file key one might write
+UNSUPPORTED_PARALLELISM = {
+    "dataParallelSize": "data parallel",
+    "dataParallelSizeLocal": "data parallel",
+    "expertParallelSize": "expert parallel",
+    "enableExpertParallel": "expert parallel",
+}
+
+
+# vLLM flags the platform writes itself for a replica's parallelism and launch (or does not render): in a model's
+# extraArgs they would contradict its GPU and EFA requests or the LeaderWorkerSet's ranks
+RESERVED_FLAGS = {
+    "--pipeline-parallel-size": "pipelineParallelSize",
+    "--nnodes": "pipelineParallelSize",
+    "--node-rank": "pipelineParallelSize",
+    "--master-addr": "pipelineParallelSize",
+    "--master-port": "pipelineParallelSize",
+    "--headless": "pipelineParallelSize",
+    "--distributed-executor-backend": "pipelineParallelSize",
+    "--data-parallel-size": "nothing: data parallel is not rendered",
+    "--enable-expert-parallel": "nothing: expert parallel is not rendered",
+}
+
+
+def refuse_unsupported_parallelism(data: object) -> object:
+    """A model block naming data or expert parallelism: say why it is refused and what is allowed."""
+    if isinstance(data, dict):
+        for arg in data.get("extraArgs") or []:
+            flag = str(arg).split("=", 1)[0]
+            if flag in RESERVED_FLAGS:
+                raise ValueError(
+                    f"extraArgs: {arg!r} is not allowed: the platform writes vLLM's parallelism and multi-node "
+                    f"launch flags itself from the model's fields; use {RESERVED_FLAGS[flag]}"
+                )
+        for key, kind in UNSUPPORTED_PARALLELISM.items():
+            if key in data:
+                raise ValueError(
+                    f"{key}: {data[key]!r} is not allowed: the platform renders multi-node replicas as tensor "
+                    "parallel within a node and pipeline parallel across nodes (pipelineParallelSize); vLLM's "
+                    f"multi-node {kind} (one engine per data-parallel rank, MoE models only, its own "
+                    "--data-parallel-address/--data-parallel-start-rank launch and load balancing) is not "
+                    "rendered. Allowed: tensorParallelSize and pipelineParallelSize"
+                )
+    return data
+
+
+def check_multi_node_model(
+    at: tuple[str | int, ...], m: ModelConfig, pool: GpuNodePool, pool_index: int, zones: Sequence[str]
+) -> None:
+    """Each node of the replica: a whole instance (TP = its GPUs), EFA on every admitted instance type with the
+    same count, one zone of the cluster, and no reservation mixed with other capacity."""
+    from llm_platform.config.schema import RuleError
+
+    sizes = sorted({i.gpus for i in pool.instances})
+    if sizes != [m.tensor_parallel_size]:
+        raise RuleError(
+            (*at, "tensorParallelSize"),
+            m.tensor_parallel_size,
+            f"with pipelineParallelSize {m.pipeline_parallel_size} must equal the GPUs of every instance "
+            f"pool {pool.name!r} admits ({', '.join(f'{i.instance_type}: {i.gpus}' for i in pool.instances)}): "
+            "each node of a multi-node replica runs one pod with all its GPUs; allowed: tensorParallelSize "
+            f"{sizes[-1]} on a pool of {sizes[-1]}-GPU instances only",
+        )
+    without = [i.instance_type for i in pool.instances if i.efa_interfaces == 0]
+    if without:
+        raise RuleError(
+            (*at, "nodePool"),
+            m.node_pool,
+            f"admits {', '.join(without)}, which has no EFA interface (config/catalog.py EFA_INTERFACES); "
+            "NCCL between the nodes of a multi-node replica needs EFA; allowed: a pool of "
+            "p4d, p4de, p5, p5e, p5en or p6-b200",
+        )
+    counts = {i.instance_type: i.efa_interfaces for i in pool.instances}
+    if len(set(counts.values())) > 1:
+        raise RuleError(
+            (*at, "nodePool"),
+            m.node_pool,
+            f"admits instance types with different EFA counts ({counts}); one EC2NodeClass attaches one "
+            "count, so restrict instanceSizes to one of them",
+        )
+    where = ("gpuNodePools", pool_index)
+    if pool.placement_zone is None or pool.placement_zone not in zones:
+        raise RuleError(
+            (*where, "placementZone"),
+            pool.placement_zone,
+            f"must name one zone of cluster.availabilityZones ({', '.join(zones)}): pool {pool.name!r} serves "
+            f"{m.name}, a {m.pipeline_parallel_size}-node replica; EFA does not cross zones and a cluster "
+            "placement group lives in one zone (with capacity reservations: the reservations' zone)",
+        )
+    if "reserved" in pool.capacity_types and len(pool.capacity_types) > 1:
+        raise RuleError(
+            (*where, "capacityTypes"),
+            pool.capacity_types,
+            f"mixes reservations with other capacity for {m.name}, a multi-node replica: its nodes could come "
+            "half from a Capacity Block (colocated by EC2, no placement group) and half from outside it; "
+            "allowed: [reserved] alone, or no 'reserved'",
+        )
+
+
+def check_multi_node_pools(pools: Sequence[GpuNodePool], models: Sequence[ModelConfig]) -> None:
+    """A pool serving a multi-node model: no headroom placeholders (a placeholder is one pod on one node, so it
+    could never hold the room of a replica spanning nodes); placementZone only where a multi-node model is."""
+    from llm_platform.config.schema import RuleError
+
+    for i, pool in enumerate(pools):
+        multi = [m.name for m in models if m.node_pool == pool.name and m.multi_node]
+        if multi and pool.headroom is not None:
+            raise RuleError(
+                ("gpuNodePools", i, "headroom"),
+                pool.headroom.gpus,
+                f"is not allowed on pool {pool.name!r}: it serves {', '.join(multi)}, whose replicas span "
+                "nodes, and a headroom placeholder is one pod on one node; remove headroom",
+            )
+        if pool.placement_zone is not None and not multi:
+            raise RuleError(
+                ("gpuNodePools", i, "placementZone"),
+                pool.placement_zone,
+                f"is only for pools serving a multi-node model (pipelineParallelSize > 1); pool {pool.name!r} "
+                "serves none, so remove it",
+            )
+
+
+def check_fits_nodes(at: tuple[str | int, ...], m: ModelConfig, pool: GpuNodePool) -> None:
+    """Weights plus one maxModelLen sequence's KV cache, split over the replica's T x N GPUs (pipeline parallel
+    splits the layers, so the weights and the KV cache of each layer live on one stage), must fit in
+    gpuMemoryUtilization of one GPU."""
+    from llm_platform.config.schema import RuleError, plural
+
+    gpus = m.replica_gpus
+    gpu = min((i.gpu for i in pool.instances), key=lambda g: g.memory_gib)
+    prof = m.profile
+    weights = prof.weight_bytes / GIB
+    kv = prof.kv_bytes_per_token * m.max_model_len / GIB
+    usable = gpu.memory_gib * m.gpu_memory_utilization
+    if (weights + kv) / gpus <= usable:
+        return
+    tp = m.tensor_parallel_size
+    nodes = next(
+        (n for n in range(m.pipeline_parallel_size + 1, 17) if (weights + kv) / (n * tp) <= usable), None
+    )
+    raise RuleError(
+        (*at, "pipelineParallelSize"),
+        m.pipeline_parallel_size,
+        f"is too small for {m.hugging_face_id} at maxModelLen {m.max_model_len}: {weights:.1f} GiB of weights "
+        f"+ {kv:.1f} GiB of KV cache for one {m.max_model_len}-token sequence = {weights + kv:.1f} GiB, "
+        f"{(weights + kv) / gpus:.1f} GiB per GPU over {m.pipeline_parallel_size} nodes x "
+        f"{plural(tp, 'GPU')}, but one {gpu.name} of pool {pool.name!r} gives {gpu.memory_gib} GiB x "
+        f"gpuMemoryUtilization {m.gpu_memory_utilization} = {usable:.1f} GiB; allowed: "
+        + (f"pipelineParallelSize {nodes} or more, " if nodes else "")
+        + "a shorter maxModelLen, or a pool with larger GPUs",
+    )
+
+
+def efa_requests(m: ModelConfig, pool: GpuNodePool) -> dict[str, Any]:
+    """What each pod of a multi-node replica requests of its node: every EFA interface it has."""
+    (count,) = {i.efa_interfaces for i in pool.instances}
+    return {"vpc.amazonaws.com/efa": str(count)}
