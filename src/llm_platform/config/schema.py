@@ -702,6 +702,44 @@ class AlertingConfig(Schema):
         return self
 
 
+# -------------------------------------------------------------------------------------------- costs
+
+
+def forecast_config_hash(model: ModelConfig, pool: GpuNodePool, environment: Environment) -> str:
+    """What a cost forecast was simulated for: the model's block, its pool's block and the environment
+    (everything the simulator reads from the stack file for one model), as 12 hex digits. `simulator replay`
+    prints it next to the forecast; a forecast whose hash is not the deployed config's is stale."""
+    import hashlib
+    import json
+
+    doc = {
+        "environment": environment.value,
+        "model": model.model_dump(mode="json", by_alias=True),
+        "pool": pool.model_dump(mode="json", by_alias=True),
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]
+
+
+class CostForecast(Schema):
+    """One model's forecast GPU cost per day, as `simulator replay --stack <stack> --model <model>` prints it
+    for the deployed config (paste its `costs.forecasts` entry): the alert's yardstick."""
+
+    model: str
+    usd_per_day: Annotated[float, Field(gt=0)]
+    config_hash: Annotated[str, Field(pattern=r"^[0-9a-f]{12}$")]
+    source: str = ""  # what day it was replayed on (free text, shown on the dashboard)
+
+
+class CostsConfig(Schema):
+    """Cost allocation: OpenCost prices the nodes from the catalogs; recording rules give each model's and
+    each gateway client's actual $/day and $/million tokens; an alert fires when a model's actual cost
+    exceeds its forecast by more than `forecastOverrunShare`."""
+
+    enabled: bool = False
+    forecast_overrun_share: Annotated[float, Field(gt=0, le=10)] = 0.2
+    forecasts: list[CostForecast] = []
+
+
 # --------------------------------------------------------------------------------------------- stack
 
 
@@ -713,6 +751,7 @@ class StackConfig(Schema):
     model_cache: ModelCacheConfig = Field(default_factory=ModelCacheConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     alerting: AlertingConfig = Field(default_factory=AlertingConfig)
+    costs: CostsConfig = Field(default_factory=CostsConfig)
 
     @model_validator(mode="after")
     def _region_rules(self, info: ValidationInfo) -> StackConfig:
@@ -775,10 +814,40 @@ class StackConfig(Schema):
                 f"alerting.receiver: 'none' is allowed in dev only; {self.environment.value} must notify "
                 "someone: use slack, pagerduty or webhook (its URL or key in the alertReceiver secret)"
             )
+        _cost_rules(self)
         return self
 
     def pool(self, name: str) -> GpuNodePool:
         return next(p for p in self.gpu_node_pools if p.name == name)
+
+
+def _cost_rules(c: StackConfig) -> None:
+    """Forecasts name a model of the stack, once each, made for its deployed config (forecast_config_hash)."""
+    models = {m.name: m for m in c.models}
+    seen: set[str] = set()
+    for i, f in enumerate(c.costs.forecasts):
+        at = ("costs", "forecasts", i)
+        if f.model in seen:
+            raise RuleError((*at, "model"), f.model, "has a forecast already; one per model")
+        seen.add(f.model)
+        m = models.get(f.model)
+        if m is None:
+            raise RuleError(
+                (*at, "model"), f.model, f"is not a model of the stack; allowed: {', '.join(models)}"
+            )
+        deployed = forecast_config_hash(m, c.pool(m.node_pool), c.environment)
+        if f.config_hash != deployed:
+            raise RuleError(
+                (*at, "configHash"),
+                f.config_hash,
+                f"is not the deployed config's ({deployed}): model {m.name!r} or its pool changed since the "
+                f"forecast; rerun `simulator replay --stack <stack> --model {m.name} --traffic <day>` and "
+                "paste its costs.forecasts entry",
+            )
+    if c.costs.forecasts and not c.costs.enabled:
+        raise RuleError(
+            ("costs", "enabled"), False, "forecasts are compared with OpenCost's figures: set true"
+        )
 
 
 class ServingConfig(Schema):
