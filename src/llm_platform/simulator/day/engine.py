@@ -78,6 +78,7 @@ class Result:
     minute_cost_usd: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # cumulative
     per_day: list[dict[str, float]] = field(default_factory=list, repr=False)
     oracle: dict[str, float] = field(default_factory=dict, repr=False)
+    minute_ready_max: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # most serving
 
     @property
     def cost_vs_oracle(self) -> float | None:
@@ -394,4 +395,5 @@ def _summarise(
         minute_itl,
         minute_cost,
         per_day,
+        minute_ready_max=ready_s[: minutes * 60].reshape(minutes, 60).max(axis=1),
     )
