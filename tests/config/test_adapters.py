@@ -42,7 +42,9 @@ def test_adapter_names_are_unique_across_models() -> None:
     values = _values()
     values["models"][1]["adapters"][0]["name"] = "sql-lora"
     message = _error(values)
-    assert "models[1] (chat-7b).adapters[0]" in message and "already an adapter of model 'llama-8b'" in message
+    assert (
+        "models[1] (chat-7b).adapters[0]" in message and "already an adapter of model 'llama-8b'" in message
+    )
 
 
 def test_hub_source_needs_a_pinned_commit() -> None:

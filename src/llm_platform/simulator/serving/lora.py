@@ -74,7 +74,9 @@ class LoraCost:
     def swap_probability(self) -> float:
         return max(0.0, 1.0 - self.slots / self.adapters)
 
-    def request_delays(self, arrivals: np.ndarray, ready_s: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def request_delays(
+        self, arrivals: np.ndarray, ready_s: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         """Extra TTFT of each request (arrival seconds, sorted): a swap when its adapter holds no GPU slot, and
         the disk load for the first request of each adapter on every replica that became Ready (the first
         `adapters` requests after each start, one replica's worth per replica started)."""
