@@ -16,7 +16,8 @@ The pod waits for each adapter's marker before vLLM starts: a listed adapter is 
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from llm_platform.config.versions import AWS_CLI_IMAGE
 from llm_platform.plan import ModelPlan
@@ -55,6 +56,33 @@ def adapter_dirs(m: ModelPlan, models_mount: str) -> dict[str, str]:
     if m.cache.mode == "s3":
         return {a.name: f"{ADAPTERS_MOUNT}/{a.name}" for a in lora.adapters}
     return {a.name: f"{models_mount}/{a.relative_dir}" for a in lora.adapters}
+
+
+W = TypeVar("W")
+
+
+def with_adapter_dirs(m: ModelPlan, wiring: W, *, bucket: str, models_mount: str) -> W:
+    """A cache mode's pod wiring (model_cache.CacheWiring) plus the adapters, after the weights: a local directory
+    each and an init container that holds vLLM until every one is there."""
+    lora = m.lora
+    if lora is None:
+        return wiring
+    w: Any = wiring
+    dirs = adapter_dirs(m, models_mount)
+    if m.cache.mode == "s3":
+        # the copy container's /tmp is the pod's own `tmp` volume (serving.deployment)
+        return replace(
+            w,
+            adapter_dirs=dirs,
+            volumes=[*w.volumes, adapters_volume()],
+            volume_mounts=[*w.volume_mounts, adapters_mount()],
+            init_containers=[*w.init_containers, copy_adapters(lora, bucket)],
+        )
+    # nvme and fsx: the adapters arrive below the models mount the weights' wait container reads
+    mount = w.init_containers[0]["volumeMounts"][0]
+    return replace(
+        w, adapter_dirs=dirs, init_containers=[*w.init_containers, wait_for_adapter_files(m, dirs, mount)]
+    )
 
 
 def _resources() -> dict[str, Any]:

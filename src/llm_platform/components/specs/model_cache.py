@@ -254,36 +254,13 @@ def cache_wiring(m: ModelPlan, *, bucket: str) -> CacheWiring:
     """The cache mode's weights wiring; with a compile cache persisted by the pod (every mode but nvme,
     whose node sync does it) an init container restores it before vLLM starts and a native sidecar saves it
     once vLLM wrote the compiled marker (it runs beside vLLM and never holds up the pod's termination)."""
-    wiring = _with_adapters(m, _weights_wiring(m, bucket=bucket), bucket=bucket)
+    wiring = adapter_spec.with_adapter_dirs(
+        m, _weights_wiring(m, bucket=bucket), bucket=bucket, models_mount=MODEL_MOUNT
+    )
     if not m.cache.compile_cache_in_pod:
         return wiring
     return replace(
         wiring, init_containers=[*wiring.init_containers, *compile_cache_containers(m, bucket=bucket)]
-    )
-
-
-def _with_adapters(m: ModelPlan, wiring: CacheWiring, *, bucket: str) -> CacheWiring:
-    """The model's LoRA adapters, after the weights: a local directory each and an init container that holds
-    vLLM until every one is there (components/specs/adapters.py)."""
-    lora = m.lora
-    if lora is None:
-        return wiring
-    dirs = adapter_spec.adapter_dirs(m, MODEL_MOUNT)
-    if m.cache.mode == "s3":
-        # the copy container's /tmp is the pod's own `tmp` volume (serving.deployment)
-        return replace(
-            wiring,
-            adapter_dirs=dirs,
-            volumes=[*wiring.volumes, adapter_spec.adapters_volume()],
-            volume_mounts=[*wiring.volume_mounts, adapter_spec.adapters_mount()],
-            init_containers=[*wiring.init_containers, adapter_spec.copy_adapters(lora, bucket)],
-        )
-    # nvme and fsx: the adapters arrive below the models mount the weights' wait container reads
-    mount = wiring.init_containers[0]["volumeMounts"][0]
-    return replace(
-        wiring,
-        adapter_dirs=dirs,
-        init_containers=[*wiring.init_containers, adapter_spec.wait_for_adapter_files(m, dirs, mount)],
     )
 
 
