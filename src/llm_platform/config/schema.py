@@ -27,6 +27,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from llm_platform.config.adapters import MAX_ADAPTERS
 from llm_platform.config.catalog import (
     DEDICATED_FAMILIES,
     KNOWN_REGIONS,
@@ -523,6 +524,25 @@ class ModelGeometry(Schema):
     tied_embeddings: bool = False
 
 
+class LoraAdapter(Schema):
+    """A LoRA adapter of the model (config/adapters.py): served by the model's vLLM under its own name."""
+
+    name: Annotated[str, _dns_label(40)]
+    # s3://<bucket>/<prefix> (the adapter's directory) or a Hugging Face repo id <owner>/<name>
+    source: str
+    # a Hub source's pinned commit (40-hex sha); none for an S3 prefix
+    revision: str | None = None
+    rank: Annotated[int, Field(ge=1)]
+
+    @model_validator(mode="after")
+    def _source_rules(self) -> LoraAdapter:
+        from llm_platform.config.adapters import check_adapter_rank, check_adapter_source
+
+        check_adapter_source(self.source, self.revision)
+        check_adapter_rank(self.rank)
+        return self
+
+
 class ModelConfig(Schema):
     name: Annotated[str, _dns_label(30)]
     hugging_face_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")]
@@ -544,12 +564,24 @@ class ModelConfig(Schema):
     precise_prefix_routing: bool = False
     # for a Hugging Face id the built-in profile table does not know (or to override its entry)
     geometry: ModelGeometry | None = None
+    # LoRA adapters served on this model's replicas, each routable by its own name (config/adapters.py)
+    adapters: list[LoraAdapter] = Field(default=[], max_length=MAX_ADAPTERS)
+    # vLLM --max-loras: GPU slots for adapters in one batch; default one per adapter
+    adapter_slots: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="before")
     @classmethod
     def _unsupported_parallelism(cls, data: object) -> object:
+        from llm_platform.config.adapters import RESERVED_LORA_FLAGS
         from llm_platform.config.multinode import refuse_unsupported_parallelism
 
+        if isinstance(data, dict):
+            for arg in data.get("extraArgs") or []:
+                if str(arg).split("=", 1)[0] in RESERVED_LORA_FLAGS:
+                    raise ValueError(
+                        f"extraArgs: {arg!r} is not allowed: the platform writes vLLM's LoRA flags itself from "
+                        "the model's adapters (and adapterSlots); list the adapters under `adapters:`"
+                    )
         return refuse_unsupported_parallelism(data)
 
     @property
@@ -805,10 +837,12 @@ def _serving_rules(
     StackConfig and ServingConfig share. `has_bucket`: the stack has the model bucket (not an existing
     cluster's). `zones`: the cluster's availability zones (None on its own: a multi-node pool's
     `placementZone` is then the only zone it knows)."""
+    from llm_platform.config.adapters import check_adapters
     from llm_platform.config.multinode import check_multi_node_model, check_multi_node_pools
 
     _unique(("gpuNodePools",), [p.name for p in c.gpu_node_pools])
     _unique(("models",), [m.name for m in c.models])
+    check_adapters(c.models)
     pools = {p.name: p for p in c.gpu_node_pools}
     prod = c.environment is Environment.PROD
     for i, m in enumerate(c.models):

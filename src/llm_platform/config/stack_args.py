@@ -19,6 +19,7 @@ __all__ = [
     "GpuNodePoolSettings",
     "HeadroomSettings",
     "HeadroomWindowSettings",
+    "LoraAdapterSettings",
     "ModelCacheSettings",
     "ModelGeometrySettings",
     "ModelSettings",
@@ -241,6 +242,16 @@ class ModelGeometrySettings(TypedDict):
     """default False."""
 
 
+class LoraAdapterSettings(TypedDict):
+    """A LoRA adapter of the model (config/adapters.py): served by the model's vLLM under its own name."""
+
+    name: str
+    source: str
+    revision: NotRequired[str]
+    rank: int
+    """>= 1."""
+
+
 class ModelSettings(TypedDict):
     """The stack file's ModelConfig."""
 
@@ -269,6 +280,10 @@ class ModelSettings(TypedDict):
     precisePrefixRouting: NotRequired[bool]
     """default False."""
     geometry: NotRequired[ModelGeometrySettings]
+    adapters: NotRequired[list[LoraAdapterSettings]]
+    """at most 63 items."""
+    adapterSlots: NotRequired[int]
+    """>= 1."""
 
 
 class S3BucketSettings(TypedDict):

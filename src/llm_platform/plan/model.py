@@ -34,6 +34,7 @@ from llm_platform.config.schema import (
 )
 from llm_platform.plan import naming, promql
 from llm_platform.plan.gateway import FlowControlPlan, flow_control
+from llm_platform.plan.lora import LoraPlan, lora_plan
 
 # Prometheus scrapes every vLLM pod this often (PodMonitor): KEDA's decisions are only as fresh as the scrape
 SCRAPE_INTERVAL_SECONDS = 5
@@ -357,6 +358,8 @@ class ModelPlan:
     serving_uses_hf_token: bool
     # multi-node (config/multinode.py): the nodes one replica spans (pipelineParallelSize), `gpus` on each
     nodes: int = 1
+    # LoRA adapters (plan/lora.py); None without adapters
+    lora: LoraPlan | None = None
 
     @property
     def replica_gpus(self) -> int:
@@ -423,4 +426,5 @@ def resolve_model(
         loader_uses_hf_token=model.needs_hf_token and model.cache != "hub",
         serving_uses_hf_token=model.cache == "hub",
         nodes=model.pipeline_parallel_size,
+        lora=lora_plan(model),
     )

@@ -331,6 +331,8 @@ def _summarise(
     state = table.at(lam_s)
     admitted = {name: values[admit] for name, values in state.items()}
     ttft_s = wait + table.ttft_seconds(traffic.input_tokens.astype(np.float64), admitted, rng)
+    if table.model.lora is not None:  # adapter loads at first use and swaps (simulator/serving/lora.py)
+        ttft_s = ttft_s + table.model.lora.request_delays(t_arr, ready_s, rng)
     itl = state["itl"][admit]
     violated = (ttft_s > cfg.slo.ttft_seconds) | (itl > cfg.slo.itl_seconds) | never | shed
     n = len(t_arr)

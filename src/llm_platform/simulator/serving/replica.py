@@ -29,6 +29,7 @@ import numpy as np
 
 from llm_platform.config.catalog import GpuModel
 from llm_platform.config.model_profiles import ModelProfile
+from llm_platform.simulator.serving.lora import LoraCost
 
 STEP_OVERHEAD_SECONDS = 0.001  # scheduler + sampler + graph launch per step (calibration.py: batch-1 rows)
 REQUEST_OVERHEAD_SECONDS = 0.010  # API server: HTTP, tokenization, first-token detokenization (Unverified)
@@ -121,6 +122,7 @@ class ReplicaModel:
     tensor_parallel: int = 1
     engine: EngineConfig = EngineConfig()
     calibration: GpuCalibration | None = None
+    lora: LoraCost | None = None  # LoRA adapters served (simulator/serving/lora.py)
 
     @property
     def cal(self) -> GpuCalibration:
@@ -142,6 +144,11 @@ class ReplicaModel:
         """Effective bytes/s the replica reads (all tensor-parallel ranks)."""
         peak = self.tensor_parallel * self.gpu.hbm_bandwidth_gbps * 1e9
         return peak * self.cal.bandwidth_efficiency * self._tp_eff
+
+    @property
+    def step_overhead_seconds(self) -> float:
+        """Fixed time of every step: scheduler, sampler, launch, and with adapters the LoRA kernels."""
+        return STEP_OVERHEAD_SECONDS + (self.lora.step_seconds(self.bandwidth) if self.lora else 0.0)
 
     @property
     def weight_read_seconds(self) -> float:
@@ -199,7 +206,7 @@ def _solve(model: ReplicaModel, stats: TokenStats, lam: np.ndarray, recompute: f
     a = model.weight_read_seconds
     b = model.kv_read_seconds_per_token * stats.mean_decode_context
     k = model.seconds_per_token
-    t0 = STEP_OVERHEAD_SECONDS
+    t0 = model.step_overhead_seconds
     p = stats.mean_input * (1 - model.engine.prefix_hit_rate) + recompute
     o = stats.mean_output
     chunked = model.engine.chunked_prefill
@@ -311,7 +318,7 @@ class ReplicaTable:
         p = input_tokens * (1 - m.engine.prefix_hit_rate)
         k, a = m.seconds_per_token, m.weight_read_seconds
         if not m.engine.chunked_prefill:
-            return STEP_OVERHEAD_SECONDS + np.maximum(a, p * k)
+            return m.step_overhead_seconds + np.maximum(a, p * k)
         n = np.maximum(1.0, np.ceil(p / state["chunk"]))
         return n * state["fixed"] + np.maximum(n * a, p * k + n * state["decode_compute"])
 
@@ -427,7 +434,7 @@ def burst(table: ReplicaTable, requests: int) -> ClosedLoop:
     _, budget = m.limits
     p = table.stats.mean_input * (1 - m.engine.prefix_hit_rate)
     per_step = min(float(budget), p * running)
-    step = STEP_OVERHEAD_SECONDS + max(m.weight_read_seconds, per_step * m.seconds_per_token)
+    step = m.step_overhead_seconds + max(m.weight_read_seconds, per_step * m.seconds_per_token)
     drain = max(own, math.ceil(p * running / per_step) * step)
     itl = float(s["itl"])
     duration = waves * (drain + (o - 1) * itl)
