@@ -798,12 +798,22 @@ class ServingConfig(Schema):
     @model_validator(mode="after")
     def _rules(self, info: ValidationInfo) -> ServingConfig:
         """`has_bucket` (validation context, default true): the model bucket exists (an EKS cluster)."""
-        _serving_rules(self, has_bucket=(info.context or {}).get("has_bucket", True))
+        # a sub-component given no `gateway` (Headroom, GpuNodePools) cannot tell whether one routes to a model
+        # at zero; the stack, and the components that serve the model, are given it and check
+        _serving_rules(
+            self,
+            has_bucket=(info.context or {}).get("has_bucket", True),
+            gateway_known="gateway" in self.model_fields_set,
+        )
         return self
 
 
 def _serving_rules(
-    c: StackConfig | ServingConfig, *, has_bucket: bool, zones: Sequence[str] | None = None
+    c: StackConfig | ServingConfig,
+    *,
+    has_bucket: bool,
+    zones: Sequence[str] | None = None,
+    gateway_known: bool = True,
 ) -> None:
     """The rules of the models, the pools they run on, the model cache and the gateway: the one definition
     StackConfig and ServingConfig share. `has_bucket`: the stack has the model bucket (not an existing
@@ -856,7 +866,7 @@ def _serving_rules(
                     f"must be between minReplicas {a.min_replicas} and maxReplicas {a.max_replicas}",
                 )
         if a.min_replicas == 0:
-            check_scale_to_zero(at, a, c)
+            check_scale_to_zero(at, a, c, gateway_known=gateway_known)
         elif a.min_replicas < replica_floor(c.environment):
             raise RuleError(
                 (*at, "autoscaling", "minReplicas"),
@@ -917,10 +927,12 @@ def gpus_at_max_replicas(pool: GpuNodePool, models: Sequence[ModelConfig]) -> in
     return sum(m.autoscaling.max_replicas * m.replica_gpus for m in served_by(pool, models))
 
 
-def check_scale_to_zero(at: tuple[str | int, ...], a: Autoscaling, c: StackConfig | ServingConfig) -> None:
+def check_scale_to_zero(
+    at: tuple[str | int, ...], a: Autoscaling, c: StackConfig | ServingConfig, *, gateway_known: bool = True
+) -> None:
     """minReplicas 0: only behind the gateway (the only signal that exists while no vLLM pod does is the
     requests reaching the endpoint picker), and in prod only with `allowScaleToZero: true`."""
-    if not c.gateway.enabled:
+    if gateway_known and not c.gateway.enabled:
         raise RuleError(
             (*at, "autoscaling", "minReplicas"),
             a.min_replicas,
