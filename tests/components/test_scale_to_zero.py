@@ -112,3 +112,53 @@ def test_prod_refuses_zero_unless_the_model_opts_in() -> None:
 
 def test_the_zero_fixture_passes_preflight() -> None:
     assert preflight_main([str(fixture_stack(ZERO))]) == 0
+
+
+def test_an_alert_fires_when_a_request_held_for_a_model_at_zero_times_out(tmp_path: Path) -> None:
+    from llm_platform.components.specs import gateway_monitoring as gm
+
+    model = model_plan(ZERO, "chat-7b")
+    rule = gm.epp_prometheus_rule(model)
+    names = [r["alert"] for r in rule["spec"]["groups"][0]["rules"]]
+    assert "InferenceGatewayHeldRequestTimedOut" in names
+    kept = gm.epp_prometheus_rule(model_plan(ZERO, "code-1b"))  # keeps a replica: no such alert
+    assert "InferenceGatewayHeldRequestTimedOut" not in [
+        r["alert"] for r in kept["spec"]["groups"][0]["rules"]
+    ]
+    ns = model.names.namespace
+    series = f'{gm.FLOW_CONTROL_REQUESTS}{{namespace="{ns}",inference_pool="chat-7b",outcome="%s"}}'
+    labels = {"severity": "warning", "namespace": ns, "inference_pool": "chat-7b"}
+    (timed_out,) = [
+        r for r in rule["spec"]["groups"][0]["rules"] if r["alert"] == "InferenceGatewayHeldRequestTimedOut"
+    ]
+    annotations = {k: v.replace(gm.VALUE, "1") for k, v in timed_out["annotations"].items()}
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": [
+                {"series": series % "Dispatched", "values": "0+1x20"},
+                {"series": series % "EvictedTTL", "values": "0x10 1x10"},  # one held request times out at 11m
+            ],
+            "alert_rule_test": [
+                {"eval_time": "8m", "alertname": "InferenceGatewayHeldRequestTimedOut", "exp_alerts": []},
+                {
+                    "eval_time": "12m",
+                    "alertname": "InferenceGatewayHeldRequestTimedOut",
+                    "exp_alerts": [{"exp_labels": labels, "exp_annotations": annotations}],
+                },
+            ],
+        }
+    ]
+    only = {
+        "groups": [
+            {
+                "name": "g",
+                "rules": [
+                    r
+                    for r in rule["spec"]["groups"][0]["rules"]
+                    if r["alert"] == "InferenceGatewayHeldRequestTimedOut"
+                ],
+            }
+        ]
+    }
+    promtool.unit_test_rules(only, tests, tmp_path)
