@@ -483,7 +483,7 @@ def replica_floor(environment: Environment) -> int:
 
 
 class Autoscaling(Schema):
-    min_replicas: int = Field(default=1, ge=1)
+    min_replicas: int = Field(default=1, ge=0)
     max_replicas: int = Field(default=4, ge=1)
     queue_depth_per_replica: float = Field(default=5, gt=0)
     kv_cache_usage: float = Field(default=0.8, gt=0, le=1)
@@ -492,7 +492,11 @@ class Autoscaling(Schema):
     # trigger's max); None: no such trigger
     requests_per_second_per_replica: float | None = Field(default=None, gt=0)
     polling_interval: int = Field(default=10, gt=0, le=300)
+    # with minReplicas 0, the idle seconds before KEDA scales 1 -> 0 (KEDA 2.20.2 applies cooldownPeriod only to
+    # that step: pkg/scaling/executor/scale_scaledobjects.go); above zero the HPA's scaleDown rules act instead
     cooldown_period: int = Field(default=300, ge=0)
+    # a prod model may scale to zero only with this explicit opt-in (dev and staging need no opt-in)
+    allow_scale_to_zero: bool = False
     scale_up: ScalingRules = ScalingRules(
         stabilization_window_seconds=0,
         policies=[ScalingPolicy(type="Percent", value=100, period_seconds=15)],
@@ -826,12 +830,22 @@ class ServingConfig(Schema):
     @model_validator(mode="after")
     def _rules(self, info: ValidationInfo) -> ServingConfig:
         """`has_bucket` (validation context, default true): the model bucket exists (an EKS cluster)."""
-        _serving_rules(self, has_bucket=(info.context or {}).get("has_bucket", True))
+        # a sub-component given no `gateway` (Headroom, GpuNodePools) cannot tell whether one routes to a model
+        # at zero; the stack, and the components that serve the model, are given it and check
+        _serving_rules(
+            self,
+            has_bucket=(info.context or {}).get("has_bucket", True),
+            gateway_known="gateway" in self.model_fields_set,
+        )
         return self
 
 
 def _serving_rules(
-    c: StackConfig | ServingConfig, *, has_bucket: bool, zones: Sequence[str] | None = None
+    c: StackConfig | ServingConfig,
+    *,
+    has_bucket: bool,
+    zones: Sequence[str] | None = None,
+    gateway_known: bool = True,
 ) -> None:
     """The rules of the models, the pools they run on, the model cache and the gateway: the one definition
     StackConfig and ServingConfig share. `has_bucket`: the stack has the model bucket (not an existing
@@ -885,7 +899,9 @@ def _serving_rules(
                     w.replicas,
                     f"must be between minReplicas {a.min_replicas} and maxReplicas {a.max_replicas}",
                 )
-        if a.min_replicas < replica_floor(c.environment):
+        if a.min_replicas == 0:
+            check_scale_to_zero(at, a, c, gateway_known=gateway_known)
+        elif a.min_replicas < replica_floor(c.environment):
             raise RuleError(
                 (*at, "autoscaling", "minReplicas"),
                 a.min_replicas,
@@ -943,6 +959,27 @@ def gpus_at_max_replicas(pool: GpuNodePool, models: Sequence[ModelConfig]) -> in
     """GPUs the pool's models request with every one at maxReplicas: what its `gpuLimit` must allow (the
     schema's rule) and what the plan's `pool_headroom_gpus` subtracts from it."""
     return sum(m.autoscaling.max_replicas * m.replica_gpus for m in served_by(pool, models))
+
+
+def check_scale_to_zero(
+    at: tuple[str | int, ...], a: Autoscaling, c: StackConfig | ServingConfig, *, gateway_known: bool = True
+) -> None:
+    """minReplicas 0: only behind the gateway (the only signal that exists while no vLLM pod does is the
+    requests reaching the endpoint picker), and in prod only with `allowScaleToZero: true`."""
+    if gateway_known and not c.gateway.enabled:
+        raise RuleError(
+            (*at, "autoscaling", "minReplicas"),
+            a.min_replicas,
+            "needs the gateway (gateway.enabled: true): with no vLLM pod only the endpoint picker sees the "
+            "request that must wake the model; allowed without it: 1 or more",
+        )
+    if c.environment is Environment.PROD and not a.allow_scale_to_zero:
+        raise RuleError(
+            (*at, "autoscaling", "minReplicas"),
+            a.min_replicas,
+            f"is not allowed in prod unless the model opts in with autoscaling.allowScaleToZero: true "
+            f"(its first request after idle waits a cold start); otherwise use at least {PROD_MIN_REPLICAS}",
+        )
 
 
 def gpus_at_min_replicas(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:

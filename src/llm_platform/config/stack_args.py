@@ -192,7 +192,7 @@ class AutoscalingSettings(TypedDict):
     """The stack file's Autoscaling."""
 
     minReplicas: NotRequired[int]
-    """>= 1; default 1."""
+    """>= 0; default 1."""
     maxReplicas: NotRequired[int]
     """>= 1; default 4."""
     queueDepthPerReplica: NotRequired[float]
@@ -205,6 +205,8 @@ class AutoscalingSettings(TypedDict):
     """> 0; <= 300; default 10."""
     cooldownPeriod: NotRequired[int]
     """>= 0; default 300."""
+    allowScaleToZero: NotRequired[bool]
+    """default False."""
     scaleUp: NotRequired[ScalingRulesSettings]
     """default: the schema's defaults."""
     scaleDown: NotRequired[ScalingRulesSettings]

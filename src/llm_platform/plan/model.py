@@ -234,6 +234,8 @@ class MetricTrigger:
     threshold: float
     metric_type: Literal["AverageValue"] = "AverageValue"
     type: Literal["prometheus"] = "prometheus"
+    # KEDA activates the target (0 -> 1) while the value is above it (None: KEDA's default, 0)
+    activation_threshold: float | None = None
 
 
 @dataclass(frozen=True)
@@ -261,6 +263,13 @@ class ScalingPlan:
     prewarm: tuple[PrewarmTrigger, ...]
     scale_up: ScalingRules
     scale_down: ScalingRules
+
+
+# scale from zero: the wake trigger reads the requests the endpoint pickers hold or counted (promql.wake_signal);
+# KEDA activates the model (0 -> 1) once it exceeds WAKE_ACTIVATION (a single held request reads 1), and past
+# one replica the HPA sizes it at WAKE_REQUESTS_PER_REPLICA per replica, above which the other triggers lead
+WAKE_ACTIVATION = 0.0
+WAKE_REQUESTS_PER_REPLICA = 1000.0
 
 
 def fallback_replicas(autoscaling: Autoscaling) -> int:
@@ -328,6 +337,19 @@ def scaling_plan(
                         a.requests_per_second_per_replica,
                     ),
                 )
+            ),
+            *(
+                (
+                    MetricTrigger(
+                        "wake",
+                        promql.EPP_REQUESTS,
+                        promql.wake_signal(namespace, served_model_name),
+                        WAKE_REQUESTS_PER_REPLICA,
+                        activation_threshold=WAKE_ACTIVATION,
+                    ),
+                )
+                if a.min_replicas == 0
+                else ()
             ),
         ),
         prewarm=tuple(PrewarmTrigger(f"prewarm-{w.name}", w) for w in a.prewarm),
