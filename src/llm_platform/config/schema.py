@@ -482,7 +482,7 @@ def replica_floor(environment: Environment) -> int:
 
 
 class Autoscaling(Schema):
-    min_replicas: int = Field(default=1, ge=1)
+    min_replicas: int = Field(default=1, ge=0)
     max_replicas: int = Field(default=4, ge=1)
     queue_depth_per_replica: float = Field(default=5, gt=0)
     kv_cache_usage: float = Field(default=0.8, gt=0, le=1)
