@@ -191,7 +191,7 @@ class AutoscalingSettings(TypedDict):
     """The stack file's Autoscaling."""
 
     minReplicas: NotRequired[int]
-    """>= 1; default 1."""
+    """>= 0; default 1."""
     maxReplicas: NotRequired[int]
     """>= 1; default 4."""
     queueDepthPerReplica: NotRequired[float]
