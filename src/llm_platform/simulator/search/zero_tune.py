@@ -21,10 +21,11 @@ COOLDOWN_GRID_S = (300, 600, 900, 1800, 3600)
 
 
 def allows_zero(config: StackConfig, plan: ModelPlan) -> bool:
-    """Non-prod stacks may scale to zero; prod only for a model that opts in (`allowScaleToZero`)."""
-    if config.environment is not Environment.PROD:
-        return True
-    return bool(getattr(plan.model.autoscaling, "allow_scale_to_zero", False))
+    """The stack's own rules (config/schema.py): only behind the gateway (whose requests wake the model);
+    non-prod stacks may, prod only for a model that opts in (`allowScaleToZero`)."""
+    if not config.gateway.enabled:
+        return False
+    return config.environment is not Environment.PROD or plan.model.autoscaling.allow_scale_to_zero
 
 
 @dataclass(frozen=True)
