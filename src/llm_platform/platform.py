@@ -31,6 +31,7 @@ from llm_platform.components.model_cache import ModelCache, ModelCacheArgs, Mode
 from llm_platform.components.multinode import EfaNetwork, EfaNetworkArgs, MultiNodeControllers
 from llm_platform.components.network import Network, NetworkArgs
 from llm_platform.components.observability import Observability, ObservabilityArgs
+from llm_platform.components.specs.observability import STORAGE_CLASS
 from llm_platform.config.errors import ConfigError
 from llm_platform.config.loader import parse
 from llm_platform.config.schema import StackConfig
@@ -422,6 +423,7 @@ class LlmPlatform(pulumi.ComponentResource):
                     client_keys=gateway_keys,
                     vllm_api_key=api_key,
                     vpc_cidr=str(cluster_cfg.vpc_cidr),
+                    **({"storage_class": STORAGE_CLASS} if eks_mode else {}),
                 ),
                 # monitors and alert rules of the pickers need the Prometheus Operator's CRDs
                 opts=child(
