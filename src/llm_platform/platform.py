@@ -416,15 +416,14 @@ class LlmPlatform(pulumi.ComponentResource):
                 served.append(name)
         gateway_keys = args.get("gateway_client_keys")
         if plan.gateway.enabled and api_key is not None and gateway_keys is not None:
+            gateway_args = GatewayArgs(
+                **serving, client_keys=gateway_keys, vllm_api_key=api_key, vpc_cidr=str(cluster_cfg.vpc_cidr)
+            )
+            if eks_mode:  # the quota store's volume on the stack's StorageClass (else the cluster's default)
+                gateway_args["storage_class"] = STORAGE_CLASS
             gateway = Gateway(
                 f"{cluster_cfg.name}-gateway",
-                GatewayArgs(
-                    **serving,
-                    client_keys=gateway_keys,
-                    vllm_api_key=api_key,
-                    vpc_cidr=str(cluster_cfg.vpc_cidr),
-                    **({"storage_class": STORAGE_CLASS} if eks_mode else {}),
-                ),
+                gateway_args,
                 # monitors and alert rules of the pickers need the Prometheus Operator's CRDs
                 opts=child(
                     pulumi.ResourceOptions.merge(
