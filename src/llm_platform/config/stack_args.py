@@ -24,6 +24,7 @@ __all__ = [
     "ModelGeometrySettings",
     "ModelSettings",
     "PrewarmWindowSettings",
+    "QuotaStoreSettings",
     "S3BucketSettings",
     "ScalingPolicySettings",
     "ScalingRulesSettings",
@@ -323,6 +324,23 @@ class GatewayClientSettings(TypedDict):
     """matches ^[a-z][a-z0-9-]{0,62}$."""
     requestsPerMinute: int
     """> 0."""
+    requestsPerSecond: NotRequired[int]
+    """> 0."""
+    tokensPerMinute: NotRequired[int]
+    """> 0."""
+    tokensPerDay: NotRequired[int]
+    """> 0."""
+    tokenKind: NotRequired[str]
+    """one of 'input', 'output', 'total'; default 'total'."""
+
+
+class QuotaStoreSettings(TypedDict):
+    """The store of the global rate limit's counters: a Valkey StatefulSet with a persistent volume, read and written by Envoy Gateway's rate limit service. With it every client's limits are global (one bucket per client across all Envoy replicas and routes), not per replica."""
+
+    storageGiB: NotRequired[int]
+    """>= 1; <= 1000; default 4."""
+    rateLimitReplicas: NotRequired[int]
+    """>= 1; <= 10; default 2."""
 
 
 class GatewaySettings(TypedDict):
@@ -338,6 +356,7 @@ class GatewaySettings(TypedDict):
     maxPendingPerReplica: NotRequired[int]
     """>= 1; default 32."""
     clients: NotRequired[list[GatewayClientSettings]]
+    quotaStore: NotRequired[QuotaStoreSettings]
 
 
 class AlertingSettings(TypedDict):

@@ -338,10 +338,13 @@ def model_route_filter(model: ModelPlan) -> dict[str, Any]:
     }
 
 
-def model_field_route(model: ModelPlan) -> dict[str, Any]:
+def model_field_route(
+    model: ModelPlan, llm_request_costs: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
     """Clients call `/v1/...` with `model: <name>`: AI Gateway reads the field and this rule picks the pool.
-    AI Gateway generates an HTTPRoute of the same name from it."""
-    return {
+    AI Gateway generates an HTTPRoute of the same name from it. `llm_request_costs`: the token counts AI
+    Gateway stores in dynamic metadata for the clients' token budgets (specs.quota)."""
+    route: dict[str, Any] = {
         "apiVersion": "aigateway.envoyproxy.io/v1beta1",
         "kind": "AIGatewayRoute",
         "metadata": {"name": model.name, "namespace": model.names.namespace},
@@ -361,6 +364,9 @@ def model_field_route(model: ModelPlan) -> dict[str, Any]:
             ],
         },
     }
+    if llm_request_costs:
+        route["spec"]["llmRequestCosts"] = llm_request_costs
+    return route
 
 
 def routed_model_names(model: ModelPlan) -> list[str]:
