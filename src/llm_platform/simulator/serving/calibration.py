@@ -191,7 +191,7 @@ POINTS: tuple[Point, ...] = (
     *(_h100_fit(c) for c in (1000, 16000, 64000, 120000)),
     Point(
         "H100-qwen3-8b-C4", H100, "Qwen/Qwen3-8B", EngineConfig(), 232.6, 220.6, 4, "concurrency", 64.00, 7.38,
-        496.88, H100_QWEN3, explained={"ttft": CHAT_HOST},
+        496.88, H100_QWEN3, explained={"ttft": CHAT_HOST, "tok_s": CHAT_HOST},
     ),
     *(
         Point(
