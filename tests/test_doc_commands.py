@@ -60,6 +60,8 @@ RUNS: dict[str, str | None] = {
     "-m llm_platform.simulator calibrate": None,
     "-m llm_platform.simulator capacity --model meta-llama/Meta-Llama-3-8B-Instruct --instance g5.2xlarge "
     "--input-tokens 550 --output-tokens 150 --concurrency 64 [--tp 1] [--prefix-hit-rate 0.5] --json": None,
+    "-m llm_platform.simulator capacity --model meta-llama/Llama-3.1-8B-Instruct --instance p5.48xlarge "
+    "--input-tokens 1024 --output-tokens 256 --rate 6 --json": None,
     # the whole suite inside the suite would recurse: the benchmark times one small test file instead
     "benchmarks/test_suite_time.py": "benchmarks/test_suite_time.py --slowest 3 -- tests/config/test_catalog.py -n 0",
     "-m llm_platform.simulator family --out fam --holdout-seed 17": (
