@@ -3,12 +3,15 @@
 For each stack and each day of simulator/traffic/office.py (weekday and weekend, with and without a lone 03:00
 request), prints the floor's GPU $/day and the requests lost (503 after the hold) with the stack's own
 minReplicas and with minReplicas 0 at the cooldownPeriod the tuner picks, then the held requests' wait
-p50/max against the from-zero budget (the hold).
+p50/max against the from-zero budget (the hold). A model scales to zero only behind the gateway (whose
+requests wake it: config/schema.py); a stack without it is scored as if `gateway.enabled: true`, and says so.
 
     uv run python benchmarks/scale_to_zero.py [--stacks dev,staging] [--rate 0.05] [--seed 0]
 """
 
 from __future__ import annotations
+
+import sys
 
 from llm_platform.simulator.search.stacks import stack_model
 from llm_platform.simulator.search.zero_tune import score, tune_zero
@@ -28,6 +31,12 @@ def main() -> None:
     days = [office_day(k, args.rate, args.seed + i) for i, k in enumerate(OFFICE_KINDS)]
     for stack in args.stacks.split(","):
         cfg, _, plan = stack_model(stack, None)
+        if not cfg.gateway.enabled:
+            print(
+                f"{stack}: no gateway in the stack file; scored as with `gateway.enabled: true`, which zero needs",
+                file=sys.stderr,
+            )
+            cfg = cfg.model_copy(update={"gateway": cfg.gateway.model_copy(update={"enabled": True})})
         spec = ZeroSpec.from_plan(plan)
         best, _ = tune_zero(cfg, plan, days, DAY_SECONDS)
         print(
