@@ -21,7 +21,7 @@ from llm_platform.simulator.commands.args import positive_int  # noqa: E402
 from llm_platform.simulator.commands.progress import track  # noqa: E402
 from llm_platform.simulator.controllers.strategies import keda, static  # noqa: E402
 from llm_platform.simulator.day.engine import simulate  # noqa: E402
-from llm_platform.simulator.search.scenarios import SEED_C, oracle_for  # noqa: E402
+from llm_platform.simulator.search.scenarios import SEED_C, oracle_for, witness_of  # noqa: E402
 from llm_platform.simulator.search.stack_rules import pool_gpu_limit, stack_accepts  # noqa: E402
 from llm_platform.simulator.search.stacks import StackRun, stack_run  # noqa: E402
 from llm_platform.simulator.search.tune import DayScore, Tuner  # noqa: E402
@@ -83,7 +83,7 @@ def _compare(kind: str, run: StackRun, tuned: DayScore, advance: Callable[[], No
     ]
     for st in strategies:
         r = simulate(s.traffic, s.table, st, s.config)
-        bound = oracle_for(s, r.slo_violation_pct)["whole_nodes_usd_per_day"]
+        bound = oracle_for(s, r.slo_violation_pct, None, witness_of(r))["whole_nodes_usd_per_day"]
         row(kind, st.name, r.gpu_cost_usd_per_day, r.slo_violation_pct, bound)
         advance()
     row(kind, "tuned", tuned.cost, tuned.miss_pct, tuned.oracle)

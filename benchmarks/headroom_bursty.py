@@ -35,7 +35,7 @@ from llm_platform.plan.headroom import with_headroom
 from llm_platform.simulator.commands.progress import track
 from llm_platform.simulator.day.engine import simulate
 from llm_platform.simulator.search.knobs import peak_replicas
-from llm_platform.simulator.search.scenarios import miss_curve, oracle_for, reactive_bound_for
+from llm_platform.simulator.search.scenarios import miss_curve, oracle_for, reactive_bound_for, witness_of
 from llm_platform.simulator.search.stack_rules import pool_gpu_limit
 from llm_platform.simulator.search.stacks import StackRun, stack_run
 from llm_platform.simulator.serving.capacity import start_times
@@ -139,7 +139,8 @@ def _day_row(
             config = dataclasses.replace(run.setup.config, capacity=capacity)
         result = simulate(traffic, run.setup.table, strategy, config)
         advance()
-        bound = oracle_for(run.setup, result.slo_violation_pct, curve)["whole_nodes_usd_per_day"]
+        bound = oracle_for(run.setup, result.slo_violation_pct, curve, witness_of(result))
+        bound = bound["whole_nodes_usd_per_day"]
         vs = result.gpu_cost_usd_per_day / bound if bound else float("inf")
         row += f"{result.slo_violation_pct:>16.2f}{result.gpu_cost_usd_per_day:>8.2f}{vs:>9.2f}x"
         scores[gpus] = (result.slo_violation_pct, bound)

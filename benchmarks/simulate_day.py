@@ -19,6 +19,8 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
 from llm_platform.simulator.commands.args import positive_int  # noqa: E402
+from llm_platform.simulator.commands.progress import track  # noqa: E402
+from llm_platform.simulator.controllers.strategies import Strategy  # noqa: E402
 from llm_platform.simulator.day.engine import simulate  # noqa: E402
 from llm_platform.simulator.search.scenarios import seed_setup, seed_strategies  # noqa: E402
 from llm_platform.tools.cli import ArgumentParser  # noqa: E402
@@ -47,9 +49,15 @@ def main() -> None:
     print(f"seed day: {requests:,} requests; traffic + replica table: {t_setup:.2f} s")
     strategies = seed_strategies(setup)
     times: dict[str, float] = {}
-    for strategy in strategies:
-        t, _ = best_of(args.repeat, lambda s=strategy: simulate(setup.traffic, setup.table, s, setup.config))
-        times[strategy.name] = t
+    with track("days simulated", len(strategies) * args.repeat, "days") as progress:  # on stderr
+
+        def day(strategy: Strategy) -> object:
+            out = simulate(setup.traffic, setup.table, strategy, setup.config)
+            progress.advance()
+            return out
+
+        for strategy in strategies:
+            times[strategy.name], _ = best_of(args.repeat, lambda s=strategy: day(s))
     base = times[strategies[0].name]
     print(f"{'strategy':<20} {'day (s)':>8} {'requests/s':>12} {'x static':>9}")
     for name, t in times.items():

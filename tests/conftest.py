@@ -9,6 +9,9 @@ are checked only by tests/stacks/ (renders, 0 schema problems, policies pass, al
 from __future__ import annotations
 
 import copy
+import dataclasses
+import functools
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -18,12 +21,61 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
-from llm_platform.config.loader import PROJECT, ROOT, ConfigError, load_stack, raw_stack_config
+from llm_platform.config.loader import (
+    PROJECT,
+    ROOT,
+    ConfigError,
+    Stack,
+    load_stack,
+    raw_stack_config,
+    stack_file,
+    stack_name,
+)
 from llm_platform.config.schema import StackConfig
 from llm_platform.tools import mocks as platform_mocks
+from llm_platform.tools import render
 from llm_platform.tools.render import stack_config
 
 FIXTURE_STACKS = ROOT / "tests" / "fixtures" / "stacks"
+
+
+def _program_digest() -> str:
+    """The program's content: __main__.py and the package's sources (what an evaluation runs)."""
+    digest = hashlib.sha256()
+    for path in [ROOT / "__main__.py", *sorted((ROOT / "src" / "llm_platform").rglob("*.py"))]:
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+# every evaluation of a stack file in this worker, keyed by the stack's name, its file and that file's content
+# and the program's content: a stack is evaluated under mocks once per session however many tests read it
+_EVALUATED: dict[tuple[str, str, str, str], render.Render] = {}
+_PROGRAM = _program_digest()
+_evaluate_program = render.evaluate
+
+
+@functools.wraps(_evaluate_program)
+def _evaluate_once(stack: Stack) -> render.Render:
+    """render.evaluate, once per stack file content and program content; each caller gets its own copy (a
+    test may edit the resources, manifests and values it reads; the recorded mocks are shared). A bad stack file raises every time (nothing is cached)."""
+    path = stack_file(stack)
+    if not path.is_file():  # the program's own error for a missing stack file
+        return _evaluate_program(stack)
+    key = (stack_name(stack), str(path.resolve()), hashlib.sha256(path.read_bytes()).hexdigest(), _PROGRAM)
+    if key not in _EVALUATED:
+        _EVALUATED[key] = _evaluate_program(stack)
+    once = _EVALUATED[key]
+    # the mocks hold Pulumi Outputs, which do not copy; they are shared as run_program shares them
+    return dataclasses.replace(
+        once,
+        resources=copy.deepcopy(once.resources),
+        manifests=copy.deepcopy(once.manifests),
+        helm=copy.deepcopy(once.helm),
+    )
+
+
+# installed before any test module imports `evaluate` from render; `render.evaluate.__wrapped__` evaluates anew
+render.evaluate = _evaluate_once
 
 
 def fixture_stack(name: str) -> Path:

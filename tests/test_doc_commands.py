@@ -60,6 +60,8 @@ RUNS: dict[str, str | None] = {
     "-m llm_platform.simulator calibrate": None,
     "-m llm_platform.simulator capacity --model meta-llama/Meta-Llama-3-8B-Instruct --instance g5.2xlarge "
     "--input-tokens 550 --output-tokens 150 --concurrency 64 [--tp 1] [--prefix-hit-rate 0.5] --json": None,
+    "-m llm_platform.simulator capacity --model meta-llama/Llama-3.1-8B-Instruct --instance p5.48xlarge "
+    "--input-tokens 1024 --output-tokens 256 --rate 6 --json": None,
     # the whole suite inside the suite would recurse: the benchmark times one small test file instead
     "benchmarks/test_suite_time.py": "benchmarks/test_suite_time.py --slowest 3 -- tests/config/test_catalog.py -n 0",
     "-m llm_platform.simulator family --out fam --holdout-seed 17": (
@@ -91,6 +93,7 @@ RUNS: dict[str, str | None] = {
         "--traffic {short}/a.csv {short}/b.csv --holdout {short}/c.csv --passes 1"
     ),
     "benchmarks/simulate_day.py": "benchmarks/simulate_day.py --repeat 1",
+    "benchmarks/scale_to_zero.py": None,
     "benchmarks/family.py --stack prod": "benchmarks/family.py --stack prod --days seed,flash --scale 0.1 --passes 1",
     "benchmarks/headroom_bursty.py": "benchmarks/headroom_bursty.py --seeds 100 --levels 0",
     "benchmarks/headroom_bursty.py --levels 0,2": "benchmarks/headroom_bursty.py --seeds 100 --levels 0,2",

@@ -183,3 +183,20 @@ def test_the_multi_node_cost_is_the_simulators() -> None:
         f"the stack's config holds {row['peak_replicas']} replica all day: {_money(row['gpu_cost_usd_per_day'])}/day, "
         f"{misses} % of requests over the SLO" in text
     )
+
+
+def test_the_scale_to_zero_table_is_this_run() -> None:
+    """Every row of the doc's table is the benchmark's row (stacks in order, the days in OFFICE_KINDS order)."""
+    table = docs.table(SIMULATOR_MD, "| stack / model | day | $/day own |")
+    printed = [
+        line.split()[1:]
+        for line in output("benchmarks/scale_to_zero.py").splitlines()
+        if line.startswith("  ") and line.split()[0] != "day"
+    ]
+    documented = [["0s" if c == "-" else c.replace(" s", "s") for c in row[2:]] for row in table]
+    assert documented == printed
+    text = " ".join(docs.text(SIMULATOR_MD).split())
+    for stack in ("dev", "staging"):
+        head = next(ln for ln in output("benchmarks/scale_to_zero.py").splitlines() if ln.startswith(stack))
+        hold = head.split("hold ")[1].split(",")[0]
+        assert f"{stack} / {head.split('/')[1].split(':')[0]} (hold {hold.replace('s', ' s')})" in text

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from pulumi_policy.proxy import (
     UNKNOWN_ARCHIVE_VALUE,
@@ -49,16 +49,24 @@ EC2_NODE_CLASSES = (
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 SECRET = "kubernetes:core/v1:Secret"
 
-# where each workload kind keeps its pod spec
-POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
-    DEPLOYMENT: ("spec", "template", "spec"),
-    "kubernetes:apps/v1:StatefulSet": ("spec", "template", "spec"),
-    "kubernetes:apps/v1:DaemonSet": ("spec", "template", "spec"),
-    "kubernetes:apps/v1:ReplicaSet": ("spec", "template", "spec"),
-    "kubernetes:batch/v1:Job": ("spec", "template", "spec"),
-    "kubernetes:batch/v1:CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
-    "kubernetes:core/v1:Pod": ("spec",),
+LEADER_WORKER_SET = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+
+# where each workload kind keeps its pod templates (metadata + spec), the serving one first. A
+# LeaderWorkerSet has two: its leader's (optional: without it the leader uses the worker template, as the
+# LWS API says) and its workers'.
+LWS_TEMPLATE = ("spec", "leaderWorkerTemplate")
+POD_TEMPLATE_PATHS: dict[str, tuple[tuple[str, ...], ...]] = {
+    DEPLOYMENT: (("spec", "template"),),
+    "kubernetes:apps/v1:StatefulSet": (("spec", "template"),),
+    "kubernetes:apps/v1:DaemonSet": (("spec", "template"),),
+    "kubernetes:apps/v1:ReplicaSet": (("spec", "template"),),
+    "kubernetes:batch/v1:Job": (("spec", "template"),),
+    "kubernetes:batch/v1:CronJob": (("spec", "jobTemplate", "spec", "template"),),
+    "kubernetes:core/v1:Pod": ((),),
+    LEADER_WORKER_SET: ((*LWS_TEMPLATE, "leaderTemplate"), (*LWS_TEMPLATE, "workerTemplate")),
 }
+# kept for readers that only ask "is this a workload?"
+POD_SPEC_PATHS = POD_TEMPLATE_PATHS
 
 # ------------------------------------------------------------------------------ platform conventions
 
@@ -173,16 +181,39 @@ def namespace_of(obj: dict[str, Any]) -> Any:
     return "default" if ns is None else ns
 
 
+class PodTemplate(NamedTuple):
+    """One pod template of a workload; role is "leader"/"worker" in a LeaderWorkerSet, else None."""
+
+    role: str | None
+    labels: dict[str, Any]
+    spec: dict[str, Any]
+
+
+def pod_templates(resource_type: str, props: dict[str, Any]) -> list[PodTemplate]:
+    """The workload's pod templates, the serving one first; [] for what is no workload."""
+    out: list[PodTemplate] = []
+    for path in POD_TEMPLATE_PATHS.get(resource_type, ()):
+        template = dig(props, *path) if path else props
+        role = path[-1].removesuffix("Template") if resource_type == LEADER_WORKER_SET else None
+        if role == "leader" and template is None:
+            template = dig(props, *LWS_TEMPLATE, "workerTemplate")  # the LWS default
+        if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+            out.append(PodTemplate(role, as_dict(dig(template, "metadata", "labels")), template["spec"]))
+    return out
+
+
 def pod_spec(resource_type: str, props: dict[str, Any]) -> dict[str, Any] | None:
-    path = POD_SPEC_PATHS.get(resource_type)
-    if path is None:
-        return None
-    spec = dig(props, *path)
-    return spec if isinstance(spec, dict) else None
+    """The serving pod template's spec (a LeaderWorkerSet's leader)."""
+    found = pod_templates(resource_type, props)
+    return found[0].spec if found else None
 
 
 def pod_template_labels(props: dict[str, Any]) -> dict[str, Any]:
-    return as_dict(dig(props, "spec", "template", "metadata", "labels"))
+    """Labels of the pod templates a workload of any kind may have, merged (the serving one wins)."""
+    merged: dict[str, Any] = {}
+    for path in reversed([p for paths in POD_TEMPLATE_PATHS.values() for p in paths if p]):
+        merged.update(as_dict(dig(props, *path, "metadata", "labels")))
+    return merged
 
 
 def containers(spec: dict[str, Any], *, init: bool = True) -> list[dict[str, Any]]:
@@ -285,6 +316,11 @@ def tensor_parallel(container: dict[str, Any]) -> tuple[int | None, int | None]:
     tp = flag_int(toks, 1, "--tensor-parallel-size", "-tp")
     pp = flag_int(toks, 1, "--pipeline-parallel-size", "-pp")
     return tp, pp
+
+
+def node_count(container: dict[str, Any]) -> int | None:
+    """vLLM's --nnodes: how many pods (one per node) share the model's TP x PP GPUs; None when not readable."""
+    return flag_int(tokens(container), 1, "--nnodes")
 
 
 def gpu_limit(container: dict[str, Any]) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -20,6 +20,8 @@ from .objects import (
     ENVIRONMENT_LABEL,
     ENVIRONMENTS,
     HELM_RELEASE,
+    LEADER_WORKER_SET,
+    LWS_TEMPLATE,
     MAX_GPUS_PER_NODE,
     POD_SPEC_PATHS,
     ZONE_KEY,
@@ -39,8 +41,9 @@ from .objects import (
     labels,
     name_of,
     namespace_of,
+    node_count,
     plain,
-    pod_spec,
+    pod_templates,
     stack_of_urn,
     tensor_parallel,
     tokens,
@@ -48,7 +51,16 @@ from .objects import (
     walk,
 )
 
-VLLM_WORKLOADS = (DEPLOYMENT, "kubernetes:apps/v1:StatefulSet")
+VLLM_WORKLOADS = (DEPLOYMENT, "kubernetes:apps/v1:StatefulSet", LEADER_WORKER_SET)
+
+
+class VllmPod(NamedTuple):
+    """One vLLM pod template of a workload: where to say it is, the workload, its spec and vLLM container."""
+
+    where: str
+    props: dict[str, Any]
+    spec: dict[str, Any]
+    container: dict[str, Any]
 
 
 def _where(args: ResourceValidationArgs, props: dict[str, Any]) -> str:
@@ -60,46 +72,81 @@ def _where(args: ResourceValidationArgs, props: dict[str, Any]) -> str:
     return f"{kind} {ns}/{name}" if isinstance(ns, str) else f"{kind} {name}"
 
 
-def _vllm(args: ResourceValidationArgs) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None:
-    """(props, pod spec, vLLM container) of a vLLM workload, else None."""
+def _vllm_pods(args: ResourceValidationArgs) -> list[VllmPod]:
+    """The vLLM pod templates of a vLLM workload (a LeaderWorkerSet's leader and workers), else []."""
     if args.resource_type not in VLLM_WORKLOADS:
-        return None
+        return []
     props = plain(args.props)
-    spec = pod_spec(args.resource_type, props)
-    if spec is None or not is_vllm_workload(props, spec):
-        return None
-    container = vllm_container(spec)
-    if container is None:
-        return None
-    return props, spec, container
+    templates = pod_templates(args.resource_type, props)
+    if not templates or not is_vllm_workload(props, templates[0].spec):
+        return []
+    where = _where(args, props)
+    pods = []
+    for t in templates:
+        container = vllm_container(t.spec)
+        if container is not None:
+            pods.append(VllmPod(f"{where} ({t.role})" if t.role else where, props, t.spec, container))
+    return pods
 
 
 # ---------------------------------------------------------------------------------- tensor parallel
 
 
-def _gpus_needed(container: dict[str, Any]) -> int | None:
+def _gpus_per_pod(container: dict[str, Any]) -> int | None:
+    """TP x PP GPUs over --nnodes pods (one per node); None when not readable or not a whole number."""
     tp, pp = tensor_parallel(container)
-    if tp is None or pp is None:
+    nodes = node_count(container)
+    if tp is None or pp is None or not nodes or (tp * pp) % nodes:
         return None
-    return tp * pp
+    return tp * pp // nodes
 
 
 def _validate_tensor_parallel(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    found = _vllm(args)
-    if found is None:
-        return
-    props, _, container = found
-    where = _where(args, props)
+    for pod in _vllm_pods(args):
+        _check_parallelism(args, pod, report_violation)
+
+
+def _check_parallelism(args: ResourceValidationArgs, pod: VllmPod, report_violation: ReportViolation) -> None:
+    where, container = pod.where, pod.container
     tp, pp = tensor_parallel(container)
-    if tp is None or pp is None:
+    nodes = node_count(container)
+    if tp is None or pp is None or nodes is None:
         return  # set at run time (e.g. `$(TP)`): nothing to judge
-    needed = tp * pp
+    total = tp * pp
+    if nodes > 1 and args.resource_type != LEADER_WORKER_SET:
+        report_violation(
+            f"{where}: --nnodes {nodes} spreads one model over {nodes} pods, but a "
+            f"{args.resource_type.rsplit(':', 1)[-1]}'s pods start, fail and scale one by one, so the group "
+            "never forms reliably; run a multi-node vLLM as a LeaderWorkerSet (one group per replica).",
+            None,
+        )
+        return
+    if args.resource_type == LEADER_WORKER_SET:
+        raw_size = dig(pod.props, *LWS_TEMPLATE, "size")
+        size = 1 if raw_size is None else as_int(raw_size)  # the API's default group size is 1
+        if size is not None and size != nodes:
+            report_violation(
+                f"{where}: the LeaderWorkerSet's group size is {size} but vLLM is told --nnodes {nodes}; "
+                "the group never forms (vLLM waits for ranks that do not exist, or ranks join no group). "
+                "Set leaderWorkerTemplate.size to --nnodes.",
+                None,
+            )
+    if total % nodes:
+        report_violation(
+            f"{where}: --tensor-parallel-size {tp} x --pipeline-parallel-size {pp} = {total} GPUs do not divide "
+            f"over --nnodes {nodes}; each node must hold the same number of the model's GPUs.",
+            None,
+        )
+        return
+    needed = total // nodes
     if tp > MAX_GPUS_PER_NODE or needed > MAX_GPUS_PER_NODE:
         report_violation(
-            f"{where}: --tensor-parallel-size {tp} (x pipeline-parallel {pp}) needs {needed} GPUs in one pod, "
+            f"{where}: --tensor-parallel-size {tp} (x pipeline-parallel {pp}"
+            + (f" over {nodes} nodes" if nodes > 1 else "")
+            + f") needs {needed} GPUs in one pod, "
             f"more than the {MAX_GPUS_PER_NODE} GPUs of the largest AWS GPU instance; tensor parallelism "
             "must stay within one node (NVLink). Use a smaller tensor-parallel size or a multi-node setup "
-            "built for it.",
+            "built for it (pipeline stages on a LeaderWorkerSet).",
             None,
         )
     limit = gpu_limit(container)
@@ -107,15 +154,16 @@ def _validate_tensor_parallel(args: ResourceValidationArgs, report_violation: Re
         return
     if limit is None:
         report_violation(
-            f"{where}: the vLLM container has no nvidia.com/gpu limit; set it to the tensor-parallel size "
-            f"({needed}) so the scheduler places all of the model's GPUs on one node.",
+            f"{where}: the vLLM container has no nvidia.com/gpu limit; set it to the GPUs each pod serves "
+            f"({needed}) so the scheduler places all of them on one node.",
             None,
         )
     elif limit != needed:
         report_violation(
             f"{where}: nvidia.com/gpu limit {limit} does not match --tensor-parallel-size {tp}"
             + (f" x --pipeline-parallel-size {pp}" if pp != 1 else "")
-            + f" = {needed}; vLLM shards the model over exactly that many GPUs of one node "
+            + (f" / --nnodes {nodes}" if nodes != 1 else "")
+            + f" = {needed}; vLLM shards the model over exactly that many GPUs of each node "
             "(fewer fails at start-up, more leaves GPUs idle).",
             None,
         )
@@ -123,11 +171,17 @@ def _validate_tensor_parallel(args: ResourceValidationArgs, report_violation: Re
 
 vllm_tensor_parallel_within_node = ResourceValidationPolicy(
     name="vllm-tensor-parallel-within-node",
-    description="A vLLM pod's nvidia.com/gpu limit equals its tensor-parallel size, at most 8 (one node).",
+    description=(
+        "A vLLM pod's nvidia.com/gpu limit equals its tensor-parallel x pipeline-parallel size over --nnodes, "
+        "at most 8 (one node); more than one node only as a LeaderWorkerSet whose group size is --nnodes."
+    ),
     validate=_validate_tensor_parallel,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps="Set the vLLM container's nvidia.com/gpu limit to --tensor-parallel-size, and keep it <= 8.",
+    remediation_steps=(
+        "Set the vLLM container's nvidia.com/gpu limit to TP x PP / --nnodes (<= 8); run --nnodes > 1 as a "
+        "LeaderWorkerSet with leaderWorkerTemplate.size = --nnodes."
+    ),
 )
 
 
@@ -135,11 +189,13 @@ vllm_tensor_parallel_within_node = ResourceValidationPolicy(
 
 
 def _validate_shm(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    found = _vllm(args)
-    if found is None:
-        return
-    props, spec, container = found
-    needed = _gpus_needed(container)
+    for pod in _vllm_pods(args):
+        _check_shm(pod, report_violation)
+
+
+def _check_shm(pod: VllmPod, report_violation: ReportViolation) -> None:
+    spec, container = pod.spec, pod.container
+    needed = _gpus_per_pod(container)
     if needed is None or needed <= 1:
         return
     memory_volumes: set[str] = set()
@@ -155,7 +211,7 @@ def _validate_shm(args: ResourceValidationArgs, report_violation: ReportViolatio
     if any(is_unknown(m.get("mountPath")) or is_unknown(m.get("name")) for m in mounts):
         return
     shm = [m for m in mounts if m.get("mountPath") == "/dev/shm"]
-    where = _where(args, props)
+    where = pod.where
     if not shm:
         report_violation(
             f"{where}: tensor-parallel over {needed} GPUs but nothing is mounted at /dev/shm; NCCL uses shared "
@@ -213,15 +269,14 @@ def _model_refs(container: dict[str, Any]) -> list[str]:
 
 
 def _validate_no_hub(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    found = _vllm(args)
-    if found is None:
-        return
-    props, spec, container = found
-    env = environment(args.get_config(), args.urn, props)
-    if env == "dev":
-        return
-    where = _where(args, props)
-    label = env or "a stack that is not dev"
+    for pod in _vllm_pods(args):
+        env = environment(args.get_config(), args.urn, pod.props)
+        if env != "dev":
+            _check_no_hub(pod, env or "a stack that is not dev", report_violation)
+
+
+def _check_no_hub(pod: VllmPod, label: str, report_violation: ReportViolation) -> None:
+    where, spec, container = pod.where, pod.spec, pod.container
     offline = env_literal(container, "HF_HUB_OFFLINE")
     if not is_unknown(offline):
         hub_refs = [r for r in _model_refs(container) if _is_hub_id(r)]
@@ -258,10 +313,12 @@ vllm_no_hub_downloads_outside_dev = ResourceValidationPolicy(
 
 
 def _validate_zone_spread(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    found = _vllm(args)
-    if found is None:
+    # a LeaderWorkerSet's group stays in one zone by design (EFA and its placement group are zonal: the
+    # pool's placementZone); its replicas are whole groups, which this rule does not judge
+    pods = [] if args.resource_type == LEADER_WORKER_SET else _vllm_pods(args)
+    if not pods:
         return
-    props, spec, _ = found
+    props, spec = pods[0].props, pods[0].spec
     if environment(args.get_config(), args.urn, props) != "prod":
         return
     constraints = spec.get("topologySpreadConstraints")
@@ -314,10 +371,12 @@ def _prestop_seconds(container: dict[str, Any]) -> int | None:
 
 
 def _validate_drain(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    found = _vllm(args)
-    if found is None:
-        return
-    props, spec, container = found
+    for pod in _vllm_pods(args):
+        _check_drain(pod, report_violation)
+
+
+def _check_drain(pod: VllmPod, report_violation: ReportViolation) -> None:
+    spec, container = pod.spec, pod.container
     raw_grace = spec.get("terminationGracePeriodSeconds")
     if is_unknown(raw_grace):
         return
@@ -328,7 +387,7 @@ def _validate_drain(args: ResourceValidationArgs, report_violation: ReportViolat
         return
     if grace <= pre_stop + drain:
         report_violation(
-            f"{_where(args, props)}: terminationGracePeriodSeconds {grace}"
+            f"{pod.where}: terminationGracePeriodSeconds {grace}"
             + (" (the default)" if raw_grace is None else "")
             + f" is not longer than the preStop sleep ({pre_stop}s) plus vLLM's --shutdown-timeout drain "
             f"({drain}s); the kubelet kills the server mid-drain and in-flight requests fail. Set it to at "
@@ -351,10 +410,10 @@ vllm_graceful_drain = ResourceValidationPolicy(
 
 
 def _validate_environment_label(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    found = _vllm(args)
-    if found is None:
+    pods = _vllm_pods(args)
+    if not pods:
         return
-    props, _, _ = found
+    props = pods[0].props
     value = labels(props).get(ENVIRONMENT_LABEL)
     if is_unknown(value):
         return
@@ -466,13 +525,12 @@ def _validate_secret_env(args: ResourceValidationArgs, report_violation: ReportV
         problems = _helm_env_problems(props.get("values"), allowed)
         where = f"Helm release {props.get('name') if isinstance(props.get('name'), str) else args.name}"
     elif args.resource_type in POD_SPEC_PATHS:
-        spec = pod_spec(args.resource_type, props)
-        if spec is None:
-            return
         where = _where(args, props)
         problems = []
-        for c in containers(spec):
-            problems += [f"container {c.get('name')!r}: {p}" for p in _env_problems(c, allowed)]
+        for template in pod_templates(args.resource_type, props):
+            role = f"{template.role} " if template.role else ""
+            for c in containers(template.spec):
+                problems += [f"{role}container {c.get('name')!r}: {p}" for p in _env_problems(c, allowed)]
     else:
         return
     for problem in problems:

@@ -32,6 +32,7 @@ from llm_platform.components.model_cache import ModelCache, ModelCacheArgs, Mode
 from llm_platform.components.multinode import EfaNetwork, EfaNetworkArgs, MultiNodeControllers
 from llm_platform.components.network import Network, NetworkArgs
 from llm_platform.components.observability import Observability, ObservabilityArgs
+from llm_platform.components.specs.observability import STORAGE_CLASS
 from llm_platform.config.errors import ConfigError
 from llm_platform.config.loader import parse
 from llm_platform.config.schema import StackConfig
@@ -447,14 +448,14 @@ class LlmPlatform(pulumi.ComponentResource):
                 served.append(name)
         gateway_keys = args.get("gateway_client_keys")
         if plan.gateway.enabled and api_key is not None and gateway_keys is not None:
+            gateway_args = GatewayArgs(
+                **serving, client_keys=gateway_keys, vllm_api_key=api_key, vpc_cidr=str(cluster_cfg.vpc_cidr)
+            )
+            if eks_mode:  # the quota store's volume on the stack's StorageClass (else the cluster's default)
+                gateway_args["storage_class"] = STORAGE_CLASS
             gateway = Gateway(
                 f"{cluster_cfg.name}-gateway",
-                GatewayArgs(
-                    **serving,
-                    client_keys=gateway_keys,
-                    vllm_api_key=api_key,
-                    vpc_cidr=str(cluster_cfg.vpc_cidr),
-                ),
+                gateway_args,
                 # monitors and alert rules of the pickers need the Prometheus Operator's CRDs
                 opts=child(
                     pulumi.ResourceOptions.merge(

@@ -197,6 +197,27 @@ def test_gpu_memory_ratio_matches_per_gpu(tmp_path: Path) -> None:
     promtool.unit_test_rules({"groups": []}, tests, tmp_path)
 
 
+def test_replicas_panel_counts_a_multi_node_models_ready_groups(tmp_path: Path) -> None:
+    """A LeaderWorkerSet's replicas are its Ready leaders (`<name>-<group>`); its workers
+    (`<name>-<group>-<index>`) and a Deployment's pods (`<name>-<hash>-<id>`) are not counted."""
+    (panel,) = [p for p in vllm_dashboard()["panels"] if p["title"] == "Replicas: desired vs ready"]
+    (target,) = [t for t in panel["targets"] if t["legendFormat"] == "ready (groups)"]
+    expr = promtool.substitute_grafana_variables(target["expr"], {"namespace": "llm", "model_name": "big"})
+    ready = 'kube_pod_status_ready{{namespace="llm",condition="{}",pod="{}"}}'
+    pods = {"big-0": "1", "big-1": "1", "big-2": "0", "big-0-1": "1", "big-1-1": "1", "big-7d9fb-x2x9z": "1"}
+    input_series = [{"series": ready.format("true", pod), "values": f"{v}x5"} for pod, v in pods.items()]
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": input_series,
+            "promql_expr_test": [
+                {"expr": expr, "eval_time": "2m", "exp_samples": [{"labels": "{}", "value": 2}]}
+            ],
+        }
+    ]
+    promtool.unit_test_rules({"groups": []}, tests, tmp_path)
+
+
 def test_dashboard_expressions_include_collapsed_rows() -> None:
     d = {"panels": [{"type": "row", "panels": [{"targets": [{"expr": "up"}]}]}, {"targets": [{"expr": "x"}]}]}
     assert dashboard_expressions(d) == ["up", "x"]

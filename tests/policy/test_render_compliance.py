@@ -24,6 +24,7 @@ STACKS = ("dev", "staging", "prod", "multinode")
 # the types the pack has rules for; the render summary below says how many of each the program registers
 WATCHED = (
     "kubernetes:apps/v1:Deployment",
+    "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet",
     "kubernetes:keda.sh/v1alpha1:ScaledObject",
     "kubernetes:autoscaling/v2:HorizontalPodAutoscaler",
     "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass",

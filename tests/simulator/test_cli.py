@@ -108,6 +108,29 @@ def test_capacity_json_from_the_day_model(capsys):
     assert 250 < out["output_tokens_per_s"] < 700  # not the 682+ of a model without engine limits
 
 
+def test_capacity_at_a_poisson_rate_says_whether_it_is_sustainable(capsys):
+    base = ["capacity", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--instance", "p5.48xlarge",
+            "--input-tokens", "1024", "--output-tokens", "256", "--json", "--rate"]  # fmt: skip
+    results = []
+    for rate in ("2", "6", "1000"):
+        assert main([*base, rate]) == 0
+        results.append(json.loads(capsys.readouterr().out))
+    low, mid, over = results
+    assert low["sustainable"] and mid["sustainable"] and not over["sustainable"]
+    assert low["ttft_ms_median"] <= low["ttft_ms_mean"] and mid["ttft_ms_median"] <= mid["ttft_ms_p90"]
+    assert low["tpot_ms"] < mid["tpot_ms"] < over["tpot_ms"]
+    assert low["output_tokens_per_s"] == pytest.approx(2 * 256)
+    assert over["requests_per_s"] == over["saturation_requests_per_s"] < 1000
+
+
+def test_capacity_takes_a_rate_or_a_concurrency_not_both(capsys):
+    argv = ["capacity", "--model", LLAMA, "--instance", "g5.2xlarge", "--input-tokens", "550",
+            "--output-tokens", "150", "--concurrency", "4", "--rate", "1"]  # fmt: skip
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+
+
 def test_piped_day_output_is_plain_with_caps_and_yaml(tmp_path):
     day = tmp_path / "day.csv"
     day.write_text(

@@ -237,7 +237,34 @@ def test_pool_limit_without_room_for_a_surge_is_blocked(view: RenderView) -> Non
         "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
     }
     finding = only(run(view), "ceilings")
-    assert "16 + 8 > limit 16" in finding.message
+    assert "16 (Deployment model-large/large 2 x 8) + 8 > limit 16" in finding.message
+    assert "raise gpuLimit to 24" in finding.message
+
+
+def test_headroom_that_a_rollout_surge_takes_is_blocked(tmp_path: Path) -> None:
+    """Issue #25's audit: prod p4d with 8 placeholder GPUs next to llama-70b's 2 x 8 at maxReplicas fills the
+    24-GPU limit, so the plan's maxSurge 1 replica preempts a placeholder on every rollout, the placeholder
+    cannot get a node and GpuHeadroomEmpty fires. Refused with the numbers; the limit it names passes."""
+
+    def prod_p4d(gpu_limit: int) -> RenderView:
+        raw = yaml.safe_load(fixture_stack("prod").read_text())
+        (p4d,) = [p for p in raw["config"]["llm-platform:gpuNodePools"] if p["name"] == "p4d"]
+        p4d.update(gpuLimit=gpu_limit, headroom={"gpus": 8})
+        stack = tmp_path / "Pulumi.prod.yaml"
+        stack.write_text(yaml.safe_dump(raw, sort_keys=False))
+        return preflight_view.from_stack(stack)
+
+    view = prod_p4d(24)
+    llama = manifest(view, "Deployment", "model-llama-70b/llama-70b")
+    assert llama.body["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+    finding = only(run(view), "ceilings")
+    assert (finding.severity, finding.object) == ("blocker", "NodePool p4d")
+    assert (
+        "8 placeholder GPUs + 16 replica GPUs (Deployment model-llama-70b/llama-70b 2 x 8) + 8 > limit 24"
+        in finding.message
+    )
+    assert "GpuHeadroomEmpty fires; gpuLimit 32 keeps the buffer" in finding.message
+    assert [f for f in run(prod_p4d(32)) if f.check == "ceilings" and f.severity != "info"] == []
 
 
 def test_a_pool_limit_that_forces_a_rollout_in_place_warns_with_the_numbers(tmp_path: Path) -> None:

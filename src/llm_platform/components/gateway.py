@@ -1,6 +1,7 @@
 """Gateway: the platform's entry point, Envoy Gateway + Envoy AI Gateway on Gateway API behind an internal NLB,
 with an InferencePool and an endpoint picker per model (components.specs.gateway, .inference_pool)."""
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any, NotRequired, TypedDict
 
@@ -13,8 +14,10 @@ from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import gateway as spec
 from llm_platform.components.specs import gateway_monitoring as monitoring
 from llm_platform.components.specs import inference_pool as pool
+from llm_platform.components.specs import quota
 from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.config.errors import ConfigError
+from llm_platform.config.schema import QuotaStoreConfig
 from llm_platform.config.stack_args import (
     GatewaySettings,
     GpuNodePoolSettings,
@@ -54,6 +57,8 @@ class GatewayArgs(TypedDict):
     """The key vLLM checks; the gateway injects it upstream, clients never see it."""
     vpc_cidr: str
     """Where the NLB's connections and kubelet's probes come from."""
+    storage_class: NotRequired[str]
+    """The StorageClass of the quota store's volume (`gateway.quotaStore`); the cluster's default if unset."""
 
 
 class Gateway(pulumi.ComponentResource):
@@ -98,9 +103,10 @@ class Gateway(pulumi.ComponentResource):
             "envoy-gateway",
             "gateway-helm",
             ENVOY_GATEWAY_VERSION,
-            spec.envoy_gateway_values(),
+            spec.envoy_gateway_values(gateway.quota_store),
             crds,
             pool_crd,
+            *self._quota_store(gateway.quota_store, args.get("storage_class"), ns),
         )
         aigw_crds = self._release(
             "ai-gateway-crds",
@@ -153,12 +159,17 @@ class Gateway(pulumi.ComponentResource):
         self._apply("client-traffic", spec.client_traffic_policy(), gateway_resource)
         self._apply("api-keys", spec.security_policy(), gateway_resource, keys_secret)
         self._apply(
-            "rate-limits", spec.rate_limit_policy(gateway.clients, gateway.replicas), gateway_resource
+            "rate-limits",
+            spec.rate_limit_policy(
+                gateway.clients, gateway.replicas, global_limits=gateway.quota_store is not None
+            ),
+            gateway_resource,
         )
         self._apply("proxy-netpol", spec.proxy_network_policy(args["vpc_cidr"], gateway.certificate_arn), ns)
         self._apply("proxy-podmonitor", spec.proxy_pod_monitor(), ns)
 
         credential = pulumi.Output.secret(pulumi.Output.from_input(args["vllm_api_key"]).apply(pool.bearer))
+        self._costs = quota.llm_request_costs(gateway.clients) if gateway.quota_store else []
         for model in models:
             self._model(model, credential, gateway_resource, pool_crd, *controllers)
         self.register_outputs({"namespace": self.namespace, "gateway": spec.GATEWAY})
@@ -186,11 +197,38 @@ class Gateway(pulumi.ComponentResource):
         path_filter = self._apply(f"{prefix}-vllm-key", pool.credential_filter(model), secret)
         model_filter = self._apply(f"{prefix}-model-filter", pool.model_route_filter(model), secret)
         self._apply(f"{prefix}-route-by-path", pool.path_route(model), picker, path_filter)
-        self._apply(f"{prefix}-route-by-model", pool.model_field_route(model), picker, model_filter)
+        self._apply(
+            f"{prefix}-route-by-model", pool.model_field_route(model, self._costs), picker, model_filter
+        )
         self._apply(f"{prefix}-epp-pdb", pool.epp_pod_disruption_budget(model), *waits)
         self._apply(f"{prefix}-epp-netpol", pool.epp_network_policy(model), *waits)
         self._apply(f"{prefix}-vllm-from-epp", pool.vllm_from_picker_network_policy(model), *waits)
         self._apply(f"{prefix}-epp-alerts", monitoring.epp_prometheus_rule(model), *waits)
+
+    def _quota_store(
+        self, store: QuotaStoreConfig | None, storage_class: str | None, ns: pulumi.Resource
+    ) -> list[pulumi.Resource]:
+        """The global rate limit's Valkey (specs.quota), before Envoy Gateway starts the rate limit service
+        that reads its Secret. Its password: the SHA-256 (hex) of a pulumi-tls private key kept as a Pulumi
+        secret, so it is random, stable across `pulumi up`s and never plaintext in state, renders or argv."""
+        if store is None:
+            return []
+        opts = child_options(self, self._opts)
+        key = tls.PrivateKey(f"{self._name}-quota-store-seed", algorithm="ED25519", opts=opts)
+
+        def auth(pem: str) -> dict[str, str]:
+            password = hashlib.sha256(pem.encode()).hexdigest()
+            return {"password": password, "auth.conf": quota.auth_conf(password)}
+
+        data = pulumi.Output.secret(key.private_key_pem.apply(auth))
+        secret = self._apply("quota-store-auth", quota.store_secret(data), ns)
+        config = self._apply("quota-store-config", quota.store_config_map(), ns)
+        service = self._apply("quota-store-svc", quota.store_service(), ns)
+        self._apply("quota-store-netpol", quota.store_network_policy(), ns)
+        stateful_set = self._apply(
+            "quota-store", quota.store_stateful_set(store, storage_class), secret, config, service
+        )
+        return [secret, stateful_set]
 
     def _webhook_certificate(self) -> pulumi.Output[dict[str, str]]:
         """This cluster's own CA and the AI Gateway webhook's leaf, signed by it (ECDSA P-256): the Secret's

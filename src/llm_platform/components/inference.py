@@ -11,6 +11,7 @@ from llm_platform.components import child_options
 from llm_platform.components.identity import pod_identity_association, pod_identity_role
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.model_cache import ModelWeights
+from llm_platform.components.specs import adapters as adapter_spec
 from llm_platform.components.specs import model_cache as cache_spec
 from llm_platform.components.specs import multinode as multinode_spec
 from llm_platform.components.specs import serving as spec
@@ -166,7 +167,11 @@ class InferenceService(pulumi.ComponentResource):
         if cache.loads_from_s3:
             description = f"Copy {hf_id} from the Hugging Face Hub into the model bucket"
             writer = role(
-                "loader", description, lambda arn: cache_spec.writer_policy(arn, cache.weights_prefix)
+                "loader",
+                description,
+                lambda arn: adapter_spec.with_adapters(
+                    cache_spec.writer_policy(arn, cache.weights_prefix), arn, model.lora, loader=True
+                ),
             )
             identities.append((names.loader_service_account, writer))
         if cache.mode == "nvme":
@@ -174,8 +179,11 @@ class InferenceService(pulumi.ComponentResource):
             sync = role(
                 "sync",
                 description,
-                lambda arn: cache_spec.model_access_policy(
-                    arn, cache.weights_prefix, cache.compile_cache_prefix
+                lambda arn: adapter_spec.with_adapters(
+                    cache_spec.model_access_policy(arn, cache.weights_prefix, cache.compile_cache_prefix),
+                    arn,
+                    model.lora,
+                    loader=False,
                 ),
             )
             identities.append((names.sync_service_account, sync))
@@ -189,7 +197,12 @@ class InferenceService(pulumi.ComponentResource):
             serving = role(
                 "serving",
                 description,
-                lambda arn: cache_spec.model_access_policy(arn, reads, cache.serving_compile_prefix),
+                lambda arn: adapter_spec.with_adapters(
+                    cache_spec.model_access_policy(arn, reads, cache.serving_compile_prefix),
+                    arn,
+                    model.lora if cache.mode == "s3" else None,
+                    loader=False,
+                ),
             )
             identities.append((names.service_account, serving))
         out: list[pulumi.Resource] = []
@@ -227,7 +240,9 @@ class InferenceService(pulumi.ComponentResource):
         assert weights is not None  # checked with the identities
         after_ns = child_options(self, self._opts, ns)
         out: list[pulumi.Resource] = []
-        out.append(self._apply("loader-script", cache_spec.loader_configmap(namespace), ns))
+        out.append(
+            self._apply("loader-script", cache_spec.loader_configmap(namespace, model.lora is not None), ns)
+        )
         bucket = pulumi.Output.from_input(weights["bucket_name"])
         job = bucket.apply(lambda b: cache_spec.loader_job(model, bucket=b))
         apply_manifest(

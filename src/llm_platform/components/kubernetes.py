@@ -22,6 +22,7 @@ _TYPED: dict[tuple[str, str], Any] = {
     ("v1", "PersistentVolumeClaim"): k8s.core.v1.PersistentVolumeClaim,
     ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
     ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,
+    ("apps/v1", "StatefulSet"): k8s.apps.v1.StatefulSet,
     ("batch/v1", "Job"): k8s.batch.v1.Job,
     ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
     ("networking.k8s.io/v1", "NetworkPolicy"): k8s.networking.v1.NetworkPolicy,

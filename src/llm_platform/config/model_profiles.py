@@ -119,6 +119,28 @@ PROFILES: dict[str, ModelProfile] = {
             head_dim=128,
             vocab_size=152064,
         ),
+        # Qwen/Qwen3-8B config.json: 36 layers, hidden 4096, 32 heads, 8 KV heads, head_dim 128, vocab 151936,
+        # untied embeddings; 8.19B parameters (model card). The model of the H100 C=4 point (calibration.py).
+        ModelProfile(
+            "Qwen/Qwen3-8B",
+            parameters=8.19e9,
+            layers=36,
+            hidden_size=4096,
+            kv_heads=8,
+            head_dim=128,
+            vocab_size=151936,
+        ),
+        # Qwen/Qwen2-72B config.json: 80 layers, hidden 8192, 64 heads, 8 KV heads, vocab 152064; 72.7B
+        # parameters (model card). The model of the A100 TP2 bursts (calibration.py).
+        ModelProfile(
+            "Qwen/Qwen2-72B",
+            parameters=72.7e9,
+            layers=80,
+            hidden_size=8192,
+            kv_heads=8,
+            head_dim=128,
+            vocab_size=152064,
+        ),
         # Llama-3/3.1-8B: the model of the published capacity measurements (autoscaling_sim.md §5.1, §5.4).
         _llama3_8b("meta-llama/Meta-Llama-3-8B-Instruct"),
         _llama3_8b("meta-llama/Llama-3.1-8B-Instruct"),

@@ -27,6 +27,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from llm_platform.config.adapters import MAX_ADAPTERS
 from llm_platform.config.catalog import (
     DEDICATED_FAMILIES,
     KNOWN_REGIONS,
@@ -482,7 +483,7 @@ def replica_floor(environment: Environment) -> int:
 
 
 class Autoscaling(Schema):
-    min_replicas: int = Field(default=1, ge=1)
+    min_replicas: int = Field(default=1, ge=0)
     max_replicas: int = Field(default=4, ge=1)
     queue_depth_per_replica: float = Field(default=5, gt=0)
     kv_cache_usage: float = Field(default=0.8, gt=0, le=1)
@@ -491,7 +492,11 @@ class Autoscaling(Schema):
     # trigger's max); None: no such trigger
     requests_per_second_per_replica: float | None = Field(default=None, gt=0)
     polling_interval: int = Field(default=10, gt=0, le=300)
+    # with minReplicas 0, the idle seconds before KEDA scales 1 -> 0 (KEDA 2.20.2 applies cooldownPeriod only to
+    # that step: pkg/scaling/executor/scale_scaledobjects.go); above zero the HPA's scaleDown rules act instead
     cooldown_period: int = Field(default=300, ge=0)
+    # a prod model may scale to zero only with this explicit opt-in (dev and staging need no opt-in)
+    allow_scale_to_zero: bool = False
     scale_up: ScalingRules = ScalingRules(
         stabilization_window_seconds=0,
         policies=[ScalingPolicy(type="Percent", value=100, period_seconds=15)],
@@ -523,6 +528,25 @@ class ModelGeometry(Schema):
     tied_embeddings: bool = False
 
 
+class LoraAdapter(Schema):
+    """A LoRA adapter of the model (config/adapters.py): served by the model's vLLM under its own name."""
+
+    name: Annotated[str, _dns_label(40)]
+    # s3://<bucket>/<prefix> (the adapter's directory) or a Hugging Face repo id <owner>/<name>
+    source: str
+    # a Hub source's pinned commit (40-hex sha); none for an S3 prefix
+    revision: str | None = None
+    rank: Annotated[int, Field(ge=1)]
+
+    @model_validator(mode="after")
+    def _source_rules(self) -> LoraAdapter:
+        from llm_platform.config.adapters import check_adapter_rank, check_adapter_source
+
+        check_adapter_source(self.source, self.revision)
+        check_adapter_rank(self.rank)
+        return self
+
+
 class ModelConfig(Schema):
     name: Annotated[str, _dns_label(30)]
     hugging_face_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")]
@@ -544,12 +568,24 @@ class ModelConfig(Schema):
     precise_prefix_routing: bool = False
     # for a Hugging Face id the built-in profile table does not know (or to override its entry)
     geometry: ModelGeometry | None = None
+    # LoRA adapters served on this model's replicas, each routable by its own name (config/adapters.py)
+    adapters: list[LoraAdapter] = Field(default=[], max_length=MAX_ADAPTERS)
+    # vLLM --max-loras: GPU slots for adapters in one batch; default one per adapter
+    adapter_slots: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="before")
     @classmethod
     def _unsupported_parallelism(cls, data: object) -> object:
+        from llm_platform.config.adapters import RESERVED_LORA_FLAGS
         from llm_platform.config.multinode import refuse_unsupported_parallelism
 
+        if isinstance(data, dict):
+            for arg in data.get("extraArgs") or []:
+                if str(arg).split("=", 1)[0] in RESERVED_LORA_FLAGS:
+                    raise ValueError(
+                        f"extraArgs: {arg!r} is not allowed: the platform writes vLLM's LoRA flags itself from "
+                        "the model's adapters (and adapterSlots); list the adapters under `adapters:`"
+                    )
         return refuse_unsupported_parallelism(data)
 
     @property
@@ -636,6 +672,27 @@ class GatewayClient(Schema):
 
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
     requests_per_minute: int = Field(gt=0)
+    # quotas enforced across every Envoy replica by Envoy Gateway's global rate limit (needs
+    # gateway.quotaStore); tokens as AI Gateway counts them from the response's usage (llmRequestCosts)
+    requests_per_second: int | None = Field(default=None, gt=0)
+    tokens_per_minute: int | None = Field(default=None, gt=0)
+    tokens_per_day: int | None = Field(default=None, gt=0)
+    token_kind: Literal["input", "output", "total"] = "total"
+
+    @property
+    def has_quota(self) -> bool:
+        return any(
+            v is not None for v in (self.requests_per_second, self.tokens_per_minute, self.tokens_per_day)
+        )
+
+
+class QuotaStoreConfig(Schema):
+    """The store of the global rate limit's counters: a Valkey StatefulSet with a persistent volume, read and
+    written by Envoy Gateway's rate limit service. With it every client's limits are global (one bucket per
+    client across all Envoy replicas and routes), not per replica."""
+
+    storage_gib: int = Field(default=4, ge=1, le=1000, alias="storageGiB")
+    rate_limit_replicas: int = Field(default=2, ge=1, le=10)
 
 
 # keys of the hand-written Envoy gateway that the inference gateway replaced: what to write instead
@@ -659,6 +716,7 @@ class GatewayConfig(Schema):
     # saturated; past it, or after the queue timeout, it answers 429. 0 would mean "unbounded" to the EPP.
     max_pending_per_replica: int = Field(default=32, ge=1)
     clients: list[GatewayClient] = []
+    quota_store: QuotaStoreConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -674,6 +732,21 @@ class GatewayConfig(Schema):
         _unique(("clients",), [c.name for c in self.clients])
         if self.enabled and not self.clients:
             raise ValueError("gateway.clients: an enabled gateway needs at least one client")
+        if self.quota_store is None:
+            for i, c in enumerate(self.clients):
+                for key, value in (
+                    ("requestsPerSecond", c.requests_per_second),
+                    ("tokensPerMinute", c.tokens_per_minute),
+                    ("tokensPerDay", c.tokens_per_day),
+                ):
+                    if value is not None:
+                        raise RuleError(
+                            ("clients", i, key),
+                            value,
+                            f"(client {c.name}) is a global quota: it needs `gateway.quotaStore: {{}}` (the "
+                            "store of the counters every Envoy replica shares); without it only "
+                            "requestsPerMinute applies, per replica",
+                        )
         if self.enabled and not self.internal and self.certificate_arn is None:
             raise ValueError(
                 "gateway.certificateArn: an internet-facing gateway (internal: false) needs an ACM certificate"
@@ -863,21 +936,33 @@ class ServingConfig(Schema):
     @model_validator(mode="after")
     def _rules(self, info: ValidationInfo) -> ServingConfig:
         """`has_bucket` (validation context, default true): the model bucket exists (an EKS cluster)."""
-        _serving_rules(self, has_bucket=(info.context or {}).get("has_bucket", True))
+        # a sub-component given no `gateway` (Headroom, GpuNodePools) cannot tell whether one routes to a model
+        # at zero; the stack, and the components that serve the model, are given it and check
+        _serving_rules(
+            self,
+            has_bucket=(info.context or {}).get("has_bucket", True),
+            gateway_known="gateway" in self.model_fields_set,
+        )
         return self
 
 
 def _serving_rules(
-    c: StackConfig | ServingConfig, *, has_bucket: bool, zones: Sequence[str] | None = None
+    c: StackConfig | ServingConfig,
+    *,
+    has_bucket: bool,
+    zones: Sequence[str] | None = None,
+    gateway_known: bool = True,
 ) -> None:
     """The rules of the models, the pools they run on, the model cache and the gateway: the one definition
     StackConfig and ServingConfig share. `has_bucket`: the stack has the model bucket (not an existing
     cluster's). `zones`: the cluster's availability zones (None on its own: a multi-node pool's
     `placementZone` is then the only zone it knows)."""
+    from llm_platform.config.adapters import check_adapters
     from llm_platform.config.multinode import check_multi_node_model, check_multi_node_pools
 
     _unique(("gpuNodePools",), [p.name for p in c.gpu_node_pools])
     _unique(("models",), [m.name for m in c.models])
+    check_adapters(c.models)
     pools = {p.name: p for p in c.gpu_node_pools}
     prod = c.environment is Environment.PROD
     for i, m in enumerate(c.models):
@@ -920,7 +1005,9 @@ def _serving_rules(
                     w.replicas,
                     f"must be between minReplicas {a.min_replicas} and maxReplicas {a.max_replicas}",
                 )
-        if a.min_replicas < replica_floor(c.environment):
+        if a.min_replicas == 0:
+            check_scale_to_zero(at, a, c, gateway_known=gateway_known)
+        elif a.min_replicas < replica_floor(c.environment):
             raise RuleError(
                 (*at, "autoscaling", "minReplicas"),
                 a.min_replicas,
@@ -978,6 +1065,27 @@ def gpus_at_max_replicas(pool: GpuNodePool, models: Sequence[ModelConfig]) -> in
     """GPUs the pool's models request with every one at maxReplicas: what its `gpuLimit` must allow (the
     schema's rule) and what the plan's `pool_headroom_gpus` subtracts from it."""
     return sum(m.autoscaling.max_replicas * m.replica_gpus for m in served_by(pool, models))
+
+
+def check_scale_to_zero(
+    at: tuple[str | int, ...], a: Autoscaling, c: StackConfig | ServingConfig, *, gateway_known: bool = True
+) -> None:
+    """minReplicas 0: only behind the gateway (the only signal that exists while no vLLM pod does is the
+    requests reaching the endpoint picker), and in prod only with `allowScaleToZero: true`."""
+    if gateway_known and not c.gateway.enabled:
+        raise RuleError(
+            (*at, "autoscaling", "minReplicas"),
+            a.min_replicas,
+            "needs the gateway (gateway.enabled: true): with no vLLM pod only the endpoint picker sees the "
+            "request that must wake the model; allowed without it: 1 or more",
+        )
+    if c.environment is Environment.PROD and not a.allow_scale_to_zero:
+        raise RuleError(
+            (*at, "autoscaling", "minReplicas"),
+            a.min_replicas,
+            f"is not allowed in prod unless the model opts in with autoscaling.allowScaleToZero: true "
+            f"(its first request after idle waits a cold start); otherwise use at least {PROD_MIN_REPLICAS}",
+        )
 
 
 def gpus_at_min_replicas(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:

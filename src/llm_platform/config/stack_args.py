@@ -21,10 +21,12 @@ __all__ = [
     "GpuNodePoolSettings",
     "HeadroomSettings",
     "HeadroomWindowSettings",
+    "LoraAdapterSettings",
     "ModelCacheSettings",
     "ModelGeometrySettings",
     "ModelSettings",
     "PrewarmWindowSettings",
+    "QuotaStoreSettings",
     "S3BucketSettings",
     "ScalingPolicySettings",
     "ScalingRulesSettings",
@@ -193,7 +195,7 @@ class AutoscalingSettings(TypedDict):
     """The stack file's Autoscaling."""
 
     minReplicas: NotRequired[int]
-    """>= 1; default 1."""
+    """>= 0; default 1."""
     maxReplicas: NotRequired[int]
     """>= 1; default 4."""
     queueDepthPerReplica: NotRequired[float]
@@ -206,6 +208,8 @@ class AutoscalingSettings(TypedDict):
     """> 0; <= 300; default 10."""
     cooldownPeriod: NotRequired[int]
     """>= 0; default 300."""
+    allowScaleToZero: NotRequired[bool]
+    """default False."""
     scaleUp: NotRequired[ScalingRulesSettings]
     """default: the schema's defaults."""
     scaleDown: NotRequired[ScalingRulesSettings]
@@ -243,6 +247,16 @@ class ModelGeometrySettings(TypedDict):
     """default False."""
 
 
+class LoraAdapterSettings(TypedDict):
+    """A LoRA adapter of the model (config/adapters.py): served by the model's vLLM under its own name."""
+
+    name: str
+    source: str
+    revision: NotRequired[str]
+    rank: int
+    """>= 1."""
+
+
 class ModelSettings(TypedDict):
     """The stack file's ModelConfig."""
 
@@ -271,6 +285,10 @@ class ModelSettings(TypedDict):
     precisePrefixRouting: NotRequired[bool]
     """default False."""
     geometry: NotRequired[ModelGeometrySettings]
+    adapters: NotRequired[list[LoraAdapterSettings]]
+    """at most 63 items."""
+    adapterSlots: NotRequired[int]
+    """>= 1."""
 
 
 class S3BucketSettings(TypedDict):
@@ -308,6 +326,23 @@ class GatewayClientSettings(TypedDict):
     """matches ^[a-z][a-z0-9-]{0,62}$."""
     requestsPerMinute: int
     """> 0."""
+    requestsPerSecond: NotRequired[int]
+    """> 0."""
+    tokensPerMinute: NotRequired[int]
+    """> 0."""
+    tokensPerDay: NotRequired[int]
+    """> 0."""
+    tokenKind: NotRequired[str]
+    """one of 'input', 'output', 'total'; default 'total'."""
+
+
+class QuotaStoreSettings(TypedDict):
+    """The store of the global rate limit's counters: a Valkey StatefulSet with a persistent volume, read and written by Envoy Gateway's rate limit service. With it every client's limits are global (one bucket per client across all Envoy replicas and routes), not per replica."""
+
+    storageGiB: NotRequired[int]
+    """>= 1; <= 1000; default 4."""
+    rateLimitReplicas: NotRequired[int]
+    """>= 1; <= 10; default 2."""
 
 
 class GatewaySettings(TypedDict):
@@ -323,6 +358,7 @@ class GatewaySettings(TypedDict):
     maxPendingPerReplica: NotRequired[int]
     """>= 1; default 32."""
     clients: NotRequired[list[GatewayClientSettings]]
+    quotaStore: NotRequired[QuotaStoreSettings]
 
 
 class AlertingSettings(TypedDict):

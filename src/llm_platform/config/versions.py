@@ -67,6 +67,13 @@ LLM_D_EPP_IMAGE_REPOSITORY = "llm-d-router-endpoint-picker"
 VLLM_RENDER_IMAGE_REPOSITORY = "vllm/vllm-openai-cpu"
 VLLM_RENDER_IMAGE_TAG = "v0.19.1"
 
+# The store of the gateway's global rate-limit counters (gateway.quotaStore): Valkey, the BSD-licensed Redis
+# fork; Envoy's ratelimit service speaks the Redis protocol to it (envoyproxy/ratelimit src/redis). The
+# image's user is valkey, uid/gid 999 (valkey-container Dockerfile). 8.1.11 (2026-10-26) is the newest 8.1
+# patch (valkey.io/download/8.1): 8.1.10's security fixes and the truncated-MULTI AOF recovery fix are in it.
+VALKEY_IMAGE = "docker.io/valkey/valkey:8.1.11"
+VALKEY_UID = 999
+
 # The pause container of the headroom placeholders and of the image pre-pull DaemonSet: does nothing, holds
 # the pod's resources; the version Kubernetes 1.34 ships (kubernetes/kubernetes#130713).
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"

@@ -34,6 +34,7 @@ from llm_platform.config.schema import (
 )
 from llm_platform.plan import naming, promql
 from llm_platform.plan.gateway import FlowControlPlan, flow_control
+from llm_platform.plan.lora import LoraPlan, lora_plan
 
 # Prometheus scrapes every vLLM pod this often (PodMonitor): KEDA's decisions are only as fresh as the scrape
 SCRAPE_INTERVAL_SECONDS = 5
@@ -233,6 +234,8 @@ class MetricTrigger:
     threshold: float
     metric_type: Literal["AverageValue"] = "AverageValue"
     type: Literal["prometheus"] = "prometheus"
+    # KEDA activates the target (0 -> 1) while the value is above it (None: KEDA's default, 0)
+    activation_threshold: float | None = None
 
 
 @dataclass(frozen=True)
@@ -260,6 +263,13 @@ class ScalingPlan:
     prewarm: tuple[PrewarmTrigger, ...]
     scale_up: ScalingRules
     scale_down: ScalingRules
+
+
+# scale from zero: the wake trigger reads the requests the endpoint pickers hold or counted (promql.wake_signal);
+# KEDA activates the model (0 -> 1) once it exceeds WAKE_ACTIVATION (a single held request reads 1), and past
+# one replica the HPA sizes it at WAKE_REQUESTS_PER_REPLICA per replica, above which the other triggers lead
+WAKE_ACTIVATION = 0.0
+WAKE_REQUESTS_PER_REPLICA = 1000.0
 
 
 def fallback_replicas(autoscaling: Autoscaling) -> int:
@@ -328,6 +338,19 @@ def scaling_plan(
                     ),
                 )
             ),
+            *(
+                (
+                    MetricTrigger(
+                        "wake",
+                        promql.EPP_REQUESTS,
+                        promql.wake_signal(namespace, served_model_name),
+                        WAKE_REQUESTS_PER_REPLICA,
+                        activation_threshold=WAKE_ACTIVATION,
+                    ),
+                )
+                if a.min_replicas == 0
+                else ()
+            ),
         ),
         prewarm=tuple(PrewarmTrigger(f"prewarm-{w.name}", w) for w in a.prewarm),
         scale_up=a.scale_up,
@@ -357,6 +380,8 @@ class ModelPlan:
     serving_uses_hf_token: bool
     # multi-node (config/multinode.py): the nodes one replica spans (pipelineParallelSize), `gpus` on each
     nodes: int = 1
+    # LoRA adapters (plan/lora.py); None without adapters
+    lora: LoraPlan | None = None
 
     @property
     def replica_gpus(self) -> int:
@@ -423,4 +448,5 @@ def resolve_model(
         loader_uses_hf_token=model.needs_hf_token and model.cache != "hub",
         serving_uses_hf_token=model.cache == "hub",
         nodes=model.pipeline_parallel_size,
+        lora=lora_plan(model),
     )

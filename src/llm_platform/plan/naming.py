@@ -69,6 +69,15 @@ def weights_prefix(hugging_face_id: str) -> str:
     return f"{MODELS_PREFIX}/{hugging_face_id}"
 
 
+# s3://<bucket>/models/_adapters/<model>/<adapter>/: a model's LoRA adapters, under `models/` so FSx imports them
+# with the weights; `_` cannot start a Hugging Face owner (schema: huggingFaceId), so no model id collides
+ADAPTERS_DIR = "_adapters"
+
+
+def adapters_prefix(model_name: str) -> str:
+    return f"{MODELS_PREFIX}/{ADAPTERS_DIR}/{model_name}"
+
+
 # ---------------------------------------------------------------------------------------- security
 
 # vLLM, the gateway and the helper containers run as this unprivileged user (the images' own user is root)

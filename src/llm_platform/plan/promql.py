@@ -24,6 +24,9 @@ SUCCESS = "vllm:request_success_total"
 # with the first request they count.
 EPP_REQUESTS = "llm_d_epp_request_total"
 EPP_REQUEST_ERRORS = "llm_d_epp_request_error_total"
+FLOW_CONTROL_QUEUE = (
+    "llm_d_epp_flow_control_queue_size"  # requests the picker holds (llm-d router docs/metrics.md)
+)
 # errors that are demand the pool did not serve (pkg/epp/requestcontrol/admission.go): flow control's 429 (queue
 # full, held past its TTL) and 503 (no endpoint, client gone); a pod's own failure (ModelServerError) was
 # already counted as dispatched
@@ -92,6 +95,17 @@ def gateway_arrivals(namespace: str, model_name: str) -> str:
     Each part is one label-less series; the outer sum() keeps it one for KEDA's scaler."""
     labels = f'namespace="{namespace}",model_name="{model_name}"'
     return f"sum(({picker_arrivals(labels)}) or {served_throughput(namespace, model_name)})"
+
+
+def wake_signal(namespace: str, model_name: str) -> str:
+    """What wakes a model at zero replicas: series that exist while no vLLM pod does, the endpoint pickers'.
+    The requests the pickers' flow control holds for the pool (llm_d_epp_flow_control_queue_size, labelled
+    by `inference_pool`; a model's namespace holds its one pool) plus those they counted per second over THROUGHPUT_WINDOW, served or shed. Not
+    wrapped in until_a_replica_serves: at zero it must read the waiting requests, not 0. A picker that has
+    counted nothing yet has no series: `or vector(0)` (idle, stay at zero)."""
+    labels = f'namespace="{namespace}",model_name="{model_name}"'
+    held = f'sum({FLOW_CONTROL_QUEUE}{{namespace="{namespace}"}})'
+    return f"sum(({held}) or vector(0)) + sum(({picker_arrivals(labels)}) or vector(0))"
 
 
 def picker_arrivals(labels: str) -> str:

@@ -47,7 +47,16 @@ def triggers(m: ModelPlan) -> list[dict[str, Any]]:
             "type": t.type,
             "name": t.name,
             "metricType": t.metric_type,
-            "metadata": {**common, "query": t.query, "threshold": _number(t.threshold)},
+            "metadata": {
+                **common,
+                "query": t.query,
+                "threshold": _number(t.threshold),
+                **(
+                    {}
+                    if t.activation_threshold is None
+                    else {"activationThreshold": _number(t.activation_threshold)}
+                ),
+            },
         }
         for t in s.triggers
     ]

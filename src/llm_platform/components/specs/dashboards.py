@@ -270,12 +270,16 @@ def vllm_dashboard(*, deployment: str = "$model_name", scaled_object: str = "$mo
                     f'max({DEPLOYMENT_READY}{{namespace="{ns}",deployment="{deployment}"}})',
                     "ready (Deployment)",
                 ),
+                # a multi-node model's replicas: its Ready leader pods (kube-state-metrics reports no
+                # LeaderWorkerSet); empty for a Deployment, whose pod names never match
+                (f"sum({promql.replicas_available(ns, deployment, multi_node=True)})", "ready (groups)"),
                 (f"max({HPA_MAX}{hpa})", "maximum"),
             ],
             unit="short",
             width=24,
-            description="kube-state-metrics: what KEDA's HPA wants against pods that passed readiness; "
-            "the gap is node provisioning, image pull and weight loading.",
+            description="kube-state-metrics: what KEDA's HPA wants against pods that passed readiness (a "
+            "multi-node model: Ready leaders, one per group); the gap is node provisioning, image pull and "
+            "weight loading.",
         ),
     ]
     variables = [

@@ -19,8 +19,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from llm_platform.components.specs import quota
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, secret
-from llm_platform.config.schema import GatewayClient
+from llm_platform.config.schema import GatewayClient, QuotaStoreConfig
 from llm_platform.plan.naming import AI_GATEWAY_NAMESPACE, GATEWAY_NAMESPACE, MONITORING_NAMESPACE
 
 AI_GATEWAY_CONTROLLER = (
@@ -133,10 +134,11 @@ def gateway_crds_values() -> dict[str, Any]:
     }
 
 
-def envoy_gateway_values() -> dict[str, Any]:
+def envoy_gateway_values(quota_store: QuotaStoreConfig | None = None) -> dict[str, Any]:
     """gateway-helm with AI Gateway's base and InferencePool add-on values (ai-gateway v1.1.0
-    manifests/envoy-gateway-values.yaml, examples/inference-pool/envoy-gateway-values-addon.yaml)."""
-    return {
+    manifests/envoy-gateway-values.yaml, examples/inference-pool/envoy-gateway-values-addon.yaml); with a
+    quota store, the global rate limit's Redis backend and rate limit Deployment (specs.quota)."""
+    values: dict[str, Any] = {
         "crds": {"enabled": False},  # installed first, by gateway-crds-helm
         # one controller: while it restarts the proxies keep serving their last configuration
         "deployment": {"pod": _addon_pod()},
@@ -174,6 +176,9 @@ def envoy_gateway_values() -> dict[str, Any]:
             }
         },
     }
+    if quota_store is not None:
+        values["config"]["envoyGateway"] |= quota.envoy_gateway_quota_values(quota_store)
+    return values
 
 
 def ai_gateway_values() -> dict[str, Any]:
@@ -438,9 +443,22 @@ def security_policy() -> dict[str, Any]:
     }
 
 
-def rate_limit_policy(clients: Sequence[GatewayClient], envoy_replicas: int) -> dict[str, Any]:
-    """One local bucket per client, keyed on the client-ID header the API key filter set (which runs first,
-    and whose value a client cannot choose). Each replica enforces its share (per_replica_limit)."""
+def rate_limit_policy(
+    clients: Sequence[GatewayClient], envoy_replicas: int, *, global_limits: bool = False
+) -> dict[str, Any]:
+    """One bucket per client, keyed on the client-ID header the API key filter set (which runs first, and
+    whose value a client cannot choose). Local: each replica enforces its share (per_replica_limit). Global
+    (a quota store): one bucket per client and limit across all replicas and routes (specs.quota)."""
+    if global_limits:
+        return {
+            "apiVersion": "gateway.envoyproxy.io/v1alpha1",
+            "kind": "BackendTrafficPolicy",
+            "metadata": {"name": GATEWAY, "namespace": GATEWAY_NAMESPACE},
+            "spec": {
+                "targetRefs": _gateway_target(),
+                "rateLimit": {"global": {"rules": quota.global_rules(clients, CLIENT_HEADER)}},
+            },
+        }
     rules = [
         {
             "clientSelectors": [{"headers": [{"name": CLIENT_HEADER, "type": "Exact", "value": c.name}]}],

@@ -112,6 +112,32 @@ def epp_alert_rules(model: ModelPlan) -> list[dict[str, Any]]:
             f"{VALUE} endpoints have stale metrics and count as saturated: dispatch to them halts.",
             f"Check the NetworkPolicy {model.name}-from-epp and the pods' /metrics on port 8000.",
         ),
+        *(_held_timeout_rule(model, labels) if model.scaling.min_replicas == 0 else []),
+    ]
+
+
+# what a request held for a model at zero ends in when no replica came up in time: evicted at its TTL (429),
+# or refused for want of an endpoint (503) (flow-control outcomes, llm-d router v0.10.0 docs/metrics.md)
+HELD_TIMEOUT_OUTCOMES = "EvictedTTL|RejectedNoEndpoints"
+
+
+def _held_timeout_rule(model: ModelPlan, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """A model that scales to zero: any request that waited for it and was not served fires at once."""
+    ns, pool = model.names.namespace, release_name(model)
+    return [
+        _rule(
+            "InferenceGatewayHeldRequestTimedOut",
+            f'sum(increase({FLOW_CONTROL_REQUESTS}{{namespace="{ns}",inference_pool="{pool}",'
+            f'outcome=~"{HELD_TIMEOUT_OUTCOMES}"}}[{WINDOW}])) > 0',
+            "0m",
+            "warning",
+            labels,
+            f"A request held for {pool} (scaled to zero) timed out",
+            f"{VALUE} requests over {WINDOW} waited for a replica of {pool} and were answered 429/503: the "
+            "start from zero took longer than the hold.",
+            f"kubectl -n {ns} get pods,events; check the GPU node launch (Karpenter), the image pull and "
+            "the weight load against the model's cold-start budget.",
+        )
     ]
 
 

@@ -50,6 +50,9 @@ CREDENTIAL_SECRET = "vllm-credential"  # key `credential` = "Bearer <vLLM key>" 
 # it only when missing (internal/controller/ai_gateway_route.go): registering it first, with vLLM's key added
 # to AI Gateway's own host rewrite, injects the key on the model-field route without a plaintext header.
 AI_GATEWAY_HOST_REWRITE_FILTER = "ai-eg-host-rewrite"
+# the lora-affinity-scorer's weight beside queue 2 / kv-cache 2 / prefix 3: a replica without the adapter pays a
+# load (disk or host copy, simulator/serving/lora.py) on the request's TTFT, worth about one prefix hit
+LORA_AFFINITY_WEIGHT = 3
 MODEL_HEADER = "x-ai-eg-model"  # AI Gateway copies the request's `model` field here
 
 QUEUE_MAX_BYTES = "512Mi"  # request bodies held in the picker's memory, under its memory limit
@@ -138,6 +141,13 @@ def endpoint_picker_config(model: ModelPlan) -> dict[str, Any]:
         )
     else:
         plugins.append({"type": "prefix-cache-scorer"})
+    # LoRA: prefer a replica that holds the request's adapter, or has a free slot to load it (llm-d-router
+    # v0.10.0 scheduling/scorer/loraaffinity: 1.0 active, 0.8 free slot, 0.6 waiting, 0 full), read from vLLM's
+    # `vllm:lora_requests_info{running_lora_adapters,waiting_lora_adapters,max_lora}` by core-metrics-extractor
+    lora_profile: list[dict[str, Any]] = []
+    if model.lora is not None:
+        plugins.append({"type": "lora-affinity-scorer"})
+        lora_profile.append({"pluginRef": "lora-affinity-scorer", "weight": LORA_AFFINITY_WEIGHT})
     return {
         "apiVersion": "llm-d.ai/v1alpha1",
         "kind": "EndpointPickerConfig",
@@ -151,6 +161,7 @@ def endpoint_picker_config(model: ModelPlan) -> dict[str, Any]:
                     {"pluginRef": "queue-scorer", "weight": 2},
                     {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
                     {"pluginRef": "prefix-cache-scorer", "weight": 3},
+                    *lora_profile,
                 ],
             }
         ],
@@ -327,10 +338,13 @@ def model_route_filter(model: ModelPlan) -> dict[str, Any]:
     }
 
 
-def model_field_route(model: ModelPlan) -> dict[str, Any]:
+def model_field_route(
+    model: ModelPlan, llm_request_costs: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
     """Clients call `/v1/...` with `model: <name>`: AI Gateway reads the field and this rule picks the pool.
-    AI Gateway generates an HTTPRoute of the same name from it."""
-    return {
+    AI Gateway generates an HTTPRoute of the same name from it. `llm_request_costs`: the token counts AI
+    Gateway stores in dynamic metadata for the clients' token budgets (specs.quota)."""
+    route: dict[str, Any] = {
         "apiVersion": "aigateway.envoyproxy.io/v1beta1",
         "kind": "AIGatewayRoute",
         "metadata": {"name": model.name, "namespace": model.names.namespace},
@@ -339,16 +353,10 @@ def model_field_route(model: ModelPlan) -> dict[str, Any]:
             "rules": [
                 {
                     "name": "by-model-field",
+                    # the base model and each of its LoRA adapters (vLLM serves them by name): one pool
                     "matches": [
-                        {
-                            "headers": [
-                                {
-                                    "type": "Exact",
-                                    "name": MODEL_HEADER,
-                                    "value": model.model.served_model_name,
-                                }
-                            ]
-                        }
+                        {"headers": [{"type": "Exact", "name": MODEL_HEADER, "value": name}]}
+                        for name in routed_model_names(model)
                     ],
                     "backendRefs": [_pool_ref(model)],
                     "timeouts": {"request": gw.REQUEST_TIMEOUT},
@@ -356,6 +364,14 @@ def model_field_route(model: ModelPlan) -> dict[str, Any]:
             ],
         },
     }
+    if llm_request_costs:
+        route["spec"]["llmRequestCosts"] = llm_request_costs
+    return route
+
+
+def routed_model_names(model: ModelPlan) -> list[str]:
+    """The `model` values the gateway sends to this model's pool: its own and its adapters' (plan/lora.py)."""
+    return [model.model.served_model_name, *(model.lora.names if model.lora is not None else ())]
 
 
 def path_prefix(model: ModelPlan) -> str:

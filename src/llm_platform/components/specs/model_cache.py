@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from llm_platform.components.specs import adapters as adapter_spec
 from llm_platform.components.specs.common import (
     ADDON_NODE_LABEL,
     ADDON_TOLERATION,
@@ -164,6 +165,8 @@ class CacheWiring:
     # torch.compile / CUDA-graph artefacts: on the node's NVMe for nvme (a warm node starts faster),
     # otherwise in the pod's own emptyDir (which also lives on the NVMe-backed ephemeral storage)
     compile_cache: dict[str, Any] = field(default_factory=lambda: {"emptyDir": {"sizeLimit": "20Gi"}})
+    # LoRA adapters (components/specs/adapters.py): adapter name -> its directory in the vLLM container
+    adapter_dirs: dict[str, str] = field(default_factory=dict)
 
 
 OFFLINE = [{"name": "HF_HUB_OFFLINE", "value": "1"}]
@@ -251,7 +254,9 @@ def cache_wiring(m: ModelPlan, *, bucket: str) -> CacheWiring:
     """The cache mode's weights wiring; with a compile cache persisted by the pod (every mode but nvme,
     whose node sync does it) an init container restores it before vLLM starts and a native sidecar saves it
     once vLLM wrote the compiled marker (it runs beside vLLM and never holds up the pod's termination)."""
-    wiring = _weights_wiring(m, bucket=bucket)
+    wiring = adapter_spec.with_adapter_dirs(
+        m, _weights_wiring(m, bucket=bucket), bucket=bucket, models_mount=MODEL_MOUNT
+    )
     if not m.cache.compile_cache_in_pod:
         return wiring
     return replace(
@@ -295,12 +300,15 @@ print(f"{repo}@{revision} copied to s3://{bucket}/{prefix}")
 )
 
 
-def loader_configmap(namespace: str) -> dict[str, Any]:
+def loader_configmap(namespace: str, adapters: bool = False) -> dict[str, Any]:
+    data = {"load.py": LOADER_SCRIPT}
+    if adapters:
+        data[adapter_spec.ADAPTER_LOADER_FILE] = adapter_spec.ADAPTER_LOADER_SCRIPT
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": "model-loader", "namespace": namespace},
-        "data": {"load.py": LOADER_SCRIPT},
+        "data": data,
     }
 
 
@@ -323,6 +331,10 @@ def loader_job(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
         f"pip install --quiet --user huggingface_hub=={LOADER_HUGGINGFACE_HUB_VERSION} "
         f"boto3=={LOADER_BOTO3_VERSION}"
     )
+    run = f"{install} && python /opt/loader/load.py"
+    if m.lora is not None:
+        env.append(adapter_spec.loader_env(m.lora))
+        run += f" && python /opt/loader/{adapter_spec.ADAPTER_LOADER_FILE}"
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -355,7 +367,7 @@ def loader_job(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
                             "name": "load",
                             "image": PYTHON_IMAGE,
                             "command": ["/bin/sh", "-c"],
-                            "args": [f"{install} && python /opt/loader/load.py"],
+                            "args": [run],
                             "env": env,
                             "resources": {
                                 "requests": {
@@ -431,7 +443,9 @@ def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
     env = [
         {"name": "PREFIX", "value": m.cache.weights_prefix},
         *compile_cache_env(m, bucket=bucket, cache_dir=f"/nvme/vllm-cache/{model.name}"),
+        *(adapter_spec.nvme_sync_env(m.lora) if m.lora is not None else []),
     ]
+    script = SYNC_SCRIPT + (adapter_spec.NVME_ADAPTER_SYNC if m.lora is not None else "")
     labels = {"app.kubernetes.io/name": "model-sync", "app.kubernetes.io/instance": model.name}
     return {
         "apiVersion": "apps/v1",
@@ -459,7 +473,7 @@ def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
                         {
                             "name": "sync",
                             "image": AWS_CLI_IMAGE,
-                            "command": ["/bin/sh", "-c", SYNC_SCRIPT],
+                            "command": ["/bin/sh", "-c", script],
                             "env": env,
                             "resources": {
                                 "requests": {"cpu": "500m", "memory": "512Mi"},

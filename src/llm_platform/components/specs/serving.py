@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from llm_platform.components.specs.adapters import lora_args
 from llm_platform.components.specs.common import GPU_TOLERATION, POOL_LABEL, SERVING_PRIORITY_CLASS
 from llm_platform.components.specs.compile_cache import (
     COMPILE_CACHE_MOUNT,
@@ -109,6 +110,7 @@ def vllm_args(m: ModelPlan, wiring: CacheWiring) -> list[str]:
         "--shutdown-timeout",
         str(DRAIN_SECONDS),
         *kv_events_args(model),
+        *lora_args(m, wiring.adapter_dirs),
         *wiring.extra_args,
         *model.extra_args,
     ]

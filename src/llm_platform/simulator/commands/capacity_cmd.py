@@ -10,10 +10,18 @@ import argparse
 import json
 from collections.abc import Sequence
 
+import numpy as np
+
 from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.model_profiles import profile
 from llm_platform.simulator.commands.args import fraction, positive_float, positive_int
-from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats, closed_loop
+from llm_platform.simulator.serving.replica import (
+    EngineConfig,
+    ReplicaModel,
+    ReplicaTable,
+    TokenStats,
+    closed_loop,
+)
 from llm_platform.tools.cli import ArgumentParser
 
 
@@ -24,7 +32,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel size (GPUs per replica)")
     p.add_argument("--input-tokens", type=positive_float, required=True, help="prompt tokens per request")
     p.add_argument("--output-tokens", type=positive_float, required=True, help="generated tokens per request")
-    p.add_argument("--concurrency", type=positive_int, required=True, help="requests in flight (closed loop)")
+    load = p.add_mutually_exclusive_group(required=True)
+    load.add_argument("--concurrency", type=positive_int, help="requests in flight (closed loop)")
+    load.add_argument("--rate", type=positive_float, help="Poisson arrivals, requests/s (open loop)")
     p.add_argument("--prefix-hit-rate", type=fraction, default=0.0, help="fraction of prompt tokens cached")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=0.9)
     p.add_argument("--max-num-seqs", type=positive_int, help="default: vLLM's for the GPU")
@@ -54,8 +64,10 @@ def run(argv: Sequence[str]) -> int:
     )
     model = ReplicaModel(profile(args.model), instance.gpu, args.tp, engine)
     table = model.table(TokenStats.fixed(args.input_tokens, args.output_tokens))
-    point = closed_loop(table, args.concurrency)
     seqs, tokens = model.limits
+    if args.rate is not None:
+        return _open_loop(args, model, table)
+    point = closed_loop(table, args.concurrency)
     out = {
         "ttft_ms": round(point.ttft_s * 1000, 1),
         "itl_ms": round(point.itl_s * 1000, 2),
@@ -84,6 +96,38 @@ def run(argv: Sequence[str]) -> int:
         for key, value in out.items():
             print(f"  {key}: {value}")
         print("  (preempted: KV-cache preemptions per second; waiting: requests queued for a running slot)")
+    return 0
+
+
+def _open_loop(args: argparse.Namespace, model: ReplicaModel, table: ReplicaTable) -> int:
+    """Poisson arrivals at --rate: the steady state at that rate, or the saturation point if it is not sustainable."""
+    rate = float(args.rate)
+    sustainable = rate <= table.capacity_rps
+    served = min(rate, table.capacity_rps)
+    state = table.at(np.full(20_000, served))
+    ttft = table.ttft_seconds(np.full(20_000, args.input_tokens), state, np.random.default_rng(0))
+    out: dict[str, object] = {
+        "rate_requests_per_s": rate,
+        "sustainable": sustainable,
+        "ttft_ms_mean": round(float(ttft.mean()) * 1000, 1),
+        "ttft_ms_median": round(float(np.median(ttft)) * 1000, 1),
+        "ttft_ms_p90": round(float(np.percentile(ttft, 90)) * 1000, 1),
+        "tpot_ms": round(float(state["itl"][0]) * 1000, 2),
+        "output_tokens_per_s": round(served * args.output_tokens, 1),
+        "requests_per_s": round(served, 3),
+        "running": round(float(state["running"][0]), 1),
+        "kv_cache_usage": round(float(state["kv_usage"][0]), 3),
+        "saturation_requests_per_s": round(table.capacity_rps, 3),
+        "kv_cache_tokens": model.kv_capacity_tokens,
+    }
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"{args.model} on {args.tp} x {model.gpu.name}, Poisson arrivals at {rate:g} req/s:")
+        for key, value in out.items():
+            print(f"  {key}: {value}")
+        if not sustainable:
+            print("  (not sustainable: the queue grows without bound; figures are the saturated replica's)")
     return 0
 
 

@@ -78,6 +78,7 @@ class Result:
     minute_cost_usd: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # cumulative
     per_day: list[dict[str, float]] = field(default_factory=list, repr=False)
     oracle: dict[str, float] = field(default_factory=dict, repr=False)
+    minute_ready_max: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # most serving
 
     @property
     def cost_vs_oracle(self) -> float | None:
@@ -330,6 +331,8 @@ def _summarise(
     state = table.at(lam_s)
     admitted = {name: values[admit] for name, values in state.items()}
     ttft_s = wait + table.ttft_seconds(traffic.input_tokens.astype(np.float64), admitted, rng)
+    if table.model.lora is not None:  # adapter loads at first use and swaps (simulator/serving/lora.py)
+        ttft_s = ttft_s + table.model.lora.request_delays(t_arr, ready_s, rng)
     itl = state["itl"][admit]
     violated = (ttft_s > cfg.slo.ttft_seconds) | (itl > cfg.slo.itl_seconds) | never | shed
     n = len(t_arr)
@@ -394,4 +397,5 @@ def _summarise(
         minute_itl,
         minute_cost,
         per_day,
+        minute_ready_max=ready_s[: minutes * 60].reshape(minutes, 60).max(axis=1),
     )

@@ -14,6 +14,14 @@ The oracle knows every minute's request rate in advance:
 `reactive_bound` is the other end: the cheapest config any reactive autoscaler could run at the same miss
 rate, given how long a new replica takes to serve (the gap between the two is what foresight is worth; the
 gap between a config and the reactive bound is what better control could still win).
+A lower bound at every miss rate, the lowest achievable included: the oracle also knows what the config it
+is compared with did (`Witness`: the most replicas serving in each minute, the requests that missed, what it
+paid), and could always do the same. So it takes the cheapest of (a) the greedy plan above, when the replica
+model's misses reach the budget at all (near the lowest achievable miss rate they may not: a steady-state
+model of one minute at a time is pessimistic about what a generously sized pool serves), (b) the config's
+own minutes, each cut to the fewest replicas the model says miss no more in that minute, billed as above,
+and (c) what the config paid. Without a witness only (a) is left, and `model_feasible` says whether it met
+the budget.
 With reservations the oracle holds the same ones: their prepaid cost is paid as it is by the config, and only
 the nodes (or GPU slots) beyond the reserved count each minute (none left once a Capacity Block expires) are
 bought, so `cost_vs_oracle` compares like with like.
@@ -23,10 +31,54 @@ from __future__ import annotations
 
 import heapq
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from llm_platform.simulator.serving.capacity import MINIMUM_BILLED_SECONDS
+
+
+@dataclass(frozen=True)
+class Witness:
+    """What a simulated config did over the day: the oracle, knowing the day, can always do the same."""
+
+    replicas: np.ndarray  # the most replicas serving in each minute
+    misses: np.ndarray  # requests arriving in each minute that missed the SLO
+    usd_per_day: float  # what the config paid
+
+
+def _minute_misses(
+    minute_requests: np.ndarray, lam: np.ndarray, miss_fraction: np.ndarray, m: int, n: int
+) -> float:
+    """The replica model's missed requests in minute `m` with `n` replicas (all of them past saturation)."""
+    if minute_requests[m] <= 0:
+        return 0.0
+    if n <= 0:
+        return float(minute_requests[m])
+    rate = minute_requests[m] / 60 / n
+    mu = float(lam[-1])
+    return float(minute_requests[m] * (1.0 if rate > mu else np.interp(rate, lam, miss_fraction)))
+
+
+def model_misses(
+    minute_requests: np.ndarray, lam: np.ndarray, miss_fraction: np.ndarray, need: np.ndarray
+) -> float:
+    """The replica model's missed requests over the day for a per-minute replica count."""
+    return sum(_minute_misses(minute_requests, lam, miss_fraction, m, int(n)) for m, n in enumerate(need))
+
+
+def witness_replicas(
+    minute_requests: np.ndarray, lam: np.ndarray, miss_fraction: np.ndarray, witness: Witness, floor: int
+) -> np.ndarray:
+    """The config's own replicas per minute (never below `floor`), each minute cut to the fewest replicas the
+    replica model says miss no more than the config did in it: the day's misses stay within the config's."""
+    need = np.maximum(witness.replicas.astype(np.int64), floor)
+    for m in range(len(need)):
+        n = floor
+        while n < need[m] and _minute_misses(minute_requests, lam, miss_fraction, m, n) > witness.misses[m]:
+            n += 1
+        need[m] = n
+    return need
 
 
 def replicas_needed(
@@ -47,12 +99,7 @@ def replicas_needed(
     mu = float(lam[-1])
 
     def misses(m: int, n: int) -> float:
-        if minute_requests[m] <= 0:
-            return 0.0
-        if n <= 0:
-            return float(minute_requests[m])
-        rate = minute_requests[m] / 60 / n
-        return float(minute_requests[m] * (1.0 if rate > mu else np.interp(rate, lam, miss_fraction)))
+        return _minute_misses(minute_requests, lam, miss_fraction, m, n)
 
     need = np.maximum(np.ceil(minute_requests / 60 / mu - 1e-9).astype(np.int64), floor)
     current = np.array([misses(m, int(need[m])) for m in range(len(need))])
@@ -114,25 +161,44 @@ def bound(
     reserved_per_minute: np.ndarray | None = None,
     prepaid_usd: float = 0.0,
     floor: int = 0,
+    witness: Witness | None = None,
 ) -> dict[str, float]:
     """Both oracle costs per day for a per-minute request count, at a miss rate (percent); nodes up to
     `reserved_per_minute` are the reservations, paid as `prepaid_usd` for the whole horizon; never fewer than
-    `floor` replicas."""
+    `floor` replicas; with a `witness` (the config compared, at its own miss rate) never above it."""
     budget = miss_pct / 100 * float(minute_requests.sum())
+    reserved = (
+        np.zeros(len(minute_requests), dtype=np.int64) if reserved_per_minute is None else reserved_per_minute
+    )
+
+    def costs(need: np.ndarray) -> tuple[float, float]:
+        bought = np.maximum(need - reserved * slots_per_node, 0)
+        per_second = prepaid_usd + bought.sum() * 60 * price_per_hour / slots_per_node / 3600
+        nodes = np.ceil(need / slots_per_node).astype(np.int64)
+        whole = (
+            prepaid_usd
+            + whole_node_seconds(np.maximum(nodes - reserved, 0), cold_start_seconds) * price_per_hour / 3600
+        )
+        return per_second / days, whole / days
+
     need = replicas_needed(minute_requests, lam, miss_fraction, budget, floor)
-    reserved = np.zeros(len(need), dtype=np.int64) if reserved_per_minute is None else reserved_per_minute
-    bought = np.maximum(need - reserved * slots_per_node, 0)
-    per_second = prepaid_usd + bought.sum() * 60 * price_per_hour / slots_per_node / 3600
-    nodes = np.ceil(need / slots_per_node).astype(np.int64)
-    beyond = np.maximum(nodes - reserved, 0)
-    whole = prepaid_usd + whole_node_seconds(beyond, cold_start_seconds) * price_per_hour / 3600
+    feasible = model_misses(minute_requests, lam, miss_fraction, need) <= budget * (1 + 1e-9) + 1e-9
+    plans = [(*costs(need), need)] if feasible or witness is None else []
+    if witness is not None:
+        own = witness_replicas(minute_requests, lam, miss_fraction, witness, floor)
+        plans.append((*costs(own), own))
+        plans.append((witness.usd_per_day, witness.usd_per_day, witness.replicas.astype(np.int64)))
+    per_second = min(p[0] for p in plans)
+    whole, _, chosen = min(((p[1], i, p[2]) for i, p in enumerate(plans)), key=lambda p: p[:2])
+    peak = int(chosen.max(initial=0))
     return {
-        "per_second_usd_per_day": per_second / days,
-        "whole_nodes_usd_per_day": whole / days,
+        "per_second_usd_per_day": per_second,
+        "whole_nodes_usd_per_day": whole,
         "miss_pct": miss_pct,
         "saturation_rps": float(lam[-1]),
-        "peak_replicas": float(need.max(initial=0)),
-        "peak_nodes": float(math.ceil(need.max(initial=0) / slots_per_node)),
+        "peak_replicas": float(peak),
+        "peak_nodes": float(math.ceil(peak / slots_per_node)),
+        "model_feasible": float(feasible),
     }
 
 

@@ -244,17 +244,27 @@ def run_all(
     results = [simulate(setup.traffic, setup.table, s, setup.config, progress) for s in strategies]
     curve = miss_curve(setup.table, setup.traffic, setup.config.slo)
     for r in results:
-        r.oracle = oracle_for(setup, r.slo_violation_pct, curve)
+        r.oracle = oracle_for(setup, r.slo_violation_pct, curve, witness_of(r))
     return results
 
 
 REACTIVE_BIN_SECONDS = 10  # the reactive bound's time step
 
 
+def witness_of(result: Result) -> oracle.Witness:
+    """What a simulated config did, for the oracle to bound it (search/oracle.py `Witness`)."""
+    missed = result.minute_violation_pct / 100 * result.minute_rate * 60
+    return oracle.Witness(result.minute_ready_max, missed, result.gpu_cost_usd_per_day)
+
+
 def oracle_for(
-    setup: Setup, miss_pct: float, curve: tuple[np.ndarray, np.ndarray] | None = None
+    setup: Setup,
+    miss_pct: float,
+    curve: tuple[np.ndarray, np.ndarray] | None = None,
+    witness: oracle.Witness | None = None,
 ) -> dict[str, float]:
-    """The perfect-foresight bound at a miss rate, on the setup's instance and cold start (simulator/oracle.py)."""
+    """The perfect-foresight bound at a miss rate, on the setup's instance and cold start (search/oracle.py);
+    with the `witness` of the config compared, never above what it paid."""
     c = setup.config.capacity
     lam, frac = curve or miss_curve(setup.table, setup.traffic, setup.config.slo)
     minutes = setup.traffic.duration // 60
@@ -267,6 +277,7 @@ def oracle_for(
     return oracle.bound(
         counts.astype(np.float64), lam, frac, miss_pct, c.node_price_per_hour, c.slots_per_node, lead,
         setup.traffic.days, reserved, c.reserved_cost(setup.traffic.duration), setup.config.replica_floor,
+        witness,
     )  # fmt: skip
 
 

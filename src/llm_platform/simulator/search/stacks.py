@@ -28,6 +28,7 @@ from llm_platform.simulator.day.engine import SimConfig
 from llm_platform.simulator.search.multinode import replica_instance, reserved_groups
 from llm_platform.simulator.search.scenarios import Setup, recommend
 from llm_platform.simulator.serving.capacity import CapacityConfig, start_times
+from llm_platform.simulator.serving.lora import LoraCost
 from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats
 from llm_platform.simulator.traffic.traffic import Traffic
 
@@ -136,7 +137,8 @@ def stack_run(
         max_model_len=m.max_model_len,
         prefix_hit_rate=prefix_hit_rate,
     )
-    model = ReplicaModel(prof, mp.instance.gpu, mp.replica_gpus, engine)
+    lora = LoraCost.from_plan(mp.lora, prof) if mp.lora is not None else None
+    model = ReplicaModel(prof, mp.instance.gpu, mp.replica_gpus, engine, lora=lora)
     table = model.table(TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens))
     spot = "spot" in pool.capacity_types
     reserved_units, reserved_unit_usd = reserved_groups(mp, reserved_instances, reserved_usd_per_hour)

@@ -50,7 +50,8 @@ from llm_platform.simulator.search.knobs import (
     Candidates,
     number,
 )
-from llm_platform.simulator.search.scenarios import miss_curve, oracle_for
+from llm_platform.simulator.search.oracle import Witness
+from llm_platform.simulator.search.scenarios import miss_curve, oracle_for, witness_of
 from llm_platform.simulator.search.stack_rules import pool_gpu_limit
 from llm_platform.simulator.search.stacks import StackRun
 
@@ -77,7 +78,7 @@ class DayScore:
 _FORKED: list[Tuner] = []  # the tuner a forked worker inherits (set by Tuner.parallel)
 
 
-def _simulate_training_day(knobs: dict[str, object], index: int) -> tuple[float, float]:
+def _simulate_training_day(knobs: dict[str, object], index: int) -> tuple[float, float, Witness]:
     tuner = _FORKED[0]
     return tuner.simulate_day(knobs, index, tuner.runs[index], holdout=False)
 
@@ -116,11 +117,11 @@ class Tuner(Candidates):
         else:
             results = [self.simulate_day(knobs, i, run, holdout) for i, run in enumerate(scored)]
         days = []
-        for run, (cost, miss) in zip(scored, results, strict=True):
+        for run, (cost, miss, witness) in zip(scored, results, strict=True):
             s = run.setup
             if id(run) not in self._curves:
                 self._curves[id(run)] = miss_curve(s.table, s.traffic, s.config.slo)
-            bound = oracle_for(s, miss, self._curves[id(run)])["whole_nodes_usd_per_day"]
+            bound = oracle_for(s, miss, self._curves[id(run)], witness)["whole_nodes_usd_per_day"]
             days.append(DayScore(s.traffic.name, cost, miss, bound, holdout))
         out = (sum(d.cost for d in days) / len(days), max(d.miss_pct for d in days), days)
         if runs is None:
@@ -136,8 +137,9 @@ class Tuner(Candidates):
 
     def simulate_day(
         self, knobs: dict[str, object], i: int, run: StackRun, holdout: bool
-    ) -> tuple[float, float]:
-        """GPU $/day and SLO misses (%) of day `i` under the knobs (a training day's windows leave it out)."""
+    ) -> tuple[float, float, Witness]:
+        """GPU $/day, SLO misses (%) and what the config did (the oracle's witness) of day `i` under the knobs
+        (a training day's windows leave it out)."""
         cfg = self.config(knobs, None if holdout else i)
         s = run.setup
         capacity = replace(
@@ -149,7 +151,7 @@ class Tuner(Candidates):
         )
         strategy = from_plan("tuned", scaling_for(run.plan, cfg))
         r = simulate(s.traffic, s.table, strategy, replace(s.config, capacity=capacity))
-        return r.gpu_cost_usd_per_day, r.slo_violation_pct
+        return r.gpu_cost_usd_per_day, r.slo_violation_pct, witness_of(r)
 
     def accepted(self, knobs: dict[str, object]) -> bool:
         if self.accepts is None:

@@ -8,7 +8,9 @@ from llm_platform.config.schema import Autoscaling, Headroom
 
 
 def autoscaling_yaml(a: Autoscaling) -> str:
-    data = a.model_dump(by_alias=True, exclude_none=True, mode="json")
+    """The block to paste; prod's scale-to-zero opt-in appears only when it is on."""
+    skip = None if a.allow_scale_to_zero else {"allow_scale_to_zero"}
+    data = a.model_dump(by_alias=True, exclude_none=True, mode="json", exclude=skip)
     return yaml.safe_dump({"autoscaling": data}, sort_keys=False, default_flow_style=None, width=200)
 
 

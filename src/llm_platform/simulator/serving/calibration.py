@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from llm_platform.config.catalog import A10G, A100_40, A100_80, L4, GpuModel
+from llm_platform.config.catalog import A10G, A100_40, A100_80, H100, L4, GpuModel
 from llm_platform.config.model_profiles import profile
 from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats, burst, closed_loop
 
@@ -27,6 +27,14 @@ LLMPERF_TOKENS = 150 / 177  # Llama-3 tokens per Llama-2 token (the CSV's mean_o
 L4_SWEEP = "https://ai.wmx.dev/benchmarks (vllm_capacity_points.md L02-L07)"
 A100_BURSTS = "dennislee22/vLLM-benchmarking@b474d1e:README.md (vllm_capacity_points.md A01-A08)"
 A100_SWEEP = "https://johnmusgrave.com/p/vllm-throughput-latency-sweep-on (vllm_capacity_points.md A25)"
+H100_FIT = (
+    "vllm-project/vllm-project.github.io@c3a01c4:_posts/2026-04-22-fp8-kvcache.md L128-129 "
+    "(vllm_capacity_points.md H03)"
+)
+H100_QWEN3 = (
+    "gpustack/gpustack@47277d7:docs/performance-lab/qwen3-8b/h100-latency.md (vllm_capacity_points.md H04)"
+)
+A100_TP2 = "dennislee22/vLLM-benchmarking@b474d1e:README.md L2421-2485 (vllm_capacity_points.md A15-A16)"
 
 Metric = Literal["ttft", "itl", "tok_s"]
 
@@ -47,6 +55,7 @@ class Point:
     source: str
     unit_tokens: float = 1.0  # published tokens per true token (llmperf's tokenizer)
     explained: dict[str, str] = field(default_factory=dict)  # metric -> why it is outside the tolerance
+    tp: int = 1
 
 
 V0_A10G = EngineConfig(chunked_prefill=False)  # vllm-openai:v0.4.3 defaults (V0: no chunked prefill)
@@ -75,6 +84,28 @@ PREFIX_HITS = (
     "TFLOPS for a 7.6B model, above the A100's 312 peak: prompts were partly served from the prefix cache "
     "(on in that run; A01's 36 ms TTFT for 1,024 tokens needs 430 TFLOPS). Without hits the model spends 18 s "
     "prefilling the wave"
+)
+TP2_PREFIX = (
+    "1,024 prompt tokens of a 72.7B model in 93 ms need 1.6 PFLOPS, 2.6x the peak of two A100s: the prompt was "
+    "served from the prefix cache (on by default; the sweep's runs reuse prompts, as [5]); the model prefills it"
+)
+TP2_BURST_TTFT = (
+    "ten 1,024-token prompts of a 72.7B model take 10 x 149 TFLOP / 624 TFLOPS peak >= 2.4 s to prefill on two "
+    "A100s with no cache hits; a mean TTFT of 3.8 s is 70 % of peak spread over the wave, which the model's "
+    "FCFS drain gives as its mean only if the prompts were prefilled in sequence, not in shared chunks"
+)
+CHAT_HOST = (
+    "the GPU work of this TTFT is ~20 ms (a 233-token prefill of 8.2B parameters is 3.8 TFLOP, 8 ms at 50 % "
+    "MFU, plus a residual step); the rest is API-server work on the chat endpoint (chat template, "
+    "tokenization, streaming), which this row measures and H25 on /v1/completions (Llama-3.1-8B, H100, C=1, "
+    "TTFT p50 14 ms) does not; the model carries a constant 10 ms per request, so host-bound TTFTs are low"
+)
+TP2_UNKNOWN = (
+    "the run's launch arguments and precision are not published (vllm_capacity_points.md A15): 58 ms per "
+    "token for 145 GB of BF16 weights on two A100s is 1.25 TB/s per GPU, 61 % of the SXM part's 2,039 GB/s "
+    "while the same sweep's TP1 rows reach 84 %; with NVLink all-reduces costing ~1 ms per step "
+    "(serving/physics.py) the gap is not the interconnect. A PCIe A100 without NVLink or a non-default "
+    "setting (eager mode: no CUDA graphs) fits it; the model takes the catalog's p4de part"
 )
 _A10G_ROWS = (  # concurrency, TTFT ms, ITL ms/token, tok/s (published, Llama-2 tokens)
     (1, 137.29, 30.65, 31.92),
@@ -130,6 +161,15 @@ def _l4(c: int, ttft: float, itl: float, tok: float) -> Point:
     )  # fmt: skip
 
 
+def _h100_fit(context: int) -> Point:
+    """A point on vLLM's published batch-1 ITL-vs-context line (6.44 ms + 4.37e-5 ms x context tokens)."""
+    return Point(
+        f"H100-llama8b-C1-ctx{context // 1000}k", H100, "meta-llama/Llama-3.1-8B-Instruct", EngineConfig(
+            max_model_len=131072), context, 128, 1, "concurrency", None, 6.44 + 4.37e-5 * (context + 64), None,
+        H100_FIT,
+    )  # fmt: skip
+
+
 POINTS: tuple[Point, ...] = (
     *(_a10g(*row) for row in _A10G_ROWS),
     *(_l4(*row) for row in _L4_ROWS),
@@ -148,12 +188,26 @@ POINTS: tuple[Point, ...] = (
         A100_SWEEP,
     ),
     *(_a100(*row) for row in _A100_ROWS),
-)
+    *(_h100_fit(c) for c in (1000, 16000, 64000, 120000)),
+    Point(
+        "H100-qwen3-8b-C4", H100, "Qwen/Qwen3-8B", EngineConfig(), 232.6, 220.6, 4, "concurrency", 64.00, 7.38,
+        496.88, H100_QWEN3, explained={"ttft": CHAT_HOST, "tok_s": CHAT_HOST},
+    ),
+    *(
+        Point(
+            f"A100-80GB-tp2-qwen72b-burst{n}", A100_80, "Qwen/Qwen2-72B", EngineConfig(
+                gpu_memory_utilization=0.95, max_model_len=16384), 1024, 1024, n, "burst", ttft, itl, tok,
+            A100_TP2, explained={"ttft": TP2_PREFIX if n == 1 else TP2_BURST_TTFT, "itl": TP2_UNKNOWN,
+                                 "tok_s": TP2_UNKNOWN}, tp=2,
+        )
+        for n, ttft, itl, tok in ((1, 93.18, 58.00, 17.23), (10, 3842.51, 73.04, 130.06))
+    ),
+)  # fmt: skip
 
 
 def predict(point: Point) -> dict[str, float]:
     """The model's TTFT (ms), ITL (ms/token) and output tok/s for a point, in the point's published units."""
-    model = ReplicaModel(profile(point.model), point.gpu, engine=point.engine)
+    model = ReplicaModel(profile(point.model), point.gpu, point.tp, engine=point.engine)
     table = model.table(TokenStats.fixed(point.input_tokens, point.output_tokens))
     r = burst(table, point.load) if point.kind == "burst" else closed_loop(table, point.load)
     u = point.unit_tokens

@@ -4,7 +4,8 @@ Every engine step runs the model once over the step's tokens. Its time is a roof
 - the linear layers read every weight byte once and do 2 x parameters FLOPs per token, so they take
   max(W / (BW * eta), tokens * k), k = 2 * params / (tensor FLOPs * MFU);
 - attention reads the KV cache of every running sequence: context tokens x KV bytes / (BW * eta);
-- a fixed CPU/launch overhead per step (scheduler, sampler, CUDA-graph launch).
+- a fixed CPU/launch overhead per step (scheduler, sampler, CUDA-graph launch);
+- with tensor parallelism, 2 all-reduces per layer over NVLink or PCIe (serving/physics.py).
 
 The scheduler is vLLM's (vllm_capacity_points.md §3): with chunked prefill (V1, always on) every step carries
 one token for each running sequence first, then prompt chunks up to `max_num_batched_tokens`; the running set
@@ -29,14 +30,21 @@ import numpy as np
 
 from llm_platform.config.catalog import GpuModel
 from llm_platform.config.model_profiles import ModelProfile
+from llm_platform.simulator.serving.lora import LoraCost
+from llm_platform.simulator.serving.physics import step_allreduce_seconds
 
-STEP_OVERHEAD_SECONDS = 0.001  # scheduler + sampler + graph launch per step (calibration.py: batch-1 rows)
+# Scheduler + sampler + graph launch per step: the intercept of vLLM's published H100 batch-1 ITL fit
+# (6.44 ms + 4.37e-5 ms x context, vllm_capacity_points.md H03) less the weight read at the fit's own slope
+# (131,072 KV bytes/token / 4.37e-8 s = 3.0 TB/s, eta 0.895): 6.44 - 16.06 GB / 3.0 TB/s = 1.09 ms; 1.0 ms
+# is kept (1.4 % of that ITL) so the day figures of the docs stay those of the checked-in runs. The CPU side
+# does not grow with TP (one shared-memory broadcast of the scheduler output per step, V1 multiproc
+# executor); what grows with TP is the all-reduces (serving/physics.py).
+STEP_OVERHEAD_SECONDS = 0.001
 REQUEST_OVERHEAD_SECONDS = 0.010  # API server: HTTP, tokenization, first-token detokenization (Unverified)
 RUNTIME_OVERHEAD_GIB = (
     0.83  # kvplan, Llama-3-8B on L4: activations 0.22 + compile 0.11 + graphs 0.25 + other 0.25
 )
 CUDA_CONTEXT_GIB = 0.45  # outside torch's accounting; DCGM framebuffer-used includes it (Unverified)
-TP_EFFICIENCY = 0.85  # per-step all-reduce cost for tensor parallelism > 1 (Unverified)
 KV_BLOCK_TOKENS = 16  # vLLM CacheConfig.DEFAULT_BLOCK_SIZE
 
 
@@ -61,7 +69,7 @@ CALIBRATION: dict[str, GpuCalibration] = {
     "L40S": GpuCalibration(0.80, 0.50, 44.4, "Unverified: no 8B L40S sweep; eta/MFU as L4"),
     "A100-40GB": GpuCalibration(0.84, 0.55, 39.39, "Llama-3.1-8B C=1: 13.3 ms ITL (johnmusgrave.com)"),
     "A100-80GB": GpuCalibration(0.84, 0.55, 79.1, "as A100-40GB (same part); checked on Qwen2-7B bursts"),
-    "H100": GpuCalibration(0.87, 0.50, 79.1, "Llama-3.1-8B C=1: TPOT 6.48 ms (yobitelcomm)"),
+    "H100": GpuCalibration(0.895, 0.50, 79.1, "Llama-3.1-8B batch-1 ITL vs context fit (vLLM blog, H03)"),
 }
 DEFAULT_CALIBRATION = GpuCalibration(0.8, 0.5, 0.0, "uncalibrated default")
 
@@ -121,6 +129,7 @@ class ReplicaModel:
     tensor_parallel: int = 1
     engine: EngineConfig = EngineConfig()
     calibration: GpuCalibration | None = None
+    lora: LoraCost | None = None  # LoRA adapters served (simulator/serving/lora.py)
 
     @property
     def cal(self) -> GpuCalibration:
@@ -133,15 +142,20 @@ class ReplicaModel:
     def limits(self) -> tuple[int, int]:
         return default_limits(self.gpu, self.engine)
 
-    @property
-    def _tp_eff(self) -> float:
-        return 1.0 if self.tensor_parallel == 1 else TP_EFFICIENCY
+    def allreduce_seconds(self, tokens: np.ndarray | float) -> np.ndarray:
+        """All-reduce time of a step of `tokens` tokens (0 at TP 1; serving/physics.py)."""
+        return step_allreduce_seconds(self.profile, self.gpu, self.tensor_parallel, tokens)
 
     @property
     def bandwidth(self) -> float:
         """Effective bytes/s the replica reads (all tensor-parallel ranks)."""
         peak = self.tensor_parallel * self.gpu.hbm_bandwidth_gbps * 1e9
-        return peak * self.cal.bandwidth_efficiency * self._tp_eff
+        return peak * self.cal.bandwidth_efficiency
+
+    @property
+    def step_overhead_seconds(self) -> float:
+        """Fixed time of every step: scheduler, sampler, launch, and with adapters the LoRA kernels."""
+        return STEP_OVERHEAD_SECONDS + (self.lora.step_seconds(self.bandwidth) if self.lora else 0.0)
 
     @property
     def weight_read_seconds(self) -> float:
@@ -155,7 +169,7 @@ class ReplicaModel:
     @property
     def seconds_per_token(self) -> float:
         """k: compute time of one token through the linear layers at the prefill MFU."""
-        flops = self.tensor_parallel * self.gpu.fp16_tflops * 1e12 * self.cal.prefill_mfu * self._tp_eff
+        flops = self.tensor_parallel * self.gpu.fp16_tflops * 1e12 * self.cal.prefill_mfu
         return self.profile.flops_per_token / flops
 
     @property
@@ -191,6 +205,9 @@ class _State:
     chunk: np.ndarray  # prompt tokens one step can take
     busy: np.ndarray  # fraction of time the engine is stepping
     feasible: np.ndarray
+    prefill_steps: np.ndarray  # prompt-carrying steps per second
+    prefill_step: np.ndarray  # their mean duration
+    decode_step: np.ndarray  # duration of a decode-only step
 
 
 def _solve(model: ReplicaModel, stats: TokenStats, lam: np.ndarray, recompute: float = 0.0) -> _State:
@@ -199,15 +216,15 @@ def _solve(model: ReplicaModel, stats: TokenStats, lam: np.ndarray, recompute: f
     a = model.weight_read_seconds
     b = model.kv_read_seconds_per_token * stats.mean_decode_context
     k = model.seconds_per_token
-    t0 = STEP_OVERHEAD_SECONDS
+    t0 = model.step_overhead_seconds
     p = stats.mean_input * (1 - model.engine.prefix_hit_rate) + recompute
     o = stats.mean_output
     chunked = model.engine.chunked_prefill
 
     def evaluate(r: np.ndarray):
-        fixed = t0 + b * r
-        t_d = fixed + np.maximum(a, r * k)
         chunk = np.maximum(budget - r, 1.0) if chunked else np.full_like(r, float(budget))
+        t_d = t0 + b * r + model.allreduce_seconds(r) + np.maximum(a, r * k)
+        fixed = t0 + b * r + model.allreduce_seconds(np.minimum(p, chunk) + r if chunked else p)
         n_chunks = np.maximum(1.0, p / chunk)
         with np.errstate(divide="ignore", invalid="ignore"):
             if chunked:
@@ -223,14 +240,15 @@ def _solve(model: ReplicaModel, stats: TokenStats, lam: np.ndarray, recompute: f
                 ok = np.where(single, True, lam * p * t_pb <= chunk)
                 rho = np.minimum(lam * n_chunks * t_p, 0.999)
             else:
-                t_p1 = t0 + np.maximum(a, p * k)
+                t_p1 = fixed - b * r + np.maximum(a, p * k)
                 busy_p = lam * t_p1
                 itl = np.where(busy_p < 1, t_d / (1 - busy_p), np.inf)
                 t_p = t_p1
+                n_p = lam
                 ok = busy_p < 1
                 rho = np.minimum(busy_p, 0.999)
             step = np.where(r > 0, busy_p * t_p + (1 - busy_p) * t_d, t_p)
-        return itl, rho, step, fixed, r * k, chunk, ok
+        return itl, rho, step, fixed, r * k, chunk, ok, n_p, t_p, t_d
 
     r = np.zeros_like(lam)
     for _ in range(400):
@@ -240,9 +258,9 @@ def _solve(model: ReplicaModel, stats: TokenStats, lam: np.ndarray, recompute: f
             r = r_new
             break
         r = r_new
-    itl, rho, step, fixed, dcomp, chunk, ok = evaluate(r)
+    itl, rho, step, fixed, dcomp, chunk, ok, n_p, t_p, t_d = evaluate(r)
     busy = np.minimum(1.0, lam * (o * itl + p * k) + (r > 0))
-    return _State(r, itl, rho, step, fixed, dcomp, chunk, busy, ok & np.isfinite(itl))
+    return _State(r, itl, rho, step, fixed, dcomp, chunk, busy, ok & np.isfinite(itl), n_p, t_p, t_d)
 
 
 @dataclass(frozen=True)
@@ -263,6 +281,9 @@ class ReplicaTable:
     decode_compute: np.ndarray
     chunk: np.ndarray
     kv_usage: np.ndarray = field(repr=False)
+    prefill_steps: np.ndarray = field(repr=False)
+    prefill_step: np.ndarray = field(repr=False)
+    decode_step: np.ndarray = field(repr=False)
 
     @classmethod
     def build(cls, model: ReplicaModel, stats: TokenStats, points: int = 384) -> ReplicaTable:
@@ -288,6 +309,8 @@ class ReplicaTable:
             model, stats, mu, r_cap, kv_bound, lam, running, last(s.itl, sat.itl),
             last(s.rho_prefill, sat.rho_prefill), last(s.step, sat.step), last(s.fixed, sat.fixed),
             last(s.decode_compute, sat.decode_compute), last(s.chunk, sat.chunk), kv,
+            last(s.prefill_steps, sat.prefill_steps), last(s.prefill_step, sat.prefill_step),
+            last(s.decode_step, sat.decode_step),
         )  # fmt: skip
 
     @cached_property
@@ -302,7 +325,8 @@ class ReplicaTable:
     def at(self, lam: np.ndarray | float) -> dict[str, np.ndarray]:
         """Interpolated steady state at per-replica admitted rates (clipped to capacity)."""
         x = np.clip(np.asarray(lam, dtype=np.float64), 0.0, self.capacity_rps)
-        names = ("running", "itl", "rho_prefill", "step", "fixed", "decode_compute", "chunk", "kv_usage")
+        names = ("running", "itl", "rho_prefill", "step", "fixed", "decode_compute", "chunk", "kv_usage",
+                 "prefill_steps", "prefill_step", "decode_step")  # fmt: skip
         return {n: np.interp(x, self.lam, getattr(self, n)) for n in names}
 
     def prefill_seconds(self, input_tokens: np.ndarray, state: dict[str, np.ndarray]) -> np.ndarray:
@@ -311,7 +335,7 @@ class ReplicaTable:
         p = input_tokens * (1 - m.engine.prefix_hit_rate)
         k, a = m.seconds_per_token, m.weight_read_seconds
         if not m.engine.chunked_prefill:
-            return STEP_OVERHEAD_SECONDS + np.maximum(a, p * k)
+            return m.step_overhead_seconds + m.allreduce_seconds(p) + np.maximum(a, p * k)
         n = np.maximum(1.0, np.ceil(p / state["chunk"]))
         return n * state["fixed"] + np.maximum(n * a, p * k + n * state["decode_compute"])
 
@@ -326,6 +350,14 @@ class ReplicaTable:
         residual = state["step"] / 2 * (1 - np.exp(-state["running"]))
         own = self.prefill_seconds(input_tokens, state)
         return REQUEST_OVERHEAD_SECONDS + residual + own * (1 + others)
+
+    def itl_seen(self, lam: float, others: float = 1.0) -> float:
+        """ITL a decoding request sees when only `others` of the prompt steps are other users' (closed loop:
+        a user's own prompt is never prefilled while it decodes, so at C = 1 decode steps carry no chunks)."""
+        s = self.at(lam)
+        n_p = float(s["prefill_steps"]) * others
+        busy = min(1.0, n_p * float(s["prefill_step"]))
+        return 1 / (n_p + (1 - busy) / float(s["decode_step"]))
 
     def mean_ttft_seconds(self, lam: float, others: float = 1.0) -> float:
         """Mean TTFT at a rate; `others` scales what an arrival finds (C-1 of C users in a closed loop)."""
@@ -382,7 +414,7 @@ def closed_loop(table: ReplicaTable, concurrency: int) -> ClosedLoop:
     others = (concurrency - 1) / concurrency
 
     def in_engine(lam: float) -> float:
-        return lam * (table.mean_ttft_seconds(lam, others) + (o - 1) * float(table.at(lam)["itl"]))
+        return lam * (table.mean_ttft_seconds(lam, others) + (o - 1) * table.itl_seen(lam, others))
 
     mu = table.capacity_rps
     if in_engine(mu) > concurrency:
@@ -400,7 +432,7 @@ def closed_loop(table: ReplicaTable, concurrency: int) -> ClosedLoop:
         preempt = lam * o / (table.stats.mean_input + o / 2)
     return ClosedLoop(
         table.mean_ttft_seconds(lam, others) + (waiting / lam if lam > 0 else math.inf),
-        float(s["itl"]),
+        table.itl_seen(lam, others),
         lam,
         lam * o,
         float(s["running"]),
@@ -427,7 +459,11 @@ def burst(table: ReplicaTable, requests: int) -> ClosedLoop:
     _, budget = m.limits
     p = table.stats.mean_input * (1 - m.engine.prefix_hit_rate)
     per_step = min(float(budget), p * running)
-    step = STEP_OVERHEAD_SECONDS + max(m.weight_read_seconds, per_step * m.seconds_per_token)
+    step = (
+        m.step_overhead_seconds
+        + float(m.allreduce_seconds(per_step))
+        + max(m.weight_read_seconds, per_step * m.seconds_per_token)
+    )
     drain = max(own, math.ceil(p * running / per_step) * step)
     itl = float(s["itl"])
     duration = waves * (drain + (o - 1) * itl)

@@ -11,6 +11,7 @@ many replicas as its GPUs allow).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from llm_platform.tools.preflight.findings import Finding
@@ -95,17 +96,29 @@ def ceilings(view: RenderView) -> list[Finding]:
         uses = all_uses[pool.name]
         at_max = node_gpus_at_max(uses)
         if at_max > limit:
-            parts = ", ".join(f"{p.owner} {p.replicas} x {c:g}" for p, c, _ in uses)
+            parts = _parts(uses)
             out.append(Finding("blocker", CEILINGS, pool.ref, "spec.limits.nvidia.com/gpu",
                                f"models at maxReplicas need {at_max:g} node GPUs ({parts}); the limit is {limit}: "
                                "the last replicas stay Pending"))  # fmt: skip
             continue
+        buffer = node_gpus_at_max([u for u in uses if _placeholder(u[0])])
+        replicas = at_max - buffer
         for pod, cost, surge in uses:
-            if surge and at_max + surge * cost > limit:
+            if surge and buffer and replicas + surge * cost <= limit < at_max + surge * cost:
                 out.append(Finding("blocker", CEILINGS, pool.ref, "spec.limits.nvidia.com/gpu",
                                    f"a rollout of {pod.owner} at maxReplicas surges {surge} x {cost:g} GPUs: "
-                                   f"{at_max:g} + {surge * cost:g} > limit {limit}; Karpenter refuses the node and "
-                                   "the rollout never completes (raise gpuLimit or roll out in place)"))  # fmt: skip
+                                   f"{buffer:g} placeholder GPUs + {replicas:g} replica GPUs "
+                                   f"({_parts(u for u in uses if not _placeholder(u[0]))}) + {surge * cost:g} > "
+                                   f"limit {limit}, so the surge pod preempts a placeholder and every rollout takes "
+                                   "the warm buffer's node: the placeholder stays Pending at the limit and "
+                                   f"GpuHeadroomEmpty fires; gpuLimit {math.ceil(at_max + surge * cost)} keeps "
+                                   "the buffer through a rollout (or lower the headroom)"))  # fmt: skip
+            elif surge and at_max + surge * cost > limit:
+                out.append(Finding("blocker", CEILINGS, pool.ref, "spec.limits.nvidia.com/gpu",
+                                   f"a rollout of {pod.owner} at maxReplicas surges {surge} x {cost:g} GPUs: "
+                                   f"{at_max:g} ({_parts(uses)}) + {surge * cost:g} > limit {limit}; Karpenter "
+                                   "refuses the node and the rollout never completes (raise gpuLimit to "
+                                   f"{math.ceil(at_max + surge * cost)} or roll out in place)"))  # fmt: skip
             elif not surge and _serves(pod) and at_max + cost > limit:
                 out.append(Finding("warning", CEILINGS, pool.ref, "spec.limits.nvidia.com/gpu",
                                    f"{pod.owner} rolls out with maxSurge 0: the models at maxReplicas take "
@@ -115,6 +128,16 @@ def ceilings(view: RenderView) -> list[Finding]:
                                    "at maxReplicas) for the new pod's whole cold start; gpuLimit "
                                    f"{math.ceil(at_max + cost)} lets it surge"))  # fmt: skip
     return out
+
+
+def _parts(uses: Iterable[PoolUse]) -> str:
+    return ", ".join(f"{p.owner} {p.replicas} x {c:g}" for p, c, _ in uses)
+
+
+def _placeholder(pod: PodTemplate) -> bool:
+    """A pool's warm-GPU placeholder (components/specs/headroom.py labels): preemptible, so a surge replica
+    takes its node instead of waiting for a new one."""
+    return pod.labels.get("app.kubernetes.io/component") == "headroom"
 
 
 def _serves(pod: PodTemplate) -> bool:

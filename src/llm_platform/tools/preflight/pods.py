@@ -366,6 +366,25 @@ def _envoy_gateway(r: Release) -> list[PodTemplate]:
             tolerations=_get(v, "deployment.pod.tolerations", []),
             affinity=_get(v, "deployment.pod.affinity", {}),
             spread=_get(v, "deployment.pod.topologySpreadConstraints", []), where="deployment.pod",
+        ),
+        *_rate_limit_service(r),
+    ]  # fmt: skip
+
+
+def _rate_limit_service(r: Release) -> list[PodTemplate]:
+    """The global rate limit service Envoy Gateway runs once `config.envoyGateway.rateLimit` is set, from
+    `provider.kubernetes.rateLimitDeployment` (EG v1.8.3 default: 1 replica)."""
+    config = _get(r.values, "config.envoyGateway", {})
+    if not config.get("rateLimit"):
+        return []
+    d = "config.envoyGateway.provider.kubernetes.rateLimitDeployment"
+    return [
+        _chart_pod(
+            r, "ratelimit", "Deployment", replicas=int(_get(r.values, f"{d}.replicas", 1)),
+            resources=_get(r.values, f"{d}.container.resources", {}),
+            node_selector=_get(r.values, f"{d}.pod.nodeSelector", {}),
+            tolerations=_get(r.values, f"{d}.pod.tolerations", []),
+            affinity=_get(r.values, f"{d}.pod.affinity", {}), where=f"{d}.pod",
         )
     ]  # fmt: skip
 

@@ -1,0 +1,295 @@
+"""Per-client quotas enforced across every Envoy replica: Envoy Gateway's global rate limit (its rate limit
+service, envoyproxy/ratelimit, keeps the counters in a Redis-protocol store) and Envoy AI Gateway's token
+costs. Used when the stack file sets `gateway.quotaStore`; without it the gateway keeps local, per-replica
+limits (components.specs.gateway.rate_limit_policy).
+
+Facts (Envoy Gateway v1.8.3, AI Gateway v1.1.0; CRDs in ../shared/reference/crds):
+- EnvoyGateway `rateLimit.backend: {type: Redis, redis: {url}}` (api/v1alpha1/envoygateway_types.go,
+  RateLimitRedisSettings: url and tls only). The password reaches the rate limit service as its REDIS_AUTH
+  environment variable (envoyproxy/ratelimit settings.go), set through `provider.kubernetes.
+  rateLimitDeployment.container.env` from a Secret (EG's ratelimit tests use the same REDIS_AUTH).
+- The rate limit pods carry `app.kubernetes.io/{name: envoy-ratelimit, component: ratelimit, managed-by:
+  envoy-gateway}` (internal/infrastructure/kubernetes/ratelimit/resource.go, rateLimitLabels).
+- BackendTrafficPolicy `rateLimit.global.rules[]`: `shared: true` makes one bucket across every route the
+  policy reaches (else one per route); `xRateLimitHeaders: DraftVersion03` answers with x-ratelimit-limit,
+  x-ratelimit-remaining and x-ratelimit-reset; a request over the limit gets 429.
+- Token budgets: AIGatewayRoute `llmRequestCosts` stores the response's token usage in dynamic metadata
+  `io.envoy.ai_gateway/<metadataKey>`; a rule with `cost.request {from: Number, number: 0}` only checks the
+  budget when the request arrives and `cost.response {from: Metadata}` spends the tokens when it ends (the
+  AIGatewayRoute CRD's own example). A request is let in while budget remains, so the last one may overrun
+  it by its own size; the next gets 429.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, secret
+from llm_platform.config.schema import GatewayClient, QuotaStoreConfig
+from llm_platform.config.versions import VALKEY_IMAGE, VALKEY_UID
+from llm_platform.plan.naming import GATEWAY_NAMESPACE
+
+STORE = "ratelimit-valkey"
+STORE_PORT = 6379
+STORE_LABELS = {"app.kubernetes.io/name": "valkey", "app.kubernetes.io/instance": STORE}
+STORE_AUTH_SECRET = "ratelimit-valkey-auth"
+STORE_CONFIG = "ratelimit-valkey-config"
+STORE_URL = f"{STORE}.{GATEWAY_NAMESPACE}.svc.cluster.local:{STORE_PORT}"
+STORE_CPU = "100m"
+STORE_MEMORY = "256Mi"
+STORE_MEMORY_LIMIT = "512Mi"
+# below the container's limit: Valkey evicts the keys nearest expiry (every counter has a TTL) instead of
+# being OOM-killed
+STORE_MAXMEMORY = "384mb"
+RATE_LIMIT_LABELS = {
+    "app.kubernetes.io/name": "envoy-ratelimit",
+    "app.kubernetes.io/component": "ratelimit",
+    "app.kubernetes.io/managed-by": "envoy-gateway",
+}
+RATE_LIMIT_CPU = "100m"
+RATE_LIMIT_MEMORY = "128Mi"
+RATE_LIMIT_MEMORY_LIMIT = "512Mi"
+AI_GATEWAY_METADATA = "io.envoy.ai_gateway"  # AI Gateway's dynamic metadata namespace (llmRequestCosts)
+TOKEN_METADATA = {"input": "llm_input_token", "output": "llm_output_token", "total": "llm_total_token"}
+TOKEN_COST_TYPE = {"input": "InputToken", "output": "OutputToken", "total": "TotalToken"}
+
+
+def store_config() -> str:
+    """valkey.conf: append-only file synced every second on the volume (a restart keeps the day's budgets),
+    no RDB snapshots, the password from the Secret's file (never in argv or a ConfigMap)."""
+    return "\n".join(
+        [
+            f"port {STORE_PORT}",
+            "bind * -::*",
+            "protected-mode yes",
+            "dir /data",
+            "appendonly yes",
+            "appendfsync everysec",
+            'save ""',
+            f"maxmemory {STORE_MAXMEMORY}",
+            "maxmemory-policy volatile-ttl",
+            "include /etc/valkey/auth/auth.conf",
+            "",
+        ]
+    )
+
+
+def auth_conf(password: str) -> str:
+    return f'requirepass "{password}"\n'
+
+
+def store_secret(data: Any) -> dict[str, Any]:
+    """`data` = {password, auth.conf} (a Pulumi secret in the component: masked in state and renders)."""
+    return secret(STORE_AUTH_SECRET, GATEWAY_NAMESPACE, data)
+
+
+def store_config_map() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": STORE_CONFIG, "namespace": GATEWAY_NAMESPACE},
+        "data": {"valkey.conf": store_config()},
+    }
+
+
+def store_service() -> dict[str, Any]:
+    """Headless: the StatefulSet's governing Service, and STORE_URL resolves to its one pod."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": STORE, "namespace": GATEWAY_NAMESPACE, "labels": dict(STORE_LABELS)},
+        "spec": {
+            "clusterIP": "None",
+            "selector": dict(STORE_LABELS),
+            "ports": [{"name": "redis", "port": STORE_PORT, "targetPort": "redis", "protocol": "TCP"}],
+        },
+    }
+
+
+def _password_env(name: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"secretKeyRef": {"name": STORE_AUTH_SECRET, "key": "password"}}}
+
+
+def store_stateful_set(store: QuotaStoreConfig, storage_class: str | None) -> dict[str, Any]:
+    """One Valkey on the add-on nodes with its counters on a volume of the stack's StorageClass (the
+    cluster's default outside eks mode). One replica: the rate limit service fails open while it restarts
+    (Envoy Gateway's default, `failClosed: false`), it does not lose the counters."""
+    claim: dict[str, Any] = {
+        "metadata": {"name": "data"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": f"{store.storage_gib}Gi"}},
+        },
+    }
+    if storage_class:
+        claim["spec"]["storageClassName"] = storage_class
+    ping = {
+        "exec": {"command": ["sh", "-c", "valkey-cli -h 127.0.0.1 ping | grep -q PONG"]},
+        "periodSeconds": 10,
+        "timeoutSeconds": 3,
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": STORE, "namespace": GATEWAY_NAMESPACE, "labels": dict(STORE_LABELS)},
+        "spec": {
+            "serviceName": STORE,
+            "replicas": 1,
+            "selector": {"matchLabels": dict(STORE_LABELS)},
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
+            "template": {
+                "metadata": {"labels": dict(STORE_LABELS)},
+                "spec": {
+                    "nodeSelector": dict(ADDON_NODE_LABEL),
+                    "tolerations": [ADDON_TOLERATION],
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": VALKEY_UID,
+                        "runAsGroup": VALKEY_UID,
+                        "fsGroup": VALKEY_UID,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [
+                        {
+                            "name": "valkey",
+                            "image": VALKEY_IMAGE,
+                            "command": ["valkey-server", "/etc/valkey/valkey.conf"],
+                            "ports": [{"name": "redis", "containerPort": STORE_PORT, "protocol": "TCP"}],
+                            # valkey-cli reads the password from the environment (REDISCLI_AUTH)
+                            "env": [_password_env("REDISCLI_AUTH")],
+                            "readinessProbe": {**ping, "initialDelaySeconds": 5},
+                            "livenessProbe": {
+                                "tcpSocket": {"port": "redis"},
+                                "initialDelaySeconds": 15,
+                                "periodSeconds": 20,
+                                "failureThreshold": 3,
+                            },
+                            "resources": {
+                                "requests": {"cpu": STORE_CPU, "memory": STORE_MEMORY},
+                                "limits": {"memory": STORE_MEMORY_LIMIT},
+                            },
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"]},
+                            },
+                            "volumeMounts": [
+                                {"name": "data", "mountPath": "/data"},
+                                {
+                                    "name": "config",
+                                    "mountPath": "/etc/valkey/valkey.conf",
+                                    "subPath": "valkey.conf",
+                                },
+                                {"name": "auth", "mountPath": "/etc/valkey/auth", "readOnly": True},
+                            ],
+                        }
+                    ],
+                    "volumes": [
+                        {"name": "config", "configMap": {"name": STORE_CONFIG}},
+                        {
+                            "name": "auth",
+                            "secret": {
+                                "secretName": STORE_AUTH_SECRET,
+                                "items": [{"key": "auth.conf", "path": "auth.conf"}],
+                                "defaultMode": 0o440,
+                            },
+                        },
+                    ],
+                },
+            },
+            "volumeClaimTemplates": [claim],
+        },
+    }
+
+
+def store_network_policy() -> dict[str, Any]:
+    """Only Envoy Gateway's rate limit service reaches the store."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": f"{STORE}-ingress", "namespace": GATEWAY_NAMESPACE},
+        "spec": {
+            "podSelector": {"matchLabels": dict(STORE_LABELS)},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [{"podSelector": {"matchLabels": dict(RATE_LIMIT_LABELS)}}],
+                    "ports": [{"port": STORE_PORT, "protocol": "TCP"}],
+                }
+            ],
+        },
+    }
+
+
+def envoy_gateway_quota_values(store: QuotaStoreConfig) -> dict[str, Any]:
+    """Merged into gateway-helm's `config.envoyGateway`: the Redis backend and the rate limit Deployment
+    Envoy Gateway then runs (on the add-on nodes, with the store's password from the Secret)."""
+    return {
+        "rateLimit": {"backend": {"type": "Redis", "redis": {"url": STORE_URL}}},
+        "provider": {
+            "type": "Kubernetes",
+            "kubernetes": {
+                "rateLimitDeployment": {
+                    "replicas": store.rate_limit_replicas,
+                    "pod": {"nodeSelector": dict(ADDON_NODE_LABEL), "tolerations": [ADDON_TOLERATION]},
+                    "container": {
+                        "env": [_password_env("REDIS_AUTH")],
+                        "resources": {
+                            "requests": {"cpu": RATE_LIMIT_CPU, "memory": RATE_LIMIT_MEMORY},
+                            "limits": {"memory": RATE_LIMIT_MEMORY_LIMIT},
+                        },
+                    },
+                }
+            },
+        },
+    }
+
+
+def _rule(
+    client: str, header: str, limit: int, unit: str, cost: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    rule: dict[str, Any] = {
+        "clientSelectors": [{"headers": [{"name": header, "type": "Exact", "value": client}]}],
+        "limit": {"requests": limit, "unit": unit},
+        "shared": True,
+        "xRateLimitHeaders": "DraftVersion03",
+    }
+    if cost is not None:
+        rule["cost"] = cost
+    return rule
+
+
+def token_cost(kind: str) -> dict[str, Any]:
+    return {
+        "request": {"from": "Number", "number": 0},
+        "response": {
+            "from": "Metadata",
+            "metadata": {"namespace": AI_GATEWAY_METADATA, "key": TOKEN_METADATA[kind]},
+        },
+    }
+
+
+def global_rules(clients: Sequence[GatewayClient], header: str) -> list[dict[str, Any]]:
+    """Per client: requests per minute (and per second), tokens per minute and per day, each one bucket for
+    the whole gateway. Keyed on the client-ID header the API key filter sets (a client cannot choose it)."""
+    rules = []
+    for c in clients:
+        rules.append(_rule(c.name, header, c.requests_per_minute, "Minute"))
+        if c.requests_per_second is not None:
+            rules.append(_rule(c.name, header, c.requests_per_second, "Second"))
+        for limit, unit in ((c.tokens_per_minute, "Minute"), (c.tokens_per_day, "Day")):
+            if limit is not None:
+                rules.append(_rule(c.name, header, limit, unit, token_cost(c.token_kind)))
+    return rules
+
+
+def token_kinds(clients: Sequence[GatewayClient]) -> list[str]:
+    return sorted({c.token_kind for c in clients if c.tokens_per_minute or c.tokens_per_day})
+
+
+def llm_request_costs(clients: Sequence[GatewayClient]) -> list[dict[str, str]]:
+    """The AIGatewayRoute's `llmRequestCosts`: the token counts the clients' budgets spend."""
+    return [{"metadataKey": TOKEN_METADATA[k], "type": TOKEN_COST_TYPE[k]} for k in token_kinds(clients)]

@@ -1,0 +1,75 @@
+"""Per-step costs of tensor parallelism: the all-reduces of a decoder layer over NVLink or PCIe.
+
+A tensor-parallel decoder layer all-reduces its activations twice (after the attention output projection and
+after the MLP down projection; Megatron-style row-parallel linears, vllm/model_executor/layers/linear.py
+`RowParallelLinear`), so a step of T tokens does 2 x layers all-reduces of T x hidden x 2 bytes (BF16).
+
+One all-reduce of S bytes over TP ranks costs alpha + f x S / B with f = 2 (TP - 1) / TP (ring traffic):
+- NVLink (A100 SXM, H100 SXM, H200, B200): one-shot custom all-reduce kernels, measured on H100 in
+  sgl-project/sglang#2904. Outside CUDA graphs vLLM's kernel pays an input copy (512 B-32 KB: 8.5-11.8 us at
+  TP 2/4/8); the copy-free kernel, which is what vLLM's runs as inside the CUDA graph a decode step replays
+  (the PR's own explanation), takes 3.7-5.9 us up to 32 KB and 19.9/31.1/33.8 us at 1 MB: alpha = 4 us and
+  B = 65 GB/s fit those rows within 10 % at TP 2, 4 and 8 up to 1 MB; beyond 1 MB NCCL's ring runs at
+  its bus bandwidth, taken as 0.8 x the NVLink per-direction peak (Unverified: nccl-tests figures are not
+  in the reference set). A100's NVLink 3 (300 GB/s per direction) scales H100's NVLink 4 (450 GB/s) figures
+  by 300/450 (derived).
+- PCIe (A10G on g5, L4 on g6, L40S on g6e: no NVLink): vLLM disables its custom all-reduce for more than
+  two PCIe-only GPUs (vllm/distributed/device_communicators/custom_all_reduce.py, quoted in
+  vllm-project/vllm#56128) and NCCL goes through the host bridge: alpha = 20 us and B = 12 GB/s
+  (Unverified: PCIe Gen4 x16 is 32 GB/s per direction; no published vLLM all-reduce sweep on these parts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from llm_platform.config.catalog import GpuModel
+from llm_platform.config.model_profiles import ModelProfile
+
+KNEE_BYTES = 2**20  # 1 MB: largest message of the measured latency-bound sweep
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    name: str
+    alpha_s: float  # fixed cost of one all-reduce
+    small_gbps: float  # effective bandwidth of messages up to KNEE_BYTES (fit to the latency sweep)
+    large_gbps: float  # bus bandwidth beyond it
+
+
+NVLINK4 = Interconnect("NVLink 4", 4e-6, 65.0, 0.8 * 450)
+NVLINK3 = Interconnect("NVLink 3", 4e-6 * 450 / 300, 65.0 * 300 / 450, 0.8 * 300)
+NVLINK5 = Interconnect("NVLink 5", 4e-6, 65.0, 0.8 * 900)  # Unverified: H100's latency fit, B200's link
+PCIE4 = Interconnect("PCIe Gen4", 20e-6, 12.0, 20.0)
+INTERCONNECTS: dict[str, Interconnect] = {
+    "A100-40GB": NVLINK3,
+    "A100-80GB": NVLINK3,
+    "H100": NVLINK4,
+    "H200": NVLINK4,
+    "B200": NVLINK5,
+}
+
+
+def interconnect(gpu: GpuModel) -> Interconnect:
+    """How the GPUs of one instance talk: NVLink on the SXM parts of p4d/p5/p6, PCIe on g5/g6/g6e."""
+    return INTERCONNECTS.get(gpu.name, PCIE4)
+
+
+def allreduce_seconds(size_bytes: np.ndarray | float, tp: int, link: Interconnect) -> np.ndarray:
+    """One all-reduce of `size_bytes` over `tp` ranks (module doc); 0 without tensor parallelism."""
+    if tp <= 1:
+        return np.zeros_like(np.asarray(size_bytes, dtype=np.float64))
+    f = 2 * (tp - 1) / tp
+    small = np.minimum(size_bytes, KNEE_BYTES)
+    large = np.maximum(np.asarray(size_bytes, dtype=np.float64) - KNEE_BYTES, 0.0)
+    return link.alpha_s + f * (small / (link.small_gbps * 1e9) + large / (link.large_gbps * 1e9))
+
+
+def step_allreduce_seconds(
+    profile: ModelProfile, gpu: GpuModel, tp: int, tokens: np.ndarray | float
+) -> np.ndarray:
+    """All-reduce time of one engine step carrying `tokens` tokens: 2 per layer (module doc)."""
+    size = np.maximum(tokens, 1.0) * profile.hidden_size * 2
+    return 2 * profile.layers * allreduce_seconds(size, tp, interconnect(gpu))

@@ -1,0 +1,136 @@
+"""A model at zero replicas: the idle timer, activation, held requests, the from-zero start, 503 after the hold.
+
+KEDA's semantics (controllers/keda.py, shared/research/autoscaling_sim.md §2): the operator's scale executor
+runs every `pollingInterval`; it scales 0 -> max(minReplicaCount, 1) when a trigger is active (value >
+activationThreshold, strictly) and 1 -> 0 only `cooldownPeriod` after the last activity, and only when
+minReplicaCount is 0. 1 <-> N is the HPA's and is not modelled here (day/engine.py does it): this module is
+the 0 <-> 1 boundary, which decides the floor replica's cost and what happens to requests while at zero.
+
+The activation signal is the gateway's request arrivals, which exist with no pod (the gateway counts them).
+A request arriving at zero is held by the gateway; the replica it wakes is Ready `start_s` after the
+executor's activation (the from-zero cold start: a new node, the empty one was consolidated away). A held
+request is served at Ready if it waited at most `hold_s`, else it gets a 503 at `hold_s` (lost, reported
+apart from SLO misses). The hold is the model's from-zero cold-start budget (`from_zero_hold_s`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from llm_platform.plan.model import ColdStartBudget, ModelPlan, ScalingPlan
+
+ACTIVATION_THRESHOLD = 0.0  # any arrival activates: the trigger is active when the value > 0
+
+
+def from_zero_start_s(budget: ColdStartBudget) -> float:
+    """Pod-needs-a-GPU to Ready from zero: at zero the pool's GPU node is consolidated away, so a new node."""
+    if budget.new_node is not None:
+        return budget.new_node.total
+    return budget.warm_node_seconds  # the unknown-geometry fallback the plan already uses
+
+
+def from_zero_hold_s(budget: ColdStartBudget, scaling: ScalingPlan) -> float:
+    """How long the gateway holds a request that wakes a model at zero: its from-zero budget, i.e. the
+    arrival reaching KEDA (one scrape, at most one pollingInterval) plus the new-node start, rounded up to
+    the next 30 s. The ONE definition the platform side wires to."""
+    wake = scaling.scrape_interval_s + scaling.polling_interval_s + from_zero_start_s(budget)
+    return float(math.ceil(wake / 30.0) * 30)
+
+
+@dataclass(frozen=True)
+class ZeroSpec:
+    """What the 0 <-> 1 layer needs, all read from the plan (`from_plan`)."""
+
+    min_replicas: int
+    cooldown_s: float  # KEDA cooldownPeriod: idle time before 1 -> 0
+    polling_s: float  # KEDA pollingInterval: the executor's period
+    scrape_s: float  # delay before an arrival shows in the gateway's counter
+    start_s: float  # from-zero start: activation to Ready
+    hold_s: float  # the gateway's hold for a waking request
+    usd_per_hour: float  # one replica's instance price
+
+    @classmethod
+    def from_plan(
+        cls,
+        plan: ModelPlan,
+        min_replicas: int | None = None,
+        cooldown_s: float | None = None,
+        hold_s: float | None = None,
+    ) -> ZeroSpec:
+        s = plan.scaling
+        return cls(
+            min_replicas=s.min_replicas if min_replicas is None else min_replicas,
+            cooldown_s=float(s.cooldown_period_s if cooldown_s is None else cooldown_s),
+            polling_s=float(s.polling_interval_s),
+            scrape_s=float(s.scrape_interval_s),
+            start_s=from_zero_start_s(plan.cold_start),
+            hold_s=from_zero_hold_s(plan.cold_start, s) if hold_s is None else hold_s,
+            usd_per_hour=plan.instance.list_usd_per_hour * plan.nodes,
+        )
+
+
+@dataclass(frozen=True)
+class ZeroResult:
+    up_seconds: float  # replica-seconds of the floor (minReplicas, or the one KEDA wakes at zero)
+    cost_usd: float
+    wakes: int  # 0 -> 1 activations
+    held: int  # requests that arrived with no Ready replica
+    lost: int  # held past the hold: 503
+    held_waits: tuple[float, ...]  # wait of every held request that was served
+
+    @property
+    def wait_p50(self) -> float:
+        return float(np.percentile(self.held_waits, 50)) if self.held_waits else 0.0
+
+    @property
+    def wait_max(self) -> float:
+        return max(self.held_waits, default=0.0)
+
+
+def _next_tick(t: float, polling_s: float) -> float:
+    """The executor's first pass at or after `t` (passes at 0, p, 2p, ...)."""
+    return math.ceil(t / polling_s) * polling_s
+
+
+def simulate_zero(arrivals: Sequence[float] | np.ndarray, spec: ZeroSpec, duration: float) -> ZeroResult:
+    """Run the 0 <-> 1 boundary over one day of sorted arrival times (seconds)."""
+    times = np.asarray(arrivals, dtype=float)
+    if spec.min_replicas > 0:  # never at zero: the floor replicas are up all day and nothing is held
+        up = duration * spec.min_replicas
+        return ZeroResult(up, up / 3600 * spec.usd_per_hour, 0, 0, 0, ())
+    up_seconds, wakes, held, lost = 0.0, 0, 0, 0
+    waits: list[float] = []
+    i, n = 0, len(times)
+    # the day starts at zero (a night before it); a day that starts busy wakes on its first arrival
+    while i < n:
+        first = float(times[i])
+        activated = _next_tick(first + spec.scrape_s, spec.polling_s)
+        ready = activated + spec.start_s
+        wakes += 1
+        # requests arriving before Ready are held
+        while i < n and times[i] < ready:
+            held += 1
+            wait = ready - float(times[i])
+            if wait <= spec.hold_s:
+                waits.append(wait)
+            else:
+                lost += 1
+            i += 1
+        # up: each pass after the last activity + cooldown scales to 0
+        last = float(times[i - 1]) if i > 0 else first
+        while True:
+            down = _next_tick(max(last + spec.scrape_s, ready) + spec.cooldown_s, spec.polling_s)
+            if down == last + spec.scrape_s + spec.cooldown_s:  # KEDA needs strictly more than cooldown
+                down += spec.polling_s
+            if i < n and times[i] + spec.scrape_s < down:
+                last = float(times[i])  # seen active before the pass: the idle timer restarts
+                i += 1
+                continue
+            break
+        down = min(down, duration)
+        up_seconds += max(0.0, down - activated)
+    return ZeroResult(up_seconds, up_seconds / 3600 * spec.usd_per_hour, wakes, held, lost, tuple(waits))

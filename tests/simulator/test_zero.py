@@ -1,0 +1,102 @@
+"""Scale to zero (serving/zero.py, search/zero_tune.py): property-style checks on short generated days."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llm_platform.simulator.search.stacks import stack_model
+from llm_platform.simulator.search.zero_tune import allows_zero, tune_zero
+from llm_platform.simulator.serving.zero import ZeroSpec, from_zero_hold_s, simulate_zero
+from llm_platform.simulator.traffic.office import OFFICE_KINDS, office_day
+from tests.conftest import fixture_stack
+
+DAY = 6 * 3600.0  # short days: fast
+
+
+def spec(
+    hold: float = 400.0, start: float = 300.0, min_replicas: int = 0, cooldown: float = 300.0
+) -> ZeroSpec:
+    return ZeroSpec(min_replicas, cooldown, 30.0, 5.0, start, hold, 3.6)
+
+
+def days(seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(5):
+        bursts = [rng.uniform(a, a + 1800, rng.integers(1, 40)) for a in rng.uniform(0, DAY - 1800, 3)]
+        out.append(np.sort(np.concatenate([*bursts, [rng.uniform(0, DAY)]])))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_no_request_lost_when_the_hold_covers_the_wake(seed: int) -> None:
+    # the wake: one scrape + at most one polling pass + the start
+    s = spec(hold=5 + 30 + 300, start=300)
+    for d in days(seed):
+        r = simulate_zero(d, s, DAY)
+        assert r.lost == 0
+        assert r.held >= 1  # the day starts at zero: its first request is held
+        assert r.wait_max <= s.hold_s
+        assert r.wakes >= 1
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_hold_shorter_than_the_start_gives_503s(seed: int) -> None:
+    s = spec(hold=200, start=300)
+    for d in days(seed):
+        r = simulate_zero(d, s, DAY)
+        assert r.lost >= r.wakes  # every wake's first request waits > start > hold
+        assert r.lost + len(r.held_waits) == r.held
+
+
+def test_the_idle_timer_is_kept_by_arrivals_and_runs_out_after_cooldown() -> None:
+    s = spec(cooldown=600)
+    arrivals = [100.0, 1000.0, 1500.0]  # gaps under 600 s after Ready: one wake
+    assert simulate_zero(arrivals, s, DAY).wakes == 1
+    arrivals = [100.0, 5000.0]  # a gap over cooldown + start: two wakes
+    r = simulate_zero(arrivals, s, DAY)
+    assert r.wakes == 2
+    # up from activation to the first pass strictly after last + scrape + cooldown
+    assert 2 * (300 + 600) <= r.up_seconds <= 2 * (300 + 600 + 30 + 30 + 5)
+
+
+def test_cost_drops_with_idle_nights_and_a_floor_never_holds() -> None:
+    busy = np.linspace(0, 86_400, 2000)  # never idle for a cooldown: zero saves nothing
+    night = office_day("weekday-0300", 0.05, 0)
+    s = spec()
+    assert (
+        simulate_zero(busy, s, 86_400).cost_usd
+        > 0.95 * simulate_zero(busy, spec(min_replicas=1), 86_400).cost_usd
+    )
+    own = simulate_zero(night, spec(min_replicas=1), 86_400)
+    zero = simulate_zero(night, s, 86_400)
+    assert zero.cost_usd <= 0.6 * own.cost_usd
+    assert own.held == own.lost == 0
+    assert simulate_zero([], s, DAY).cost_usd == 0.0
+
+
+def test_office_days() -> None:
+    assert len(office_day("weekend", 0.05, 0)) == 0
+    assert list(office_day("weekend-0300", 0.05, 0)) == [3 * 3600.0]
+    d = office_day("weekday", 0.05, 1)
+    assert d.min() >= 9 * 3600 and d.max() <= 18 * 3600
+    with pytest.raises(ValueError, match="allowed"):
+        office_day("holiday")
+    assert set(OFFICE_KINDS) >= {"weekday", "weekend-0300"}
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_the_tuner_searches_zero_only_where_the_stack_allows_it(stack: str) -> None:
+    cfg, _, plan = stack_model(fixture_stack(stack), None)
+    hold = from_zero_hold_s(plan.cold_start, plan.scaling)
+    assert hold >= ZeroSpec.from_plan(plan).start_s  # the hold covers the plan's from-zero start
+    office = [office_day(k, 0.05, i) for i, k in enumerate(OFFICE_KINDS)]
+    best, candidates = tune_zero(cfg, plan, office, 86_400)
+    assert best.lost == 0
+    if allows_zero(cfg, plan):
+        assert best.min_replicas == 0
+        assert best.cost_usd <= 0.6 * candidates[0].cost_usd  # >= 40% cheaper than the stack's own floor
+        assert best.wait_max <= hold
+    else:
+        assert [c.min_replicas for c in candidates] == [plan.scaling.min_replicas]
