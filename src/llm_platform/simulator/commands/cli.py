@@ -66,6 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tune": _tune,
         "reservations": _reservations,
         "family": _family,
+        "replay": _replay,
     }
     if argv and argv[0] in commands:
         prog = f"{PROG} {argv[0]}"
@@ -109,6 +110,12 @@ def _family(argv: Sequence[str]) -> int:
     from llm_platform.simulator.commands import family_cmd
 
     return family_cmd.run(argv)
+
+
+def _replay(argv: Sequence[str]) -> int:
+    from llm_platform.simulator.commands import replay_cmd
+
+    return replay_cmd.run(argv)
 
 
 def _reservations(argv: Sequence[str]) -> int:
