@@ -49,7 +49,9 @@ def _matrix(values: np.ndarray, step: int = 60) -> dict[str, Any]:
     return {"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": rows}]}}
 
 
-def export(result: Result, traffic: Any, model: Any, extra_replicas: np.ndarray | None = None) -> dict[str, Any]:
+def export(
+    result: Result, traffic: Any, model: Any, extra_replicas: np.ndarray | None = None
+) -> dict[str, Any]:
     """The export of `result` as Prometheus would have recorded it (one sample per minute); `extra_replicas`
     adds serving replicas per minute (a cluster that ran more than the forecast)."""
     minutes = len(result.minute_rate)

@@ -38,7 +38,9 @@ def replay(doc: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_the_fixture_is_what_the_helper_generates(fixture_doc: dict[str, Any]) -> None:
-    assert replay_export.fixture_doc() == fixture_doc, "run: uv run python -m tests.simulator.replay_export --write"
+    assert replay_export.fixture_doc() == fixture_doc, (
+        "run: uv run python -m tests.simulator.replay_export --write"
+    )
 
 
 def test_a_simulated_day_replays_to_a_near_zero_difference(
@@ -54,7 +56,9 @@ def test_a_simulated_day_replays_to_a_near_zero_difference(
         assert abs(phase["replica_hours_per_day"]) <= 0.02 * f["replica_hours_per_day"]
 
 
-def test_more_replicas_than_forecast_are_split_by_phase(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_more_replicas_than_forecast_are_split_by_phase(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (run, traffic), result = replay_export.simulated_day()
     minutes = len(result.minute_rate)
     extra = np.zeros(minutes)
@@ -104,7 +108,7 @@ def prometheus(fixture_doc: dict[str, Any]) -> Iterator[tuple[str, list[dict[str
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, *args: object) -> None:
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -130,7 +134,11 @@ def test_prometheus_is_read_through_query_range(
     assert len(seen) == len(replay_data.SERIES)
     start = replay_export.START - 6 * 3600  # the UTC day's midnight
     for params in seen:
-        assert (params["start"], params["end"], params["step"]) == (str(start), str(start + 86_400 - 60), "60s")
+        assert (params["start"], params["end"], params["step"]) == (
+            str(start),
+            str(start + 86_400 - 60),
+            "60s",
+        )
     assert out["forecast"]["cost_usd_per_day"] > 0 and out["actual"]["cost_usd_per_day"] is not None
     assert replay_data.read_export(saved).steps == 1440
 
@@ -150,7 +158,7 @@ def test_an_unreachable_prometheus_is_named(capsys: pytest.CaptureFixture[str]) 
         (lambda d: d["series"].update(gpu={}), "series.gpu: unknown; allowed: requests_per_second"),
         (
             lambda d: d["series"]["input_tokens_mean"]["data"]["result"][0]["values"].__setitem__(0, ["x"]),
-            'series.input_tokens_mean.data.result[0].values[0]: [\'x\']; allowed: [unix_seconds, "number"]',
+            "series.input_tokens_mean.data.result[0].values[0]: ['x']; allowed: [unix_seconds, \"number\"]",
         ),
         (
             lambda d: d["series"]["ttft_miss_ratio"]["data"].update(resultType="vector"),
@@ -165,7 +173,7 @@ def test_a_bad_export_names_the_file_and_field(
     edit(doc)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(doc))
-    with pytest.raises(TrafficError, match=None) as exc:
+    with pytest.raises(TrafficError) as exc:
         replay_data.read_export(path)
     assert str(exc.value).startswith(f"{path} ") and expected in str(exc.value)
     assert main(["replay", STACK, "--export", str(path)]) == 2
@@ -173,7 +181,7 @@ def test_a_bad_export_names_the_file_and_field(
 
 
 def test_a_missing_or_broken_export_file_is_named(tmp_path: Path) -> None:
-    with pytest.raises(TrafficError, match="export file .*nope.json' does not exist"):
+    with pytest.raises(TrafficError, match=r"export file .*nope.json' does not exist"):
         replay_data.read_export(tmp_path / "nope.json")
     (tmp_path / "broken.json").write_text("{\n  oops")
     with pytest.raises(TrafficError, match=r"broken.json line 2: not JSON"):

@@ -86,6 +86,8 @@ def _stack_of(argv: Sequence[str]) -> Stack:
             return stack_arg(word.split("=", 1)[1])
         if word == "--stack" and i + 1 < len(argv):
             return stack_arg(argv[i + 1])
+    if argv and not argv[0].startswith("-"):  # a command whose stack is positional (replay)
+        return stack_arg(argv[0])
     return "?"
 
 

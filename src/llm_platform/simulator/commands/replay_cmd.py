@@ -37,7 +37,9 @@ MIX = TokenMix()
 
 def parser() -> ArgumentParser:
     p = ArgumentParser(prog=PROG, description=(__doc__ or "").split("\n\n")[0])
-    p.add_argument("stack", type=known_stack, help="stack name (reads Pulumi.<stack>.yaml) or a stack file's path")
+    p.add_argument(
+        "stack", type=known_stack, help="stack name (reads Pulumi.<stack>.yaml) or a stack file's path"
+    )
     p.add_argument("--model", help="model name in the stack (default: the first)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--prometheus", metavar="URL", help="read the day from this Prometheus (query_range)")
@@ -66,6 +68,10 @@ def per_minute(values: np.ndarray, step: int) -> np.ndarray:
     return per_s[: minutes * 60].reshape(minutes, 60).mean(axis=1)
 
 
+def rnd(value: float, digits: int) -> float:
+    return round(value, digits) or 0.0  # never -0.0
+
+
 def weighted_mean(values: np.ndarray, weights: np.ndarray, default: float) -> float:
     ok = np.isfinite(values) & np.isfinite(weights) & (weights > 0)
     return float(np.average(values[ok], weights=weights[ok])) if ok.any() else default
@@ -76,7 +82,8 @@ def forecast(stack: Any, model: str | None, day: replay_data.Day, seed: int) -> 
     rate = np.nan_to_num(day.values["requests_per_second"])
     spread_in, spread_out = math.exp(MIX.input_sigma**2 / 2), math.exp(MIX.output_sigma**2 / 2)
     mix = TokenMix(
-        input_median=weighted_mean(day.values["input_tokens_mean"], rate, MIX.input_median * spread_in) / spread_in,
+        input_median=weighted_mean(day.values["input_tokens_mean"], rate, MIX.input_median * spread_in)
+        / spread_in,
         output_median=weighted_mean(day.values["output_tokens_mean"], rate, MIX.output_median * spread_out)
         / spread_out,
     )
@@ -109,26 +116,28 @@ def compare(day: replay_data.Day, result: Result) -> dict[str, Any]:
     requests = np.nan_to_num(day.values["requests_per_second"])
     miss = day.values["ttft_miss_ratio"]
     ok = np.isfinite(miss)
-    a_miss = float(np.sum(miss[ok] * requests[ok]) / np.sum(requests[ok]) * 100) if requests[ok].sum() else 0.0
+    a_miss = (
+        float(np.sum(miss[ok] * requests[ok]) / np.sum(requests[ok]) * 100) if requests[ok].sum() else 0.0
+    )
     cost = day.values.get("cost_dollars_per_hour")
     a_cost = float(np.nansum(cost) * day.step / 3600 / days) if cost is not None else None
     return {
         "forecast": {
-            "cost_usd_per_day": round(result.gpu_cost_usd_per_day, 2),
-            "slo_miss_pct": round(result.slo_violation_pct, 3),
-            "replica_hours_per_day": round(f_hours, 2),
+            "cost_usd_per_day": rnd(result.gpu_cost_usd_per_day, 2),
+            "slo_miss_pct": rnd(result.slo_violation_pct, 3),
+            "replica_hours_per_day": rnd(f_hours, 2),
         },
         "actual": {
-            "cost_usd_per_day": None if a_cost is None else round(a_cost, 2),
-            "slo_miss_pct": round(a_miss, 3),
-            "replica_hours_per_day": round(a_hours, 2),
+            "cost_usd_per_day": None if a_cost is None else rnd(a_cost, 2),
+            "slo_miss_pct": rnd(a_miss, 3),
+            "replica_hours_per_day": rnd(a_hours, 2),
         },
         "actual_cost_missing": day.missing.get("cost_dollars_per_hour"),
         "difference_by_phase": {
-            k: {"replica_hours_per_day": round(h, 2), "usd_per_day": round(h * per_hour, 2)}
+            k: {"replica_hours_per_day": rnd(h, 2), "usd_per_day": rnd(h * per_hour, 2)}
             for k, h in phases_h.items()
         },
-        "usd_per_replica_hour": round(per_hour, 4),
+        "usd_per_replica_hour": rnd(per_hour, 4),
     }
 
 
@@ -139,12 +148,14 @@ def render(title: str, cmp: dict[str, Any]) -> str:
     lines = [title, f"{'':20}{'forecast':>12}{'actual':>12}{'difference':>12}"]
     for label, key, digits in rows:
         fv, av = f[key], a[key]
-        diff = f"{av - fv:+.{digits}f}" if av is not None else "-"
+        diff = f"{rnd(av - fv, digits):+.{digits}f}" if av is not None else "-"
         actual = f"{av:.{digits}f}" if av is not None else "-"
         lines.append(f"{label:20}{fv:>12.{digits}f}{actual:>12}{diff:>12}")
     if cmp["actual_cost_missing"]:
         lines.append(f"actual cost unknown: {cmp['actual_cost_missing']}; the forecast is shown alone")
-    lines.append(f"difference by phase (replica-hours/day; $ at the forecast's ${cmp['usd_per_replica_hour']:.2f}/replica-hour):")
+    lines.append(
+        f"difference by phase (replica-hours/day; $ at the forecast's ${cmp['usd_per_replica_hour']:.2f}/replica-hour):"
+    )
     what = {
         "capacity": "serving above forecast while loaded",
         "cold_start": "starting above forecast",
@@ -152,7 +163,9 @@ def render(title: str, cmp: dict[str, Any]) -> str:
     }
     for key, label in what.items():
         d = cmp["difference_by_phase"][key]
-        lines.append(f"  {key:11} {d['replica_hours_per_day']:+8.2f} h  {d['usd_per_day']:+9.2f} $  ({label})")
+        lines.append(
+            f"  {key:11} {d['replica_hours_per_day']:+8.2f} h  {d['usd_per_day']:+9.2f} $  ({label})"
+        )
     return "\n".join(lines)
 
 
@@ -185,6 +198,8 @@ def run(argv: Sequence[str]) -> int:
     if args.json:
         print(json.dumps({"model": stack_plan.model_name, "start": start.isoformat(), **cmp}, indent=2))
     else:
-        title = f"replay {stack_plan.model_name} from {start:%Y-%m-%d %H:%M} UTC: forecast ({DEPLOYED}) vs actual"
+        title = (
+            f"replay {stack_plan.model_name} from {start:%Y-%m-%d %H:%M} UTC: forecast ({DEPLOYED}) vs actual"
+        )
         print(render(title, cmp))
     return 0

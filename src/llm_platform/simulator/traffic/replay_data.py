@@ -83,7 +83,9 @@ def matrix(doc: Any, where: str, start: int, step: int, n: int) -> np.ndarray | 
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, dict) or data.get("resultType") != "matrix":
         got = data.get("resultType") if isinstance(data, dict) else None
-        raise TrafficError(f"{where}.data.resultType: {got!r}; allowed: 'matrix' (an /api/v1/query_range response)")
+        raise TrafficError(
+            f"{where}.data.resultType: {got!r}; allowed: 'matrix' (an /api/v1/query_range response)"
+        )
     result = data.get("result")
     if not isinstance(result, list):
         raise TrafficError(f"{where}.data.result: {result!r}; allowed: a list of series")
@@ -99,7 +101,9 @@ def matrix(doc: Any, where: str, start: int, step: int, n: int) -> np.ndarray | 
                 raise TrafficError(f'{at}: {pair!r}; allowed: [unix_seconds, "number"]') from None
             k = round((ts - start) / step)
             if not 0 <= k < n or abs(ts - start - k * step) > 1e-6:
-                raise TrafficError(f"{at}: timestamp {ts:g} is off the grid start {start} + k*{step}, k < {n}")
+                raise TrafficError(
+                    f"{at}: timestamp {ts:g} is off the grid start {start} + k*{step}, k < {n}"
+                )
             if math.isfinite(value):
                 out[k] = value if np.isnan(out[k]) else out[k] + value
     return out
@@ -118,10 +122,14 @@ def parse(doc: Any, where: str) -> Day:
         fields[key] = value
     start, end, step = fields["start"], fields["end"], fields["step"]
     if step <= 0 or end <= start or (end - start) % step:
-        raise TrafficError(f"{where} start/end/step: {start}/{end}/{step}; allowed: step > 0 dividing end - start > 0")
+        raise TrafficError(
+            f"{where} start/end/step: {start}/{end}/{step}; allowed: step > 0 dividing end - start > 0"
+        )
     series = doc.get("series")
     if not isinstance(series, dict):
-        raise TrafficError(f"{where} series: {type(series).__name__}; allowed: an object of {', '.join(SERIES)}")
+        raise TrafficError(
+            f"{where} series: {type(series).__name__}; allowed: an object of {', '.join(SERIES)}"
+        )
     unknown = sorted(set(series) - set(SERIES))
     if unknown:
         raise TrafficError(f"{where} series.{unknown[0]}: unknown; allowed: {', '.join(SERIES)}")
@@ -133,11 +141,15 @@ def parse(doc: Any, where: str) -> Day:
             if name in OPTIONAL:
                 missing[name] = "not in the export"
                 continue
-            raise TrafficError(f"{where} series.{name}: missing; required: {', '.join(s for s in SERIES if s not in OPTIONAL)}")
+            raise TrafficError(
+                f"{where} series.{name}: missing; required: {', '.join(s for s in SERIES if s not in OPTIONAL)}"
+            )
         got = matrix(series[name], f"{where} series.{name}", start, step, n)
         if got is None:
             if name in OPTIONAL:
-                missing[name] = f"{MODEL_COST_HOURLY} matched no series (OpenCost not deployed: costs.enabled?)"
+                missing[name] = (
+                    f"{MODEL_COST_HOURLY} matched no series (OpenCost not deployed: costs.enabled?)"
+                )
                 continue
             raise TrafficError(f"{where} series.{name}: the query matched no series; the day has no data")
         values[name] = got
@@ -164,10 +176,12 @@ def fetch(url: str, mp: ModelPlan, start: int, end: int, step: int, timeout: flo
         params = {"query": query, "start": str(start), "end": str(end - step), "step": f"{step}s"}
         target = f"{url.rstrip('/')}/api/v1/query_range?{urllib.parse.urlencode(params)}"
         try:
-            with urllib.request.urlopen(target, timeout=timeout) as response:  # noqa: S310 (the user's URL)
+            with urllib.request.urlopen(target, timeout=timeout) as response:
                 body = json.loads(response.read())
         except urllib.error.HTTPError as exc:
-            raise TrafficError(f"{url}: query_range of {name} answered HTTP {exc.code}: {exc.read()[:200]!r}") from None
+            raise TrafficError(
+                f"{url}: query_range of {name} answered HTTP {exc.code}: {exc.read()[:200]!r}"
+            ) from None
         except (urllib.error.URLError, OSError, json.JSONDecodeError) as exc:
             raise TrafficError(f"{url}: query_range of {name} failed ({exc})") from None
         if not isinstance(body, dict) or body.get("status") != "success":
