@@ -191,3 +191,22 @@ def test_a_missing_or_broken_export_file_is_named(tmp_path: Path) -> None:
 def test_date_is_checked() -> None:
     with pytest.raises(ValueError, match="--date '2026-13-01'; allowed: a UTC day YYYY-MM-DD"):
         replay_cmd.day_range("2026-12-01".replace("12", "13"))
+
+
+def test_the_documented_replay_is_what_the_command_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/simulator.md shows the fixture's replay as printed (regenerate: run the documented command)."""
+    from tests import docs
+
+    assert main(["replay", STACK, "--model", "mistral-7b", "--export", str(replay_export.FIXTURE)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.strip() in docs.text(docs.DOCS[1]), "paste the replay's output into docs/simulator.md"
+
+
+def test_export_only_flags_are_refused(
+    fixture_doc: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["replay", STACK, "--export", str(replay_export.FIXTURE), "--date", "2026-12-01"]
+    assert main(argv) == 2
+    assert "--date applies to --prometheus" in capsys.readouterr().err
+    assert main(["replay", STACK, "--prometheus", "http://127.0.0.1:9"]) == 2
+    assert "--prometheus needs --date YYYY-MM-DD" in capsys.readouterr().err
