@@ -210,3 +210,16 @@ def test_export_only_flags_are_refused(
     assert "--date applies to --prometheus" in capsys.readouterr().err
     assert main(["replay", STACK, "--prometheus", "http://127.0.0.1:9"]) == 2
     assert "--prometheus needs --date YYYY-MM-DD" in capsys.readouterr().err
+
+
+def test_the_replay_queries_are_valid_promql(tmp_path: Path) -> None:
+    """Every query the replay sends parses in promtool (rules file check), the cost one reads the cost rule."""
+    from llm_platform.components.specs.costs import MODEL_COST_HOURLY
+    from llm_platform.simulator.search.stacks import stack_model
+    from tests.components import promtool
+
+    _, _, mp = stack_model(fixture_stack(replay_export.STACK), replay_export.MODEL)
+    qs = replay_data.queries(mp)
+    assert list(qs) == list(replay_data.SERIES)
+    assert MODEL_COST_HOURLY in qs["cost_dollars_per_hour"]
+    promtool.check_expressions(list(qs.values()), tmp_path)
