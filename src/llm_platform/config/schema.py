@@ -9,6 +9,8 @@ with the field path, the bad value and what is allowed.
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 import re
 from collections.abc import Sequence
 from enum import StrEnum
@@ -782,9 +784,6 @@ def forecast_config_hash(model: ModelConfig, pool: GpuNodePool, environment: Env
     """What a cost forecast was simulated for: the model's block, its pool's block and the environment
     (everything the simulator reads from the stack file for one model), as 12 hex digits. `simulator replay`
     prints it next to the forecast; a forecast whose hash is not the deployed config's is stale."""
-    import hashlib
-    import json
-
     doc = {
         "environment": environment.value,
         "model": model.model_dump(mode="json", by_alias=True),
@@ -794,8 +793,8 @@ def forecast_config_hash(model: ModelConfig, pool: GpuNodePool, environment: Env
 
 
 class CostForecast(Schema):
-    """One model's forecast GPU cost per day, as `simulator replay --stack <stack> --model <model>` prints it
-    for the deployed config (paste its `costs.forecasts` entry): the alert's yardstick."""
+    """One model's forecast GPU cost per day, as `simulator replay <stack> --model <model>` prints it for
+    the deployed config (paste the `costs.forecasts` entry it prints): the alert's yardstick."""
 
     model: str
     usd_per_day: Annotated[float, Field(gt=0)]
@@ -914,8 +913,8 @@ def _cost_rules(c: StackConfig) -> None:
                 (*at, "configHash"),
                 f.config_hash,
                 f"is not the deployed config's ({deployed}): model {m.name!r} or its pool changed since the "
-                f"forecast; rerun `simulator replay --stack <stack> --model {m.name} --traffic <day>` and "
-                "paste its costs.forecasts entry",
+                f"forecast; rerun `simulator replay <stack> --model {m.name} --prometheus <url> --date <day>` "
+                "(or --export <file>) and paste the costs.forecasts entry it prints",
             )
     if c.costs.forecasts and not c.costs.enabled:
         raise RuleError(

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from llm_platform.config.schema import StackConfig, forecast_config_hash
 from llm_platform.simulator.day.engine import Result, simulate
 from llm_platform.simulator.search.stacks import StackRun, stack_model, stack_run
 from llm_platform.simulator.traffic import replay_data
@@ -141,6 +142,18 @@ def compare(day: replay_data.Day, result: Result) -> dict[str, Any]:
     }
 
 
+def forecast_entry(cfg: StackConfig, model: str, usd_per_day: float, day: datetime) -> dict[str, Any]:
+    """The stack file's `costs.forecasts` entry for this forecast: the alert compares the model's actual
+    $/day with it, and its configHash (schema.forecast_config_hash) makes it stale once the model changes."""
+    m = next(m for m in cfg.models if m.name == model)
+    return {
+        "model": model,
+        "usdPerDay": usd_per_day,
+        "configHash": forecast_config_hash(m, cfg.pool(m.node_pool), cfg.environment),
+        "source": f"replay {day:%Y-%m-%d}",
+    }
+
+
 def render(title: str, cmp: dict[str, Any]) -> str:
     f, a = cmp["forecast"], cmp["actual"]
     rows = [("cost $/day", "cost_usd_per_day", 2), ("SLO misses %", "slo_miss_pct", 3)]
@@ -166,12 +179,14 @@ def render(title: str, cmp: dict[str, Any]) -> str:
         lines.append(
             f"  {key:11} {d['replica_hours_per_day']:+8.2f} h  {d['usd_per_day']:+9.2f} $  ({label})"
         )
+    entry = ", ".join(f"{k}: {json.dumps(v)}" for k, v in cmp["forecast_entry"].items())
+    lines.append(f"costs.forecasts entry of this forecast (the stack file's cost alert): {{{entry}}}")
     return "\n".join(lines)
 
 
 def run(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
-    _, _, mp = stack_model(args.stack, args.model)
+    cfg, _, mp = stack_model(args.stack, args.model)
     if args.prometheus is not None:
         if args.date is None:
             raise ValueError("--prometheus needs --date YYYY-MM-DD (the UTC day to replay)")
@@ -195,6 +210,7 @@ def run(argv: Sequence[str]) -> int:
     stack_plan, result = forecast(args.stack, args.model, day, args.seed)
     cmp = compare(day, result)
     start = datetime.fromtimestamp(day.start, tz=UTC)
+    cmp["forecast_entry"] = forecast_entry(cfg, mp.name, cmp["forecast"]["cost_usd_per_day"], start)
     if args.json:
         print(json.dumps({"model": stack_plan.model_name, "start": start.isoformat(), **cmp}, indent=2))
     else:
