@@ -51,14 +51,9 @@ def test_the_wake_query_reads_held_and_arriving_requests_where_vllm_has_no_pod(t
     )
     available = f'kube_deployment_status_replicas_available{{namespace="{ns}",deployment="chat-7b"}}'
 
-    def case(series: list[dict], value: float) -> dict:
-        return {
-            "interval": f"{SCRAPE_INTERVAL_SECONDS}s",
-            "input_series": [{"series": available, "values": "0x40"}, *series],
-            "promql_expr_test": [
-                {"expr": query, "eval_time": "3m", "exp_samples": [{"labels": "{}", "value": value}]}
-            ],
-        }
+    def case(series: list[dict[str, str]], value: float) -> dict:
+        input_series = [{"series": available, "values": "0x40"}, *series]
+        return promtool.expression_case(query, input_series, value, interval=f"{SCRAPE_INTERVAL_SECONDS}s")
 
     tests = [
         case([], 0),  # idle at zero, the pickers have counted nothing: stay at zero, no error
