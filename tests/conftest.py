@@ -27,6 +27,7 @@ from llm_platform.config.loader import (
     ConfigError,
     Stack,
     load_stack,
+    parse,
     raw_stack_config,
     stack_file,
     stack_name,
@@ -173,3 +174,10 @@ def stack_values(stack: str) -> dict[str, Any]:
     """The plain `llm-platform:` values of fixture stack `stack`, keyed without the prefix, safe to mutate."""
     raw = raw_stack_config(fixture_stack(stack))
     return copy.deepcopy({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith(f"{PROJECT}:")})
+
+
+def config_error(stack: Path | dict[str, Any]) -> str:
+    """The ConfigError a stack file (or its plain values) is refused with, as the user reads it."""
+    with pytest.raises(ConfigError) as info:
+        load_stack(stack) if isinstance(stack, Path) else parse(stack)
+    return str(info.value)

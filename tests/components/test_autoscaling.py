@@ -136,11 +136,7 @@ def test_first_rollout_reads_zero_and_a_renamed_metric_stays_loud(tmp_path: Path
     waiting = f"vllm:num_requests_waiting{{{labels},pod=%r}}"
 
     def check(series: list[dict[str, str]], expected: list[dict[str, object]]) -> dict:
-        return {
-            "interval": "1m",
-            "input_series": series,
-            "promql_expr_test": [{"expr": query, "eval_time": "5m", "exp_samples": expected}],
-        }
+        return promtool.expression_case(query, series, expected, eval_time="5m")
 
     tests = [
         # first rollout: pods loading, none available, no vLLM series at all
@@ -184,17 +180,12 @@ def test_served_throughput_is_an_average_value_trigger_only_when_set(tmp_path: P
         f'deployment="{model.names.deployment}"}}'
     )
     success = f'{promql.SUCCESS}{{{labels},pod="%s",finished_reason="stop"}}'
-    tests = [
-        {
-            "interval": f"{SCRAPE_INTERVAL_SECONDS}s",
-            "input_series": [
-                {"series": available, "values": "2x40"},
-                {"series": success % "p0", "values": "0+15x40"},  # 3 requests/s
-                {"series": success % "p1", "values": "0+20x40"},  # 4 requests/s
-            ],
-            "promql_expr_test": [{"expr": query, "eval_time": "3m", "exp_samples": [{"labels": "{}", "value": 7}]}],
-        }
-    ]  # fmt: skip
+    input_series = [
+        {"series": available, "values": "2x40"},
+        {"series": success % "p0", "values": "0+15x40"},  # 3 requests/s
+        {"series": success % "p1", "values": "0+20x40"},  # 4 requests/s
+    ]
+    tests = [promtool.expression_case(query, input_series, 7, interval=f"{SCRAPE_INTERVAL_SECONDS}s")]
     promtool.unit_test_rules({"groups": []}, tests, tmp_path)
 
 
@@ -226,14 +217,9 @@ def test_behind_the_gateway_the_load_trigger_counts_what_arrives_served_or_shed(
     errors = f'{promql.EPP_REQUEST_ERRORS}{{{labels},target_model_name="{served}",pod="%s",error_code="%s"}}'
     success = f'{promql.SUCCESS}{{{labels},pod="v0",finished_reason="stop"}}'
 
-    def case(series: list[dict], value: float) -> dict:
-        return {
-            "interval": f"{SCRAPE_INTERVAL_SECONDS}s",
-            "input_series": [{"series": available, "values": "2x40"}, *series],
-            "promql_expr_test": [
-                {"expr": query, "eval_time": "3m", "exp_samples": [{"labels": "{}", "value": value}]}
-            ],
-        }
+    def case(series: list[dict[str, str]], value: float) -> dict:
+        input_series = [{"series": available, "values": "2x40"}, *series]
+        return promtool.expression_case(query, input_series, value, interval=f"{SCRAPE_INTERVAL_SECONDS}s")
 
     tests = [
         case(

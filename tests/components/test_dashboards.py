@@ -178,22 +178,11 @@ def test_gpu_memory_ratio_matches_per_gpu(tmp_path: Path) -> None:
         {"series": f"DCGM_FI_DEV_FB_USED{{{gpu.format(1, 1)}}}", "values": "12000x5"},
         {"series": f"DCGM_FI_DEV_FB_FREE{{{gpu.format(1, 1)}}}", "values": "12000x5"},
     ]
-    tests = [
-        {
-            "interval": "1m",
-            "input_series": input_series,
-            "promql_expr_test": [
-                {
-                    "expr": expr,
-                    "eval_time": "2m",
-                    "exp_samples": [
-                        {"labels": "{" + gpu.format(0, 0) + "}", "value": 0.75},
-                        {"labels": "{" + gpu.format(1, 1) + "}", "value": 0.5},
-                    ],
-                }
-            ],
-        }
+    expected = [
+        {"labels": "{" + gpu.format(0, 0) + "}", "value": 0.75},
+        {"labels": "{" + gpu.format(1, 1) + "}", "value": 0.5},
     ]
+    tests = [promtool.expression_case(expr, input_series, expected, eval_time="2m")]
     promtool.unit_test_rules({"groups": []}, tests, tmp_path)
 
 
@@ -206,15 +195,7 @@ def test_replicas_panel_counts_a_multi_node_models_ready_groups(tmp_path: Path) 
     ready = 'kube_pod_status_ready{{namespace="llm",condition="{}",pod="{}"}}'
     pods = {"big-0": "1", "big-1": "1", "big-2": "0", "big-0-1": "1", "big-1-1": "1", "big-7d9fb-x2x9z": "1"}
     input_series = [{"series": ready.format("true", pod), "values": f"{v}x5"} for pod, v in pods.items()]
-    tests = [
-        {
-            "interval": "1m",
-            "input_series": input_series,
-            "promql_expr_test": [
-                {"expr": expr, "eval_time": "2m", "exp_samples": [{"labels": "{}", "value": 2}]}
-            ],
-        }
-    ]
+    tests = [promtool.expression_case(expr, input_series, 2, eval_time="2m")]
     promtool.unit_test_rules({"groups": []}, tests, tmp_path)
 
 

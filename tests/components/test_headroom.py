@@ -14,13 +14,14 @@ from llm_platform.components.specs import headroom as spec
 from llm_platform.components.specs.model_cache import cache_wiring, nvme_daemonset
 from llm_platform.components.specs.serving import deployment
 from llm_platform.config.cold_start import PREEMPTION_SECONDS
-from llm_platform.config.loader import PROJECT, ROOT, ConfigError, parse
+from llm_platform.config.loader import PROJECT, ROOT, parse
 from llm_platform.config.schema import StackConfig
 from llm_platform.plan import PoolPlan
 from llm_platform.plan.naming import HEADROOM_NAMESPACE
 from llm_platform.tools import render
 from llm_platform.tools.preflight.pods import pod_requests
 from tests.components import promtool
+from tests.conftest import config_error
 from tests.plans import model_plan, stack_plan
 from tests.shared_check import SHARED_CHECK, check_render
 
@@ -45,12 +46,6 @@ def _pool(cfg: StackConfig, name: str) -> PoolPlan:
     return stack_plan(cfg).pool(name)
 
 
-def _error(values: dict[str, Any]) -> str:
-    with pytest.raises(ConfigError) as info:
-        parse(values)
-    return str(info.value)
-
-
 # ------------------------------------------------------------------------------------------- schema
 
 
@@ -64,7 +59,7 @@ def test_fixture_headroom_parses() -> None:
 def test_headroom_that_can_never_fit_the_gpu_limit_is_refused() -> None:
     v = _values()
     v["gpuNodePools"][0]["headroom"]["schedule"][0]["gpus"] = 8  # + mistral's 1 at minReplicas > gpuLimit 8
-    msg = _error(v)
+    msg = config_error(v)
     assert "gpuNodePools[0] (g5).headroom" in msg
     assert "8 warm GPUs" in msg and "gpuLimit 8" in msg and "mistral-7b 1x1" in msg
     assert "at most 7 warm GPUs" in msg
@@ -83,21 +78,21 @@ def test_headroom_at_the_gpu_limit_is_fine() -> None:
 def test_headroom_window_cron_is_checked(cron: str, problem: str) -> None:
     v = _values()
     v["gpuNodePools"][0]["headroom"]["schedule"][0]["start"] = cron
-    msg = _error(v)
+    msg = config_error(v)
     assert "headroom.schedule[0].start" in msg and repr(cron) in msg and problem in msg
 
 
 def test_headroom_window_timezone_must_exist() -> None:
     v = _values()
     v["gpuNodePools"][0]["headroom"]["schedule"][0]["timezone"] = "America/Gotham"
-    msg = _error(v)
+    msg = config_error(v)
     assert "headroom.schedule[0].timezone" in msg and "'America/Gotham'" in msg and "IANA" in msg
 
 
 def test_headroom_holds_whole_replicas() -> None:
     v = _values()
     v["gpuNodePools"][1]["headroom"]["gpus"] = 4  # llama-70b replicas take 8 GPUs
-    msg = _error(v)
+    msg = config_error(v)
     assert "gpuNodePools[1] (p4d).headroom.gpus: 4 is not a multiple of 8" in msg and "llama-70b" in msg
 
 
@@ -107,21 +102,21 @@ def test_a_window_only_raises_headroom() -> None:
         "gpus": 2,
         "schedule": [{"start": "0 22 * * *", "end": "0 6 * * *", "gpus": 0}],
     }
-    msg = _error(v)
+    msg = config_error(v)
     assert "headroom.schedule[0].gpus: 0 is below headroom.gpus 2" in msg
 
 
 def test_headroom_on_a_pool_without_models_is_refused() -> None:
     v = _values()
     v["models"] = [m for m in v["models"] if m["nodePool"] != "p4d"]
-    msg = _error(v)
+    msg = config_error(v)
     assert "gpuNodePools[1] (p4d).headroom" in msg and "serves no model" in msg
 
 
 def test_empty_headroom_is_refused() -> None:
     v = _values()
     v["gpuNodePools"][1]["headroom"] = {"gpus": 0}
-    assert "keeps nothing warm" in _error(v)
+    assert "keeps nothing warm" in config_error(v)
 
 
 # --------------------------------------------------------------------------------------------- plan

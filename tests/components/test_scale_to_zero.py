@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from llm_platform.components.specs import autoscaling
-from llm_platform.config.loader import ConfigError, load_stack, parse
+from llm_platform.config.loader import parse
 from llm_platform.plan import promql
 from llm_platform.plan.model import SCRAPE_INTERVAL_SECONDS
 from llm_platform.tools.preflight.__main__ import main as preflight_main
 from tests.components import promtool
-from tests.conftest import fixture_stack, stack_values
+from tests.conftest import config_error, fixture_stack, stack_values
 from tests.plans import model_plan, stack_plan
 
 ZERO = "zero"
@@ -21,12 +19,6 @@ ZERO = "zero"
 
 def _triggers(scaled: dict) -> dict[str, dict]:
     return {t["name"]: t for t in scaled["spec"]["triggers"]}
-
-
-def _error(stack: Path | dict) -> str:
-    with pytest.raises(ConfigError) as info:
-        load_stack(stack) if isinstance(stack, Path) else parse(stack)
-    return str(info.value)
 
 
 def test_a_model_at_zero_waits_cooldown_then_wakes_on_the_gateway_with_an_activation_threshold() -> None:
@@ -59,14 +51,9 @@ def test_the_wake_query_reads_held_and_arriving_requests_where_vllm_has_no_pod(t
     )
     available = f'kube_deployment_status_replicas_available{{namespace="{ns}",deployment="chat-7b"}}'
 
-    def case(series: list[dict], value: float) -> dict:
-        return {
-            "interval": f"{SCRAPE_INTERVAL_SECONDS}s",
-            "input_series": [{"series": available, "values": "0x40"}, *series],
-            "promql_expr_test": [
-                {"expr": query, "eval_time": "3m", "exp_samples": [{"labels": "{}", "value": value}]}
-            ],
-        }
+    def case(series: list[dict[str, str]], value: float) -> dict:
+        input_series = [{"series": available, "values": "0x40"}, *series]
+        return promtool.expression_case(query, input_series, value, interval=f"{SCRAPE_INTERVAL_SECONDS}s")
 
     tests = [
         case([], 0),  # idle at zero, the pickers have counted nothing: stay at zero, no error
@@ -92,7 +79,7 @@ def test_zero_without_the_gateway_is_refused_with_file_line_field_and_value(tmp_
     )
     path = tmp_path / "Pulumi.zero.yaml"
     path.write_text(text)
-    msg = _error(path)
+    msg = config_error(path)
     assert f"{path}:" in msg and "models[0] (chat-7b).autoscaling.minReplicas: 0" in msg
     assert "needs the gateway (gateway.enabled: true)" in msg and "allowed without it: 1 or more" in msg
 
@@ -101,7 +88,7 @@ def test_prod_refuses_zero_unless_the_model_opts_in() -> None:
     values = stack_values("prod")
     assert values["gateway"]["enabled"]
     values["models"][0]["autoscaling"]["minReplicas"] = 0
-    msg = _error(values)
+    msg = config_error(values)
     assert (
         "autoscaling.minReplicas: 0 is not allowed in prod unless" in msg and "allowScaleToZero: true" in msg
     )

@@ -8,18 +8,11 @@ from typing import Any
 import pytest
 
 from llm_platform.config.adapters import VLLM_MAX_LORA_RANKS, max_lora_rank, max_loras
-from llm_platform.config.loader import ConfigError, parse
-from tests.conftest import load_fixture, stack_values
+from tests.conftest import config_error, load_fixture, stack_values
 
 
 def _values() -> dict[str, Any]:
     return stack_values("lora")
-
-
-def _error(values: dict[str, Any]) -> str:
-    with pytest.raises(ConfigError) as info:
-        parse(values)
-    return str(info.value)
 
 
 def test_fixture_sizes_vllm_from_the_list() -> None:
@@ -33,7 +26,7 @@ def test_fixture_sizes_vllm_from_the_list() -> None:
 def test_adapter_name_may_not_be_a_model_name() -> None:
     values = _values()
     values["models"][0]["adapters"][0]["name"] = "chat-7b"
-    message = _error(values)
+    message = config_error(values)
     assert "models[0] (llama-8b).adapters[0]" in message and "'chat-7b'" in message
     assert "models[1]" in message
 
@@ -41,7 +34,7 @@ def test_adapter_name_may_not_be_a_model_name() -> None:
 def test_adapter_names_are_unique_across_models() -> None:
     values = _values()
     values["models"][1]["adapters"][0]["name"] = "sql-lora"
-    message = _error(values)
+    message = config_error(values)
     assert (
         "models[1] (chat-7b).adapters[0]" in message and "already an adapter of model 'llama-8b'" in message
     )
@@ -50,29 +43,29 @@ def test_adapter_names_are_unique_across_models() -> None:
 def test_hub_source_needs_a_pinned_commit() -> None:
     values = _values()
     values["models"][0]["adapters"][0]["revision"] = "main"
-    message = _error(values)
+    message = config_error(values)
     assert "adapters[0]" in message and "'main'" in message and "40-hex" in message
     del values["models"][0]["adapters"][0]["revision"]
-    assert "revision None" in _error(values)
+    assert "revision None" in config_error(values)
 
 
 def test_s3_source_takes_no_revision() -> None:
     values = _values()
     values["models"][1]["adapters"][0]["revision"] = "a" * 40
-    assert "only for Hugging Face sources" in _error(values)
+    assert "only for Hugging Face sources" in config_error(values)
 
 
 def test_rank_above_vllm_choices_is_refused() -> None:
     values = _values()
     values["models"][0]["adapters"][0]["rank"] = 1024
-    message = _error(values)
+    message = config_error(values)
     assert "1024" in message and ", ".join(map(str, VLLM_MAX_LORA_RANKS)) in message
 
 
 def test_slots_within_the_list() -> None:
     values = _values()
     values["models"][0]["adapterSlots"] = 4
-    message = _error(values)
+    message = config_error(values)
     assert "models[0] (llama-8b).adapterSlots" in message and "allowed: 1 to 3" in message
 
 
@@ -81,7 +74,7 @@ def test_hub_cache_cannot_serve_adapters() -> None:
     values["environment"] = "dev"
     values["cluster"]["amiVersions"] = {"al2023": "latest", "bottlerocket": "latest"}
     values["models"][0]["cache"] = "hub"
-    message = _error(values)
+    message = config_error(values)
     assert "models[0] (llama-8b).cache" in message and "use nvme, fsx or s3" in message
 
 
@@ -89,5 +82,5 @@ def test_hub_cache_cannot_serve_adapters() -> None:
 def test_lora_flags_in_extra_args_are_refused(flag: str) -> None:
     values = _values()
     values["models"][0]["extraArgs"] = [flag]
-    message = _error(values)
+    message = config_error(values)
     assert flag in message and "adapters" in message

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from llm_platform.config.catalog import families
-from llm_platform.config.loader import ROOT, ConfigError, load_stack, parse
+from llm_platform.config.loader import ROOT, load_stack, parse
 from llm_platform.tools import render
-from tests.conftest import fixture_stack, stack_values
+from tests.conftest import config_error, fixture_stack, stack_values
 
 
 def _stack_file(tmp_path: Path, edit: Any, base: str = "dev") -> Path:
@@ -24,19 +24,13 @@ def _stack_file(tmp_path: Path, edit: Any, base: str = "dev") -> Path:
     return path
 
 
-def _error(stack: Path | dict[str, Any]) -> str:
-    with pytest.raises(ConfigError) as info:
-        load_stack(stack) if isinstance(stack, Path) else parse(stack)
-    return str(info.value)
-
-
 def _line_of(path: Path, needle: str) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
 
 
 def test_yaml_syntax_error_names_file_and_line(tmp_path: Path, capsys) -> None:
     path = _stack_file(tmp_path, lambda t: t.replace("maxReplicas: 2", "maxReplicas: [2"))
-    msg = _error(path)
+    msg = config_error(path)
     assert msg.startswith(f"{path}:") and "YAML syntax error" in msg
     assert f"(line {_line_of(path, 'maxReplicas: [2')}," in msg
     assert render.main([str(path), "--out", str(tmp_path / "out")]) == 2
@@ -47,7 +41,7 @@ def test_yaml_syntax_error_names_file_and_line(tmp_path: Path, capsys) -> None:
 def test_a_field_error_has_file_line_path_value_and_what_is_allowed(tmp_path: Path) -> None:
     path = _stack_file(tmp_path, lambda t: t.replace("kvCacheUsage: 0.8", "kvCacheUsage: 1.50"))
     line = _line_of(path, "kvCacheUsage: 1.50")
-    assert _error(path) == (
+    assert config_error(path) == (
         f"{path}:{line}: models[0] (qwen-1-5b).autoscaling.kvCacheUsage: 1.50 is not allowed: "
         "Input should be less than or equal to 1"
     )
@@ -55,7 +49,7 @@ def test_a_field_error_has_file_line_path_value_and_what_is_allowed(tmp_path: Pa
 
 def test_a_mistyped_key_lists_the_allowed_keys_and_the_closest(tmp_path: Path) -> None:
     path = _stack_file(tmp_path, lambda t: t.replace("pollingInterval:", "pollingIntervall:"))
-    msg = _error(path)
+    msg = config_error(path)
     assert (
         f":{_line_of(path, 'pollingIntervall')}: models[0] (qwen-1-5b).autoscaling.pollingIntervall: " in msg
     )
@@ -64,7 +58,7 @@ def test_a_mistyped_key_lists_the_allowed_keys_and_the_closest(tmp_path: Path) -
 
 def test_a_mistyped_top_level_key_is_refused_with_the_closest(tmp_path: Path) -> None:
     path = _stack_file(tmp_path, lambda t: t + "  llm-platform:gatewy: {enabled: false}\n")
-    msg = _error(path)
+    msg = config_error(path)
     assert (
         f":{_line_of(path, 'gatewy')}: llm-platform:gatewy: unknown config key (did you mean 'gateway'?)"
         in msg
@@ -81,7 +75,7 @@ def test_every_unknown_top_level_key_is_reported_at_once(tmp_path: Path, capsys)
             + "  llm-platform:gatewy: {enabled: false}\n  llm-platform:alertng: {}\n"
         ),
     )
-    lines = _error(path).splitlines()
+    lines = config_error(path).splitlines()
     assert lines[0].startswith(f"{path}:{_line_of(path, 'gatewy')}: llm-platform:gatewy: unknown config key")
     assert lines[1].startswith(
         f"{path}:{_line_of(path, 'alertng')}: llm-platform:alertng: unknown config key"
@@ -96,7 +90,7 @@ def test_every_unknown_top_level_key_is_reported_at_once(tmp_path: Path, capsys)
 
 def test_a_misspelt_project_namespace_is_refused_not_ignored(tmp_path: Path) -> None:
     path = _stack_file(tmp_path, lambda t: t + "  llm_platform:gateway: {enabled: false}\n")
-    assert _error(path) == (
+    assert config_error(path) == (
         f"{path}:{_line_of(path, 'llm_platform')}: llm_platform:gateway: unknown config namespace "
         "'llm_platform' (did you mean 'llm-platform:gateway'?)"
     )
@@ -106,7 +100,7 @@ def test_a_misspelt_project_namespace_is_refused_not_ignored(tmp_path: Path) -> 
 
 def test_an_unquoted_kubernetes_version_is_refused_as_written(tmp_path: Path) -> None:
     path = _stack_file(tmp_path, lambda t: t.replace('kubernetesVersion: "1.34"', "kubernetesVersion: 1.30"))
-    msg = _error(path)
+    msg = config_error(path)
     assert "cluster.kubernetesVersion: 1.30 is a number in YAML" in msg and 'kubernetesVersion: "1.30"' in msg
     assert "1.3 " not in msg.split("(")[0]
 
@@ -115,7 +109,7 @@ def test_a_kubernetes_version_without_native_sidecars_is_refused(tmp_path: Path)
     path = _stack_file(
         tmp_path, lambda t: t.replace('kubernetesVersion: "1.34"', 'kubernetesVersion: "1.28"')
     )
-    msg = _error(path)
+    msg = config_error(path)
     assert "cluster.kubernetesVersion: '1.28' is older than 1.30" in msg and "native sidecar" in msg
     assert ":15" in msg.split("cluster.")[0], "names the file and line"
     ok = _stack_file(tmp_path, lambda t: t.replace('kubernetesVersion: "1.34"', 'kubernetesVersion: "1.30"'))
@@ -125,13 +119,13 @@ def test_a_kubernetes_version_without_native_sidecars_is_refused(tmp_path: Path)
 def test_one_gpu_is_singular() -> None:
     v = stack_values("dev")
     v["models"][0]["tensorParallelSize"] = 2  # the dev pool has 1-GPU instances only
-    assert "is larger than the 1 GPU of the largest instance" in _error(v)
+    assert "is larger than the 1 GPU of the largest instance" in config_error(v)
 
 
 def test_a_model_must_fit_its_gpus_with_the_numbers() -> None:
     v = stack_values("prod")
     v["models"][0]["huggingFaceId"] = "meta-llama/Llama-3.1-70B-Instruct"  # on the g5 pool, one A10G
-    msg = _error(v)
+    msg = config_error(v)
     assert msg.startswith("models[0] (mistral-7b).tensorParallelSize: 1 is too small")
     # 70.6e9 x 2 bytes = 131.5 GiB; KV 80 layers x 2 x 8 heads x 128 x 2 bytes x 8192 tokens = 2.5 GiB
     assert "131.5 GiB of weights + 2.5 GiB of KV cache for one 8192-token sequence = 134.0 GiB" in msg
@@ -141,14 +135,14 @@ def test_a_model_must_fit_its_gpus_with_the_numbers() -> None:
 def test_a_long_context_that_does_not_fit_says_how_long_fits() -> None:
     v = stack_values("dev")
     v["models"][0] |= {"huggingFaceId": "meta-llama/Llama-3.1-8B-Instruct", "maxModelLen": 131072}
-    msg = _error(v)
+    msg = config_error(v)
     assert "of KV cache for one 131072-token sequence" in msg and "maxModelLen " in msg and "or less" in msg
 
 
 def test_the_pool_gpu_limit_must_fit_every_model_at_max_replicas() -> None:
     v = stack_values("prod")
     v["gpuNodePools"][1]["gpuLimit"] = 8  # llama-70b: 2 replicas x 8 GPUs
-    msg = _error(v)
+    msg = config_error(v)
     assert msg.startswith("gpuNodePools[1] (p4d).gpuLimit: 8 is less than the 16 GPUs")
     assert "llama-70b 2 x 8 GPUs" in msg and "gpuLimit 16 or more" in msg
 
@@ -156,7 +150,7 @@ def test_the_pool_gpu_limit_must_fit_every_model_at_max_replicas() -> None:
 def test_timezones_must_exist_with_the_closest() -> None:
     v = stack_values("prod")
     v["models"][0]["autoscaling"]["prewarm"][0]["timezone"] = "Europe/Pariss"
-    msg = _error(v)
+    msg = config_error(v)
     assert "models[0] (mistral-7b).autoscaling.prewarm[0] (morning-surge).timezone: 'Europe/Pariss'" in msg
     assert "(did you mean 'Europe/Paris'?)" in msg
 
@@ -164,14 +158,14 @@ def test_timezones_must_exist_with_the_closest() -> None:
 def test_a_model_outside_the_profile_table_is_described_in_the_stack_file() -> None:
     v = stack_values("dev")
     v["models"][0]["huggingFaceId"] = "acme/chat-8b"
-    msg = _error(v)
+    msg = config_error(v)
     assert "models[0] (qwen-1-5b).huggingFaceId: 'acme/chat-8b' has no built-in geometry" in msg
     assert "geometry:" in msg
     v["models"][0]["geometry"] = {"parameters": 8.0e9, "layers": 32, "kvHeads": 8, "headDim": 128}
     profile = parse(v).models[0].profile
     assert profile.kv_bytes_per_token == 32 * 2 * 8 * 128 * 2 and profile.weights_gb == pytest.approx(16.0)
     v["models"][0]["geometry"]["parameters"] = 80e9  # 149 GiB on one 24 GiB GPU
-    assert "is too small for acme/chat-8b" in _error(v)
+    assert "is too small for acme/chat-8b" in config_error(v)
 
 
 def test_the_program_refuses_an_unknown_key_before_any_resource(run_program) -> None:
@@ -234,7 +228,7 @@ def test_an_unknown_instance_family_points_at_its_own_line(tmp_path: Path) -> No
         tmp_path,
         lambda t: t.replace("instanceFamilies: [g6, g5]", "instanceFamilies:\n        - g6\n        - g6f"),
     )
-    assert _error(path) == (
+    assert config_error(path) == (
         f"{path}:{_line_of(path, '- g6f')}: gpuNodePools[0] (gpu-spot).instanceFamilies[1]: 'g6f' is not a catalog "
         f"instance family (did you mean 'g6'?); allowed: {', '.join(families())}"
     )
@@ -246,7 +240,7 @@ def test_a_pool_rule_points_at_the_key_it_names(tmp_path: Path) -> None:
     path = _stack_file(
         tmp_path, lambda t: t.replace("instanceSizes: [xlarge, 2xlarge]", "instanceSizes: [96xlarge]")
     )
-    msg = _error(path)
+    msg = config_error(path)
     assert msg.startswith(
         f"{path}:{_line_of(path, 'instanceSizes: [96xlarge]')}: gpuNodePools[0] (gpu-spot).instanceSizes"
     ), msg

@@ -8,18 +8,12 @@ from typing import Any
 import pytest
 
 from llm_platform.config.catalog import GPU_INSTANCES
-from llm_platform.config.loader import ConfigError, parse
-from tests.conftest import load_fixture, stack_values
+from llm_platform.config.loader import parse
+from tests.conftest import config_error, load_fixture, stack_values
 
 
 def _values() -> dict[str, Any]:
     return stack_values("multinode")
-
-
-def _error(values: dict[str, Any]) -> str:
-    with pytest.raises(ConfigError) as info:
-        parse(values)
-    return str(info.value)
 
 
 def test_fixture_is_one_replica_on_two_p5_nodes() -> None:
@@ -40,7 +34,7 @@ def test_catalog_efa_counts() -> None:
 def test_data_and_expert_parallel_are_refused_by_name(key: str) -> None:
     values = _values()
     values["models"][0][key] = 2
-    message = _error(values)
+    message = config_error(values)
     assert key in message and "pipelineParallelSize" in message
 
 
@@ -49,7 +43,7 @@ def test_too_few_nodes_names_the_memory() -> None:
     a long context on 2 nodes fails with the per-GPU numbers and the node count that would fit."""
     values = _values()
     values["models"][0]["maxModelLen"] = 1_000_000
-    message = _error(values)
+    message = config_error(values)
     assert "pipelineParallelSize: 2 is too small" in message
     assert "GiB per GPU over 2 nodes x 8 GPUs" in message and "72.0 GiB" in message
     assert "pipelineParallelSize 3 or more" in message
@@ -59,7 +53,7 @@ def test_tensor_parallel_must_fill_each_node() -> None:
     values = _values()
     values["models"][0]["tensorParallelSize"] = 4
     values["models"][0]["pipelineParallelSize"] = 4
-    message = _error(values)
+    message = config_error(values)
     assert "tensorParallelSize: 4 with pipelineParallelSize 4 must equal the GPUs" in message
     assert "p5.48xlarge: 8" in message
 
@@ -69,24 +63,24 @@ def test_pool_without_efa_is_refused() -> None:
     values["gpuNodePools"][0] |= {"instanceFamilies": ["g5"], "instanceSizes": ["2xlarge"]}
     values["models"][0] |= {"tensorParallelSize": 1, "pipelineParallelSize": 16, "maxModelLen": 1024}
     values["models"][0]["geometry"]["parameters"] = 70e9
-    message = _error(values)
+    message = config_error(values)
     assert "g5.2xlarge, which has no EFA interface" in message
 
 
 def test_pool_needs_one_zone_of_the_cluster() -> None:
     values = _values()
     values["gpuNodePools"][0]["placementZone"] = "us-east-1c"
-    message = _error(values)
+    message = config_error(values)
     assert "placementZone: 'us-east-1c' must name one zone of cluster.availabilityZones" in message
     del values["gpuNodePools"][0]["placementZone"]
-    assert "placementZone: null must name one zone" in _error(values)
+    assert "placementZone: null must name one zone" in config_error(values)
 
 
 def test_placement_zone_only_for_multi_node_pools() -> None:
     values = _values()
     values["models"][0] |= {"pipelineParallelSize": 1, "maxModelLen": 1024}
     values["models"][0]["geometry"]["parameters"] = 70e9
-    assert "placementZone: 'us-east-1a' is only for pools serving a multi-node model" in _error(values)
+    assert "placementZone: 'us-east-1a' is only for pools serving a multi-node model" in config_error(values)
 
 
 def test_reservations_must_not_mix_with_other_capacity() -> None:
@@ -95,7 +89,7 @@ def test_reservations_must_not_mix_with_other_capacity() -> None:
         "capacityTypes": ["reserved", "on-demand"],
         "capacityReservations": [{"id": "cr-0123456789abcdef0"}],
     }
-    assert "mixes reservations with other capacity for llama-405b" in _error(values)
+    assert "mixes reservations with other capacity for llama-405b" in config_error(values)
 
 
 def test_capacity_block_pool_is_accepted() -> None:
@@ -110,19 +104,19 @@ def test_capacity_block_pool_is_accepted() -> None:
 def test_gpu_limit_counts_every_node_of_every_replica() -> None:
     values = _values()
     values["gpuNodePools"][0]["gpuLimit"] = 31
-    message = _error(values)
+    message = config_error(values)
     assert "gpuLimit: 31 is less than the 32 GPUs" in message and "llama-405b 2 x 2 nodes x 8 GPUs" in message
 
 
 def test_headroom_is_refused_on_a_multi_node_pool() -> None:
     values = _values()
     values["gpuNodePools"][0]["headroom"] = {"gpus": 8}
-    assert "whose replicas span nodes" in _error(values)
+    assert "whose replicas span nodes" in config_error(values)
 
 
 @pytest.mark.parametrize("arg", ["--pipeline-parallel-size=2", "--headless", "--data-parallel-size"])
 def test_extra_args_cannot_set_the_parallelism(arg: str) -> None:
     values = _values()
     values["models"][0]["extraArgs"] = [arg]
-    message = _error(values)
+    message = config_error(values)
     assert f"extraArgs: {arg!r} is not allowed" in message

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from llm_platform.config.loader import ConfigError, parse
-from tests.conftest import load_fixture, stack_values
+from llm_platform.config.loader import parse
+from tests.conftest import config_error, load_fixture, stack_values
 
 
 @pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
@@ -28,12 +28,6 @@ def test_camel_case_keys_map_to_the_schema() -> None:
     assert cfg.pool("p4d").max_gpus_per_node == 8
 
 
-def _error(values: dict[str, Any]) -> str:
-    with pytest.raises(ConfigError) as info:
-        parse(values)
-    return str(info.value)
-
-
 def _prod() -> dict[str, Any]:
     return stack_values("prod")
 
@@ -45,21 +39,21 @@ def _dev() -> dict[str, Any]:
 def test_unknown_instance_family() -> None:
     v = _prod()
     v["gpuNodePools"][0]["instanceFamilies"] = ["g5", "x9z"]
-    msg = _error(v)
+    msg = config_error(v)
     assert "gpuNodePools[0] (g5).instanceFamilies" in msg and "'x9z'" in msg and "allowed: g5, g6, g6e" in msg
 
 
 def test_tensor_parallel_must_be_a_power_of_two() -> None:
     v = _prod()
     v["models"][1]["tensorParallelSize"] = 3
-    msg = _error(v)
+    msg = config_error(v)
     assert "models[1] (llama-70b).tensorParallelSize: 3" in msg and "3" in msg and "power of two" in msg
 
 
 def test_tensor_parallel_must_fit_the_largest_instance_of_the_pool() -> None:
     v = _prod()
     v["models"][0]["tensorParallelSize"] = 8  # g5 pool allows 2xlarge (1 GPU) and 12xlarge (4 GPUs)
-    msg = _error(v)
+    msg = config_error(v)
     assert "models[0] (mistral-7b).tensorParallelSize: 8" in msg
     assert "4 GPUs" in msg and "g5.12xlarge" in msg
 
@@ -74,14 +68,14 @@ def test_tensor_parallel_at_the_pool_limit_is_fine() -> None:
 def test_model_pool_must_exist() -> None:
     v = _prod()
     v["models"][0]["nodePool"] = "h100"
-    msg = _error(v)
+    msg = config_error(v)
     assert "models[0] (mistral-7b).nodePool: 'h100' does not exist; allowed: g5, p4d" in msg
 
 
 def test_min_replicas_above_max() -> None:
     v = _dev()
     v["models"][0]["autoscaling"] |= {"minReplicas": 3, "maxReplicas": 2}
-    msg = _error(v)
+    msg = config_error(v)
     assert "autoscaling.minReplicas: 3 is larger than maxReplicas 2" in msg
 
 
@@ -90,7 +84,7 @@ def test_min_replicas_above_max() -> None:
 def test_thresholds_must_be_positive(field: str, value: float) -> None:
     v = _dev()
     v["models"][0]["autoscaling"][field] = value
-    msg = _error(v)
+    msg = config_error(v)
     assert (
         f"models[0] (qwen-1-5b).autoscaling.{field}: {value} is not allowed" in msg
         and "greater than 0" in msg
@@ -101,7 +95,7 @@ def test_thresholds_must_be_positive(field: str, value: float) -> None:
 def test_kv_cache_usage_at_most_one(value: float) -> None:
     v = _dev()
     v["models"][0]["autoscaling"]["kvCacheUsage"] = value
-    msg = _error(v)
+    msg = config_error(v)
     assert (
         f"models[0] (qwen-1-5b).autoscaling.kvCacheUsage: {value} is not allowed" in msg
         and "less than or equal to 1" in msg
@@ -118,14 +112,14 @@ def test_kv_cache_usage_of_exactly_one_is_allowed() -> None:
 def test_gpu_memory_utilization_open_interval(value: float) -> None:
     v = _dev()
     v["models"][0]["gpuMemoryUtilization"] = value
-    msg = _error(v)
+    msg = config_error(v)
     assert f"models[0] (qwen-1-5b).gpuMemoryUtilization: {value} is not allowed" in msg
 
 
 def test_max_model_len_at_least_one() -> None:
     v = _dev()
     v["models"][0]["maxModelLen"] = 0
-    msg = _error(v)
+    msg = config_error(v)
     assert (
         "models[0] (qwen-1-5b).maxModelLen: 0 is not allowed" in msg and "greater than or equal to 1" in msg
     )
@@ -134,26 +128,26 @@ def test_max_model_len_at_least_one() -> None:
 def test_duplicate_model_names() -> None:
     v = _prod()
     v["models"][1]["name"] = "mistral-7b"
-    assert "models[1] (mistral-7b).name: 'mistral-7b' is used twice" in _error(v)
+    assert "models[1] (mistral-7b).name: 'mistral-7b' is used twice" in config_error(v)
 
 
 def test_duplicate_pool_names() -> None:
     v = _prod()
     v["gpuNodePools"][1] |= {"name": "g5", "instanceFamilies": ["g5"]}
-    assert "gpuNodePools[1] (g5).name: 'g5' is used twice" in _error(v)
+    assert "gpuNodePools[1] (g5).name: 'g5' is used twice" in config_error(v)
 
 
 def test_prod_needs_two_replicas() -> None:
     v = _prod()
     v["models"][0]["autoscaling"]["minReplicas"] = 1
-    msg = _error(v)
+    msg = config_error(v)
     assert "models[0] (mistral-7b).autoscaling.minReplicas: 1 is not allowed in prod" in msg
 
 
 def test_prod_needs_two_zones() -> None:
     v = _prod()
     v["cluster"]["availabilityZones"] = ["us-east-1a"]
-    msg = _error(v)
+    msg = config_error(v)
     assert "cluster.availabilityZones" in msg and "at least 2" in msg
 
 
@@ -170,7 +164,7 @@ def test_fsx_capacity_lustre_accepts(capacity: int, ok: bool) -> None:
     if ok:
         assert parse(v).model_cache.fsx is not None
     else:
-        msg = _error(v)
+        msg = config_error(v)
         assert (
             f"modelCache.fsx.storageCapacityGiB {capacity}" in msg
             and "allowed: 1200, 2400 or a multiple of 2400" in msg
@@ -180,13 +174,13 @@ def test_fsx_capacity_lustre_accepts(capacity: int, ok: bool) -> None:
 def test_fsx_throughput_per_deployment_type() -> None:
     v = _prod()
     v["modelCache"]["fsx"]["perUnitStorageThroughput"] = 200
-    assert "allowed: 125, 250, 500, 1000" in _error(v)
+    assert "allowed: 125, 250, 500, 1000" in config_error(v)
 
 
 def test_hub_cache_outside_dev() -> None:
     v = _prod()
     v["models"][0]["cache"] = "hub"
-    msg = _error(v)
+    msg = config_error(v)
     assert "models[0] (mistral-7b).cache: 'hub' is allowed in dev only" in msg
 
 
@@ -199,13 +193,13 @@ def test_hub_cache_in_dev_is_fine() -> None:
 def test_fsx_cache_needs_fsx_settings() -> None:
     v = _prod()
     del v["modelCache"]["fsx"]
-    assert "models[0] (mistral-7b).cache: 'fsx' needs modelCache.fsx settings" in _error(v)
+    assert "models[0] (mistral-7b).cache: 'fsx' needs modelCache.fsx settings" in config_error(v)
 
 
 def test_unknown_cache_mode() -> None:
     v = _dev()
     v["models"][0]["cache"] = "efs"
-    msg = _error(v)
+    msg = config_error(v)
     assert (
         "models[0] (qwen-1-5b).cache: 'efs' is not allowed" in msg and "'nvme', 'fsx', 's3' or 'hub'" in msg
     )
@@ -214,34 +208,34 @@ def test_unknown_cache_mode() -> None:
 def test_unknown_keys_are_refused() -> None:
     v = _dev()
     v["models"][0]["replicas"] = 3
-    msg = _error(v)
+    msg = config_error(v)
     assert "models[0] (qwen-1-5b).replicas: unknown key" in msg and "allowed: name, huggingFaceId" in msg
-    assert "llm-platform:modelz: unknown config key" in _error(_dev() | {"modelz": []})
+    assert "llm-platform:modelz: unknown config key" in config_error(_dev() | {"modelz": []})
 
 
 def test_dedicated_families_get_their_own_pool() -> None:
     v = _prod()
     v["gpuNodePools"][1]["instanceFamilies"] = ["p4d", "g5"]
-    assert "p4d must have a single-family pool of its own" in _error(v)
+    assert "p4d must have a single-family pool of its own" in config_error(v)
 
 
 def test_latest_ami_only_in_dev() -> None:
     v = _prod()
     v["cluster"]["amiVersions"]["al2023"] = "latest"
-    assert "cluster.amiVersions.al2023: 'latest' is allowed in dev only" in _error(v)
+    assert "cluster.amiVersions.al2023: 'latest' is allowed in dev only" in config_error(v)
 
 
 def test_unpinned_image_is_refused() -> None:
     v = _dev()
     v["models"][0]["image"] = "vllm/vllm-openai:latest"
-    msg = _error(v)
+    msg = config_error(v)
     assert "models[0] (qwen-1-5b).image" in msg and "is not pinned" in msg
 
 
 def test_existing_mode_needs_a_kubeconfig() -> None:
     v = _dev()
     v["cluster"]["mode"] = "existing"
-    assert "cluster.kubeconfig is required" in _error(v)
+    assert "cluster.kubeconfig is required" in config_error(v)
 
 
 def test_prewarm_replicas_within_bounds() -> None:
@@ -249,19 +243,19 @@ def test_prewarm_replicas_within_bounds() -> None:
     v["models"][0]["autoscaling"]["prewarm"][0]["replicas"] = 50
     assert (
         "models[0] (mistral-7b).autoscaling.prewarm[0] (morning-surge).replicas: 50 must be between minReplicas 2 and maxReplicas 10"
-        in _error(v)
+        in config_error(v)
     )
 
 
 def test_environment_must_be_known() -> None:
-    msg = _error(_dev() | {"environment": "qa"})
+    msg = config_error(_dev() | {"environment": "qa"})
     assert "environment: 'qa' is not allowed" in msg and "'dev', 'staging' or 'prod'" in msg
 
 
 def test_existing_clusters_serve_from_the_hub_only() -> None:
     v = _dev()
     v["cluster"] |= {"mode": "existing", "kubeconfig": "~/.kube/config"}
-    msg = _error(v)
+    msg = config_error(v)
     assert "models[0] (qwen-1-5b).cache: 's3' needs the model bucket" in msg and "allowed there: 'hub'" in msg
     v["models"][0]["cache"] = "hub"
     assert parse(v).cluster.mode == "existing"
@@ -270,17 +264,17 @@ def test_existing_clusters_serve_from_the_hub_only() -> None:
 def test_gateway_rules() -> None:
     v = _prod()
     v["gateway"]["clients"] = []
-    assert "gateway.clients: an enabled gateway needs at least one client" in _error(v)
+    assert "gateway.clients: an enabled gateway needs at least one client" in config_error(v)
     v = _prod()
     del v["gateway"]["certificateArn"]
-    assert "gateway.certificateArn: prod serves its gateway over TLS" in _error(v)
+    assert "gateway.certificateArn: prod serves its gateway over TLS" in config_error(v)
     v = _dev() | {
         "gateway": {"enabled": True, "internal": False, "clients": [{"name": "a", "requestsPerMinute": 60}]}
     }
-    assert "an internet-facing gateway (internal: false) needs an ACM certificate" in _error(v)
+    assert "an internet-facing gateway (internal: false) needs an ACM certificate" in config_error(v)
     v = _prod()
     v["gateway"]["clients"].append(dict(v["gateway"]["clients"][0]))
-    assert "gateway.clients[2] (chat-app).name: 'chat-app' is used twice" in _error(v)
+    assert "gateway.clients[2] (chat-app).name: 'chat-app' is used twice" in config_error(v)
     v = _prod()
     v["gateway"]["clients"][0]["requestsPerMinute"] = 0
-    assert "gateway.clients[0] (chat-app).requestsPerMinute: 0 is not allowed" in _error(v)
+    assert "gateway.clients[0] (chat-app).requestsPerMinute: 0 is not allowed" in config_error(v)

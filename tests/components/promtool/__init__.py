@@ -88,6 +88,24 @@ def unit_test_rules(
     return run("test", "rules", test_file)
 
 
+def expression_case(
+    expr: str,
+    input_series: list[dict[str, str]],
+    expected: float | list[dict[str, Any]],
+    *,
+    eval_time: str = "3m",
+    interval: str = "1m",
+) -> dict[str, Any]:
+    """One `promtool test rules` group: `expr` over `input_series` at `eval_time` gives `expected` (a single
+    value of an aggregate without labels, or the samples themselves)."""
+    samples = [{"labels": "{}", "value": expected}] if isinstance(expected, int | float) else expected
+    return {
+        "interval": interval,
+        "input_series": input_series,
+        "promql_expr_test": [{"expr": expr, "eval_time": eval_time, "exp_samples": samples}],
+    }
+
+
 def rule_expressions(rule: Mapping[str, Any]) -> list[str]:
     """Every PromQL expression in a PrometheusRule manifest (or its `spec`)."""
     spec = rule.get("spec", rule)

@@ -89,18 +89,25 @@ def _resources() -> dict[str, Any]:
     return {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}
 
 
-def wait_for_adapter_files(m: ModelPlan, dirs: dict[str, str], mount: dict[str, Any]) -> dict[str, Any]:
-    """Init container (nvme, fsx): hold vLLM until every adapter's marker is on the mounted models volume."""
-    markers = " ".join(f'"{d}/{READY_MARKER}"' for d in dirs.values())
+def marker_wait(name: str, script: str, mounts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Init container that holds vLLM until `script` (a shell loop polling a marker) returns; the weights'
+    and the adapters' waits differ only in their script and mounts."""
     return {
-        "name": "wait-for-adapters",
+        "name": name,
         "image": AWS_CLI_IMAGE,
         "command": ["/bin/sh", "-c"],
-        "args": [f'for f in {markers}; do until [ -f "$f" ]; do echo "waiting for $f"; sleep 10; done; done'],
-        "volumeMounts": [mount],
+        "args": [script],
+        "volumeMounts": mounts,
         "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
         "securityContext": restricted_container(),
     }
+
+
+def wait_for_adapter_files(m: ModelPlan, dirs: dict[str, str], mount: dict[str, Any]) -> dict[str, Any]:
+    """Init container (nvme, fsx): hold vLLM until every adapter's marker is on the mounted models volume."""
+    markers = " ".join(f'"{d}/{READY_MARKER}"' for d in dirs.values())
+    script = f'for f in {markers}; do until [ -f "$f" ]; do echo "waiting for $f"; sleep 10; done; done'
+    return marker_wait("wait-for-adapters", script, [mount])
 
 
 # s3 mode: wait for each adapter's marker in the bucket, then copy the adapter into the pod's volume

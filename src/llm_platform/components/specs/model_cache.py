@@ -177,15 +177,8 @@ def _wait_for_file(marker: str, volume: str, sub_path: str | None = None) -> dic
     mount: dict[str, Any] = {"name": volume, "mountPath": MODEL_MOUNT, "readOnly": True}
     if sub_path:
         mount["subPath"] = sub_path
-    return {
-        "name": "wait-for-weights",
-        "image": AWS_CLI_IMAGE,
-        "command": ["/bin/sh", "-c"],
-        "args": [f'until [ -f "{marker}" ]; do echo "waiting for {marker}"; sleep 10; done'],
-        "volumeMounts": [mount],
-        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
-        "securityContext": restricted_container(),
-    }
+    script = f'until [ -f "{marker}" ]; do echo "waiting for {marker}"; sleep 10; done'
+    return adapter_spec.marker_wait("wait-for-weights", script, [mount])
 
 
 def _wait_for_object(bucket: str, key: str) -> dict[str, Any]:

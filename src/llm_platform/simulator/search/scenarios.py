@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -42,9 +41,6 @@ from llm_platform.simulator.serving.capacity import CapacityConfig, start_times
 from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, ReplicaTable, TokenStats
 from llm_platform.simulator.serving.unmet import what_would_meet
 from llm_platform.simulator.traffic.traffic import Traffic, seed_day
-
-if TYPE_CHECKING:
-    pass
 
 SEED_MODEL = "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"
 SEED_INSTANCE = "g5.2xlarge"
