@@ -25,6 +25,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -800,6 +801,14 @@ class CostForecast(Schema):
     usd_per_day: Annotated[float, Field(gt=0)]
     config_hash: Annotated[str, Field(pattern=r"^[0-9a-f]{12}$")]
     source: str = ""  # what day it was replayed on (free text, shown on the dashboard)
+
+    @field_validator("config_hash", mode="before")
+    @classmethod
+    def _quoted(cls, value: Any) -> Any:
+        # YAML reads an unquoted all-digit hash (or one like 12e456789012) as a number, losing its digits
+        if not isinstance(value, str):
+            raise ValueError('12 hex digits as a quoted string, e.g. configHash: "08c40c006c5c"')
+        return value
 
 
 class CostsConfig(Schema):

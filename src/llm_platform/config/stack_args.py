@@ -372,7 +372,7 @@ class AlertingSettings(TypedDict):
 
 
 class CostForecastSettings(TypedDict):
-    """One model's forecast GPU cost per day, as `simulator replay --stack <stack> --model <model>` prints it for the deployed config (paste its `costs.forecasts` entry): the alert's yardstick."""
+    """One model's forecast GPU cost per day, as `simulator replay <stack> --model <model>` prints it for the deployed config (paste the `costs.forecasts` entry it prints): the alert's yardstick."""
 
     model: str
     usdPerDay: float

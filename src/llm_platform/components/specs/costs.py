@@ -157,6 +157,8 @@ def helm_values(*, cluster_name: str, pools: Sequence[GpuNodePool], region: str)
                     "port": PROMETHEUS_PORT,
                 }
             },
+            # no `release` label needed: the stack's Prometheus selects every ServiceMonitor
+            # (serviceMonitorSelectorNilUsesHelmValues: false, specs/observability.py)
             "metrics": {"serviceMonitor": {"enabled": True, "namespace": MONITORING_NAMESPACE}},
             "ui": {"enabled": False},
         }
