@@ -54,6 +54,7 @@ RUNS: dict[str, str | None] = {
     ),
     "-m llm_platform.simulator --stack staging --scale 0.2 --input-tokens 550 --output-tokens 150": None,
     "-m llm_platform.simulator reservations --stack prod --model llama-70b": None,
+    "-m llm_platform.simulator replay tests/fixtures/stacks/Pulumi.prod.yaml --model mistral-7b --export tests/fixtures/replay/simulated-day.json": None,
     "-m llm_platform.simulator reservations --stack prod --model llama-70b --reserved-usd-per-hour 14.75": None,
     "-m llm_platform.simulator.commands.routing --shared-fraction 0.8 --prefix-tokens 1500 --distinct-prefixes 100": None,
     "-m llm_platform.simulator.commands.routing --shared-fraction 0.9 --prefix-tokens 6000 --distinct-prefixes 150 --json": None,

@@ -13,6 +13,7 @@ import pulumi_aws as aws
 
 from llm_platform.components.autoscaling import ModelAutoscaling, ModelAutoscalingArgs
 from llm_platform.components.cluster import EksCluster, EksClusterArgs, ExistingCluster, ExistingClusterArgs
+from llm_platform.components.costs import CostAllocation, CostAllocationArgs
 from llm_platform.components.gateway import Gateway, GatewayArgs
 from llm_platform.components.gpu_operator import GpuOperator, GpuOperatorArgs
 from llm_platform.components.headroom import GpuHeadroom, GpuHeadroomArgs
@@ -38,6 +39,7 @@ from llm_platform.config.schema import StackConfig
 from llm_platform.config.stack_args import (
     AlertingSettings,
     ClusterSettings,
+    CostsSettings,
     GatewaySettings,
     GpuNodePoolSettings,
     ModelCacheSettings,
@@ -80,6 +82,8 @@ class LlmPlatformArgs(TypedDict):
     """The stack file's `gateway`: Envoy Gateway + AI Gateway in front of the models, its clients and limits."""
     alerting: NotRequired[AlertingSettings]
     """The stack file's `alerting`: where Alertmanager sends alerts."""
+    costs: NotRequired[CostsSettings]
+    """The stack file's `costs`: OpenCost, actual $/day and $/million tokens per model and client, the forecasts."""
     region: NotRequired[str]
     """The AWS region the pools' instances must be sold in; default: the AWS provider's (`aws:region`)."""
     grafana_admin_password: pulumi.Input[str]
@@ -104,6 +108,19 @@ SECRET_ARGS = {
     "gatewayClientKeys": "gateway_client_keys",
     "alertReceiver": "alert_receiver",
 }
+
+
+def _check_cost_pricing(config: StackConfig, region: str | None) -> None:
+    """costs.enabled prices every node from the catalogs in the stack's region: known before any resource."""
+    from llm_platform.components.specs.costs import PricingError, cpu_ram_prices, instance_prices
+
+    if not region:
+        raise ConfigError("costs.enabled: OpenCost prices nodes in the stack's AWS region; set aws:region")
+    try:
+        cpu_ram_prices(region)
+        instance_prices(config.gpu_node_pools, region)
+    except PricingError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def needed_secrets(config: StackConfig) -> set[str]:
@@ -164,6 +181,8 @@ class LlmPlatform(pulumi.ComponentResource):
         region = args.get("region") or pulumi.Config("aws").get("region")
         config = parse(config_of(args), region=region)
         _require_secrets(config, args)
+        if config.costs.enabled:
+            _check_cost_pricing(config, region)
         plan = resolve(config, pulumi.get_stack())
         super().__init__(TYPE, name, None, opts)
         self._compose(plan, args, region)
@@ -363,6 +382,19 @@ class LlmPlatform(pulumi.ComponentResource):
             GpuOperatorArgs(mig_in_use=plan.mig_in_use),
             opts=child(after_monitoring),
         )
+        if plan.costs.enabled and region:
+            CostAllocation(
+                f"{cluster_cfg.name}-costs",
+                CostAllocationArgs(
+                    cluster_name=cluster_cfg.name,
+                    region=region,
+                    costs=args.get("costs") or {},
+                    has_model_bucket=eks_mode,
+                    monitoring=observability.release,
+                    **serving,
+                ),
+                opts=child(after_monitoring),
+            )
         keda = Keda(f"{cluster_cfg.name}-keda", KedaArgs(), opts=child(after_monitoring))
         headroom = GpuHeadroom(
             f"{cluster_cfg.name}-headroom",

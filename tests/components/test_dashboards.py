@@ -12,6 +12,7 @@ import pytest
 
 from llm_platform.components.specs import alerts, dashboards
 from llm_platform.components.specs.dashboards import (
+    cost_dashboard,
     dashboard_configmap,
     gpu_dashboard,
     headroom_dashboard,
@@ -27,6 +28,7 @@ DASHBOARDS = {
     "vllm": vllm_dashboard(),
     "gpu": gpu_dashboard(),
     "headroom": headroom_dashboard("llm-headroom"),
+    "costs": cost_dashboard(),
 }
 VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
 

@@ -9,6 +9,8 @@ with the field path, the bad value and what is allowed.
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 import re
 from collections.abc import Sequence
 from enum import StrEnum
@@ -23,6 +25,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -775,6 +778,49 @@ class AlertingConfig(Schema):
         return self
 
 
+# -------------------------------------------------------------------------------------------- costs
+
+
+def forecast_config_hash(model: ModelConfig, pool: GpuNodePool, environment: Environment) -> str:
+    """What a cost forecast was simulated for: the model's block, its pool's block and the environment
+    (everything the simulator reads from the stack file for one model), as 12 hex digits. `simulator replay`
+    prints it next to the forecast; a forecast whose hash is not the deployed config's is stale."""
+    doc = {
+        "environment": environment.value,
+        "model": model.model_dump(mode="json", by_alias=True),
+        "pool": pool.model_dump(mode="json", by_alias=True),
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]
+
+
+class CostForecast(Schema):
+    """One model's forecast GPU cost per day, as `simulator replay <stack> --model <model>` prints it for
+    the deployed config (paste the `costs.forecasts` entry it prints): the alert's yardstick."""
+
+    model: str
+    usd_per_day: Annotated[float, Field(gt=0)]
+    config_hash: Annotated[str, Field(pattern=r"^[0-9a-f]{12}$")]
+    source: str = ""  # what day it was replayed on (free text, shown on the dashboard)
+
+    @field_validator("config_hash", mode="before")
+    @classmethod
+    def _quoted(cls, value: Any) -> Any:
+        # YAML reads an unquoted all-digit hash (or one like 12e456789012) as a number, losing its digits
+        if not isinstance(value, str):
+            raise ValueError('12 hex digits as a quoted string, e.g. configHash: "08c40c006c5c"')
+        return value
+
+
+class CostsConfig(Schema):
+    """Cost allocation: OpenCost prices the nodes from the catalogs; recording rules give each model's and
+    each gateway client's actual $/day and $/million tokens; an alert fires when a model's actual cost
+    exceeds its forecast by more than `forecastOverrunShare`."""
+
+    enabled: bool = False
+    forecast_overrun_share: Annotated[float, Field(gt=0, le=10)] = 0.2
+    forecasts: list[CostForecast] = []
+
+
 # --------------------------------------------------------------------------------------------- stack
 
 
@@ -786,6 +832,7 @@ class StackConfig(Schema):
     model_cache: ModelCacheConfig = Field(default_factory=ModelCacheConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     alerting: AlertingConfig = Field(default_factory=AlertingConfig)
+    costs: CostsConfig = Field(default_factory=CostsConfig)
 
     @model_validator(mode="after")
     def _region_rules(self, info: ValidationInfo) -> StackConfig:
@@ -848,10 +895,40 @@ class StackConfig(Schema):
                 f"alerting.receiver: 'none' is allowed in dev only; {self.environment.value} must notify "
                 "someone: use slack, pagerduty or webhook (its URL or key in the alertReceiver secret)"
             )
+        _cost_rules(self)
         return self
 
     def pool(self, name: str) -> GpuNodePool:
         return next(p for p in self.gpu_node_pools if p.name == name)
+
+
+def _cost_rules(c: StackConfig) -> None:
+    """Forecasts name a model of the stack, once each, made for its deployed config (forecast_config_hash)."""
+    models = {m.name: m for m in c.models}
+    seen: set[str] = set()
+    for i, f in enumerate(c.costs.forecasts):
+        at = ("costs", "forecasts", i)
+        if f.model in seen:
+            raise RuleError((*at, "model"), f.model, "has a forecast already; one per model")
+        seen.add(f.model)
+        m = models.get(f.model)
+        if m is None:
+            raise RuleError(
+                (*at, "model"), f.model, f"is not a model of the stack; allowed: {', '.join(models)}"
+            )
+        deployed = forecast_config_hash(m, c.pool(m.node_pool), c.environment)
+        if f.config_hash != deployed:
+            raise RuleError(
+                (*at, "configHash"),
+                f.config_hash,
+                f"is not the deployed config's ({deployed}): model {m.name!r} or its pool changed since the "
+                f"forecast; rerun `simulator replay <stack> --model {m.name} --prometheus <url> --date <day>` "
+                "(or --export <file>) and paste the costs.forecasts entry it prints",
+            )
+    if c.costs.forecasts and not c.costs.enabled:
+        raise RuleError(
+            ("costs", "enabled"), False, "forecasts are compared with OpenCost's figures: set true"
+        )
 
 
 class ServingConfig(Schema):

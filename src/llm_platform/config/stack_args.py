@@ -13,6 +13,8 @@ __all__ = [
     "AutoscalingSettings",
     "CapacityReservationTermSettings",
     "ClusterSettings",
+    "CostForecastSettings",
+    "CostsSettings",
     "FsxSettings",
     "GatewayClientSettings",
     "GatewaySettings",
@@ -367,3 +369,25 @@ class AlertingSettings(TypedDict):
     slackChannel: NotRequired[str]
     sendResolved: NotRequired[bool]
     """default True."""
+
+
+class CostForecastSettings(TypedDict):
+    """One model's forecast GPU cost per day, as `simulator replay <stack> --model <model>` prints it for the deployed config (paste the `costs.forecasts` entry it prints): the alert's yardstick."""
+
+    model: str
+    usdPerDay: float
+    """> 0."""
+    configHash: str
+    """matches ^[0-9a-f]{12}$."""
+    source: NotRequired[str]
+    """default ''."""
+
+
+class CostsSettings(TypedDict):
+    """Cost allocation: OpenCost prices the nodes from the catalogs; recording rules give each model's and each gateway client's actual $/day and $/million tokens; an alert fires when a model's actual cost exceeds its forecast by more than `forecastOverrunShare`."""
+
+    enabled: NotRequired[bool]
+    """default False."""
+    forecastOverrunShare: NotRequired[float]
+    """> 0; <= 10; default 0.2."""
+    forecasts: NotRequired[list[CostForecastSettings]]

@@ -87,3 +87,8 @@ LWS_CHART = "oci://registry.k8s.io/lws/charts/lws"
 LWS_VERSION = "0.10.0"
 EFA_DEVICE_PLUGIN_REPO = "https://aws.github.io/eks-charts"
 EFA_DEVICE_PLUGIN_VERSION = "v0.5.30"
+
+# Cost allocation (costs.enabled): the OpenCost chart (opencost/opencost-helm-chart charts/opencost, chart
+# 2.5.17 = app and image 1.120.1), reading the stack's Prometheus and pricing nodes from the catalogs.
+OPENCOST_REPO = "https://opencost.github.io/opencost-helm-chart"
+OPENCOST_VERSION = "2.5.17"

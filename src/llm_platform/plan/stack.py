@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from llm_platform.config.errors import ConfigError
@@ -17,6 +17,7 @@ from llm_platform.config.schema import (
     AlertingConfig,
     AmiVersions,
     ClusterConfig,
+    CostsConfig,
     Environment,
     GatewayConfig,
     GpuNodePool,
@@ -91,6 +92,7 @@ class Plan:
     monitoring: MonitoringPlan
     alerting: AlertingConfig
     gateway: GatewayConfig
+    costs: CostsConfig = field(default_factory=CostsConfig)
 
     def model(self, name: str) -> ModelPlan:
         for m in self.models:
@@ -140,6 +142,7 @@ def resolve(config: StackConfig, stack: str = "") -> Plan:
         ),
         alerting=config.alerting,
         gateway=config.gateway,
+        costs=config.costs,
     )
 
 

@@ -369,6 +369,80 @@ def gpu_dashboard() -> dict[str, Any]:
     )
 
 
+def cost_dashboard() -> dict[str, Any]:
+    """Forecast vs actual GPU cost per model and day, $/million tokens per model and per gateway client
+    (the `llm_platform:*` series of specs/costs.py; `costs.enabled`)."""
+    from llm_platform.components.specs import costs
+
+    sel = '{model_name=~"$model_name"}'
+    daily = f"max by (model_name) ({costs.MODEL_COST_DAILY}{sel})"
+    forecast = f"max by (model_name) ({costs.FORECAST_DAILY}{sel})"
+    panels = [
+        _panel(
+            "Actual vs forecast GPU cost, last 24 h",
+            [(daily, "{{model_name}} actual"), (forecast, "{{model_name}} forecast")],
+            unit="currencyUSD",
+            description=f"{costs.MODEL_COST_DAILY}: the GPUs the model's pods held (OpenCost allocation) at "
+            f"their node's catalog price, summed over 24 h; {costs.FORECAST_DAILY}: the simulator's forecast "
+            "for the deployed config (costs.forecasts). The overrun alert fires above forecast x "
+            "(1 + costs.forecastOverrunShare).",
+            width=24,
+        ),
+        _panel(
+            "Actual / forecast per day",
+            [(f"{daily} / on (model_name) {forecast}", "{{model_name}}")],
+            kind="table",
+            instant=True,
+            unit="percentunit",
+            description="Each model's actual 24 h cost as a share of its forecast (1 = on forecast).",
+        ),
+        _panel(
+            "GPU cost per hour",
+            [
+                (f"max by (model_name) ({costs.MODEL_COST_HOURLY}{sel})", "{{model_name}}"),
+                (f"{costs.UNALLOCATED_HOURLY}", "GPU nodes no model pod holds"),
+            ],
+            unit="currencyUSD",
+            description="Now: each model's GPUs at catalog price, and GPU nodes held by no model pod "
+            "(launching, loading before the pod binds, headroom placeholders, empty).",
+        ),
+        _panel(
+            "$ per million tokens (24 h), per model",
+            [(f"max by (model_name) ({costs.MODEL_PER_MTOK}{sel})", "{{model_name}}")],
+            unit="currencyUSD",
+            description="24 h GPU cost / (vLLM prompt + generation tokens over 24 h) x 1e6.",
+        ),
+        _panel(
+            "$ per day, per client",
+            [(f"{costs.CLIENT_COST_DAILY}{sel}", f"{{{{model_name}}}} {{{{{costs.CLIENT_LABEL}}}}}")],
+            unit="currencyUSD",
+            description="Each model's cost shared by its gateway clients' token shares (AI Gateway's "
+            f"gen_ai_client_token_usage with the x-llm-client header as `{costs.CLIENT_LABEL}`).",
+        ),
+        _panel(
+            "$ per million tokens (24 h), per client",
+            [(f"{costs.CLIENT_PER_MTOK}{sel}", f"{{{{model_name}}}} {{{{{costs.CLIENT_LABEL}}}}}")],
+            unit="currencyUSD",
+            description="A client's 24 h cost / its input + output tokens over 24 h x 1e6.",
+        ),
+    ]
+    variables = [
+        _query_variable(
+            "model_name", "Model", f"label_values({costs.MODEL_COST_HOURLY}, model_name)", multi=True
+        )
+    ]
+    board = _dashboard(
+        "llm-platform-costs",
+        "LLM cost: forecast vs actual",
+        "Actual GPU cost per model and client from OpenCost's allocation at catalog prices, next to the "
+        "simulator's forecast for the deployed config.",
+        variables,
+        panels,
+    )
+    board["time"] = {"from": "now-7d", "to": "now"}
+    return board
+
+
 # ------------------------------------------------------------------------------------------- shipping
 
 

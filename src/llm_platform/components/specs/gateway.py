@@ -50,6 +50,12 @@ PROXY_LABELS = {
     "gateway.envoyproxy.io/owning-gateway-name": GATEWAY,
 }
 PROXY_METRICS_PORT = 19001  # container port "metrics", /stats/prometheus
+# AI Gateway's ext_proc sidecar in the Envoy pods: its own Prometheus metrics (gen_ai_* token usage and
+# latency) on container port "aigw-admin", /metrics (ai-gateway v1.1.0 internal/controller/extproc_builder.go
+# extProcAdminPort; examples/monitoring/monitoring.yaml scrapes it)
+EXTPROC_METRICS_PORT = 1064
+# the client id header as a label of those metrics (`llm.client` -> Prometheus `llm_client`): per-client tokens
+CLIENT_METRIC_ATTRIBUTE = "llm.client"
 PROXY_READINESS_PORT = 19003  # container port "readiness", /ready
 PROXY_READINESS_PATH = "/ready"
 LISTENER_PORT_SHIFT = 10000  # EG maps listener ports below 1024 to port + 10000 in the pod
@@ -187,6 +193,8 @@ def ai_gateway_values() -> dict[str, Any]:
             "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
             "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
             "mutatingWebhook": {"tlsCertSecretName": WEBHOOK_CERT_SECRET},
+            # ai-gateway-helm v1.1.0 values.yaml: "header1:label1,..." onto the ext_proc's metrics only
+            "metricsRequestHeaderAttributes": f"{CLIENT_HEADER}:{CLIENT_METRIC_ATTRIBUTE}",
         },
     }
 
@@ -473,7 +481,10 @@ def proxy_pod_monitor() -> dict[str, Any]:
         "metadata": {"name": "envoy-proxy", "namespace": GATEWAY_NAMESPACE},
         "spec": {
             "selector": {"matchLabels": dict(PROXY_LABELS)},
-            "podMetricsEndpoints": [{"port": "metrics", "path": "/stats/prometheus", "interval": "15s"}],
+            "podMetricsEndpoints": [
+                {"port": "metrics", "path": "/stats/prometheus", "interval": "15s"},
+                {"port": "aigw-admin", "path": "/metrics", "interval": "15s"},
+            ],
         },
     }
 
@@ -498,7 +509,10 @@ def proxy_network_policy(vpc_cidr: str, certificate_arn: str | None) -> dict[str
                 },
                 {
                     "from": [prometheus_peer()],
-                    "ports": [{"port": PROXY_METRICS_PORT, "protocol": "TCP"}],
+                    "ports": [
+                        {"port": PROXY_METRICS_PORT, "protocol": "TCP"},
+                        {"port": EXTPROC_METRICS_PORT, "protocol": "TCP"},
+                    ],
                 },
             ],
         },

@@ -66,6 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tune": _tune,
         "reservations": _reservations,
         "family": _family,
+        "replay": _replay,
     }
     if argv and argv[0] in commands:
         prog = f"{PROG} {argv[0]}"
@@ -85,6 +86,8 @@ def _stack_of(argv: Sequence[str]) -> Stack:
             return stack_arg(word.split("=", 1)[1])
         if word == "--stack" and i + 1 < len(argv):
             return stack_arg(argv[i + 1])
+    if argv and not argv[0].startswith("-"):  # a command whose stack is positional (replay)
+        return stack_arg(argv[0])
     return "?"
 
 
@@ -109,6 +112,12 @@ def _family(argv: Sequence[str]) -> int:
     from llm_platform.simulator.commands import family_cmd
 
     return family_cmd.run(argv)
+
+
+def _replay(argv: Sequence[str]) -> int:
+    from llm_platform.simulator.commands import replay_cmd
+
+    return replay_cmd.run(argv)
 
 
 def _reservations(argv: Sequence[str]) -> int:

@@ -461,6 +461,26 @@ def _efa_device_plugin(r: Release) -> list[PodTemplate]:
     ]
 
 
+def _opencost(r: Release) -> list[PodTemplate]:
+    """opencost 2.5.17: one Deployment (`opencost.exporter.replicas`) of the exporter, plus the UI container
+    unless `opencost.ui.enabled: false`; chart defaults 10m / 55Mi and 10m / 55Mi."""
+    v, base = r.values, "opencost"
+    default = {"requests": {"cpu": "10m", "memory": "55Mi"}}
+    containers = [{"resources": _get(v, f"{base}.exporter.resources", default)}]
+    if _get(v, f"{base}.ui.enabled", True):
+        containers.append({"resources": _get(v, f"{base}.ui.resources", default)})
+    spec = {
+        "containers": containers,
+        "nodeSelector": _get(v, f"{base}.nodeSelector") or {},
+        "tolerations": _get(v, f"{base}.tolerations", []),
+        "affinity": _get(v, f"{base}.affinity", {}),
+        "topologySpreadConstraints": _get(v, f"{base}.topologySpreadConstraints", []),
+    }
+    owner = f"Helm release {r.name} (exporter)"
+    replicas = int(_get(v, f"{base}.exporter.replicas", 1))
+    return [from_pod_spec(owner, f"values.{base}", "Deployment", replicas, spec, {})]
+
+
 CHARTS: dict[str, Callable[[Release], list[PodTemplate]]] = {
     "lws": _lws,
     "aws-efa-k8s-device-plugin": _efa_device_plugin,
@@ -474,6 +494,7 @@ CHARTS: dict[str, Callable[[Release], list[PodTemplate]]] = {
     "gateway-helm": _envoy_gateway,
     "ai-gateway-helm": _ai_gateway,
     "llm-d-router-gateway": _endpoint_picker,
+    "opencost": _opencost,
 }
 # charts that run no pods of their own (CRDs only)
 NO_PODS = frozenset({"karpenter-crd", "gateway-crds-helm", "ai-gateway-crds-helm"})
