@@ -22,3 +22,15 @@ def test_reversal_after_the_window_is_not_counted() -> None:
     desired = np.array([5] * 10 + [6] * 20 + [5] * 10)
     assert flap_count(desired, window_minutes=15) == 0
     assert flap_count(desired, window_minutes=20) == 1
+
+
+def test_the_tuner_treats_a_flapping_candidate_as_infeasible() -> None:
+    from llm_platform.simulator.search.tune import DayScore, Tuner
+
+    tuner = Tuner.__new__(Tuner)  # feasibility needs only the limits, not the training days
+    tuner.max_miss, tuner.max_flaps = 1.0, None
+    calm = (10.0, 0.5, [DayScore("a", 10.0, 0.5, 8.0, flaps=0)])
+    flapping = (9.0, 0.5, [DayScore("a", 9.0, 0.5, 8.0, flaps=12)])
+    assert tuner.better(flapping, calm)  # no limit: the cheaper wins
+    tuner.max_flaps = 2
+    assert not tuner.feasible(flapping) and tuner.better(calm, flapping)
