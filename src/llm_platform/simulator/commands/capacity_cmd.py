@@ -1,4 +1,7 @@
-"""`python -m llm_platform.simulator capacity`: one replica at a closed-loop concurrency, from the day simulation's model.
+"""`python -m llm_platform.simulator capacity`: one replica at a closed-loop concurrency or an open-loop request
+rate, from the day simulation's model. The model is a known Hugging Face id (`--model`), a `config.json`
+(`--geometry FILE`) or its fields on the command line (`--hidden-size ...`); all three become the same
+ModelProfile (config/geometry.py) the day simulation uses.
 
 `python -m llm_platform.simulator calibrate` prints the calibration table (simulator/calibration.py) that docs/simulator.md
 carries: published measurements against this same model.
@@ -12,9 +15,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from llm_platform.config import geometry
 from llm_platform.config.catalog import GPU_INSTANCES
-from llm_platform.config.model_profiles import profile
+from llm_platform.config.model_profiles import ModelProfile, profile
 from llm_platform.simulator.commands.args import fraction, positive_float, positive_int
+from llm_platform.simulator.commands.token_dist import TokenDist, token_dist
 from llm_platform.simulator.serving.replica import (
     EngineConfig,
     ReplicaModel,
@@ -27,14 +32,30 @@ from llm_platform.tools.cli import ArgumentParser
 
 def parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="python -m llm_platform.simulator capacity", description=__doc__)
-    p.add_argument("--model", required=True, help="Hugging Face id (config/model_profiles.py)")
+    model = p.add_argument_group("model (one of --model, --geometry, or the config.json fields)")
+    model.add_argument("--model", help="Hugging Face id (config/model_profiles.py)")
+    model.add_argument("--geometry", metavar="FILE", help="the model's Hugging Face config.json")
+    for flag, field in GEOMETRY_FLAGS.items():
+        model.add_argument(f"--{flag}", type=positive_int, help=f"config.json {field}")
+    model.add_argument("--dtype", choices=geometry.DTYPES, default=None, help="config.json torch_dtype")
+    model.add_argument("--tie-word-embeddings", action="store_true", help="config.json tie_word_embeddings")
+    model.add_argument(
+        "--params", type=positive_float, help="parameter count (default: counted from geometry)"
+    )
     p.add_argument("--instance", required=True, help="EC2 instance type (config/catalog.py)")
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel size (GPUs per replica)")
-    p.add_argument("--input-tokens", type=positive_float, required=True, help="prompt tokens per request")
-    p.add_argument("--output-tokens", type=positive_float, required=True, help="generated tokens per request")
+    p.add_argument(
+        "--input-tokens", type=token_dist, required=True, help="prompt tokens: N or a distribution"
+    )
+    p.add_argument(
+        "--output-tokens", type=token_dist, required=True, help="generated tokens: N or a distribution"
+    )
     load = p.add_mutually_exclusive_group(required=True)
     load.add_argument("--concurrency", type=positive_int, help="requests in flight (closed loop)")
-    load.add_argument("--rate", type=positive_float, help="Poisson arrivals, requests/s (open loop)")
+    load.add_argument("--rate", type=positive_float, help="arrivals, requests/s (open loop)")
+    p.add_argument(
+        "--arrivals", choices=("poisson", "constant"), default="poisson", help="--rate's arrival process"
+    )
     p.add_argument("--prefix-hit-rate", type=fraction, default=0.0, help="fraction of prompt tokens cached")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=0.9)
     p.add_argument("--max-num-seqs", type=positive_int, help="default: vLLM's for the GPU")
@@ -47,8 +68,61 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+GEOMETRY_FLAGS = {
+    "hidden-size": "hidden_size",
+    "num-layers": "num_hidden_layers",
+    "num-attention-heads": "num_attention_heads",
+    "num-kv-heads": "num_key_value_heads",
+    "head-dim": "head_dim",
+    "intermediate-size": "intermediate_size",
+    "vocab-size": "vocab_size",
+}
+SAMPLES = 20_000
+
+
+def model_profile(args: argparse.Namespace) -> ModelProfile:
+    """The profile the flags name: --model, --geometry FILE or the config.json fields (exactly one)."""
+    fields = {field: getattr(args, flag.replace("-", "_")) for flag, field in GEOMETRY_FLAGS.items()}
+    given = {k: v for k, v in fields.items() if v is not None}
+    if args.tie_word_embeddings:
+        given["tie_word_embeddings"] = True
+    if args.dtype is not None:
+        given["torch_dtype"] = args.dtype
+    chosen = [
+        name for name, on in (("--model", args.model), ("--geometry", args.geometry), ("fields", given)) if on
+    ]
+    if len(chosen) != 1:
+        raise ValueError(
+            f"model given as {' and '.join(chosen) or 'nothing'}; allowed: exactly one of --model ID, "
+            "--geometry FILE, or --hidden-size --num-layers --num-attention-heads --vocab-size "
+            "[--num-kv-heads --head-dim --intermediate-size --dtype --params]"
+        )
+    if args.model:
+        if args.params is not None:
+            raise ValueError(
+                "--params with --model; allowed: --params only with --geometry or the geometry fields"
+            )
+        return profile(args.model)
+    if args.geometry:
+        return geometry.from_file(args.geometry, params=args.params)
+    flags = {field: f"--{flag}" for flag, field in GEOMETRY_FLAGS.items()}
+    missing = [flags[f] for f in geometry.REQUIRED if f not in given]
+    if missing:
+        raise ValueError(
+            f"geometry flags miss {', '.join(missing)}; allowed: all of them with the fields given"
+        )
+    return geometry.from_config(given, "command-line geometry", source="command line", params=args.params)
+
+
+def _tokens(dist: TokenDist, seed: int) -> np.ndarray:
+    return dist.sample(SAMPLES, np.random.default_rng(seed))
+
+
 def run(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
+    if args.arrivals != "poisson" and args.rate is None:
+        raise ValueError(f"--arrivals {args.arrivals} without --rate; allowed: --arrivals only with --rate")
+    model_geometry = model_profile(args)
     if args.instance not in GPU_INSTANCES:
         raise ValueError(f"unknown instance {args.instance!r}; allowed: {', '.join(GPU_INSTANCES)}")
     instance = GPU_INSTANCES[args.instance]
@@ -62,11 +136,12 @@ def run(argv: Sequence[str]) -> int:
         max_model_len=args.max_model_len,
         prefix_hit_rate=args.prefix_hit_rate,
     )
-    model = ReplicaModel(profile(args.model), instance.gpu, args.tp, engine)
-    table = model.table(TokenStats.fixed(args.input_tokens, args.output_tokens))
+    model = ReplicaModel(model_geometry, instance.gpu, args.tp, engine)
+    inputs, outputs = _tokens(args.input_tokens, 1), _tokens(args.output_tokens, 2)
+    table = model.table(TokenStats.from_arrays(inputs, outputs))
     seqs, tokens = model.limits
     if args.rate is not None:
-        return _open_loop(args, model, table)
+        return _open_loop(args, model, table, inputs, outputs)
     point = closed_loop(table, args.concurrency)
     out = {
         "ttft_ms": round(point.ttft_s * 1000, 1),
@@ -90,8 +165,8 @@ def run(argv: Sequence[str]) -> int:
         print(json.dumps(out, indent=2))
     else:
         print(
-            f"{args.model} on {args.tp} x {instance.gpu.name} ({args.instance}), {args.input_tokens:g} in / "
-            f"{args.output_tokens:g} out, concurrency {args.concurrency}:"
+            f"{model_geometry.hugging_face_id} on {args.tp} x {instance.gpu.name} ({args.instance}), "
+            f"{args.input_tokens.spec} in / {args.output_tokens.spec} out, concurrency {args.concurrency}:"
         )
         for key, value in out.items():
             print(f"  {key}: {value}")
@@ -99,21 +174,51 @@ def run(argv: Sequence[str]) -> int:
     return 0
 
 
-def _open_loop(args: argparse.Namespace, model: ReplicaModel, table: ReplicaTable) -> int:
-    """Poisson arrivals at --rate: the steady state at that rate, or the saturation point if it is not sustainable."""
+def arrival_state(
+    table: ReplicaTable, served: float, arrivals: str, inputs: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The replica's steady state at `served` req/s, prompts queueing as the arrival process makes them.
+
+    The replica model's prompt queue is M/G/1 (Poisson arrivals: a geometric number of prompts ahead, mean
+    rho/(1-rho)). Constant (deterministic) arrivals queue less: Kingman's approximation scales the mean wait by
+    (ca^2 + cs^2)/2 with ca^2 = 1 for Poisson and 0 for constant arrivals, so the number ahead is scaled by
+    cs^2/(1 + cs^2), cs^2 the squared coefficient of variation of the prompt (service) sizes; the geometric law is
+    kept with the rho that gives that mean.
+    """
+    state = table.at(np.full(len(inputs), served))
+    if arrivals == "poisson":
+        return state
+    cs2 = float(inputs.var() / inputs.mean() ** 2)
+    rho = np.clip(state["rho_prefill"], 0.0, 0.99)
+    ahead = rho / (1 - rho) * cs2 / (1 + cs2)
+    return {**state, "rho_prefill": ahead / (1 + ahead)}
+
+
+def _open_loop(
+    args: argparse.Namespace,
+    model: ReplicaModel,
+    table: ReplicaTable,
+    inputs: np.ndarray,
+    outputs: np.ndarray,
+) -> int:
+    """Arrivals at --rate: the steady state at that rate, or the saturation point if it is not sustainable."""
     rate = float(args.rate)
     sustainable = rate <= table.capacity_rps
     served = min(rate, table.capacity_rps)
-    state = table.at(np.full(20_000, served))
-    ttft = table.ttft_seconds(np.full(20_000, args.input_tokens), state, np.random.default_rng(0))
+    state = arrival_state(table, served, args.arrivals, inputs)
+    ttft = table.ttft_seconds(inputs, state, np.random.default_rng(0))
+    itl_ms = round(float(state["itl"][0]) * 1000, 2)
     out: dict[str, object] = {
         "rate_requests_per_s": rate,
+        "arrivals": args.arrivals,
         "sustainable": sustainable,
         "ttft_ms_mean": round(float(ttft.mean()) * 1000, 1),
         "ttft_ms_median": round(float(np.median(ttft)) * 1000, 1),
         "ttft_ms_p90": round(float(np.percentile(ttft, 90)) * 1000, 1),
-        "tpot_ms": round(float(state["itl"][0]) * 1000, 2),
-        "output_tokens_per_s": round(served * args.output_tokens, 1),
+        # The model's decode step is the same for every running sequence, so mean ITL = TPOT.
+        "tpot_ms": itl_ms,
+        "itl_ms": itl_ms,
+        "output_tokens_per_s": round(served * float(outputs.mean()), 1),
         "requests_per_s": round(served, 3),
         "running": round(float(state["running"][0]), 1),
         "kv_cache_usage": round(float(state["kv_usage"][0]), 3),
@@ -123,7 +228,10 @@ def _open_loop(args: argparse.Namespace, model: ReplicaModel, table: ReplicaTabl
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"{args.model} on {args.tp} x {model.gpu.name}, Poisson arrivals at {rate:g} req/s:")
+        print(
+            f"{model.profile.hugging_face_id} on {args.tp} x {model.gpu.name}, {args.arrivals} arrivals at "
+            f"{rate:g} req/s, {args.input_tokens.spec} in / {args.output_tokens.spec} out:"
+        )
         for key, value in out.items():
             print(f"  {key}: {value}")
         if not sustainable:

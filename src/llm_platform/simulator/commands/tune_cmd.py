@@ -8,7 +8,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from llm_platform.config.loader import stack_file
-from llm_platform.simulator.commands.args import non_negative_float, positive_float, positive_int
+from llm_platform.simulator.commands.args import (
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from llm_platform.simulator.commands.progress import track
 from llm_platform.simulator.search import tune
 from llm_platform.simulator.search.knobs import RESERVED, number
@@ -31,6 +36,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-miss-pct", type=non_negative_float, required=True, help="SLO misses allowed on every day"
+    )
+    p.add_argument(
+        "--max-flaps",
+        type=non_negative_int,
+        help="scale-direction reversals within 15 min allowed on every day (controllers/flap.py); default: any",
     )
     p.add_argument(
         "--surge-known", action="store_true", help="let a day's own surges place its pre-warm windows"
@@ -73,6 +83,7 @@ def run(argv: Sequence[str]) -> int:
         train, args.max_miss_pct, args.surge_known, stack_cfg.max_replicas, stack_cfg.plan.scaling.min_replicas,
         reserved_max, stack_accepts(args.stack, stack_cfg),
     )  # fmt: skip
+    tuner.max_flaps = args.max_flaps
     what = f"tune: candidates scored, {len(train)} days each"
     with track(what, tuner.most_candidates(args.passes), "candidates", args.json, bounded=True) as progress:
         tuner.on_scored = progress.advance

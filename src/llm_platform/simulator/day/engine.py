@@ -28,6 +28,7 @@ from llm_platform.config.schema import Slo
 from llm_platform.plan.gateway import FlowControlPlan
 from llm_platform.plan.promql import THROUGHPUT_WINDOW_SECONDS
 from llm_platform.simulator.controllers.cron import active_minutes
+from llm_platform.simulator.controllers.flap import flap_count
 from llm_platform.simulator.controllers.hpa import HPA, SYNC_PERIOD_SECONDS, pods_average_value_replicas
 from llm_platform.simulator.controllers.keda import CronTrigger, Keda
 from llm_platform.simulator.controllers.strategies import Strategy
@@ -81,6 +82,11 @@ class Result:
     minute_ready_max: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # most serving
 
     @property
+    def flaps(self) -> int:
+        """Scale-direction reversals within 15 minutes of the previous step (controllers/flap.py)."""
+        return flap_count(self.minute_desired)
+
+    @property
     def cost_vs_oracle(self) -> float | None:
         bound = self.oracle.get("whole_nodes_usd_per_day")
         return self.gpu_cost_usd_per_day / bound if bound else None
@@ -94,6 +100,7 @@ class Result:
             "p95_ttft_ms": round(self.p95_ttft_ms, 1),
             "p95_itl_ms": round(self.p95_itl_ms, 2),
             "slo_violation_pct": round(self.slo_violation_pct, 3),
+            "flaps": self.flaps,
             "gpu_cost_usd_per_day": round(self.gpu_cost_usd_per_day, 2),
             "oracle_usd_per_day": round(self.oracle["whole_nodes_usd_per_day"], 2) if self.oracle else None,
             "oracle_per_second_usd_per_day": (

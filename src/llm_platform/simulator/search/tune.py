@@ -63,6 +63,7 @@ class DayScore:
     miss_pct: float
     oracle: float
     holdout: bool = False
+    flaps: int = 0  # scale-direction reversals (controllers/flap.py)
 
     def row(self) -> dict[str, object]:
         return {
@@ -72,13 +73,14 @@ class DayScore:
             "slo_violation_pct": round(self.miss_pct, 3),
             "oracle_usd_per_day": round(self.oracle, 2),
             "cost_vs_oracle": round(self.cost / self.oracle, 3) if self.oracle else None,
+            "flaps": self.flaps,
         }
 
 
 _FORKED: list[Tuner] = []  # the tuner a forked worker inherits (set by Tuner.parallel)
 
 
-def _simulate_training_day(knobs: dict[str, object], index: int) -> tuple[float, float, Witness]:
+def _simulate_training_day(knobs: dict[str, object], index: int) -> tuple[float, float, Witness, int]:
     tuner = _FORKED[0]
     return tuner.simulate_day(knobs, index, tuner.runs[index], holdout=False)
 
@@ -105,6 +107,9 @@ class Tuner(Candidates):
         self._curves: dict[int, tuple] = {}  # each run's miss curve, for its oracle bound
         self._pool: ProcessPoolExecutor | None = None  # set inside `parallel()`
         self.on_scored: Callable[[], None] = lambda: None  # called once per candidate simulated (progress)
+        self.max_flaps: int | None = (
+            None  # a candidate flapping more on any day is infeasible (None: no limit)
+        )
 
     def score(self, knobs: dict[str, object], runs: Sequence[StackRun] | None = None, holdout: bool = False):
         """(mean cost, worst-day misses, per-day scores); training days use leave-one-out windows."""
@@ -117,12 +122,12 @@ class Tuner(Candidates):
         else:
             results = [self.simulate_day(knobs, i, run, holdout) for i, run in enumerate(scored)]
         days = []
-        for run, (cost, miss, witness) in zip(scored, results, strict=True):
+        for run, (cost, miss, witness, flaps) in zip(scored, results, strict=True):
             s = run.setup
             if id(run) not in self._curves:
                 self._curves[id(run)] = miss_curve(s.table, s.traffic, s.config.slo)
             bound = oracle_for(s, miss, self._curves[id(run)], witness)["whole_nodes_usd_per_day"]
-            days.append(DayScore(s.traffic.name, cost, miss, bound, holdout))
+            days.append(DayScore(s.traffic.name, cost, miss, bound, holdout, flaps))
         out = (sum(d.cost for d in days) / len(days), max(d.miss_pct for d in days), days)
         if runs is None:
             self._cache[key] = out
@@ -137,9 +142,9 @@ class Tuner(Candidates):
 
     def simulate_day(
         self, knobs: dict[str, object], i: int, run: StackRun, holdout: bool
-    ) -> tuple[float, float, Witness]:
-        """GPU $/day, SLO misses (%) and what the config did (the oracle's witness) of day `i` under the knobs
-        (a training day's windows leave it out)."""
+    ) -> tuple[float, float, Witness, int]:
+        """GPU $/day, SLO misses (%), what the config did (the oracle's witness) and its flap count of day `i`
+        under the knobs (a training day's windows leave it out)."""
         cfg = self.config(knobs, None if holdout else i)
         s = run.setup
         capacity = replace(
@@ -151,7 +156,7 @@ class Tuner(Candidates):
         )
         strategy = from_plan("tuned", scaling_for(run.plan, cfg))
         r = simulate(s.traffic, s.table, strategy, replace(s.config, capacity=capacity))
-        return r.gpu_cost_usd_per_day, r.slo_violation_pct, witness_of(r)
+        return r.gpu_cost_usd_per_day, r.slo_violation_pct, witness_of(r), r.flaps
 
     def accepted(self, knobs: dict[str, object]) -> bool:
         if self.accepts is None:
@@ -160,8 +165,13 @@ class Tuner(Candidates):
         limit = pool_gpu_limit(self.runs[0], cfg.max_replicas)
         return self.accepts(cfg, limit, self.headroom(knobs), self.pool_consolidate_after(knobs)) is None
 
+    def feasible(self, score: tuple[float, float, list[DayScore]]) -> bool:
+        """Within --max-miss-pct on every day and, with a flap limit, within it on every day."""
+        flaps_ok = self.max_flaps is None or max(d.flaps for d in score[2]) <= self.max_flaps
+        return score[1] <= self.max_miss and flaps_ok
+
     def better(self, a: tuple[float, float, list[DayScore]], b: tuple[float, float, list[DayScore]]) -> bool:
-        feasible_a, feasible_b = a[1] <= self.max_miss, b[1] <= self.max_miss
+        feasible_a, feasible_b = self.feasible(a), self.feasible(b)
         if feasible_a != feasible_b:
             return feasible_a
         return a[0] < b[0] if feasible_a else a[1] < b[1]

@@ -1,0 +1,93 @@
+"""A model profile from its Hugging Face `config.json` geometry (one definition for the CLI and the day simulation).
+
+Fields read (transformers' LlamaConfig/Qwen2Config/MistralConfig names): `hidden_size`, `num_hidden_layers`,
+`num_attention_heads`, `num_key_value_heads` (default: `num_attention_heads`, i.e. MHA), `head_dim` (default:
+`hidden_size // num_attention_heads`), `intermediate_size`, `vocab_size`, `tie_word_embeddings` (default false) and
+`torch_dtype` (float16/bfloat16 only: the replica model reads 2 bytes per weight). The parameter count is the
+model card's when given (`params`); otherwise it is counted from the geometry of a dense decoder with gated MLP
+(q, k, v, o projections; gate, up, down; embeddings and LM head; norms ignored, < 0.01 %).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from llm_platform.config.model_profiles import ModelProfile
+
+DTYPES = ("bfloat16", "float16")
+REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+
+
+class GeometryError(ValueError):
+    """Bad geometry; the message names the source, the field, the value and what is allowed."""
+
+
+def _int(source: str, config: Mapping[str, object], field: str) -> int:
+    value = config.get(field)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise GeometryError(f"{source}: {field} = {value!r}; allowed: a whole number >= 1")
+    return value
+
+
+def counted_parameters(
+    hidden: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    intermediate: int,
+    vocab: int,
+    tied: bool,
+) -> float:
+    """Parameters of a dense gated-MLP decoder from its geometry."""
+    attention = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
+    mlp = 3 * hidden * intermediate
+    return float(layers * (attention + mlp) + vocab * hidden * (1 if tied else 2))
+
+
+def from_config(
+    config: Mapping[str, object], name: str, source: str = "config.json", params: float | None = None
+) -> ModelProfile:
+    """The profile of a model whose `config.json` is `config`; errors name `source` and the field."""
+    for field in REQUIRED:
+        _int(source, config, field)
+    hidden = _int(source, config, "hidden_size")
+    layers = _int(source, config, "num_hidden_layers")
+    heads = _int(source, config, "num_attention_heads")
+    kv_heads = _int(source, config, "num_key_value_heads") if "num_key_value_heads" in config else heads
+    if heads % kv_heads:
+        raise GeometryError(
+            f"{source}: num_key_value_heads = {kv_heads}; allowed: a divisor of num_attention_heads ({heads})"
+        )
+    head_dim = _int(source, config, "head_dim") if config.get("head_dim") is not None else hidden // heads
+    vocab = _int(source, config, "vocab_size")
+    tied = config.get("tie_word_embeddings", False)
+    if not isinstance(tied, bool):
+        raise GeometryError(f"{source}: tie_word_embeddings = {tied!r}; allowed: true or false")
+    dtype = config.get("torch_dtype", "bfloat16")
+    if dtype not in DTYPES:
+        raise GeometryError(f"{source}: torch_dtype = {dtype!r}; allowed: {', '.join(DTYPES)}")
+    if params is None:
+        if "intermediate_size" not in config:
+            raise GeometryError(
+                f"{source}: intermediate_size missing; allowed: a whole number >= 1 (or give the parameter count)"
+            )
+        intermediate = _int(source, config, "intermediate_size")
+        params = counted_parameters(hidden, layers, heads, kv_heads, head_dim, intermediate, vocab, tied)
+    return ModelProfile(name, params, layers, hidden, kv_heads, head_dim, vocab, tied_embeddings=tied)
+
+
+def from_file(path: str, params: float | None = None) -> ModelProfile:
+    """The profile of the model whose Hugging Face `config.json` is at `path`."""
+    try:
+        config = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise GeometryError(
+            f"--geometry {path}: {exc}; allowed: a readable Hugging Face config.json"
+        ) from None
+    if not isinstance(config, dict):
+        raise GeometryError(f"--geometry {path}: not a JSON object; allowed: a Hugging Face config.json")
+    name = config.get("_name_or_path") or Path(path).stem
+    return from_config(config, str(name), source=path, params=params)

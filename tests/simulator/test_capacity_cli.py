@@ -1,0 +1,177 @@
+"""`simulator capacity`: token distributions, arrivals, and a model given by geometry (config.json)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from llm_platform.config import geometry
+from llm_platform.config.catalog import GPU_INSTANCES
+from llm_platform.config.model_profiles import PROFILES
+from llm_platform.simulator.commands import capacity_cmd
+from llm_platform.simulator.commands.token_dist import token_dist
+from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
+
+
+def _config(p) -> dict[str, object]:
+    """The config.json fields of a known profile (as Hugging Face publishes them)."""
+    return {
+        "hidden_size": p.hidden_size,
+        "num_hidden_layers": p.layers,
+        "num_attention_heads": p.hidden_size // p.head_dim,
+        "num_key_value_heads": p.kv_heads,
+        "head_dim": p.head_dim,
+        "vocab_size": p.vocab_size,
+        "tie_word_embeddings": p.tied_embeddings,
+        "torch_dtype": "bfloat16",
+    }
+
+
+@pytest.mark.parametrize("model_id", [m for m, p in PROFILES.items() if p.weight_bits == 16])
+def test_geometry_gives_the_known_profiles_figures(model_id: str) -> None:
+    known = PROFILES[model_id]
+    derived = geometry.from_config(_config(known), model_id, params=known.parameters)
+    assert derived == known
+    gpu = GPU_INSTANCES["p5.48xlarge"].gpu
+    stats = TokenStats.fixed(1000, 200)
+    tp = 4 if known.parameters > 30e9 else 1
+    a, b = ReplicaModel(known, gpu, tp).table(stats), ReplicaModel(derived, gpu, tp).table(stats)
+    assert a.capacity_rps == b.capacity_rps
+    assert np.array_equal(a.at(np.array([1.0]))["itl"], b.at(np.array([1.0]))["itl"])
+
+
+GEOMETRY = [
+    "--hidden-size",
+    "4096",
+    "--num-layers",
+    "32",
+    "--num-attention-heads",
+    "32",
+    "--num-kv-heads",
+    "8",
+]
+GEOMETRY += ["--vocab-size", "128256"]
+
+
+def test_cli_geometry_flags_file_and_model_print_the_same(tmp_path, capsys) -> None:
+    known = PROFILES["meta-llama/Llama-3.1-8B-Instruct"]
+    common = [
+        "--instance",
+        "p5.48xlarge",
+        "--input-tokens",
+        "1000",
+        "--output-tokens",
+        "200",
+        "--rate",
+        "4",
+        "--json",
+    ]
+    outs = []
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(_config(known)))
+    for model_args in (
+        ["--model", known.hugging_face_id],
+        ["--geometry", str(cfg), "--params", str(known.parameters)],
+        [*GEOMETRY, "--params", str(known.parameters)],
+    ):
+        assert capacity_cmd.run(model_args + common) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == outs[1] == outs[2]
+    assert outs[0]["sustainable"] is True and outs[0]["ttft_ms_p90"] >= outs[0]["ttft_ms_median"]
+
+
+def test_counted_parameters_match_the_model_card() -> None:
+    # Llama-3.1-8B config.json (intermediate_size 14336): 8.03e9 parameters on its model card.
+    cfg = {**_config(PROFILES["meta-llama/Llama-3.1-8B-Instruct"]), "intermediate_size": 14336}
+    assert geometry.from_config(cfg, "x").parameters == pytest.approx(8.03e9, rel=0.002)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        ("num_key_value_heads", 5, "divisor"),
+        ("torch_dtype", "float32", "bfloat16"),
+        ("hidden_size", 0, ">= 1"),
+    ],
+)
+def test_bad_geometry_names_the_field(field: str, value: object, needle: str) -> None:
+    cfg = {**_config(PROFILES["meta-llama/Llama-3.1-8B-Instruct"]), field: value}
+    with pytest.raises(geometry.GeometryError, match=field) as err:
+        geometry.from_config(cfg, "x", source="cfg.json", params=1e9)
+    assert needle in str(err.value) and "cfg.json" in str(err.value)
+
+
+def test_model_choice_errors() -> None:
+    base = ["--instance", "p5.48xlarge", "--input-tokens", "10", "--output-tokens", "10", "--rate", "1"]
+    with pytest.raises(ValueError, match="exactly one"):
+        capacity_cmd.run(["--model", "meta-llama/Llama-3.1-8B-Instruct", "--hidden-size", "4096", *base])
+    with pytest.raises(ValueError, match="exactly one"):
+        capacity_cmd.run(base)
+    with pytest.raises(ValueError, match="--num-layers"):
+        capacity_cmd.run(["--hidden-size", "4096", "--num-attention-heads", "32", "--vocab-size", "9", *base])
+    args = [a for a in base if a not in ("--rate", "1")]
+    with pytest.raises(ValueError, match="--arrivals constant without --rate"):
+        capacity_cmd.run(
+            [
+                "--model",
+                "meta-llama/Llama-3.1-8B-Instruct",
+                *args,
+                "--concurrency",
+                "2",
+                "--arrivals",
+                "constant",
+            ]
+        )
+
+
+@pytest.mark.parametrize(
+    ("spec", "mean"),
+    [("300", 300.0), ("uniform:100:300", 200.0), ("normal:500:50", 500.0), ("lognormal:400:0", 400.0)],
+)
+def test_token_distributions(spec: str, mean: float) -> None:
+    samples = token_dist(spec).sample(20_000, np.random.default_rng(0))
+    assert samples.min() >= 1 and samples.mean() == pytest.approx(mean, rel=0.02)
+
+
+@pytest.mark.parametrize("spec", ["0", "x", "uniform:3:1", "normal:5", "gamma:1:2", "lognormal:-1:1"])
+def test_bad_token_distribution_names_value_and_grammar(spec: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as err:
+        token_dist(spec)
+    assert repr(spec) in str(err.value) and "uniform:A:B" in str(err.value)
+
+
+def test_constant_arrivals_queue_less_than_poisson() -> None:
+    model = ReplicaModel(PROFILES["meta-llama/Llama-3.1-8B-Instruct"], GPU_INSTANCES["p5.48xlarge"].gpu)
+    inputs = token_dist("uniform:500:3000").sample(20_000, np.random.default_rng(1))
+    outputs = np.full(20_000, 200.0)
+    table = model.table(TokenStats.from_arrays(inputs, outputs))
+    rate = table.capacity_rps * 0.8
+    ttft = {
+        a: table.ttft_seconds(
+            inputs, capacity_cmd.arrival_state(table, rate, a, inputs), np.random.default_rng(0)
+        )
+        for a in ("poisson", "constant")
+    }
+    assert ttft["constant"].mean() < ttft["poisson"].mean()
+    fixed = np.full(20_000, 1000.0)
+    const = capacity_cmd.arrival_state(model.table(TokenStats.fixed(1000, 200)), rate, "constant", fixed)
+    assert float(const["rho_prefill"].max()) == 0.0  # D/D/1: nothing ahead
+
+
+def test_geometry_file_errors(tmp_path) -> None:
+    bad = tmp_path / "c.json"
+    bad.write_text("[1]")
+    with pytest.raises(geometry.GeometryError, match="not a JSON object"):
+        geometry.from_file(str(bad))
+    with pytest.raises(geometry.GeometryError, match="readable"):
+        geometry.from_file(str(tmp_path / "missing.json"))
+    ok = tmp_path / "ok.json"
+    ok.write_text(json.dumps({**_config(PROFILES["Qwen/Qwen2.5-1.5B-Instruct"]), "intermediate_size": 8960}))
+    assert (
+        replace(geometry.from_file(str(ok)), parameters=1.54e9, hugging_face_id="Qwen/Qwen2.5-1.5B-Instruct")
+        == (PROFILES["Qwen/Qwen2.5-1.5B-Instruct"])
+    )
