@@ -17,7 +17,8 @@ from llm_platform.plan import HeadroomPlan, HeadroomWindowPlan
 from llm_platform.simulator.controllers.cron import placeholder_targets
 from llm_platform.simulator.controllers.strategies import keda
 from llm_platform.simulator.day.engine import SimConfig, simulate
-from llm_platform.simulator.serving.capacity import CapacityConfig, Cluster
+from llm_platform.simulator.serving.capacity import Cluster
+from llm_platform.simulator.serving.capacity_config import CapacityConfig
 from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
 from llm_platform.simulator.traffic.traffic import TokenMix, poisson_day
 
@@ -127,7 +128,7 @@ def test_a_stack_run_simulates_the_headroom_the_plan_renders() -> None:
     """Placeholders, windows, warm start and refill in the simulator are the plan's (what the cluster runs)."""
     from llm_platform.components.specs import headroom as spec
     from llm_platform.simulator.search.stacks import stack_run
-    from llm_platform.simulator.serving.capacity import start_times
+    from llm_platform.simulator.serving.capacity_config import start_times
     from tests.conftest import fixture_stack
 
     traffic = poisson_day(np.full(600, 1.0), TokenMix(), np.random.default_rng(0), "quiet")

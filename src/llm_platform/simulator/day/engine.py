@@ -32,7 +32,8 @@ from llm_platform.simulator.controllers.flap import flap_count
 from llm_platform.simulator.controllers.hpa import HPA, SYNC_PERIOD_SECONDS, pods_average_value_replicas
 from llm_platform.simulator.controllers.keda import CronTrigger, Keda
 from llm_platform.simulator.controllers.strategies import Strategy
-from llm_platform.simulator.serving.capacity import CapacityConfig, Cluster
+from llm_platform.simulator.serving.capacity import Cluster
+from llm_platform.simulator.serving.capacity_config import CapacityConfig
 from llm_platform.simulator.serving.replica import KV_BLOCK_TOKENS, ReplicaTable
 from llm_platform.simulator.traffic.traffic import Traffic
 
