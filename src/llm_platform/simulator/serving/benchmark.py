@@ -1,8 +1,10 @@
-"""Benchmark shapes solved on a replica's steady-state table: a closed loop of C users and one burst wave.
+"""Benchmark shapes solved on a replica's steady-state table: a closed loop of C users, one burst wave, and an
+open loop at a request rate.
 
 These are what benchmark scripts measure (vllm_capacity_points.md): `vllm bench serve --max-concurrency C`
-is a closed loop; a batch of N prompts sent at once is a burst. The steady-state engine model they read is
-serving/replica.py (ReplicaTable); this module only adds the client side of each benchmark.
+is a closed loop; a batch of N prompts sent at once is a burst; `--request-rate R` (or inference-perf's
+constant-rate stages) is an open loop. The steady-state engine model they read is serving/replica.py
+(ReplicaTable); this module only adds the client side of each benchmark.
 """
 
 from __future__ import annotations
@@ -91,6 +93,58 @@ def burst(table: ReplicaTable, requests: int) -> ClosedLoop:
     return ClosedLoop(
         REQUEST_OVERHEAD_SECONDS + drain / 2, itl, requests / duration, requests * o / duration,
         running, float(requests - running), float(s["kv_usage"]), 0.0,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class OpenLoop:
+    """An open-loop benchmark point: arrivals at `rate`, served at min(rate, saturation)."""
+
+    rate: float
+    sustainable: bool  # rate at or below the saturation rate (else the queue grows without bound)
+    ttft_s: np.ndarray  # sampled TTFT of each prompt (seconds)
+    itl_s: float  # = TPOT: every running sequence sees the same mean step
+    requests_per_s: float
+    output_tokens_per_s: float
+    running: float
+    kv_usage: float
+
+
+def arrival_state(
+    table: ReplicaTable, served: float, arrivals: str, inputs: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The replica's steady state at `served` req/s, prompts queueing as the arrival process makes them.
+
+    The replica model's prompt queue is M/G/1 (Poisson arrivals: a geometric number of prompts ahead, mean
+    rho/(1-rho)). Constant (deterministic) arrivals queue less: Kingman's approximation scales the mean wait by
+    (ca^2 + cs^2)/2 with ca^2 = 1 for Poisson and 0 for constant arrivals, so the number ahead is scaled by
+    cs^2/(1 + cs^2), cs^2 the squared coefficient of variation of the prompt (service) sizes; the geometric law is
+    kept with the rho that gives that mean.
+    """
+    state = table.at(np.full(len(inputs), served))
+    if arrivals == "poisson":
+        return state
+    cs2 = float(inputs.var() / inputs.mean() ** 2)
+    rho = np.clip(state["rho_prefill"], 0.0, 0.99)
+    ahead = rho / (1 - rho) * cs2 / (1 + cs2)
+    return {**state, "rho_prefill": ahead / (1 + ahead)}
+
+
+def open_loop(
+    table: ReplicaTable,
+    rate: float,
+    arrivals: str,
+    inputs: np.ndarray,
+    outputs: np.ndarray,
+    rng: np.random.Generator,
+) -> OpenLoop:
+    """Arrivals at `rate`: the steady state at that rate, or the saturation point if it is not sustainable."""
+    sustainable = rate <= table.capacity_rps
+    served = min(rate, table.capacity_rps)
+    state = arrival_state(table, served, arrivals, inputs)
+    return OpenLoop(
+        rate, sustainable, table.ttft_seconds(inputs, state, rng), float(state["itl"][0]), served,
+        served * float(outputs.mean()), float(state["running"][0]), float(state["kv_usage"][0]),
     )  # fmt: skip
 
 
