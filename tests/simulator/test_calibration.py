@@ -169,3 +169,21 @@ def test_write_docs_replaces_only_the_marked_block(tmp_path: Path):
     assert not calibration.write_docs(doc, "new table")
     with pytest.raises(ValueError, match="calibrate:begin"):
         with_table("no markers", "table")
+
+
+def test_a_burst_beyond_the_running_cap_waits_for_the_waves_before_it():
+    from llm_platform.config.catalog import A100_80
+    from llm_platform.config.model_profiles import profile
+    from llm_platform.simulator.serving.benchmark import burst
+    from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats
+
+    engine = EngineConfig(max_num_seqs=50, max_model_len=4096)
+    table = ReplicaModel(profile("Qwen/Qwen2-7B-Instruct"), A100_80, 1, engine).table(
+        TokenStats.fixed(512, 256)
+    )
+    one, three = burst(table, 50), burst(table, 150)
+    wave = 150 * 256 / three.output_tokens_per_s / 3
+    assert one.ttft_median_s == pytest.approx(one.ttft_s, rel=0.05)  # one wave: an even drain
+    assert three.ttft_s == pytest.approx(one.ttft_s + wave, rel=0.05)  # waits 0, 1 or 2 waves
+    assert three.ttft_median_s == pytest.approx(one.ttft_s + wave, rel=0.05)
+    assert three.output_tokens_per_s == pytest.approx(one.output_tokens_per_s, rel=0.05)

@@ -29,6 +29,7 @@ class ClosedLoop:
     waiting: float
     kv_usage: float
     preempted_per_s: float
+    ttft_median_s: float | None = None  # bursts: the median request's TTFT (closed loops: not computed)
 
 
 def closed_loop(table: ReplicaTable, concurrency: int) -> ClosedLoop:
@@ -66,11 +67,13 @@ def closed_loop(table: ReplicaTable, concurrency: int) -> ClosedLoop:
 
 
 def burst(table: ReplicaTable, requests: int) -> ClosedLoop:
-    """One wave of `requests` sent at once: prompts drain FCFS through the prefill budget, then decode together.
+    """One burst of `requests` sent at once: prompts drain FCFS through the prefill budget, then decode together.
 
-    Mean TTFT is the API overhead plus half the wave's prefill time; ITL is the step time with the wave's
-    sequences running (capped by max_num_seqs and the KV cache; the rest run in later waves); tok/s divides all
-    output tokens by the time the last wave ends.
+    At most the running cap (max_num_seqs, the KV cache) run at once; the rest run in later waves, each starting
+    when the one before ends (every request generates the same tokens, so a wave ends together). A request's
+    TTFT is the API overhead, the waves before its own, and its place in its wave's prefill drain; the mean is
+    `ttft_s`, the median `ttft_median_s`. ITL is the step time with a full wave running; tok/s divides all output
+    tokens by the time the last wave ends.
     """
     o = table.stats.mean_output
     running = min(float(requests), table.max_running)
@@ -89,10 +92,16 @@ def burst(table: ReplicaTable, requests: int) -> ClosedLoop:
     )
     drain = max(own, math.ceil(p * running / per_step) * step)
     itl = float(s["itl"])
-    duration = waves * (drain + (o - 1) * itl)
+    wave = drain + (o - 1) * itl
+    i = np.arange(requests, dtype=np.float64)
+    k = np.floor(i / running)  # the request's wave
+    size = np.minimum(running, requests - k * running)  # prompts in that wave
+    place = (i - k * running + 0.5) / size  # where in its wave's drain (a smaller wave drains faster)
+    ttft = REQUEST_OVERHEAD_SECONDS + k * wave + drain * size / running * place
+    duration = (waves - 1) * wave + drain * float(size[-1]) / running + (o - 1) * itl
     return ClosedLoop(
-        REQUEST_OVERHEAD_SECONDS + drain / 2, itl, requests / duration, requests * o / duration,
-        running, float(requests - running), float(s["kv_usage"]), 0.0,
+        float(ttft.mean()), itl, requests / duration, requests * o / duration,
+        running, float(requests - running), float(s["kv_usage"]), 0.0, float(np.median(ttft)),
     )  # fmt: skip
 
 

@@ -80,8 +80,8 @@ def predict(point: Point) -> dict[str, float | bool | None]:
         }
     if point.kind == "burst":
         b = burst(table, int(point.load))
-        # one FCFS wave: TTFTs spread evenly over the drain, so the median is the mean
-        ttft, median, itl, tok = b.ttft_s, b.ttft_s, b.itl_s, b.output_tokens_per_s
+        assert b.ttft_median_s is not None
+        ttft, median, itl, tok = b.ttft_s, b.ttft_median_s, b.itl_s, b.output_tokens_per_s
     else:
         c = closed_loop(table, int(point.load))
         wait = c.waiting / c.requests_per_s if c.requests_per_s > 0 else math.inf
@@ -98,10 +98,11 @@ def predict(point: Point) -> dict[str, float | bool | None]:
 
 def little_tok_s(point: Point) -> float | None:
     """Output tok/s that a closed-loop row's own TTFT and ITL imply by Little's law (published units)."""
-    if point.kind != "concurrency" or point.ttft_ms is None or point.tpot_ms is None:
+    ttft = point.ttft_ms if point.ttft_ms is not None else point.ttft_median_ms
+    if point.kind != "concurrency" or ttft is None or point.tpot_ms is None:
         return None
     out = point.output_tokens / point.unit_tokens
-    return point.load * out / (point.ttft_ms / 1000 + out * point.tpot_ms / 1000)
+    return point.load * out / (ttft / 1000 + out * point.tpot_ms / 1000)
 
 
 def bandwidth_floor_ms(point: Point) -> float:

@@ -8,7 +8,7 @@ The H100 request-rate points are in serving/calibration_rates.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from llm_platform.config.catalog import A10G, A100_40, A100_80, H100, L4, GpuModel
@@ -26,6 +26,10 @@ A100_SWEEP = "https://johnmusgrave.com/p/vllm-throughput-latency-sweep-on (vllm_
 H100_FIT = (
     "vllm-project/vllm-project.github.io@c3a01c4:_posts/2026-04-22-fp8-kvcache.md L128-129 "
     "(vllm_capacity_points.md H03)"
+)
+H100_LONG = (
+    "vllm-project/vllm-project.github.io@c3a01c4:_posts/2026-04-22-fp8-kvcache.md L136, L140-143 "
+    "(vllm_capacity_points.md H01-H02)"
 )
 H100_QWEN3 = (
     "gpustack/gpustack@47277d7:docs/performance-lab/qwen3-8b/h100-latency.md (vllm_capacity_points.md H04)"
@@ -206,6 +210,15 @@ SWEEP_POINTS: tuple[Point, ...] = (  # concurrency and burst sweeps; the rate po
     ),
     *(_a100(*row) for row in _A100_ROWS),
     *(_h100_fit(c) for c in (1000, 16000, 64000, 120000)),
+    *(  # C = 8, ~20k prompt / ~2k output tokens (+-15 %), TTFT and ITL medians; BF16 then FP8 KV cache
+        Point(
+            f"H100-llama8b-C8-20k-{kv}kv", H100, "meta-llama/Llama-3.1-8B-Instruct",
+            EngineConfig(max_model_len=131072), 20000, 2000, 8, "concurrency", None, itl, tok, H100_LONG,
+            ttft_median_ms=median, geometry=replace(profile("meta-llama/Llama-3.1-8B-Instruct"), kv_cache_bytes=b),
+            explained={"tok_s": LITTLE},
+        )
+        for kv, b, median, itl, tok in (("bf16", 2, 763.6, 15.18, 450.3), ("fp8", 1, 742.8, 12.93, 517.5))
+    ),
     Point(
         "H100-qwen3-8b-C4", H100, "Qwen/Qwen3-8B", EngineConfig(), 232.6, 220.6, 4, "concurrency", 64.00, 7.38,
         496.88, H100_QWEN3, explained={"ttft": CHAT_HOST, "tok_s": CHAT_HOST}, ttft_median_ms=60.26,
