@@ -85,8 +85,9 @@ HOST_TTFT = (
     "ms at TP4 up to 10 req/s (published TTFT less the model's step terms, calibration.host_ttft_ms), more at "
     "20 req/s, while the model carries a constant 10 ms (serving/replica.py REQUEST_OVERHEAD_SECONDS, "
     "Unverified) with no TP term. Unverified: about one step of it (7-8 ms at TP1, 15-16 ms at TP4) would be "
-    "vLLM's async scheduling, on by default in recent releases, under which a request that arrives while step "
-    "N runs first computes in step N+2 (step N+1 is already scheduled)"
+    "vLLM's async scheduling (the scheduler runs one step ahead of the GPU, vllm-project/vllm#19970; on by "
+    "default in recent releases), under which a request that arrives while step N runs first computes in "
+    "step N+2"
 )
 
 
