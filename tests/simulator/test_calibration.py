@@ -1,17 +1,55 @@
 """The replica model against published vLLM measurements (simulator/serving/calibration.py, docs/simulator.md).
 
-Every point is within 20% on TTFT, ITL and output tok/s, or carries an explanation; explanations that make a
-checkable claim are checked here too.
+Only the documented tolerance is asserted: every cell is within 20 % or carries an explanation, and
+explanations that make a checkable claim are checked; TPOT is within 20 % on every non-overloaded point of at
+least three GPU types and two TP sizes; overload is detected where published runs failed. The figures
+themselves are printed (`calibrate`), and the doc must carry exactly what the command prints.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+from pathlib import Path
+
 import pytest
 
+from llm_platform.config.loader import ROOT
 from llm_platform.simulator.serving import calibration
-from llm_platform.simulator.serving.calibration import LITTLE, POINTS, TOLERANCE, within_tolerance
+from llm_platform.simulator.serving.calibration import (
+    BEGIN,
+    COMMAND,
+    END,
+    POINTS,
+    TOLERANCE,
+    bandwidth_floor_ms,
+    host_ttft_ms,
+    overload_agrees,
+    with_table,
+    within_tolerance,
+)
+from llm_platform.simulator.serving.calibration_points import LITTLE, METRICS
+from llm_platform.simulator.serving.calibration_rates import (
+    HOST_TP1_MS,
+    HOST_TP4_MS,
+    PUBLISHED_TPOT,
+    RATE_POINTS,
+    hit_rate,
+)
+from llm_platform.simulator.serving.replica import REQUEST_OVERHEAD_SECONDS
 
 ROWS = {str(r["id"]): r for r in calibration.rows()}
+SIMULATOR_MD = ROOT / "docs" / "simulator.md"
+
+
+def _calm(row: dict[str, object]) -> bool:
+    """Not overloaded, by the published run or by the model."""
+    return not row["overloaded_published"] and not row["overloaded_model"]
+
+
+def test_the_doc_carries_the_table_the_command_prints() -> None:
+    doc = SIMULATOR_MD.read_text()
+    table = calibration.markdown_table(list(ROWS.values()))
+    assert with_table(doc, table) == doc, f"docs/simulator.md's calibration table is stale: run `{COMMAND}`"
 
 
 @pytest.mark.parametrize("point", POINTS, ids=[p.id for p in POINTS])
@@ -19,7 +57,7 @@ def test_point_within_tolerance_or_explained(point):
     row = ROWS[point.id]
     explained = row["explained"]
     assert isinstance(explained, dict)
-    for metric in ("ttft", "itl", "tok_s"):
+    for metric in METRICS:
         assert within_tolerance(row, metric) or metric in explained, (
             point.id,
             metric,
@@ -27,24 +65,43 @@ def test_point_within_tolerance_or_explained(point):
         )
 
 
-def test_calibration_covers_a10g_l4_and_a100_from_concurrency_one_to_saturation():
+def test_tpot_within_tolerance_on_three_gpu_types_and_two_tp_sizes():
+    """The issue's target for TPOT: every non-overloaded point of a (GPU, TP) group within 20 %, unexplained."""
+    groups: dict[tuple[str, int], list[bool]] = defaultdict(list)
+    for row in ROWS.values():
+        if row["tpot_published"] is not None and _calm(row):
+            groups[(str(row["gpu"]), int(str(row["tp"])))].append(within_tolerance(row, "tpot"))
+    passing = [key for key, ok in groups.items() if all(ok)]
+    assert len({gpu.split("-")[0] for gpu, _ in passing}) >= 3, passing
+    assert len({tp for _, tp in passing}) >= 2, passing
+
+
+def test_overload_detected_where_published_runs_failed():
+    rated = [r for r in ROWS.values() if r["overloaded_published"] is not None]
+    assert any(r["overloaded_published"] for r in rated) and any(not r["overloaded_published"] for r in rated)
+    for row in rated:
+        assert overload_agrees(row), (row["id"], row["failed_published"], row["overloaded_model"])
+
+
+def test_calibration_covers_a10g_l4_a100_and_h100_from_low_load_to_saturation():
     gpus = {p.gpu.name for p in POINTS}
-    assert {"A10G", "L4"} <= gpus and gpus & {"A100-40GB", "A100-80GB"}
+    assert {"A10G", "L4", "H100"} <= gpus and gpus & {"A100-40GB", "A100-80GB"}
     for gpu in ("A10G", "L4", "A100-80GB"):
         loads = [p.load for p in POINTS if p.gpu.name == gpu]
         assert min(loads) <= 10 and max(loads) >= 32
+    assert {p.tp for p in RATE_POINTS} == {1, 4}
 
 
-def test_unexplained_points_are_the_majority_of_itl():
-    """ITL is the quantity the platform's SLO bounds: it must be predicted, not explained away."""
-    itl = [r for r in ROWS.values() if r["itl_published"] is not None]
-    assert sum(within_tolerance(r, "itl") for r in itl) >= 0.85 * len(itl)
+def test_unexplained_points_are_the_majority_of_tpot():
+    """TPOT is the quantity the platform's SLO bounds: it must be predicted, not explained away."""
+    tpot = [r for r in ROWS.values() if r["tpot_published"] is not None]
+    assert sum(within_tolerance(r, "tpot") for r in tpot) >= 0.85 * len(tpot)
 
 
 def test_a10g_low_concurrency_points_within_ten_percent():
     for c in (1, 2, 4):
         row = ROWS[f"A10G-llmperf-C{c}"]
-        for metric in ("ttft", "itl", "tok_s"):
+        for metric in ("ttft", "tpot", "tok_s"):
             err = row[f"{metric}_error"]
             assert isinstance(err, float) and abs(err) <= 0.10, (c, metric, err)
 
@@ -62,8 +119,71 @@ def test_little_explanations_hold():
             assert isinstance(published, (int, float)) and published < (1 - TOLERANCE / 2) * little
 
 
+def test_inference_perf_tpot_is_below_the_bandwidth_floor_and_the_latency_tpot_above_it():
+    """The doc's claim: the load generator's own TPOT is faster than an H100 can read the bytes of a step."""
+    for p in RATE_POINTS:
+        if ROWS[p.id]["overloaded_published"]:
+            continue
+        assert isinstance(p.tpot_ms, float)
+        assert PUBLISHED_TPOT[p.id] < bandwidth_floor_ms(p) < p.tpot_ms, p.id
+        assert PUBLISHED_TPOT[p.id] == pytest.approx(p.tpot_ms / 2, rel=0.02), p.id  # two events a token
+
+
+def test_host_ttft_explanation_holds():
+    """Footnote HOST_TTFT: the host time the published TTFTs imply is above the model's constant, in the ranges
+    it states up to 10 req/s, and larger at TP4 than at TP1 for the same workload and rate."""
+    host: dict[tuple[int, str], float] = {}
+    for p in RATE_POINTS:
+        row = ROWS[p.id]
+        if not _calm(row):
+            continue
+        h = host_ttft_ms(row)
+        assert h > REQUEST_OVERHEAD_SECONDS * 1000, p.id
+        if p.load <= 10:
+            lo, hi = HOST_TP1_MS if p.tp == 1 else HOST_TP4_MS
+            assert lo <= h <= hi, (p.id, h)
+        host[(p.tp, p.id.split(f"tp{p.tp}-")[1])] = h
+    pairs = [(host[(1, key)], host[(4, key)]) for tp, key in host if tp == 1 and (4, key) in host]
+    assert pairs and all(tp1 < tp4 for tp1, tp4 in pairs)
+
+
+def test_prefix_hits_are_whole_blocks_below_the_prompt():
+    assert hit_rate(575.5, 1, 12000) == pytest.approx(560 / 575.5)
+    assert hit_rate(575.5, 0, 4800) == pytest.approx((1 - 100 / 4800) * 560 / 575.5)
+    assert hit_rate(577, 1, 1) == pytest.approx(576 / 577)  # 577 - 1 = 576 = 36 whole blocks
+
+
 def test_markdown_table_lists_every_point_and_its_sources():
-    text = calibration.markdown_table(calibration.rows())
+    text = calibration.markdown_table(list(ROWS.values()))
     for p in POINTS:
-        assert p.id in text
+        assert f"| {p.id} |" in text
     assert "ray-project/llmperf" in text and "dennislee22/vLLM-benchmarking" in text
+    assert "inference-sim/training" in text
+
+
+def test_write_docs_replaces_only_the_marked_block(tmp_path: Path):
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"before\n{BEGIN}\nold\n{END}\nafter\n")
+    assert calibration.write_docs(doc, "new table")
+    assert doc.read_text() == f"before\n{BEGIN}\nnew table\n{END}\nafter\n"
+    assert not calibration.write_docs(doc, "new table")
+    with pytest.raises(ValueError, match="calibrate:begin"):
+        with_table("no markers", "table")
+
+
+def test_a_burst_beyond_the_running_cap_waits_for_the_waves_before_it():
+    from llm_platform.config.catalog import A100_80
+    from llm_platform.config.model_profiles import profile
+    from llm_platform.simulator.serving.benchmark import burst
+    from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats
+
+    engine = EngineConfig(max_num_seqs=50, max_model_len=4096)
+    table = ReplicaModel(profile("Qwen/Qwen2-7B-Instruct"), A100_80, 1, engine).table(
+        TokenStats.fixed(512, 256)
+    )
+    one, three = burst(table, 50), burst(table, 150)
+    wave = 150 * 256 / three.output_tokens_per_s / 3
+    assert one.ttft_median_s == pytest.approx(one.ttft_s, rel=0.05)  # one wave: an even drain
+    assert three.ttft_s == pytest.approx(one.ttft_s + wave, rel=0.05)  # waits 0, 1 or 2 waves
+    assert three.ttft_median_s == pytest.approx(one.ttft_s + wave, rel=0.05)
+    assert three.output_tokens_per_s == pytest.approx(one.output_tokens_per_s, rel=0.05)

@@ -14,6 +14,7 @@ from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.model_profiles import PROFILES
 from llm_platform.simulator.commands import capacity_cmd
 from llm_platform.simulator.commands.token_dist import token_dist
+from llm_platform.simulator.serving.benchmark import arrival_state
 from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
 
 
@@ -151,14 +152,12 @@ def test_constant_arrivals_queue_less_than_poisson() -> None:
     table = model.table(TokenStats.from_arrays(inputs, outputs))
     rate = table.capacity_rps * 0.8
     ttft = {
-        a: table.ttft_seconds(
-            inputs, capacity_cmd.arrival_state(table, rate, a, inputs), np.random.default_rng(0)
-        )
+        a: table.ttft_seconds(inputs, arrival_state(table, rate, a, inputs), np.random.default_rng(0))
         for a in ("poisson", "constant")
     }
     assert ttft["constant"].mean() < ttft["poisson"].mean()
     fixed = np.full(20_000, 1000.0)
-    const = capacity_cmd.arrival_state(model.table(TokenStats.fixed(1000, 200)), rate, "constant", fixed)
+    const = arrival_state(model.table(TokenStats.fixed(1000, 200)), rate, "constant", fixed)
     assert float(const["rho_prefill"].max()) == 0.0  # D/D/1: nothing ahead
 
 

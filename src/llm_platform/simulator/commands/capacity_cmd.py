@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.model_profiles import ModelProfile, profile
 from llm_platform.simulator.commands.args import fraction, positive_float, positive_int
 from llm_platform.simulator.commands.token_dist import TokenDist, token_dist
-from llm_platform.simulator.serving.benchmark import closed_loop
+from llm_platform.simulator.serving.benchmark import closed_loop, open_loop
 from llm_platform.simulator.serving.replica import (
     EngineConfig,
     ReplicaModel,
@@ -174,26 +175,6 @@ def run(argv: Sequence[str]) -> int:
     return 0
 
 
-def arrival_state(
-    table: ReplicaTable, served: float, arrivals: str, inputs: np.ndarray
-) -> dict[str, np.ndarray]:
-    """The replica's steady state at `served` req/s, prompts queueing as the arrival process makes them.
-
-    The replica model's prompt queue is M/G/1 (Poisson arrivals: a geometric number of prompts ahead, mean
-    rho/(1-rho)). Constant (deterministic) arrivals queue less: Kingman's approximation scales the mean wait by
-    (ca^2 + cs^2)/2 with ca^2 = 1 for Poisson and 0 for constant arrivals, so the number ahead is scaled by
-    cs^2/(1 + cs^2), cs^2 the squared coefficient of variation of the prompt (service) sizes; the geometric law is
-    kept with the rho that gives that mean.
-    """
-    state = table.at(np.full(len(inputs), served))
-    if arrivals == "poisson":
-        return state
-    cs2 = float(inputs.var() / inputs.mean() ** 2)
-    rho = np.clip(state["rho_prefill"], 0.0, 0.99)
-    ahead = rho / (1 - rho) * cs2 / (1 + cs2)
-    return {**state, "rho_prefill": ahead / (1 + ahead)}
-
-
 def _open_loop(
     args: argparse.Namespace,
     model: ReplicaModel,
@@ -203,11 +184,9 @@ def _open_loop(
 ) -> int:
     """Arrivals at --rate: the steady state at that rate, or the saturation point if it is not sustainable."""
     rate = float(args.rate)
-    sustainable = rate <= table.capacity_rps
-    served = min(rate, table.capacity_rps)
-    state = arrival_state(table, served, args.arrivals, inputs)
-    ttft = table.ttft_seconds(inputs, state, np.random.default_rng(0))
-    itl_ms = round(float(state["itl"][0]) * 1000, 2)
+    point = open_loop(table, rate, args.arrivals, inputs, outputs, np.random.default_rng(0))
+    sustainable, ttft = point.sustainable, point.ttft_s
+    itl_ms = round(point.itl_s * 1000, 2)
     out: dict[str, object] = {
         "rate_requests_per_s": rate,
         "arrivals": args.arrivals,
@@ -218,10 +197,10 @@ def _open_loop(
         # The model's decode step is the same for every running sequence, so mean ITL = TPOT.
         "tpot_ms": itl_ms,
         "itl_ms": itl_ms,
-        "output_tokens_per_s": round(served * float(outputs.mean()), 1),
-        "requests_per_s": round(served, 3),
-        "running": round(float(state["running"][0]), 1),
-        "kv_cache_usage": round(float(state["kv_usage"][0]), 3),
+        "output_tokens_per_s": round(point.output_tokens_per_s, 1),
+        "requests_per_s": round(point.requests_per_s, 3),
+        "running": round(point.running, 1),
+        "kv_cache_usage": round(point.kv_usage, 3),
         "saturation_requests_per_s": round(table.capacity_rps, 3),
         "kv_cache_tokens": model.kv_capacity_tokens,
     }
@@ -240,11 +219,28 @@ def _open_loop(
 
 
 def calibrate(argv: Sequence[str]) -> int:
+    from llm_platform.config.loader import ROOT
     from llm_platform.simulator.serving import calibration
 
     p = ArgumentParser(prog="python -m llm_platform.simulator calibrate", description=calibration.__doc__)
-    p.add_argument("--json", action="store_true")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true")
+    out.add_argument(
+        "--write-docs",
+        nargs="?",
+        const=str(ROOT / "docs" / "simulator.md"),
+        metavar="FILE",
+        help="rewrite the table between the calibrate markers of FILE (default: docs/simulator.md)",
+    )
     args = p.parse_args(argv)
     table_rows = calibration.rows()
-    print(json.dumps(table_rows, indent=2) if args.json else calibration.markdown_table(table_rows))
+    if args.json:
+        print(json.dumps(table_rows, indent=2))
+        return 0
+    table = calibration.markdown_table(table_rows)
+    if args.write_docs:
+        changed = calibration.write_docs(Path(args.write_docs), table)
+        print(f"{args.write_docs}: calibration table {'rewritten' if changed else 'unchanged'}")
+        return 0
+    print(table)
     return 0

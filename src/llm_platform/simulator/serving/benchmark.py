@@ -1,8 +1,10 @@
-"""Benchmark shapes solved on a replica's steady-state table: a closed loop of C users and one burst wave.
+"""Benchmark shapes solved on a replica's steady-state table: a closed loop of C users, one burst wave, and an
+open loop at a request rate.
 
 These are what benchmark scripts measure (vllm_capacity_points.md): `vllm bench serve --max-concurrency C`
-is a closed loop; a batch of N prompts sent at once is a burst. The steady-state engine model they read is
-serving/replica.py (ReplicaTable); this module only adds the client side of each benchmark.
+is a closed loop; a batch of N prompts sent at once is a burst; `--request-rate R` (or inference-perf's
+constant-rate stages) is an open loop. The steady-state engine model they read is serving/replica.py
+(ReplicaTable); this module only adds the client side of each benchmark.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class ClosedLoop:
     waiting: float
     kv_usage: float
     preempted_per_s: float
+    ttft_median_s: float | None = None  # bursts: the median request's TTFT (closed loops: not computed)
 
 
 def closed_loop(table: ReplicaTable, concurrency: int) -> ClosedLoop:
@@ -64,11 +67,13 @@ def closed_loop(table: ReplicaTable, concurrency: int) -> ClosedLoop:
 
 
 def burst(table: ReplicaTable, requests: int) -> ClosedLoop:
-    """One wave of `requests` sent at once: prompts drain FCFS through the prefill budget, then decode together.
+    """One burst of `requests` sent at once: prompts drain FCFS through the prefill budget, then decode together.
 
-    Mean TTFT is the API overhead plus half the wave's prefill time; ITL is the step time with the wave's
-    sequences running (capped by max_num_seqs and the KV cache; the rest run in later waves); tok/s divides all
-    output tokens by the time the last wave ends.
+    At most the running cap (max_num_seqs, the KV cache) run at once; the rest run in later waves, each starting
+    when the one before ends (every request generates the same tokens, so a wave ends together). A request's
+    TTFT is the API overhead, the waves before its own, and its place in its wave's prefill drain; the mean is
+    `ttft_s`, the median `ttft_median_s`. ITL is the step time with a full wave running; tok/s divides all output
+    tokens by the time the last wave ends.
     """
     o = table.stats.mean_output
     running = min(float(requests), table.max_running)
@@ -87,10 +92,68 @@ def burst(table: ReplicaTable, requests: int) -> ClosedLoop:
     )
     drain = max(own, math.ceil(p * running / per_step) * step)
     itl = float(s["itl"])
-    duration = waves * (drain + (o - 1) * itl)
+    wave = drain + (o - 1) * itl
+    i = np.arange(requests, dtype=np.float64)
+    k = np.floor(i / running)  # the request's wave
+    size = np.minimum(running, requests - k * running)  # prompts in that wave
+    place = (i - k * running + 0.5) / size  # where in its wave's drain (a smaller wave drains faster)
+    ttft = REQUEST_OVERHEAD_SECONDS + k * wave + drain * size / running * place
+    duration = (waves - 1) * wave + drain * float(size[-1]) / running + (o - 1) * itl
     return ClosedLoop(
-        REQUEST_OVERHEAD_SECONDS + drain / 2, itl, requests / duration, requests * o / duration,
-        running, float(requests - running), float(s["kv_usage"]), 0.0,
+        float(ttft.mean()), itl, requests / duration, requests * o / duration,
+        running, float(requests - running), float(s["kv_usage"]), 0.0, float(np.median(ttft)),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class OpenLoop:
+    """An open-loop benchmark point: arrivals at `rate`, served at min(rate, saturation)."""
+
+    rate: float
+    sustainable: bool  # rate at or below the saturation rate (else the queue grows without bound)
+    ttft_s: np.ndarray  # sampled TTFT of each prompt (seconds)
+    itl_s: float  # = TPOT: every running sequence sees the same mean step
+    requests_per_s: float
+    output_tokens_per_s: float
+    running: float
+    kv_usage: float
+
+
+def arrival_state(
+    table: ReplicaTable, served: float, arrivals: str, inputs: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The replica's steady state at `served` req/s, prompts queueing as the arrival process makes them.
+
+    The replica model's prompt queue is M/G/1 (Poisson arrivals: a geometric number of prompts ahead, mean
+    rho/(1-rho)). Constant (deterministic) arrivals queue less: Kingman's approximation scales the mean wait by
+    (ca^2 + cs^2)/2 with ca^2 = 1 for Poisson and 0 for constant arrivals, so the number ahead is scaled by
+    cs^2/(1 + cs^2), cs^2 the squared coefficient of variation of the prompt (service) sizes; the geometric law is
+    kept with the rho that gives that mean.
+    """
+    state = table.at(np.full(len(inputs), served))
+    if arrivals == "poisson":
+        return state
+    cs2 = float(inputs.var() / inputs.mean() ** 2)
+    rho = np.clip(state["rho_prefill"], 0.0, 0.99)
+    ahead = rho / (1 - rho) * cs2 / (1 + cs2)
+    return {**state, "rho_prefill": ahead / (1 + ahead)}
+
+
+def open_loop(
+    table: ReplicaTable,
+    rate: float,
+    arrivals: str,
+    inputs: np.ndarray,
+    outputs: np.ndarray,
+    rng: np.random.Generator,
+) -> OpenLoop:
+    """Arrivals at `rate`: the steady state at that rate, or the saturation point if it is not sustainable."""
+    sustainable = rate <= table.capacity_rps
+    served = min(rate, table.capacity_rps)
+    state = arrival_state(table, served, arrivals, inputs)
+    return OpenLoop(
+        rate, sustainable, table.ttft_seconds(inputs, state, rng), float(state["itl"][0]), served,
+        served * float(outputs.mean()), float(state["running"][0]), float(state["kv_usage"][0]),
     )  # fmt: skip
 
 

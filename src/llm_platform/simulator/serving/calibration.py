@@ -1,226 +1,137 @@
-"""Published vLLM measurements the replica model is calibrated and checked against (sources cited per point).
+"""Published vLLM measurements the replica model is checked against: predicted vs published, error per metric.
 
-Each GPU's two efficiencies (HBM bandwidth eta, prefill MFU; simulator/replica.py CALIBRATION) come from its
-concurrency-1 point; every other point is a prediction of the physical model. `python -m llm_platform.simulator calibrate`
-prints the table that docs/simulator.md carries; tests/simulator/test_calibration.py asserts it.
+Each GPU's two efficiencies (HBM bandwidth eta, prefill MFU; serving/replica.py CALIBRATION) come from its
+concurrency-1 point; every other point is a prediction of the physical model. The points: closed-loop and burst
+sweeps (serving/calibration_points.py) and held-out H100 runs at fixed request rates
+(serving/calibration_rates.py), solved with the same benchmark shapes `simulator capacity` uses
+(serving/benchmark.py: closed_loop, burst, open_loop). Metrics: TTFT mean and median, TPOT (ITL where a source
+gives only that) and output tok/s; for rate points also whether the run was overloaded (published: requests
+failed; model: the rate is above the replica's saturation rate).
 
-Units: the llmperf A10G run counted tokens with the Llama-2 tokenizer while the server ran Llama-3 (its CSV
-reports 177 output tokens per request for max_tokens 150): the model runs the true Llama-3 lengths
-(550 x 150/177 = 466 prompt tokens, 150 output) and converts ITL and tok/s back to the published units.
+`python -m llm_platform.simulator calibrate` prints the table docs/simulator.md carries between its
+`calibrate:begin`/`calibrate:end` markers (`--write-docs` rewrites it there); tests/simulator/test_calibration.py
+checks the doc against it and that every cell is within TOLERANCE or carries an explanation.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Literal
+import re
+from pathlib import Path
 
-from llm_platform.config.catalog import A10G, A100_40, A100_80, H100, L4, GpuModel
-from llm_platform.config.model_profiles import profile
-from llm_platform.simulator.serving.benchmark import burst, closed_loop
-from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats
+import numpy as np
+
+from llm_platform.simulator.serving.benchmark import burst, closed_loop, open_loop
+from llm_platform.simulator.serving.calibration_points import (
+    METRICS,
+    SWEEP_POINTS,
+    Metric,
+    Point,
+)
+from llm_platform.simulator.serving.calibration_rates import RATE_POINTS
+from llm_platform.simulator.serving.replica import (
+    REQUEST_OVERHEAD_SECONDS,
+    ReplicaModel,
+    ReplicaTable,
+    TokenStats,
+)
 
 TOLERANCE = 0.20
-LLMPERF_A10G = (
-    "ray-project/llmperf@e22c830:benchmarks/results/a10g/vllm-meta-llama_Meta-Llama-3-8B-Instruct.csv"
-)
-LLMPERF_TOKENS = 150 / 177  # Llama-3 tokens per Llama-2 token (the CSV's mean_output_token_length 177)
-L4_SWEEP = "https://ai.wmx.dev/benchmarks (vllm_capacity_points.md L02-L07)"
-A100_BURSTS = "dennislee22/vLLM-benchmarking@b474d1e:README.md (vllm_capacity_points.md A01-A08)"
-A100_SWEEP = "https://johnmusgrave.com/p/vllm-throughput-latency-sweep-on (vllm_capacity_points.md A25)"
-H100_FIT = (
-    "vllm-project/vllm-project.github.io@c3a01c4:_posts/2026-04-22-fp8-kvcache.md L128-129 "
-    "(vllm_capacity_points.md H03)"
-)
-H100_QWEN3 = (
-    "gpustack/gpustack@47277d7:docs/performance-lab/qwen3-8b/h100-latency.md (vllm_capacity_points.md H04)"
-)
-A100_TP2 = "dennislee22/vLLM-benchmarking@b474d1e:README.md L2421-2485 (vllm_capacity_points.md A15-A16)"
-
-Metric = Literal["ttft", "itl", "tok_s"]
-
-
-@dataclass(frozen=True)
-class Point:
-    id: str
-    gpu: GpuModel
-    model: str
-    engine: EngineConfig
-    input_tokens: float  # true tokens of the served model
-    output_tokens: float
-    load: int
-    kind: Literal["concurrency", "burst"]
-    ttft_ms: float | None
-    itl_ms: float | None
-    tok_s: float | None
-    source: str
-    unit_tokens: float = 1.0  # published tokens per true token (llmperf's tokenizer)
-    explained: dict[str, str] = field(default_factory=dict)  # metric -> why it is outside the tolerance
-    tp: int = 1
-
-
-V0_A10G = EngineConfig(chunked_prefill=False)  # vllm-openai:v0.4.3 defaults (V0: no chunked prefill)
-LLMPERF_LAUNCHER = (
-    "llmperf is not a steady closed loop: it launches all C requests at once, submits a new one only when a "
-    "client is free (a prompt popped while none is free is dropped), and stops after 100 prompts "
-    "(ray-project/llmperf@5b82cca:src/llmperf/requests_launcher.py; token_benchmark_ray.py; "
-    "scripts/benchmark.py num_requests=100). Prompts arrive in bunches (TTFT above a steady state) and the "
-    "run ends on a partial wave (tok/s below it)"
-)
-LITTLE = (
-    "the published tok/s is below what the same row's TTFT and ITL give by Little's law "
-    "(C x output / (TTFT + output x ITL)); the model is within 20% of that value (calibration.little_tok_s)"
-)
-HOST_BOUND = (
-    "a 0.5B model's GPU step is ~5 ms: the API server's per-request and per-token host work (HTTP, tokenization, "
-    "streaming 2,300-3,800 tokens/s) dominates TTFT and grows ITL from 5.1 to 7.1 ms while the GPU step grows "
-    "to 5.8 ms; the model carries host work as a constant 10 ms per request (7-8B models are GPU-bound)"
-)
-BURST_TTFT = (
-    "burst TTFT in this sweep is not monotonic in the burst size (488 ms at 10, 195 ms at 20, 2,581 ms at 50) "
-    "with prefix caching on and no warm-up reported; the model gives the FCFS drain of one wave"
-)
-PREFIX_HITS = (
-    "200 x 1,024 prompt tokens drained with a mean TTFT of 3.2 s need >= 32k prefill tokens/s, i.e. > 490 "
-    "TFLOPS for a 7.6B model, above the A100's 312 peak: prompts were partly served from the prefix cache "
-    "(on in that run; A01's 36 ms TTFT for 1,024 tokens needs 430 TFLOPS). Without hits the model spends 18 s "
-    "prefilling the wave"
-)
-TP2_PREFIX = (
-    "1,024 prompt tokens of a 72.7B model in 93 ms need 1.6 PFLOPS, 2.6x the peak of two A100s: the prompt was "
-    "served from the prefix cache (on by default; the sweep's runs reuse prompts, as [5]); the model prefills it"
-)
-TP2_BURST_TTFT = (
-    "ten 1,024-token prompts of a 72.7B model take 10 x 149 TFLOP / 624 TFLOPS peak >= 2.4 s to prefill on two "
-    "A100s with no cache hits; a mean TTFT of 3.8 s is 70 % of peak spread over the wave, which the model's "
-    "FCFS drain gives as its mean only if the prompts were prefilled in sequence, not in shared chunks"
-)
-CHAT_HOST = (
-    "the GPU work of this TTFT is ~20 ms (a 233-token prefill of 8.2B parameters is 3.8 TFLOP, 8 ms at 50 % "
-    "MFU, plus a residual step); the rest is API-server work on the chat endpoint (chat template, "
-    "tokenization, streaming), which this row measures and H25 on /v1/completions (Llama-3.1-8B, H100, C=1, "
-    "TTFT p50 14 ms) does not; the model carries a constant 10 ms per request, so host-bound TTFTs are low"
-)
-TP2_UNKNOWN = (
-    "the run's launch arguments and precision are not published (vllm_capacity_points.md A15): 58 ms per "
-    "token for 145 GB of BF16 weights on two A100s is 1.25 TB/s per GPU, 61 % of the SXM part's 2,039 GB/s "
-    "while the same sweep's TP1 rows reach 84 %; with NVLink all-reduces costing ~1 ms per step "
-    "(serving/physics.py) the gap is not the interconnect. A PCIe A100 without NVLink or a non-default "
-    "setting (eager mode: no CUDA graphs) fits it; the model takes the catalog's p4de part"
-)
-_A10G_ROWS = (  # concurrency, TTFT ms, ITL ms/token, tok/s (published, Llama-2 tokens)
-    (1, 137.29, 30.65, 31.92),
-    (2, 150.65, 32.75, 59.17),
-    (4, 171.40, 33.89, 110.95),
-    (8, 249.27, 36.70, 191.84),
-    (16, 302.75, 42.67, 289.87),
-    (32, 319.68, 50.15, 363.99),
-    (64, 1080.42, 61.73, 301.19),
-)
-_A100_ROWS = (  # burst size, TTFT ms, TPOT ms, output tok/s (A02-A08; A01 is its own prefix-cache hit)
-    (10, 488.52, 13.47, 715.92),
-    (20, 195.24, 14.12, 1387.31),
-    (30, 241.74, 14.93, 1967.90),
-    (50, 2580.51, 18.47, 2356.12),
-    (75, 2598.85, 22.21, 2991.02),
-    (100, 3983.10, 25.26, 3352.15),
-    (200, 3158.70, 40.34, 4442.73),
-)
-_L4_ROWS = (  # concurrency, TTFT p50 ms, ITL p50 ms, output tok/s
-    (1, 27.0, 5.1, 168),
-    (2, 37.8, 5.2, 367),
-    (4, 50.1, 5.3, 698),
-    (8, 60.9, 5.5, 1312),
-    (16, 103.8, 6.0, 2277),
-    (32, 135.3, 7.1, 3773),
+POINTS: tuple[Point, ...] = (*SWEEP_POINTS, *RATE_POINTS)
+SAMPLES = 4000  # TTFT samples per point (fixed prompts: the spread is the queue's)
+BEGIN, END = "<!-- calibrate:begin -->", "<!-- calibrate:end -->"
+COMMAND = "uv run python -m llm_platform.simulator calibrate --write-docs"
+HEADER = (
+    "| point | model | GPU x TP | load | TTFT mean ms published / model | TTFT median ms | TPOT ms | "
+    "output tok/s | overloaded published / model |"
 )
 
 
-def _a10g(c: int, ttft: float, itl: float, tok: float) -> Point:
-    explained = {"ttft": LLMPERF_LAUNCHER, "tok_s": LITTLE}
-    if c == 64:
-        explained = {"ttft": LLMPERF_LAUNCHER, "itl": LLMPERF_LAUNCHER, "tok_s": LLMPERF_LAUNCHER}
-    return Point(
-        f"A10G-llmperf-C{c}", A10G, "meta-llama/Meta-Llama-3-8B-Instruct", V0_A10G, 550 * LLMPERF_TOKENS, 150,
-        c, "concurrency", ttft, itl, tok, LLMPERF_A10G, LLMPERF_TOKENS, explained,
-    )  # fmt: skip
+def _table(point: Point) -> ReplicaTable:
+    model = ReplicaModel(point.profile, point.gpu, point.tp, engine=point.engine)
+    return model.table(TokenStats.fixed(point.input_tokens, point.output_tokens))
 
 
-def _a100(n: int, ttft: float, itl: float, tok: float) -> Point:
-    engine = EngineConfig(gpu_memory_utilization=0.5, max_model_len=16384)
-    return Point(
-        f"A100-80GB-burst{n}", A100_80, "Qwen/Qwen2-7B-Instruct", engine, 1024, 1024, n, "burst",
-        ttft, itl, tok, A100_BURSTS, explained={"ttft": BURST_TTFT, "tok_s": PREFIX_HITS},
-    )  # fmt: skip
+def _closed_loop_ttft_median(table: ReplicaTable, point: Point, lam: float, wait: float) -> float:
+    """Median TTFT of a closed loop: the table's sampled TTFT with what C - 1 other users put ahead, plus the
+    queue wait past saturation (the same terms as ReplicaTable.mean_ttft_seconds, sampled)."""
+    others = (point.load - 1) / point.load
+    state = table.at(lam)
+    seen = {**state, "rho_prefill": state["rho_prefill"] * others, "running": state["running"] * others}
+    prompts = np.full(SAMPLES, point.input_tokens)
+    return float(np.median(table.ttft_seconds(prompts, seen, np.random.default_rng(0)))) + wait
 
 
-def _l4(c: int, ttft: float, itl: float, tok: float) -> Point:
-    engine = EngineConfig(gpu_memory_utilization=0.6, max_model_len=8192)
-    return Point(
-        f"L4-qwen0.5b-C{c}", L4, "Qwen/Qwen2.5-0.5B-Instruct", engine, 256, 128, c, "concurrency",
-        ttft, itl, tok, L4_SWEEP, explained={"ttft": HOST_BOUND, "itl": HOST_BOUND, "tok_s": HOST_BOUND},
-    )  # fmt: skip
-
-
-def _h100_fit(context: int) -> Point:
-    """A point on vLLM's published batch-1 ITL-vs-context line (6.44 ms + 4.37e-5 ms x context tokens)."""
-    return Point(
-        f"H100-llama8b-C1-ctx{context // 1000}k", H100, "meta-llama/Llama-3.1-8B-Instruct", EngineConfig(
-            max_model_len=131072), context, 128, 1, "concurrency", None, 6.44 + 4.37e-5 * (context + 64), None,
-        H100_FIT,
-    )  # fmt: skip
-
-
-POINTS: tuple[Point, ...] = (
-    *(_a10g(*row) for row in _A10G_ROWS),
-    *(_l4(*row) for row in _L4_ROWS),
-    Point(
-        "A100-40GB-llama8b-C1",
-        A100_40,
-        "meta-llama/Llama-3.1-8B-Instruct",
-        EngineConfig(),
-        1024,
-        128,
-        1,
-        "concurrency",
-        None,
-        1000 / 75,
-        75,
-        A100_SWEEP,
-    ),
-    *(_a100(*row) for row in _A100_ROWS),
-    *(_h100_fit(c) for c in (1000, 16000, 64000, 120000)),
-    Point(
-        "H100-qwen3-8b-C4", H100, "Qwen/Qwen3-8B", EngineConfig(), 232.6, 220.6, 4, "concurrency", 64.00, 7.38,
-        496.88, H100_QWEN3, explained={"ttft": CHAT_HOST, "tok_s": CHAT_HOST},
-    ),
-    *(
-        Point(
-            f"A100-80GB-tp2-qwen72b-burst{n}", A100_80, "Qwen/Qwen2-72B", EngineConfig(
-                gpu_memory_utilization=0.95, max_model_len=16384), 1024, 1024, n, "burst", ttft, itl, tok,
-            A100_TP2, explained={"ttft": TP2_PREFIX if n == 1 else TP2_BURST_TTFT, "itl": TP2_UNKNOWN,
-                                 "tok_s": TP2_UNKNOWN}, tp=2,
-        )
-        for n, ttft, itl, tok in ((1, 93.18, 58.00, 17.23), (10, 3842.51, 73.04, 130.06))
-    ),
-)  # fmt: skip
-
-
-def predict(point: Point) -> dict[str, float]:
-    """The model's TTFT (ms), ITL (ms/token) and output tok/s for a point, in the point's published units."""
-    model = ReplicaModel(profile(point.model), point.gpu, point.tp, engine=point.engine)
-    table = model.table(TokenStats.fixed(point.input_tokens, point.output_tokens))
-    r = burst(table, point.load) if point.kind == "burst" else closed_loop(table, point.load)
+def predict(point: Point) -> dict[str, float | bool | None]:
+    """The model's figures for a point in its published units (ms, ms/token, tok/s) and `sustainable`
+    (rate points: the offered rate is at or below the replica's saturation rate; None for other shapes)."""
+    table = _table(point)
     u = point.unit_tokens
-    return {"ttft": r.ttft_s * 1000, "itl": r.itl_s * 1000 * u, "tok_s": r.output_tokens_per_s / u}
+    if point.kind == "rate":
+        prompts = np.full(SAMPLES, point.input_tokens)
+        outputs = np.full(SAMPLES, point.output_tokens)
+        r = open_loop(table, point.load, "constant", prompts, outputs, np.random.default_rng(0))
+        return {
+            "ttft": float(r.ttft_s.mean()) * 1000,
+            "ttft_median": float(np.median(r.ttft_s)) * 1000,
+            "tpot": r.itl_s * 1000,
+            "tok_s": r.output_tokens_per_s,
+            "sustainable": r.sustainable,
+        }
+    if point.kind == "burst":
+        b = burst(table, int(point.load))
+        assert b.ttft_median_s is not None
+        ttft, median, itl, tok = b.ttft_s, b.ttft_median_s, b.itl_s, b.output_tokens_per_s
+    else:
+        c = closed_loop(table, int(point.load))
+        wait = c.waiting / c.requests_per_s if c.requests_per_s > 0 else math.inf
+        median = _closed_loop_ttft_median(table, point, c.requests_per_s, wait)
+        ttft, itl, tok = c.ttft_s, c.itl_s, c.output_tokens_per_s
+    return {
+        "ttft": ttft * 1000,
+        "ttft_median": median * 1000,
+        "tpot": itl * 1000 * u,
+        "tok_s": tok / u,
+        "sustainable": None,
+    }
 
 
 def little_tok_s(point: Point) -> float | None:
     """Output tok/s that a closed-loop row's own TTFT and ITL imply by Little's law (published units)."""
-    if point.kind != "concurrency" or point.ttft_ms is None or point.itl_ms is None:
+    ttft = point.ttft_ms if point.ttft_ms is not None else point.ttft_median_ms
+    if point.kind != "concurrency" or ttft is None or point.tpot_ms is None:
         return None
     out = point.output_tokens / point.unit_tokens
-    return point.load * out / (point.ttft_ms / 1000 + out * point.itl_ms / 1000)
+    return point.load * out / (ttft / 1000 + out * point.tpot_ms / 1000)
+
+
+def bandwidth_floor_ms(point: Point) -> float:
+    """The least time an engine step of a rate point can take at 100 % of the GPUs' peak HBM bandwidth: the
+    weights once plus the KV cache of the running set (Little's law on the published latency), no overhead."""
+    p = point.profile
+    running = (
+        point.load * (point.ttft_ms or 0.0) / 1000
+        + point.load * (point.output_tokens - 1) * (point.tpot_ms or 0.0) / 1000
+    )
+    context = point.input_tokens + point.output_tokens / 2
+    peak = point.tp * point.gpu.hbm_bandwidth_gbps * 1e9
+    return (p.weight_bytes + running * context * p.kv_bytes_per_token) / peak * 1000
+
+
+def host_ttft_ms(row: dict[str, object]) -> float:
+    """Per-request host time a row's published TTFT implies: published minus the model's step terms."""
+    published, model = row["ttft_published"], row["ttft_model"]
+    assert isinstance(published, float) and isinstance(model, float)
+    return published - (model - REQUEST_OVERHEAD_SECONDS * 1000)
+
+
+def _published(point: Point, metric: Metric) -> float | None:
+    return {
+        "ttft": point.ttft_ms,
+        "ttft_median": point.ttft_median_ms,
+        "tpot": point.tpot_ms,
+        "tok_s": point.tok_s,
+    }[metric]
 
 
 def rows() -> list[dict[str, object]]:
@@ -228,20 +139,30 @@ def rows() -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for p in POINTS:
         got = predict(p)
+        load = f"rate {p.load:g} req/s" if p.kind == "rate" else f"{p.kind} {p.load:g}"
         row: dict[str, object] = {
             "id": p.id,
             "model": p.model,
+            "gpu": p.gpu.name,
+            "tp": p.tp,
             "source": p.source,
-            "load": f"{p.kind} {p.load}",
+            "load": load,
         }
         explained: dict[str, str] = {}
-        for metric, published in (("ttft", p.ttft_ms), ("itl", p.itl_ms), ("tok_s", p.tok_s)):
-            err = None if published is None else round(got[metric] / published - 1, 3)
+        for metric in METRICS:
+            published, model = _published(p, metric), got[metric]
+            assert isinstance(model, float)
+            err = None if published is None else round(model / published - 1, 3)
             row[f"{metric}_published"] = published
-            row[f"{metric}_model"] = round(got[metric], 1)
+            row[f"{metric}_model"] = round(model, 1)
             row[f"{metric}_error"] = err
-            if err is not None and abs(err) > TOLERANCE and metric in p.explained:
-                explained[metric] = p.explained[metric]
+            why = p.explanation(metric)
+            if err is not None and abs(err) > TOLERANCE and why is not None:
+                explained[metric] = why
+        row["overloaded_published"] = None if p.failed is None else p.failed > 0
+        row["failed_published"] = p.failed
+        sustainable = got["sustainable"]
+        row["overloaded_model"] = None if sustainable is None else not sustainable
         little = little_tok_s(p)
         row["tok_s_little"] = None if little is None else round(little, 1)
         row["explained"] = explained
@@ -252,6 +173,12 @@ def rows() -> list[dict[str, object]]:
 def within_tolerance(row: dict[str, object], metric: Metric) -> bool:
     err = row[f"{metric}_error"]
     return err is None or (isinstance(err, float) and math.isfinite(err) and abs(err) <= TOLERANCE)
+
+
+def overload_agrees(row: dict[str, object]) -> bool:
+    """Published and model agree on overload (true where the source does not say)."""
+    published, model = row["overloaded_published"], row["overloaded_model"]
+    return published is None or model is None or published == model
 
 
 def markdown_table(table_rows: list[dict[str, object]]) -> str:
@@ -271,16 +198,44 @@ def markdown_table(table_rows: list[dict[str, object]]) -> str:
             return f"{text} [{n}]"
         return text if within_tolerance(row, metric) else f"{text} **off**"
 
-    lines = [
-        "| point | model | load | TTFT ms published / model | ITL ms | output tok/s |",
-        "|---|---|---|---|---|---|",
-    ]
+    def overload(row: dict[str, object]) -> str:
+        published, model, failed = (
+            row["overloaded_published"],
+            row["overloaded_model"],
+            row["failed_published"],
+        )
+        if published is None or model is None:
+            return "n/a"
+        assert isinstance(failed, float)
+        text = f"{'yes' if published else 'no'} ({failed:.0%} failed) / {'yes' if model else 'no'}"
+        return text if overload_agrees(row) else f"{text} **off**"
+
+    lines = [HEADER, "|---|---|---|---|---|---|---|---|---|"]
     for r in table_rows:
-        cells = " | ".join(cell(r, m) for m in ("ttft", "itl", "tok_s"))
-        lines.append(f"| {r['id']} | {r['model']} | {r['load']} | {cells} |")
+        cells = " | ".join(cell(r, m) for m in METRICS)
+        lines.append(
+            f"| {r['id']} | {r['model']} | {r['gpu']} x {r['tp']} | {r['load']} | {cells} | {overload(r)} |"
+        )
     lines.append("")
     lines += [f"[{n}] {text}." for text, n in notes.items()]
     sources = sorted({str(r["source"]) for r in table_rows})
     lines.append("")
     lines += [f"- Source: {src}" for src in sources]
     return "\n".join(lines)
+
+
+def with_table(doc: str, table: str) -> str:
+    """`doc` with the text between its calibrate markers replaced by `table`."""
+    pattern = re.compile(re.escape(BEGIN) + r"\n.*?\n" + re.escape(END), re.S)
+    if len(pattern.findall(doc)) != 1:
+        raise ValueError(f"the doc needs exactly one {BEGIN} ... {END} block")
+    return pattern.sub(lambda _: f"{BEGIN}\n{table}\n{END}", doc)
+
+
+def write_docs(path: Path, table: str) -> bool:
+    """Rewrite the doc's calibration block; True if it changed."""
+    doc = path.read_text()
+    new = with_table(doc, table)
+    if new != doc:
+        path.write_text(new)
+    return new != doc

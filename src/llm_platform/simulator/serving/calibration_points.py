@@ -1,0 +1,235 @@
+"""The published vLLM measurements of the calibration table (simulator/serving/calibration.py), cited per point.
+
+Units: the llmperf A10G run counted tokens with the Llama-2 tokenizer while the server ran Llama-3 (its CSV
+reports 177 output tokens per request for max_tokens 150): the model runs the true Llama-3 lengths
+(550 x 150/177 = 466 prompt tokens, 150 output) and converts ITL and tok/s back to the published units.
+The H100 request-rate points are in serving/calibration_rates.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from llm_platform.config.catalog import A10G, A100_40, A100_80, H100, L4, GpuModel
+from llm_platform.config.model_profiles import ModelProfile, profile
+from llm_platform.simulator.serving.replica import EngineConfig
+
+TOLERANCE = 0.20
+LLMPERF_A10G = (
+    "ray-project/llmperf@e22c830:benchmarks/results/a10g/vllm-meta-llama_Meta-Llama-3-8B-Instruct.csv"
+)
+LLMPERF_TOKENS = 150 / 177  # Llama-3 tokens per Llama-2 token (the CSV's mean_output_token_length 177)
+L4_SWEEP = "https://ai.wmx.dev/benchmarks (vllm_capacity_points.md L02-L07)"
+A100_BURSTS = "dennislee22/vLLM-benchmarking@b474d1e:README.md (vllm_capacity_points.md A01-A08)"
+A100_SWEEP = "https://johnmusgrave.com/p/vllm-throughput-latency-sweep-on (vllm_capacity_points.md A25)"
+H100_FIT = (
+    "vllm-project/vllm-project.github.io@c3a01c4:_posts/2026-04-22-fp8-kvcache.md L128-129 "
+    "(vllm_capacity_points.md H03)"
+)
+H100_LONG = (
+    "vllm-project/vllm-project.github.io@c3a01c4:_posts/2026-04-22-fp8-kvcache.md L136, L140-143 "
+    "(vllm_capacity_points.md H01-H02)"
+)
+H100_QWEN3 = (
+    "gpustack/gpustack@47277d7:docs/performance-lab/qwen3-8b/h100-latency.md (vllm_capacity_points.md H04)"
+)
+A100_TP2 = "dennislee22/vLLM-benchmarking@b474d1e:README.md L2421-2485 (vllm_capacity_points.md A15-A16)"
+
+Metric = Literal["ttft", "ttft_median", "tpot", "tok_s"]
+METRICS: tuple[Metric, ...] = ("ttft", "ttft_median", "tpot", "tok_s")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One published measurement. `load` is the concurrency (closed loop), the burst size, or the request rate.
+
+    `tpot_ms` is the per-token decode time the source gives (TPOT, or mean ITL where that is all it gives);
+    `failed` the fraction of requests that failed (rate points: inference-perf counts them), None if unknown.
+    `explained` maps a metric to why it is outside the tolerance; "ttft" also covers "ttft_median".
+    """
+
+    id: str
+    gpu: GpuModel
+    model: str
+    engine: EngineConfig
+    input_tokens: float  # true tokens of the served model
+    output_tokens: float
+    load: float
+    kind: Literal["concurrency", "burst", "rate"]
+    ttft_ms: float | None
+    tpot_ms: float | None
+    tok_s: float | None
+    source: str
+    unit_tokens: float = 1.0  # published tokens per true token (llmperf's tokenizer)
+    explained: dict[str, str] = field(default_factory=dict)
+    tp: int = 1
+    ttft_median_ms: float | None = None
+    failed: float | None = None
+    geometry: ModelProfile | None = None  # a model given by its config.json fields (not in model_profiles.py)
+
+    @property
+    def profile(self) -> ModelProfile:
+        return self.geometry or profile(self.model)
+
+    def explanation(self, metric: Metric) -> str | None:
+        if metric == "ttft_median" and metric not in self.explained:
+            return self.explained.get("ttft")
+        return self.explained.get(metric)
+
+
+V0_A10G = EngineConfig(chunked_prefill=False)  # vllm-openai:v0.4.3 defaults (V0: no chunked prefill)
+LLMPERF_LAUNCHER = (
+    "llmperf is not a steady closed loop: it launches all C requests at once, submits a new one only when a "
+    "client is free (a prompt popped while none is free is dropped), and stops after 100 prompts "
+    "(ray-project/llmperf@5b82cca:src/llmperf/requests_launcher.py; token_benchmark_ray.py; "
+    "scripts/benchmark.py num_requests=100). Prompts arrive in bunches (TTFT above a steady state) and the "
+    "run ends on a partial wave (tok/s below it)"
+)
+LITTLE = (
+    "the published tok/s is below what the same row's TTFT and ITL give by Little's law "
+    "(C x output / (TTFT + output x ITL)); the model is within 20% of that value (calibration.little_tok_s)"
+)
+HOST_BOUND = (
+    "a 0.5B model's GPU step is ~5 ms: the API server's per-request and per-token host work (HTTP, tokenization, "
+    "streaming 2,300-3,800 tokens/s) dominates TTFT and grows ITL from 5.1 to 7.1 ms while the GPU step grows "
+    "to 5.8 ms; the model carries host work as a constant 10 ms per request (7-8B models are GPU-bound)"
+)
+BURST_TTFT = (
+    "burst TTFT in this sweep is not monotonic in the burst size (488 ms at 10, 195 ms at 20, 2,581 ms at 50) "
+    "with prefix caching on and no warm-up reported; the model gives the FCFS drain of one wave"
+)
+PREFIX_HITS = (
+    "200 x 1,024 prompt tokens drained with a mean TTFT of 3.2 s need >= 32k prefill tokens/s, i.e. > 490 "
+    "TFLOPS for a 7.6B model, above the A100's 312 peak: prompts were partly served from the prefix cache "
+    "(on in that run; A01's 36 ms TTFT for 1,024 tokens needs 430 TFLOPS). Without hits the model spends 18 s "
+    "prefilling the wave"
+)
+TP2_PREFIX = (
+    "1,024 prompt tokens of a 72.7B model in 93 ms need 1.6 PFLOPS, 2.6x the peak of two A100s: the prompt was "
+    "served from the prefix cache (on by default; the sweep's runs reuse prompts, as [5]); the model prefills it"
+)
+TP2_BURST_TTFT = (
+    "ten 1,024-token prompts of a 72.7B model take 10 x 149 TFLOP / 624 TFLOPS peak >= 2.4 s to prefill on two "
+    "A100s with no cache hits; a mean TTFT of 3.8 s is 70 % of peak spread over the wave, which the model's "
+    "FCFS drain gives as its mean only if the prompts were prefilled in sequence, not in shared chunks"
+)
+CHAT_HOST = (
+    "the GPU work of this TTFT is ~20 ms (a 233-token prefill of 8.2B parameters is 3.8 TFLOP, 8 ms at 50 % "
+    "MFU, plus a residual step); the rest is API-server work on the chat endpoint (chat template, "
+    "tokenization, streaming), which this row measures and H25 on /v1/completions (Llama-3.1-8B, H100, C=1, "
+    "TTFT p50 14 ms) does not; the model carries a constant 10 ms per request, so host-bound TTFTs are low"
+)
+TP2_UNKNOWN = (
+    "the run's launch arguments and precision are not published (vllm_capacity_points.md A15): 58 ms per "
+    "token for 145 GB of BF16 weights on two A100s is 1.25 TB/s per GPU, 61 % of the SXM part's 2,039 GB/s "
+    "while the same sweep's TP1 rows reach 84 %; with NVLink all-reduces costing ~1 ms per step "
+    "(serving/physics.py) the gap is not the interconnect. A PCIe A100 without NVLink or a non-default "
+    "setting (eager mode: no CUDA graphs) fits it; the model takes the catalog's p4de part"
+)
+_A10G_ROWS = (  # concurrency, TTFT ms, ITL ms/token, tok/s (published, Llama-2 tokens)
+    (1, 137.29, 30.65, 31.92),
+    (2, 150.65, 32.75, 59.17),
+    (4, 171.40, 33.89, 110.95),
+    (8, 249.27, 36.70, 191.84),
+    (16, 302.75, 42.67, 289.87),
+    (32, 319.68, 50.15, 363.99),
+    (64, 1080.42, 61.73, 301.19),
+)
+_A100_ROWS = (  # burst size, TTFT mean and median ms, TPOT ms, output tok/s (A02-A08; A01: a prefix-cache hit)
+    (10, 488.52, 511.95, 13.47, 715.92),
+    (20, 195.24, 199.99, 14.12, 1387.31),
+    (30, 241.74, 240.32, 14.93, 1967.90),
+    (50, 2580.51, 2490.45, 18.47, 2356.12),
+    (75, 2598.85, 2543.58, 22.21, 2991.02),
+    (100, 3983.10, 3896.62, 25.26, 3352.15),
+    (200, 3158.70, 1179.16, 40.34, 4442.73),
+)
+_L4_ROWS = (  # concurrency, TTFT p50 ms, ITL p50 ms, output tok/s (the sweep gives medians, no means)
+    (1, 27.0, 5.1, 168),
+    (2, 37.8, 5.2, 367),
+    (4, 50.1, 5.3, 698),
+    (8, 60.9, 5.5, 1312),
+    (16, 103.8, 6.0, 2277),
+    (32, 135.3, 7.1, 3773),
+)
+
+
+def _a10g(c: int, ttft: float, itl: float, tok: float) -> Point:
+    explained = {"ttft": LLMPERF_LAUNCHER, "tok_s": LITTLE}
+    if c == 64:
+        explained = {"ttft": LLMPERF_LAUNCHER, "tpot": LLMPERF_LAUNCHER, "tok_s": LLMPERF_LAUNCHER}
+    return Point(
+        f"A10G-llmperf-C{c}", A10G, "meta-llama/Meta-Llama-3-8B-Instruct", V0_A10G, 550 * LLMPERF_TOKENS, 150,
+        c, "concurrency", ttft, itl, tok, LLMPERF_A10G, LLMPERF_TOKENS, explained,
+    )  # fmt: skip
+
+
+def _a100(n: int, ttft: float, median: float, itl: float, tok: float) -> Point:
+    engine = EngineConfig(gpu_memory_utilization=0.5, max_model_len=16384)
+    return Point(
+        f"A100-80GB-burst{n}", A100_80, "Qwen/Qwen2-7B-Instruct", engine, 1024, 1024, n, "burst",
+        ttft, itl, tok, A100_BURSTS, explained={"ttft": BURST_TTFT, "tok_s": PREFIX_HITS}, ttft_median_ms=median,
+    )  # fmt: skip
+
+
+def _l4(c: int, ttft: float, itl: float, tok: float) -> Point:
+    engine = EngineConfig(gpu_memory_utilization=0.6, max_model_len=8192)
+    return Point(
+        f"L4-qwen0.5b-C{c}", L4, "Qwen/Qwen2.5-0.5B-Instruct", engine, 256, 128, c, "concurrency",
+        None, itl, tok, L4_SWEEP, explained={"ttft": HOST_BOUND, "tpot": HOST_BOUND, "tok_s": HOST_BOUND},
+        ttft_median_ms=ttft,
+    )  # fmt: skip
+
+
+def _h100_fit(context: int) -> Point:
+    """A point on vLLM's published batch-1 ITL-vs-context line (6.44 ms + 4.37e-5 ms x context tokens)."""
+    return Point(
+        f"H100-llama8b-C1-ctx{context // 1000}k", H100, "meta-llama/Llama-3.1-8B-Instruct", EngineConfig(
+            max_model_len=131072), context, 128, 1, "concurrency", None, 6.44 + 4.37e-5 * (context + 64), None,
+        H100_FIT,
+    )  # fmt: skip
+
+
+SWEEP_POINTS: tuple[Point, ...] = (  # concurrency and burst sweeps; the rate points: calibration_rates.py
+    *(_a10g(*row) for row in _A10G_ROWS),
+    *(_l4(*row) for row in _L4_ROWS),
+    Point(
+        "A100-40GB-llama8b-C1",
+        A100_40,
+        "meta-llama/Llama-3.1-8B-Instruct",
+        EngineConfig(),
+        1024,
+        128,
+        1,
+        "concurrency",
+        None,
+        1000 / 75,
+        75,
+        A100_SWEEP,
+    ),
+    *(_a100(*row) for row in _A100_ROWS),
+    *(_h100_fit(c) for c in (1000, 16000, 64000, 120000)),
+    *(  # C = 8, ~20k prompt / ~2k output tokens (+-15 %), TTFT and ITL medians; BF16 then FP8 KV cache
+        Point(
+            f"H100-llama8b-C8-20k-{kv}kv", H100, "meta-llama/Llama-3.1-8B-Instruct",
+            EngineConfig(max_model_len=131072), 20000, 2000, 8, "concurrency", None, itl, tok, H100_LONG,
+            ttft_median_ms=median, geometry=replace(profile("meta-llama/Llama-3.1-8B-Instruct"), kv_cache_bytes=b),
+            explained={"tok_s": LITTLE},
+        )
+        for kv, b, median, itl, tok in (("bf16", 2, 763.6, 15.18, 450.3), ("fp8", 1, 742.8, 12.93, 517.5))
+    ),
+    Point(
+        "H100-qwen3-8b-C4", H100, "Qwen/Qwen3-8B", EngineConfig(), 232.6, 220.6, 4, "concurrency", 64.00, 7.38,
+        496.88, H100_QWEN3, explained={"ttft": CHAT_HOST, "tok_s": CHAT_HOST}, ttft_median_ms=60.26,
+    ),
+    *(
+        Point(
+            f"A100-80GB-tp2-qwen72b-burst{n}", A100_80, "Qwen/Qwen2-72B", EngineConfig(
+                gpu_memory_utilization=0.95, max_model_len=16384), 1024, 1024, n, "burst", ttft, itl, tok,
+            A100_TP2, explained={"ttft": TP2_PREFIX if n == 1 else TP2_BURST_TTFT, "tpot": TP2_UNKNOWN,
+                                 "tok_s": TP2_UNKNOWN}, tp=2, ttft_median_ms=median,
+        )
+        for n, ttft, median, itl, tok in ((1, 93.18, 93.18, 58.00, 17.23), (10, 3842.51, 3959.71, 73.04, 130.06))
+    ),
+)  # fmt: skip

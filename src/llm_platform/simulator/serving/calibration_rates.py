@@ -1,0 +1,130 @@
+"""Held-out H100 SXM points at fixed request rates (calibration table, simulator/serving/calibration.py).
+
+Source: inference-sim/training@ed5c1d2 `default_args/<run>/` (DESIGN.md "Dataset": inference-perf against vLLM
+on H100 SXM; Llama-2-7b at TP1, Llama-2-70b at TP4). Read in each run's directory:
+- `exp-config.yaml`: max_model_len 4096, max_num_batched_tokens 2048, max_num_seqs 128, TP 1 or 4; the rest
+  vLLM's defaults (prefix caching on, chunked prefill).
+- `results/config.yaml` (the load generator's expanded config): constant arrivals in stages (rate, duration),
+  streaming /v1/completions, `ignore_eos` (every request generates `output_len` tokens), `shared_prefix` data
+  with num_groups 10 x num_prompts_per_group 10 = 100 distinct prompts of system_prompt_len + question_len
+  tokens, reused for the whole run; `request_timeout: null`.
+- `results/stage_<n>_lifecycle_metrics.json`: per stage, the successes' TTFT mean and median, request latency,
+  prompt_len and requests/s, and the failures (the reasoning runs' failures all end at 300.0-301.0 s: the
+  client's timeout).
+
+Derived (each formula is in the code below):
+- Prefix-cache hits: the 100 prompts are cached after their first use (100 x ~600 tokens fit beside the
+  running set in the KV cache), and vLLM serves a hit in whole 16-token blocks up to prompt - 1 tokens
+  (vllm/v1/core/kv_cache_manager.py `get_computed_blocks`: max_cache_hit_length = request.num_tokens - 1):
+  hit = (1 - cold / requests) x floor((p - 1) / 16) x 16 / p, cold = 100 in a run's first stage, 0 after.
+- TPOT = (mean request latency - mean TTFT) / (output_len - 1), the per-token decode time. inference-perf's own
+  `time_per_output_token` is about half of it on every point (PUBLISHED_TPOT) and below what an H100 can do
+  (calibration.bandwidth_floor_ms): half its inter-token gaps are microseconds (7B at 8 req/s: ITL p25 6 us,
+  median 31 us, p75 8.17 ms), i.e. two stream events per generated token, and it divides by both.
+- Output tok/s = requests/s x output_len: the load generator counts output by re-tokenizing the streamed text
+  (`output_len` mean 210 for 248 generated at 7B: under ignore_eos the base model emits EOS tokens, which
+  detokenize to nothing), so its `output_tokens_per_sec` undercounts.
+"""
+
+from __future__ import annotations
+
+import math
+
+from llm_platform.config import geometry
+from llm_platform.config.catalog import H100
+from llm_platform.simulator.serving.calibration_points import Point
+from llm_platform.simulator.serving.replica import KV_BLOCK_TOKENS, EngineConfig
+
+SOURCE = "inference-sim/training@ed5c1d2:default_args/*/results (inference-perf, vLLM, H100 SXM)"
+DISTINCT_PROMPTS = 100  # num_groups x num_prompts_per_group (results/config.yaml)
+_LLAMA2 = {"vocab_size": 32000, "tie_word_embeddings": False, "torch_dtype": "float16"}
+# model_configs/Llama-2-{7b,70b}-hf/config.json in the same repository (meta-llama/Llama-2-*-hf)
+LLAMA2_7B = geometry.from_config(
+    {**_LLAMA2, "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+     "num_key_value_heads": 32, "intermediate_size": 11008},
+    "meta-llama/Llama-2-7b-hf", source="inference-sim/training model_configs/Llama-2-7b-hf/config.json",
+)  # fmt: skip
+LLAMA2_70B = geometry.from_config(
+    {**_LLAMA2, "hidden_size": 8192, "num_hidden_layers": 80, "num_attention_heads": 64,
+     "num_key_value_heads": 8, "intermediate_size": 28672},
+    "meta-llama/Llama-2-70b-hf", source="inference-sim/training model_configs/Llama-2-70b-hf/config.json",
+)  # fmt: skip
+# profile: (system_prompt_len + question_len, output_len, stage duration s) from results/config.yaml
+PROFILES = {
+    "general": (100 + 447, 248, 600),
+    "codegen": (100 + 466, 247, 600),
+    "roleplay": (150 + 600, 251, 1200),
+    "reasoning": (100 + 934, 1448, 1200),
+}
+# (TP, profile, stage, rate, prompt_len mean, TTFT mean ms, TTFT median ms, request latency mean ms,
+#  requests/s, successes, failures, inference-perf time_per_output_token mean ms)
+_RUNS = (
+    (1, "general", 0, 8, 575.5, 27.1, 26.8, 2058, 7.978, 4800, 0, 4.08),
+    (1, "general", 1, 20, 575.5, 51.9, 51.1, 4158, 19.919, 12000, 0, 8.26),
+    (1, "codegen", 0, 5, 591.6, 25.0, 24.3, 1810, 4.987, 3000, 0, 3.60),
+    (1, "codegen", 1, 10, 591.6, 29.5, 28.9, 2216, 9.974, 6000, 0, 4.41),
+    (1, "roleplay", 0, 6, 785.8, 27.1, 26.8, 2071, 5.992, 7200, 0, 4.06),
+    (1, "reasoning", 0, 4, 1082.2, 106644.7, 91288.5, 160063, 0.488, 732, 4068, 18.44),
+    (4, "general", 0, 8, 574.9, 57.4, 55.2, 4678, 7.945, 4800, 0, 9.29),
+    (4, "general", 1, 20, 574.9, 121.3, 68.3, 5577, 19.843, 12000, 0, 10.97),
+    (4, "codegen", 0, 5, 593.5, 53.4, 51.2, 4333, 4.972, 3000, 0, 8.64),
+    (4, "codegen", 1, 10, 593.5, 56.7, 56.6, 4742, 9.927, 6000, 0, 9.46),
+    (4, "roleplay", 0, 6, 787.4, 54.8, 53.5, 4562, 5.979, 7200, 0, 8.96),
+    (4, "reasoning", 0, 4, 1082.9, 118995.8, 109885.9, 161730, 2.133, 3200, 1600, 14.76),
+)
+OVERLOADED = (
+    "the published run is overloaded: requests failed at the client's 300 s timeout, and its TTFT, TPOT and "
+    "tok/s are those of the requests that succeeded; the model's are the saturated replica's (its saturation "
+    "rate is below the offered rate, `sustainable: false`), so they are not compared"
+)
+HOST_TP1_MS, HOST_TP4_MS = (15.0, 18.0), (30.0, 33.0)  # checked: tests/simulator/test_calibration.py
+HOST_TTFT = (
+    "every prompt is a prefix-cache hit but its last block (serving/calibration_rates.py), so the GPU part of "
+    "this TTFT is about one step; the rest is per-request host and scheduling time, which the published TTFTs "
+    f"put at {HOST_TP1_MS[0]:.0f}-{HOST_TP1_MS[1]:.0f} ms at TP1 and {HOST_TP4_MS[0]:.0f}-{HOST_TP4_MS[1]:.0f} "
+    "ms at TP4 up to 10 req/s (published TTFT less the model's step terms, calibration.host_ttft_ms), more at "
+    "20 req/s, while the model carries a constant 10 ms (serving/replica.py REQUEST_OVERHEAD_SECONDS, "
+    "Unverified) with no TP term. Unverified: about one step of it (7-8 ms at TP1, 15-16 ms at TP4) would be "
+    "vLLM's async scheduling (the scheduler runs one step ahead of the GPU, vllm-project/vllm#19970; on by "
+    "default in recent releases), under which a request that arrives while step N runs first computes in "
+    "step N+2"
+)
+
+
+def hit_rate(prompt: float, stage: int, requests: float) -> float:
+    """Prefix-cache hit fraction of a stage's prompt tokens (module doc)."""
+    cold = DISTINCT_PROMPTS if stage == 0 else 0
+    cached = math.floor((prompt - 1) / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
+    return (1 - cold / requests) * cached / prompt
+
+
+def tpot_ms(latency_ms: float, ttft_ms: float, output: float) -> float:
+    """Per-token decode time from the request latency (module doc)."""
+    return (latency_ms - ttft_ms) / (output - 1)
+
+
+def _point(run: tuple[int, str, int, int, float, float, float, float, float, int, int, float]) -> Point:
+    tp, name, stage, rate, prompt, ttft, median, latency, rps, ok, failed, _ = run
+    _, output, duration = PROFILES[name]
+    engine = EngineConfig(
+        max_num_seqs=128,
+        max_num_batched_tokens=2048,
+        max_model_len=4096,
+        prefix_hit_rate=hit_rate(prompt, stage, rate * duration),
+    )
+    overloaded = failed > 0
+    explained: dict[str, str] = {"ttft": HOST_TTFT}
+    if overloaded:
+        explained = {metric: OVERLOADED for metric in ("ttft", "tpot", "tok_s")}
+    size = "7b" if tp == 1 else "70b"
+    return Point(
+        f"H100-llama2-{size}-tp{tp}-{name}-R{rate}", H100, f"meta-llama/Llama-2-{size}-hf", engine, prompt,
+        output, rate, "rate", ttft, tpot_ms(latency, ttft, output), rps * output, SOURCE, explained=explained,
+        tp=tp, ttft_median_ms=median, failed=failed / (ok + failed),
+        geometry=LLAMA2_7B if tp == 1 else LLAMA2_70B,
+    )  # fmt: skip
+
+
+RATE_POINTS: tuple[Point, ...] = tuple(_point(run) for run in _RUNS)
+# inference-perf's time_per_output_token per rate point (module doc: not the decode time)
+PUBLISHED_TPOT: dict[str, float] = {p.id: run[-1] for p, run in zip(RATE_POINTS, _RUNS, strict=True)}
