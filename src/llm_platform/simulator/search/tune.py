@@ -158,10 +158,11 @@ class Tuner(Candidates):
         r = simulate(s.traffic, s.table, strategy, replace(s.config, capacity=capacity))
         return r.gpu_cost_usd_per_day, r.slo_violation_pct, witness_of(r), r.flaps
 
-    def accepted(self, knobs: dict[str, object]) -> bool:
+    def accepted(self, knobs: dict[str, object], autoscaling: Autoscaling | None = None) -> bool:
+        """The stack file accepts the knobs' config (or `autoscaling` in its place, e.g. at minReplicas 0)."""
         if self.accepts is None:
             return True
-        cfg = self.config(knobs, None)
+        cfg = self.config(knobs, None) if autoscaling is None else autoscaling
         limit = pool_gpu_limit(self.runs[0], cfg.max_replicas)
         return self.accepts(cfg, limit, self.headroom(knobs), self.pool_consolidate_after(knobs)) is None
 
