@@ -19,6 +19,7 @@ from llm_platform.config.schema import Autoscaling, Environment, StackConfig
 from llm_platform.plan.model import ModelPlan
 from llm_platform.simulator.controllers.strategies import scaling_for
 from llm_platform.simulator.search.stacks import StackRun
+from llm_platform.simulator.serving.warm_buffer import WarmBuffer
 from llm_platform.simulator.serving.zero import ZeroResult, ZeroSpec, simulate_zero
 
 COOLDOWN_GRID_S = (300, 600, 900, 1800, 3600)
@@ -57,14 +58,16 @@ def score(
     duration: float | Sequence[float],
     min_replicas: int | None = None,
     cooldown_s: float | None = None,
+    warm: Sequence[WarmBuffer | None] | None = None,
 ) -> ZeroCandidate:
-    """One candidate over the days (`duration`: every day's, or one for all)."""
+    """One candidate over the days (`duration`: every day's, or one for all; `warm`: each day's warm buffer)."""
     spec = ZeroSpec.from_plan(plan, min_replicas=min_replicas, cooldown_s=cooldown_s)
     lengths = [duration] * len(days) if isinstance(duration, (int, float)) else list(duration)
+    buffers = list(warm) if warm is not None else [None] * len(days)
     return ZeroCandidate(
         spec.min_replicas,
         spec.cooldown_s,
-        tuple(simulate_zero(d, spec, n) for d, n in zip(days, lengths, strict=True)),
+        tuple(simulate_zero(d, spec, n, b) for d, n, b in zip(days, lengths, buffers, strict=True)),
     )
 
 
