@@ -228,3 +228,26 @@ def test_the_from_zero_row_is_the_plans_from_zero_start() -> None:
         assert _secs(vllm) == [round(b.engine_init + b.readiness), round(b.engine_init), round(b.readiness)]
         assert _secs(total) == [round(from_zero_start_s(plan.cold_start))] == [round(b.total)], label
         assert _secs(hold) == [round(from_zero_hold_s(plan.cold_start, plan.scaling))], label
+
+
+def test_the_warm_buffer_rows_are_this_run() -> None:
+    """The `+buffer` rows of `scale_to_zero.py --buffer-gpus 1` (stacks in order, days in OFFICE_KINDS order)."""
+    table = docs.table(SIMULATOR_MD, "| stack / model | day | $/day zero + buffer |")
+    printed = [
+        line.replace("(warm wakes ", "").replace(", buffer $", " ").rstrip(")").split()[1:]
+        for line in output("benchmarks/scale_to_zero.py --buffer-gpus 1").splitlines()
+        if "+buffer" in line
+    ]
+    documented = [[c.replace(" s", "s") for c in row[2:]] for row in table]
+    assert [[("0s" if c == "-" else c) for c in row] for row in documented] == [
+        [c for i, c in enumerate(row) if i != 0] for row in printed
+    ]
+    # the README's sentence: staging's weekday wake with and without the buffer, and the buffer's $/day
+    plain = docs.table(SIMULATOR_MD, "| stack / model | day | $/day own |")
+    staging = next(i for i, row in enumerate(plain) if row[0].startswith("staging"))
+    wait_zero, (wait_buffer, buffer_usd) = plain[staging][8], (table[staging][7], table[staging][9])
+    text = " ".join(docs.text(README).split())
+    assert (
+        f"staging's 09:00 wake waits {wait_buffer} instead of {wait_zero}, for the node's ${buffer_usd} a weekday"
+        in text
+    )
