@@ -98,6 +98,7 @@ RUNS: dict[str, str | None] = {
     ),
     "benchmarks/simulate_day.py": "benchmarks/simulate_day.py --repeat 1",
     "benchmarks/scale_to_zero.py": None,
+    "benchmarks/scale_to_zero.py --buffer-gpus 1": None,
     "benchmarks/family.py --stack prod": "benchmarks/family.py --stack prod --days seed,flash --scale 0.1 --passes 1",
     "benchmarks/headroom_bursty.py": "benchmarks/headroom_bursty.py --seeds 100 --levels 0",
     "benchmarks/headroom_bursty.py --levels 0,2": "benchmarks/headroom_bursty.py --seeds 100 --levels 0,2",

@@ -200,3 +200,54 @@ def test_the_scale_to_zero_table_is_this_run() -> None:
         head = next(ln for ln in output("benchmarks/scale_to_zero.py").splitlines() if ln.startswith(stack))
         hold = head.split("hold ")[1].split(",")[0]
         assert f"{stack} / {head.split('/')[1].split(':')[0]} (hold {hold.replace('s', ' s')})" in text
+
+
+def _secs(cell: str) -> list[int]:
+    return [int(n) for n in re.findall(r"(\d+) s\b", cell)]
+
+
+def test_the_from_zero_row_is_the_plans_from_zero_start() -> None:
+    """The README's from-zero table: each phase, the total and the hold are the stack's plan (the model's new-node
+    start, `from_zero_start_s`, `from_zero_hold_s`); a change to the plan's from-zero start fails here."""
+    from llm_platform.simulator.search.stacks import stack_model
+    from llm_platform.simulator.serving.zero import from_zero_hold_s, from_zero_start_s
+
+    table = docs.table(README, "| from zero: stack / model (instance, cache, image pull) |")
+    assert [row[0].split(" (")[0] for row in table] == ["dev / qwen-1-5b", "staging / mistral-7b"]
+    for label, node, image, weights, compile_cache, vllm, total, hold in table:
+        stack, model = label.split(" (")[0].split(" / ")
+        _, _, plan = stack_model(stack, model)
+        b = plan.cold_start.new_node
+        assert b is not None
+        pull = "SOCI" if plan.image_pull == "soci" else plan.image_pull
+        assert label.endswith(f"({plan.instance.instance_type}, {plan.model.cache}, {pull})"), label
+        assert _secs(node) == [round(b.node_ready)], label
+        assert _secs(image) == [round(b.image_pull)], label
+        assert _secs(weights) == [round(x) for x in (b.node_prefetch, b.pod_fetch, b.weight_load) if x], label
+        assert compile_cache.startswith("not persisted") == (plan.cache.compile_cache_prefix is None), label
+        assert _secs(vllm) == [round(b.engine_init + b.readiness), round(b.engine_init), round(b.readiness)]
+        assert _secs(total) == [round(from_zero_start_s(plan.cold_start))] == [round(b.total)], label
+        assert _secs(hold) == [round(from_zero_hold_s(plan.cold_start, plan.scaling))], label
+
+
+def test_the_warm_buffer_rows_are_this_run() -> None:
+    """The `+buffer` rows of `scale_to_zero.py --buffer-gpus 1` (stacks in order, days in OFFICE_KINDS order)."""
+    table = docs.table(SIMULATOR_MD, "| stack / model | day | $/day zero + buffer |")
+    printed = [
+        line.replace("(warm wakes ", "").replace(", buffer $", " ").rstrip(")").split()[1:]
+        for line in output("benchmarks/scale_to_zero.py --buffer-gpus 1").splitlines()
+        if "+buffer" in line
+    ]
+    documented = [[c.replace(" s", "s") for c in row[2:]] for row in table]
+    assert [[("0s" if c == "-" else c) for c in row] for row in documented] == [
+        [c for i, c in enumerate(row) if i != 0] for row in printed
+    ]
+    # the README's sentence: staging's weekday wake with and without the buffer, and the buffer's $/day
+    plain = docs.table(SIMULATOR_MD, "| stack / model | day | $/day own |")
+    staging = next(i for i, row in enumerate(plain) if row[0].startswith("staging"))
+    wait_zero, (wait_buffer, buffer_usd) = plain[staging][8], (table[staging][7], table[staging][9])
+    text = " ".join(docs.text(README).split())
+    assert (
+        f"staging's 09:00 wake waits {wait_buffer} instead of {wait_zero}, for the node's ${buffer_usd} a weekday"
+        in text
+    )

@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 
-from llm_platform.config.loader import stack_file
+from llm_platform.config.loader import load_stack, stack_file
 from llm_platform.simulator.commands.args import (
     non_negative_float,
     non_negative_int,
@@ -22,6 +22,7 @@ from llm_platform.simulator.search.stack_rules import pool_gpu_limit, stack_acce
 from llm_platform.simulator.search.stacks import StackRun, stack_run
 from llm_platform.simulator.search.tune import Tuner
 from llm_platform.simulator.search.yaml_out import autoscaling_yaml, go_duration, headroom_yaml
+from llm_platform.simulator.search.zero_tune import ZeroStep, zero_step
 from llm_platform.simulator.traffic.traffic import load
 from llm_platform.tools.cli import ArgumentParser, known_stack
 
@@ -90,9 +91,14 @@ def run(argv: Sequence[str]) -> int:
         knobs = tuner.search(args.passes)
     reserved = int(number(knobs.get(RESERVED, 0)))
     _, worst, days = tuner.score(knobs)
+    tuned = tuner.config(knobs, None)
+    zero = zero_step(
+        load_stack(args.stack), train, tuned, [d.miss_pct for d in days], args.max_miss_pct,
+        lambda a: tuner.accepted(knobs, a),
+    )  # fmt: skip
     if holdout:
         days = days + tuner.score(knobs, holdout, holdout=True)[2]
-    final = tuner.config(knobs, None)
+    final = zero.autoscaling
     pool_path = f"gpuNodePools[{stack_cfg.pool_index}] ({stack_cfg.pool.name})"
     pool_limit = pool_gpu_limit(stack_cfg, final.max_replicas)
     out = {
@@ -107,6 +113,7 @@ def run(argv: Sequence[str]) -> int:
         "headroom_yaml": headroom_yaml(tuner.headroom(knobs)),
         "consolidate_after": go_duration(tuner.pool_consolidate_after(knobs)),
         "days": [d.row() for d in days],
+        "scale_to_zero": zero.row(),
     }
     if pool_limit is not None:
         out["pool_gpu_limit"] = {"pool": stack_cfg.plan.pool.name, "gpu_limit": pool_limit}
@@ -143,6 +150,7 @@ def run(argv: Sequence[str]) -> int:
                 for i, (c, w) in enumerate(zip(r, widths, strict=True))
             )
         )
+    print(zero_line(zero))
     print(f"paste under {stack_cfg.model_path} in {stack_file(args.stack).name}:")
     print(autoscaling_yaml(final))
     print(
@@ -164,3 +172,21 @@ def run(argv: Sequence[str]) -> int:
             "the pool needs capacityReservations and the 'reserved' capacity type to launch into them"
         )
     return 0
+
+
+def zero_line(zero: ZeroStep) -> str:
+    """What the scale-to-zero step chose on the training days (search/zero_tune.py)."""
+    own = ", ".join(f"{x:,.2f}" for x in zero.usd_per_day(zero.own))
+    if not zero.at_zero:
+        return (
+            f"scale to zero: kept minReplicas {zero.best.min_replicas}: {zero.why_not_zero()} "
+            f"(floor $/day {own})"
+        )
+    chosen = ", ".join(f"{x:,.2f}" for x in zero.usd_per_day(zero.best))
+    return (
+        f"scale to zero: minReplicas 0, cooldownPeriod {zero.best.cooldown_s:.0f}: floor $/day {own} -> "
+        f"{chosen} per training day (the day table above is at minReplicas {zero.own.min_replicas}); "
+        f"held {sum(r.held for r in zero.best.results)} (each an SLO miss, within --max-miss-pct with the "
+        f"day's misses), lost {zero.best.lost}, "
+        f"longest wait {zero.best.wait_max:.0f} s within the {zero.hold_s:.0f} s hold"
+    )

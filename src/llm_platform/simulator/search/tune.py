@@ -13,7 +13,10 @@ scale-down window and share per minute, pre-warm windows and maxReplicas (the st
 minute of the training days needs at the per-replica SLO rate, and a fifth more; a maxReplicas above the
 stack's grows the pool's gpuLimit, printed with the YAML); and of the model's GPU pool, its warm GPUs
 (`headroom`) and `consolidateAfter` (an empty node kept longer is a warm node for the next burst, and is paid
-until then), printed for the pool (they apply to every model it serves).
+until then), printed for the pool (they apply to every model it serves). Where the stack allows zero (behind
+the gateway; in prod with `allowScaleToZero`), minReplicas 0 and its idle period (`cooldownPeriod`) are
+searched after the descent (search/zero_tune.py `zero_step`): zero wins when it loses no request and its held
+requests (SLO misses) fit under X % with each day's misses.
 
 Search: coordinate descent over `search_space()` (one place for the knobs: add a knob there and to `config`),
 starting from the model-derived recommendation (`scenarios.recommend`; the knobs and the configs they stand for: search/knobs.py) once sized by the KV target and once by
@@ -158,10 +161,11 @@ class Tuner(Candidates):
         r = simulate(s.traffic, s.table, strategy, replace(s.config, capacity=capacity))
         return r.gpu_cost_usd_per_day, r.slo_violation_pct, witness_of(r), r.flaps
 
-    def accepted(self, knobs: dict[str, object]) -> bool:
+    def accepted(self, knobs: dict[str, object], autoscaling: Autoscaling | None = None) -> bool:
+        """The stack file accepts the knobs' config (or `autoscaling` in its place, e.g. at minReplicas 0)."""
         if self.accepts is None:
             return True
-        cfg = self.config(knobs, None)
+        cfg = self.config(knobs, None) if autoscaling is None else autoscaling
         limit = pool_gpu_limit(self.runs[0], cfg.max_replicas)
         return self.accepts(cfg, limit, self.headroom(knobs), self.pool_consolidate_after(knobs)) is None
 

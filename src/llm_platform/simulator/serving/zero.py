@@ -11,6 +11,8 @@ A request arriving at zero is held by the gateway; the replica it wakes is Ready
 executor's activation (the from-zero cold start: a new node, the empty one was consolidated away). A held
 request is served at Ready if it waited at most `hold_s`, else it gets a 503 at `hold_s` (lost, reported
 apart from SLO misses). The hold is the model's from-zero cold-start budget (`from_zero_hold_s`).
+With a warm buffer (the pool's headroom placeholders, e.g. in business hours: serving/warm_buffer.py), a wake
+while a placeholder is warm preempts it and is Ready after a warm node's start instead; the hold is unchanged.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_platform.plan.model import ColdStartBudget, ModelPlan, ScalingPlan
+from llm_platform.simulator.serving.warm_buffer import WarmBuffer
 
 ACTIVATION_THRESHOLD = 0.0  # any arrival activates: the trigger is active when the value > 0
 
@@ -81,6 +84,8 @@ class ZeroResult:
     held: int  # requests that arrived with no Ready replica
     lost: int  # held past the hold: 503
     held_waits: tuple[float, ...]  # wait of every held request that was served
+    warm_wakes: int = 0  # wakes that preempted a warm placeholder (a WarmBuffer) instead of a new node
+    buffer_usd: float = 0.0  # the warm placeholders' nodes, included in cost_usd
 
     @property
     def wait_p50(self) -> float:
@@ -96,20 +101,29 @@ def _next_tick(t: float, polling_s: float) -> float:
     return math.ceil(t / polling_s) * polling_s
 
 
-def simulate_zero(arrivals: Sequence[float] | np.ndarray, spec: ZeroSpec, duration: float) -> ZeroResult:
-    """Run the 0 <-> 1 boundary over one day of sorted arrival times (seconds)."""
+def simulate_zero(
+    arrivals: Sequence[float] | np.ndarray, spec: ZeroSpec, duration: float, warm: WarmBuffer | None = None
+) -> ZeroResult:
+    """Run the 0 <-> 1 boundary over one day of sorted arrival times (seconds); with `warm`, a wake while a
+    placeholder is warm starts on its node (serving/warm_buffer.py)."""
     times = np.asarray(arrivals, dtype=float)
+    buffer_usd = warm.cost_usd(duration) if warm is not None else 0.0
     if spec.min_replicas > 0:  # never at zero: the floor replicas are up all day and nothing is held
         up = duration * spec.min_replicas
-        return ZeroResult(up, up / 3600 * spec.usd_per_hour, 0, 0, 0, ())
-    up_seconds, wakes, held, lost = 0.0, 0, 0, 0
+        return ZeroResult(up, up / 3600 * spec.usd_per_hour + buffer_usd, 0, 0, 0, (), 0, buffer_usd)
+    up_seconds, wakes, held, lost, warm_wakes = 0.0, 0, 0, 0, 0
+    refilled = 0.0  # when the last preempted placeholder is warm again
     waits: list[float] = []
     i, n = 0, len(times)
     # the day starts at zero (a night before it); a day that starts busy wakes on its first arrival
     while i < n:
         first = float(times[i])
         activated = _next_tick(first + spec.scrape_s, spec.polling_s)
-        ready = activated + spec.start_s
+        on_warm = warm is not None and activated >= refilled and warm.warm_at(activated)
+        ready = activated + (warm.start_s if on_warm and warm is not None else spec.start_s)
+        if on_warm and warm is not None:
+            warm_wakes += 1
+            refilled = activated + warm.refill_s
         wakes += 1
         # requests arriving before Ready are held
         while i < n and times[i] < ready:
@@ -133,4 +147,5 @@ def simulate_zero(arrivals: Sequence[float] | np.ndarray, spec: ZeroSpec, durati
             break
         down = min(down, duration)
         up_seconds += max(0.0, down - activated)
-    return ZeroResult(up_seconds, up_seconds / 3600 * spec.usd_per_hour, wakes, held, lost, tuple(waits))
+    cost = up_seconds / 3600 * spec.usd_per_hour + buffer_usd
+    return ZeroResult(up_seconds, cost, wakes, held, lost, tuple(waits), warm_wakes, buffer_usd)
