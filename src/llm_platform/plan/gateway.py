@@ -12,12 +12,18 @@ saturation a longer hold turns every request into a miss (a FIFO queue in overlo
 excess keeps the rest on time. The picker enforces it per request as a context deadline from enqueue
 (pkg/epp/flowcontrol/controller/controller.go `createRequestContext`) and answers 429, a retryable
 backpressure error (apix/config/v1alpha1 `DefaultRequestTTL`).
+
+A model at minReplicas 0 (`at_zero`): the picker has ONE TTL (`defaultRequestTTL`; a request's own TTL is 0,
+InitialEffectiveTTL, llm-d-router issue #1090), so it must be the from-zero hold (plan/zero.py): the request
+that wakes the model waits for the new node. The trade-off: the same hold then applies when the pool is merely
+saturated, so past saturation a held request waits up to the hold (a TTFT miss) instead of a 429 at the TTFT
+objective.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llm_platform.config.schema import Autoscaling, Slo
 
@@ -32,6 +38,8 @@ class FlowControlPlan:
     saturation_kv_cache: float  # K
     held_per_picker: int  # requests one picker holds once the pool is saturated
     ttl_seconds: float  # how long the picker holds a request before it answers 429
+    # a model at minReplicas 0: the from-zero hold (plan/zero.py), which is then also `ttl_seconds`
+    from_zero_hold_s: float | None = None
 
     @property
     def ttl(self) -> str:
@@ -61,3 +69,8 @@ def flow_control(autoscaling: Autoscaling, slo: Slo, max_pending_per_replica: in
         held_per_picker=max(1, math.ceil(held / EPP_REPLICAS)),
         ttl_seconds=slo.ttft_seconds,
     )
+
+
+def at_zero(queue: FlowControlPlan, hold_s: float) -> FlowControlPlan:
+    """The queue of a model at minReplicas 0: the picker holds a request for the from-zero hold."""
+    return replace(queue, ttl_seconds=hold_s, from_zero_hold_s=hold_s)
