@@ -38,7 +38,7 @@ from llm_platform.simulator.search.knobs import peak_replicas
 from llm_platform.simulator.search.scenarios import miss_curve, oracle_for, reactive_bound_for, witness_of
 from llm_platform.simulator.search.stack_rules import pool_gpu_limit
 from llm_platform.simulator.search.stacks import StackRun, stack_run
-from llm_platform.simulator.serving.capacity import start_times
+from llm_platform.simulator.serving.capacity_config import start_times
 from llm_platform.simulator.traffic import family
 from llm_platform.simulator.traffic.traffic import TokenMix, Traffic, rate_traffic, seed_day
 from llm_platform.tools.cli import ArgumentParser

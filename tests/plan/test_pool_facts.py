@@ -11,7 +11,7 @@ import pytest
 from llm_platform.config.schema import gpus_at_max_replicas, replica_gpus
 from llm_platform.plan.naming import HEADROOM_NAMESPACE
 from llm_platform.simulator.search.stacks import stack_run
-from llm_platform.simulator.serving.capacity import start_times
+from llm_platform.simulator.serving.capacity_config import start_times
 from llm_platform.simulator.traffic.traffic import seed_day
 from llm_platform.tools.mocks import PlatformMocks
 from llm_platform.tools.preflight.capacity import node_gpus_at_max, pool_uses

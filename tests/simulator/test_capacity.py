@@ -6,13 +6,8 @@ import numpy as np
 import pytest
 
 from llm_platform.config.catalog import GPU_INSTANCES
-from llm_platform.simulator.serving.capacity import (
-    POD_DRAIN_SECONDS,
-    CapacityConfig,
-    Cluster,
-    billed_seconds,
-    instance_cost,
-)
+from llm_platform.simulator.serving.capacity import POD_DRAIN_SECONDS, Cluster
+from llm_platform.simulator.serving.capacity_config import CapacityConfig, billed_seconds, instance_cost
 
 G5 = GPU_INSTANCES["g5.2xlarge"]
 

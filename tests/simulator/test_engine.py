@@ -12,7 +12,7 @@ from llm_platform.config.model_profiles import profile
 from llm_platform.config.schema import Autoscaling, PrewarmWindow, ScalingRules, Slo
 from llm_platform.simulator.controllers.strategies import hpa_gpu_memory, keda, static
 from llm_platform.simulator.day.engine import SimConfig, simulate
-from llm_platform.simulator.serving.capacity import CapacityConfig
+from llm_platform.simulator.serving.capacity_config import CapacityConfig
 from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
 from llm_platform.simulator.traffic.traffic import TokenMix, poisson_day
 

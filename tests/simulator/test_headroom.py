@@ -14,9 +14,11 @@ from llm_platform.config.cold_start import PREEMPTION_SECONDS
 from llm_platform.config.model_profiles import profile
 from llm_platform.config.schema import Autoscaling, Slo
 from llm_platform.plan import HeadroomPlan, HeadroomWindowPlan
+from llm_platform.simulator.controllers.cron import placeholder_targets
 from llm_platform.simulator.controllers.strategies import keda
-from llm_platform.simulator.day.engine import SimConfig, _placeholder_targets, simulate
-from llm_platform.simulator.serving.capacity import CapacityConfig, Cluster
+from llm_platform.simulator.day.engine import SimConfig, simulate
+from llm_platform.simulator.serving.capacity import Cluster
+from llm_platform.simulator.serving.capacity_config import CapacityConfig
 from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
 from llm_platform.simulator.traffic.traffic import TokenMix, poisson_day
 
@@ -87,7 +89,7 @@ def test_schedule_windows_raise_the_placeholders_per_minute() -> None:
     cfg = CapacityConfig(
         G5, "us-east-1", headroom=_headroom(1, HeadroomWindowPlan("w", "0 8 * * *", "0 10 * * *", "UTC", 3))
     )
-    targets = _placeholder_targets(cfg, datetime(2026, 9, 15, tzinfo=UTC), 86_400)
+    targets = placeholder_targets(cfg.headroom, datetime(2026, 9, 15, tzinfo=UTC), 86_400)
     assert targets[7 * 60 + 59] == 1 and targets[8 * 60] == 3 and targets[9 * 60 + 59] == 3
     assert targets[10 * 60] == 1
 
@@ -126,7 +128,7 @@ def test_a_stack_run_simulates_the_headroom_the_plan_renders() -> None:
     """Placeholders, windows, warm start and refill in the simulator are the plan's (what the cluster runs)."""
     from llm_platform.components.specs import headroom as spec
     from llm_platform.simulator.search.stacks import stack_run
-    from llm_platform.simulator.serving.capacity import start_times
+    from llm_platform.simulator.serving.capacity_config import start_times
     from tests.conftest import fixture_stack
 
     traffic = poisson_day(np.full(600, 1.0), TokenMix(), np.random.default_rng(0), "quiet")

@@ -15,7 +15,8 @@ from llm_platform.config.loader import ROOT
 from llm_platform.simulator.day.engine import simulate
 from llm_platform.simulator.search import reservations
 from llm_platform.simulator.search.stacks import StackRun, stack_run
-from llm_platform.simulator.serving.capacity import CapacityConfig, Cluster
+from llm_platform.simulator.serving.capacity import Cluster
+from llm_platform.simulator.serving.capacity_config import CapacityConfig
 from llm_platform.simulator.traffic import family
 from llm_platform.simulator.traffic.traffic import TokenMix, load
 

@@ -20,12 +20,12 @@ from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.model_profiles import ModelProfile, profile
 from llm_platform.simulator.commands.args import fraction, positive_float, positive_int
 from llm_platform.simulator.commands.token_dist import TokenDist, token_dist
+from llm_platform.simulator.serving.benchmark import closed_loop
 from llm_platform.simulator.serving.replica import (
     EngineConfig,
     ReplicaModel,
     ReplicaTable,
     TokenStats,
-    closed_loop,
 )
 from llm_platform.tools.cli import ArgumentParser
 

@@ -9,7 +9,7 @@ from typing import Any
 from llm_platform.config.schema import ScalingRules
 from llm_platform.simulator.controllers.keda import CronTrigger, PrometheusTrigger, ScaledObjectSpec
 from llm_platform.simulator.search.stacks import StackRun
-from llm_platform.simulator.serving.capacity import start_times
+from llm_platform.simulator.serving.capacity_config import start_times
 
 DEPLOYED = "stack-config"  # the strategy that is the stack's own ScaledObject (simulator/strategies.py)
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from llm_platform.config.cron import Cron
+import numpy as np
 
-__all__ = ["Cron", "active_minutes", "window_active"]
+from llm_platform.config.cron import Cron
+from llm_platform.plan import HeadroomPlan
+
+__all__ = ["Cron", "active_minutes", "placeholder_targets", "window_active"]
 
 
 def window_active(start: Cron, end: Cron, when: datetime) -> bool:
@@ -35,3 +38,16 @@ def active_minutes(start: str, end: str, timezone: str, day_start_utc: datetime,
             next_e = e.next_after(now)
         out.append(next_e < next_s)
     return out
+
+
+def placeholder_targets(headroom: HeadroomPlan | None, day_start: datetime, seconds: int) -> np.ndarray:
+    """Placeholders wanted at each minute, as the plan renders them: the Deployment's count outside every
+    window, a cron window's count inside (KEDA takes the largest active trigger)."""
+    minutes = seconds // 60 + 1
+    if headroom is None:
+        return np.zeros(minutes, dtype=np.int64)
+    target = np.full(minutes, headroom.placeholders, dtype=np.int64)
+    for w in headroom.windows:
+        active = np.array(active_minutes(w.start, w.end, w.timezone, day_start, minutes))
+        target = np.where(active, np.maximum(target, w.placeholders), target)
+    return target

@@ -20,19 +20,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import numpy as np
 
 from llm_platform.config.schema import Slo
 from llm_platform.plan.gateway import FlowControlPlan
 from llm_platform.plan.promql import THROUGHPUT_WINDOW_SECONDS
-from llm_platform.simulator.controllers.cron import active_minutes
+from llm_platform.simulator.controllers.cron import active_minutes, placeholder_targets
 from llm_platform.simulator.controllers.flap import flap_count
 from llm_platform.simulator.controllers.hpa import HPA, SYNC_PERIOD_SECONDS, pods_average_value_replicas
 from llm_platform.simulator.controllers.keda import CronTrigger, Keda
 from llm_platform.simulator.controllers.strategies import Strategy
-from llm_platform.simulator.serving.capacity import CapacityConfig, Cluster
+from llm_platform.simulator.serving.capacity import Cluster
+from llm_platform.simulator.serving.capacity_config import CapacityConfig
 from llm_platform.simulator.serving.replica import KV_BLOCK_TOKENS, ReplicaTable
 from llm_platform.simulator.traffic.traffic import Traffic
 
@@ -136,7 +137,7 @@ def simulate(
     kv_per_seq = (table.stats.mean_decode_context + KV_BLOCK_TOKENS / 2) / table.model.kv_capacity_tokens
     fb = table.model.framebuffer_used_fraction
 
-    placeholders = _placeholder_targets(cfg.capacity, cfg.day_start_utc, T)
+    placeholders = placeholder_targets(cfg.capacity.headroom, cfg.day_start_utc, T)
     cluster = Cluster(cfg.capacity, rng, strategy.replicas, int(placeholders[0]))
     spec = strategy.replicas
     hpa: HPA | None = None
@@ -148,7 +149,9 @@ def simulate(
         assert strategy.scaled_object is not None
         so = strategy.scaled_object
         crons = {
-            t.name: _cron_table(t, traffic.start_utc or cfg.day_start_utc, T)
+            t.name: active_minutes(
+                t.start, t.end, t.timezone, traffic.start_utc or cfg.day_start_utc, T // 60 + 1
+            )
             for t in so.triggers
             if isinstance(t, CronTrigger)
         }
@@ -272,26 +275,6 @@ def simulate(
         traffic, table, strategy, cfg, rng, cluster, ready_s, desired_s, queue_start, capacity_s, lam_s,
         admitted_s,
     )  # fmt: skip
-
-
-def _placeholder_targets(capacity: CapacityConfig, day_start: datetime, seconds: int) -> np.ndarray:
-    """Placeholders wanted at each minute, as the plan renders them: the Deployment's count outside every
-    window, a cron window's count inside (KEDA takes the largest active trigger)."""
-    minutes = seconds // 60 + 1
-    headroom = capacity.headroom
-    if headroom is None:
-        return np.zeros(minutes, dtype=np.int64)
-    target = np.full(minutes, headroom.placeholders, dtype=np.int64)
-    for w in headroom.windows:
-        active = np.array(active_minutes(w.start, w.end, w.timezone, day_start, minutes))
-        target = np.where(active, np.maximum(target, w.placeholders), target)
-    return target
-
-
-def _cron_table(trigger: CronTrigger, day_start: datetime, seconds: int) -> list[bool]:
-    return active_minutes(
-        trigger.start, trigger.end, trigger.timezone, day_start - timedelta(minutes=0), seconds // 60 + 1
-    )
 
 
 def _summarise(

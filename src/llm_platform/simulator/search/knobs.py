@@ -17,7 +17,7 @@ from llm_platform.config.schema import (
 from llm_platform.simulator.search.scenarios import minute_rates, recommend, slo_rate_per_replica
 from llm_platform.simulator.search.stack_rules import pool_gpu_limit
 from llm_platform.simulator.search.stacks import StackRun
-from llm_platform.simulator.serving.capacity import start_times
+from llm_platform.simulator.serving.capacity_config import start_times
 
 SERVED_RATE_SCALE = "served_rate_scale"
 # where the search starts: sized by the KV target, then by served throughput at 0.7 x the SLO rate

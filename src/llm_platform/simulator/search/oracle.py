@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_platform.simulator.serving.capacity import MINIMUM_BILLED_SECONDS
+from llm_platform.simulator.serving.capacity_config import MINIMUM_BILLED_SECONDS
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from llm_platform.simulator.controllers.strategies import (
 from llm_platform.simulator.day.engine import SimConfig
 from llm_platform.simulator.search.multinode import replica_instance, reserved_groups
 from llm_platform.simulator.search.scenarios import Setup, recommend
-from llm_platform.simulator.serving.capacity import CapacityConfig, start_times
+from llm_platform.simulator.serving.capacity_config import CapacityConfig, start_times
 from llm_platform.simulator.serving.lora import LoraCost
 from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats
 from llm_platform.simulator.traffic.traffic import Traffic

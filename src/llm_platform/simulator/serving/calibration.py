@@ -17,7 +17,8 @@ from typing import Literal
 
 from llm_platform.config.catalog import A10G, A100_40, A100_80, H100, L4, GpuModel
 from llm_platform.config.model_profiles import profile
-from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats, burst, closed_loop
+from llm_platform.simulator.serving.benchmark import burst, closed_loop
+from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats
 
 TOLERANCE = 0.20
 LLMPERF_A10G = (
