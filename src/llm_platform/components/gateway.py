@@ -14,7 +14,7 @@ from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import gateway as spec
 from llm_platform.components.specs import gateway_monitoring as monitoring
 from llm_platform.components.specs import inference_pool as pool
-from llm_platform.components.specs import quota
+from llm_platform.components.specs import quota, zero
 from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.config.errors import ConfigError
 from llm_platform.config.schema import QuotaStoreConfig
@@ -196,10 +196,13 @@ class Gateway(pulumi.ComponentResource):
         secret = self._apply(f"{prefix}-vllm-credential", pool.credential_secret(model, credential), *waits)
         path_filter = self._apply(f"{prefix}-vllm-key", pool.credential_filter(model), secret)
         model_filter = self._apply(f"{prefix}-model-filter", pool.model_route_filter(model), secret)
-        self._apply(f"{prefix}-route-by-path", pool.path_route(model), picker, path_filter)
-        self._apply(
+        by_path = self._apply(f"{prefix}-route-by-path", pool.path_route(model), picker, path_filter)
+        by_model = self._apply(
             f"{prefix}-route-by-model", pool.model_field_route(model, self._costs), picker, model_filter
         )
+        if zero.at_zero(model):
+            # merged into the Gateway's BackendTrafficPolicy (rate limits): specs/zero.py
+            self._apply(f"{prefix}-from-zero", zero.zero_hold_policy(model), by_path, by_model)
         self._apply(f"{prefix}-epp-pdb", pool.epp_pod_disruption_budget(model), *waits)
         self._apply(f"{prefix}-epp-netpol", pool.epp_network_policy(model), *waits)
         self._apply(f"{prefix}-vllm-from-epp", pool.vllm_from_picker_network_policy(model), *waits)

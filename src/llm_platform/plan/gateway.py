@@ -18,6 +18,10 @@ InitialEffectiveTTL, llm-d-router issue #1090), so it must be the from-zero hold
 that wakes the model waits for the new node. The trade-off: the same hold then applies when the pool is merely
 saturated, so past saturation a held request waits up to the hold (a TTFT miss) instead of a 429 at the TTFT
 objective.
+
+The route timeout (`timeouts.request` of both routes, components/specs/inference_pool.py) is the model's
+serving budget, SERVING_BUDGET_S: the whole streamed response, queueing in the picker included. A model at
+zero adds its hold: the request that wakes it first waits up to the hold, then gets the same serving budget.
 """
 
 from __future__ import annotations
@@ -30,6 +34,16 @@ from llm_platform.config.schema import Autoscaling, Slo
 EPP_REPLICAS = 2  # pickers per model, active-active: each holds its share of the queue
 MIN_SATURATION_QUEUE_DEPTH = 5  # the utilization detector's default
 SATURATION_KV_CACHE = 0.95  # vLLM preempts running sequences at a full KV cache
+# a request's time in the gateway once a replica can take it: the picker's queue and the whole streamed response
+# (Envoy Gateway's 15 s default route timeout would cut long generations)
+SERVING_BUDGET_S = 600.0
+
+
+def duration(seconds: float) -> str:
+    """A Kubernetes / Gateway API duration (Go's time.ParseDuration; Gateway API's `Duration` pattern takes
+    whole units only): whole seconds, else milliseconds."""
+    millis = round(seconds * 1000)
+    return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
 
 
 @dataclass(frozen=True)
@@ -44,8 +58,17 @@ class FlowControlPlan:
     @property
     def ttl(self) -> str:
         """`defaultRequestTTL` as the picker reads it (a Kubernetes duration: Go's time.ParseDuration)."""
-        millis = round(self.ttl_seconds * 1000)
-        return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
+        return duration(self.ttl_seconds)
+
+    @property
+    def route_timeout_s(self) -> float:
+        """The routes' request timeout: the serving budget, plus the hold for a model at zero (the request
+        that wakes it waits that long before a replica can start on it)."""
+        return SERVING_BUDGET_S + (self.from_zero_hold_s or 0.0)
+
+    @property
+    def route_timeout(self) -> str:
+        return duration(self.route_timeout_s)
 
     @property
     def held_requests(self) -> int:

@@ -6,7 +6,14 @@ reports an empty pool as saturated (1.0: pkg/epp/framework/plugins/flowcontrol/s
 detector.go), so flow control holds the request in its queue; when the picker's TTL runs out with the pool still
 empty, it answers 503 with `x-llm-d-request-dropped-reason: rejected-no-endpoints` (pkg/epp/requestcontrol/
 admission.go `Admit` / `translateFlowControlOutcome`; pkg/common/error/error.go `BuildErrResponse`), without
-`Retry-After`: the gateway adds it (components/specs/inference_pool.py `zero_hold_policy`).
+`Retry-After`: the gateway adds it (components/specs/zero.py `zero_hold_policy`, an Envoy Gateway
+responseOverride on the model's routes).
+
+Retry-After is RETRY_AFTER_S, not the hold: a retried request is held again by the picker for up to the whole
+hold and dispatched the moment a replica is Ready, so the hold, not the client's back-off, covers the rest of
+the start. Retry-After only adds to the wait of a client that honours it when the replica comes up during
+its back-off: a back-off of the hold (240 s on the zero fixture) could add 240 s past Ready, 30 s adds at most
+30 s. It cannot turn into a hot loop either: each retry is held (up to the hold) before its next 503.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ if TYPE_CHECKING:
     from llm_platform.plan.model import ColdStartBudget, ScalingPlan
 
 HOLD_STEP_S = 30.0  # the hold is rounded up to the next 30 s
+RETRY_AFTER_S = 30  # the `Retry-After` of a 503 on a model at zero's routes (whole seconds, RFC 9110 10.2.3)
 
 
 def from_zero_start_s(budget: ColdStartBudget) -> float:
