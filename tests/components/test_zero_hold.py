@@ -10,15 +10,18 @@ import pytest
 import yaml
 
 from llm_platform.components.specs import gateway as gw
+from llm_platform.components.specs import gateway_monitoring as gm
 from llm_platform.components.specs import inference_pool as pool
 from llm_platform.components.specs import zero
 from llm_platform.config.loader import ROOT
+from llm_platform.plan import ModelPlan
 from llm_platform.plan.gateway import SERVING_BUDGET_S, duration
 from llm_platform.plan.zero import HOLD_STEP_S, RETRY_AFTER_S, from_zero_hold_s
 from llm_platform.simulator.search.stacks import stack_model
 from llm_platform.simulator.serving import zero as sim_zero
 from llm_platform.simulator.serving.zero import ZeroSpec
 from llm_platform.tools import render, validate_render
+from tests.components import promtool
 from tests.conftest import fixture_stack, load_fixture
 from tests.plans import model_plan
 from tests.shared_check import SHARED_CHECK, check_render
@@ -174,3 +177,104 @@ def test_the_zero_fixture_render_validates(rendered: Path) -> None:
     if SHARED_CHECK.exists():
         result = check_render(rendered)
         assert result.returncode == 0 and "0 problems" in result.stdout, result.stdout
+
+
+# ------------------------------------------------------------------- alert and dashboard of a model at zero
+
+TIMED_OUT = "InferenceGatewayHeldRequestTimedOut"
+
+
+def _timed_out_rule(model: ModelPlan) -> dict:
+    (rule,) = [
+        r for r in gm.epp_prometheus_rule(model)["spec"]["groups"][0]["rules"] if r["alert"] == TIMED_OUT
+    ]
+    return rule
+
+
+def test_the_held_timeout_alert_fires_on_a_timeout_not_on_no_series_nor_on_normal_traffic(
+    tmp_path: Path,
+) -> None:
+    """The picker's outcome counters are created by their first increment: the first timeout after a picker
+    (re)start is a series born at 1 (promtool `_xN`: N scrapes without the series), which must fire like a later increment."""
+    model = model_plan(ZERO, "chat-7b")
+    ns, pool_name = model.names.namespace, pool.release_name(model)
+    rule = _timed_out_rule(model)
+    assert rule["for"] == "0m"
+
+    def series(outcome: str, pod: str = "epp-a") -> str:
+        return (
+            f'{gm.FLOW_CONTROL_REQUESTS}{{namespace="{ns}",inference_pool="{pool_name}",outcome="{outcome}",'
+            f'priority="0",pod="{pod}"}}'
+        )
+
+    labels = {"severity": "warning", "namespace": ns, "inference_pool": pool_name}
+
+    def fires(value: str) -> list[dict]:
+        annotations = {k: v.replace(gm.VALUE, value) for k, v in rule["annotations"].items()}
+        return [{"exp_labels": labels, "exp_annotations": annotations}]
+
+    def case(input_series: list[dict[str, str]], expected: dict[str, list[dict]]) -> dict:
+        return {
+            "interval": "1m",
+            "input_series": input_series,
+            "alert_rule_test": [
+                {"eval_time": at, "alertname": TIMED_OUT, "exp_alerts": alerts}
+                for at, alerts in expected.items()
+            ],
+        }
+
+    normal = {"series": series("Dispatched"), "values": "0+3x30"}
+    tests = [
+        case([], {"5m": [], "20m": []}),  # nothing scraped at all (a new pool): silent, no error
+        case([normal], {"10m": [], "25m": []}),  # normal traffic, every request dispatched
+        case(  # served, then the first timeout since the picker started: a series born at 1 at 11m
+            [normal, {"series": series("EvictedTTL"), "values": "_x11 1x18"}],
+            {"10m": [], "12m": fires("1"), "17m": []},  # fires, then resolves once 5 m passed without another
+        ),
+        case(  # an existing series grows: 2 more timeouts at 11m
+            [normal, {"series": series("EvictedTTL"), "values": "1x10 3x19"}],
+            {"9m": [], "12m": fires("2"), "18m": []},
+        ),
+        case(  # queue full with no endpoint (503 at once), on the second picker
+            [normal, {"series": series("RejectedNoEndpoints", "epp-b"), "values": "_x5 1x10"}],
+            {"4m": [], "7m": fires("1")},
+        ),
+        case(  # shed while saturated with replicas up: another alert's business (InferenceGatewayShedding)
+            [normal, {"series": series("RejectedCapacity"), "values": "0+1x30"}],
+            {"10m": [], "20m": []},
+        ),
+    ]
+    promtool.unit_test_rules({"groups": [{"name": "zero", "rules": [rule]}]}, tests, tmp_path)
+
+
+def test_the_zero_dashboard_counts_the_models_at_zero_and_their_held_requests(tmp_path: Path) -> None:
+    model = model_plan(ZERO, "chat-7b")
+    board = gm.zero_dashboard([model])
+    assert board["uid"] == zero.DASHBOARD
+    panels = {p["title"]: p for p in board["panels"]}
+    ns, deployment = model.names.namespace, model.names.deployment
+    replicas = f'{gm.DEPLOYMENT_SPEC_REPLICAS}{{namespace="{ns}",deployment="{deployment}"}}'
+    held = (
+        f'{gm.FLOW_CONTROL_QUEUE}{{namespace="{ns}",inference_pool="{pool.release_name(model)}",pod="epp-a"}}'
+    )
+    (count,) = panels["Models at zero replicas"]["targets"]
+    (holding,) = panels["Requests held by the gateway"]["targets"]
+    assert holding["legendFormat"] == model.name
+    tests = [
+        promtool.expression_case(count["expr"], [{"series": replicas, "values": "0x5"}], 1),  # at zero
+        promtool.expression_case(count["expr"], [{"series": replicas, "values": "2x5"}], 0),  # serving
+        promtool.expression_case(count["expr"], [], 0),  # not deployed yet: not at zero
+        promtool.expression_case(holding["expr"], [{"series": held, "values": "3x5"}], 3),
+    ]
+    promtool.unit_test_rules({"groups": []}, tests, tmp_path)
+    with pytest.raises(ValueError, match="no model at minReplicas 0"):
+        gm.zero_dashboard([])
+
+
+def test_the_zero_fixture_ships_the_scale_to_zero_dashboard(rendered: Path) -> None:
+    (board,) = [
+        d for d in _docs(rendered) if d["kind"] == "ConfigMap" and d["metadata"]["name"] == zero.DASHBOARD
+    ]
+    assert board["metadata"]["namespace"] == gw.GATEWAY_NAMESPACE
+    (text,) = board["data"].values()
+    assert json.loads(text) == gm.zero_dashboard([model_plan(ZERO, "chat-7b")])

@@ -16,6 +16,7 @@ from llm_platform.components.specs import gateway_monitoring as monitoring
 from llm_platform.components.specs import inference_pool as pool
 from llm_platform.components.specs import quota, zero
 from llm_platform.components.specs.common import namespace_manifest
+from llm_platform.components.specs.dashboards import dashboard_configmap
 from llm_platform.config.errors import ConfigError
 from llm_platform.config.schema import QuotaStoreConfig
 from llm_platform.config.stack_args import (
@@ -172,6 +173,12 @@ class Gateway(pulumi.ComponentResource):
         self._costs = quota.llm_request_costs(gateway.clients) if gateway.quota_store else []
         for model in models:
             self._model(model, credential, gateway_resource, pool_crd, *controllers)
+        at_zero = [m for m in models if zero.at_zero(m)]
+        if at_zero:  # the Grafana sidecar loads dashboards from every namespace
+            board = monitoring.zero_dashboard(at_zero)
+            self._apply(
+                "scale-to-zero-dashboard", dashboard_configmap(zero.DASHBOARD, GATEWAY_NAMESPACE, board), ns
+            )
         self.register_outputs({"namespace": self.namespace, "gateway": spec.GATEWAY})
 
     def _model(

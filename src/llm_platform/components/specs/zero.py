@@ -33,6 +33,9 @@ from llm_platform.plan.zero import RETRY_AFTER_S
 
 MERGE_TYPE = "StrategicMerge"  # into the Gateway's BackendTrafficPolicy (rate limits), never replacing it
 UNAVAILABLE = 503
+DASHBOARD = (
+    "llm-platform-scale-to-zero"  # the ConfigMap of its Grafana dashboard (gateway_monitoring.zero_dashboard)
+)
 
 
 def at_zero(model: ModelPlan) -> bool:
