@@ -209,8 +209,8 @@ def _secs(cell: str) -> list[int]:
 def test_the_from_zero_row_is_the_plans_from_zero_start() -> None:
     """The README's from-zero table: each phase, the total and the hold are the stack's plan (the model's new-node
     start, `from_zero_start_s`, `from_zero_hold_s`); a change to the plan's from-zero start fails here."""
+    from llm_platform.plan.zero import from_zero_hold_s, from_zero_start_s
     from llm_platform.simulator.search.stacks import stack_model
-    from llm_platform.simulator.serving.zero import from_zero_hold_s, from_zero_start_s
 
     table = docs.table(README, "| from zero: stack / model (instance, cache, image pull) |")
     assert [row[0].split(" (")[0] for row in table] == ["dev / qwen-1-5b", "staging / mistral-7b"]

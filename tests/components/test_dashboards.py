@@ -10,7 +10,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from llm_platform.components.specs import alerts, dashboards
+from llm_platform.components.specs import alerts, dashboards, zero
 from llm_platform.components.specs.dashboards import (
     cost_dashboard,
     dashboard_configmap,
@@ -18,10 +18,12 @@ from llm_platform.components.specs.dashboards import (
     headroom_dashboard,
     vllm_dashboard,
 )
+from llm_platform.components.specs.gateway_monitoring import zero_dashboard
 from llm_platform.plan import promql
 from tests.components import promtool
 from tests.components.promtool import dashboard_expressions
 from tests.conftest import load_fixture
+from tests.plans import stack_plan
 
 K8S_VERSION = load_fixture("prod").cluster.kubernetes_version
 DASHBOARDS = {
@@ -29,6 +31,8 @@ DASHBOARDS = {
     "gpu": gpu_dashboard(),
     "headroom": headroom_dashboard("llm-headroom"),
     "costs": cost_dashboard(),
+    # the models of the zero fixture that scale to zero (components/specs/zero.py at_zero)
+    "scale-to-zero": zero_dashboard([m for m in stack_plan("zero").models if zero.at_zero(m)]),
 }
 VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
 

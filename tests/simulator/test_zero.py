@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from llm_platform.plan.zero import from_zero_hold_s
 from llm_platform.simulator.search.stacks import stack_model
 from llm_platform.simulator.search.zero_tune import allows_zero, tune_zero
-from llm_platform.simulator.serving.zero import ZeroSpec, from_zero_hold_s, simulate_zero
+from llm_platform.simulator.serving.zero import ZeroSpec, simulate_zero
 from llm_platform.simulator.traffic.office import OFFICE_KINDS, office_day
 from tests.conftest import fixture_stack
 

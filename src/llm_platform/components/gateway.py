@@ -14,8 +14,9 @@ from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import gateway as spec
 from llm_platform.components.specs import gateway_monitoring as monitoring
 from llm_platform.components.specs import inference_pool as pool
-from llm_platform.components.specs import quota
+from llm_platform.components.specs import quota, zero
 from llm_platform.components.specs.common import namespace_manifest
+from llm_platform.components.specs.dashboards import dashboard_configmap
 from llm_platform.config.errors import ConfigError
 from llm_platform.config.schema import QuotaStoreConfig
 from llm_platform.config.stack_args import (
@@ -172,6 +173,12 @@ class Gateway(pulumi.ComponentResource):
         self._costs = quota.llm_request_costs(gateway.clients) if gateway.quota_store else []
         for model in models:
             self._model(model, credential, gateway_resource, pool_crd, *controllers)
+        at_zero = [m for m in models if zero.at_zero(m)]
+        if at_zero:  # the Grafana sidecar loads dashboards from every namespace
+            board = monitoring.zero_dashboard(at_zero)
+            self._apply(
+                "scale-to-zero-dashboard", dashboard_configmap(zero.DASHBOARD, GATEWAY_NAMESPACE, board), ns
+            )
         self.register_outputs({"namespace": self.namespace, "gateway": spec.GATEWAY})
 
     def _model(
@@ -196,10 +203,13 @@ class Gateway(pulumi.ComponentResource):
         secret = self._apply(f"{prefix}-vllm-credential", pool.credential_secret(model, credential), *waits)
         path_filter = self._apply(f"{prefix}-vllm-key", pool.credential_filter(model), secret)
         model_filter = self._apply(f"{prefix}-model-filter", pool.model_route_filter(model), secret)
-        self._apply(f"{prefix}-route-by-path", pool.path_route(model), picker, path_filter)
-        self._apply(
+        by_path = self._apply(f"{prefix}-route-by-path", pool.path_route(model), picker, path_filter)
+        by_model = self._apply(
             f"{prefix}-route-by-model", pool.model_field_route(model, self._costs), picker, model_filter
         )
+        if zero.at_zero(model):
+            # merged into the Gateway's BackendTrafficPolicy (rate limits): specs/zero.py
+            self._apply(f"{prefix}-from-zero", zero.zero_hold_policy(model), by_path, by_model)
         self._apply(f"{prefix}-epp-pdb", pool.epp_pod_disruption_budget(model), *waits)
         self._apply(f"{prefix}-epp-netpol", pool.epp_network_policy(model), *waits)
         self._apply(f"{prefix}-vllm-from-epp", pool.vllm_from_picker_network_policy(model), *waits)

@@ -12,18 +12,38 @@ saturation a longer hold turns every request into a miss (a FIFO queue in overlo
 excess keeps the rest on time. The picker enforces it per request as a context deadline from enqueue
 (pkg/epp/flowcontrol/controller/controller.go `createRequestContext`) and answers 429, a retryable
 backpressure error (apix/config/v1alpha1 `DefaultRequestTTL`).
+
+A model at minReplicas 0 (`at_zero`): the picker has ONE TTL (`defaultRequestTTL`; a request's own TTL is 0,
+InitialEffectiveTTL, llm-d-router issue #1090), so it must be the from-zero hold (plan/zero.py): the request
+that wakes the model waits for the new node. The trade-off: the same hold then applies when the pool is merely
+saturated, so past saturation a held request waits up to the hold (a TTFT miss) instead of a 429 at the TTFT
+objective.
+
+The route timeout (`timeouts.request` of both routes, components/specs/inference_pool.py) is the model's
+serving budget, SERVING_BUDGET_S: the whole streamed response, queueing in the picker included. A model at
+zero adds its hold: the request that wakes it first waits up to the hold, then gets the same serving budget.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llm_platform.config.schema import Autoscaling, Slo
 
 EPP_REPLICAS = 2  # pickers per model, active-active: each holds its share of the queue
 MIN_SATURATION_QUEUE_DEPTH = 5  # the utilization detector's default
 SATURATION_KV_CACHE = 0.95  # vLLM preempts running sequences at a full KV cache
+# a request's time in the gateway once a replica can take it: the picker's queue and the whole streamed response
+# (Envoy Gateway's 15 s default route timeout would cut long generations)
+SERVING_BUDGET_S = 600.0
+
+
+def duration(seconds: float) -> str:
+    """A Kubernetes / Gateway API duration (Go's time.ParseDuration; Gateway API's `Duration` pattern takes
+    whole units only): whole seconds, else milliseconds."""
+    millis = round(seconds * 1000)
+    return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
 
 
 @dataclass(frozen=True)
@@ -32,12 +52,23 @@ class FlowControlPlan:
     saturation_kv_cache: float  # K
     held_per_picker: int  # requests one picker holds once the pool is saturated
     ttl_seconds: float  # how long the picker holds a request before it answers 429
+    # a model at minReplicas 0: the from-zero hold (plan/zero.py), which is then also `ttl_seconds`
+    from_zero_hold_s: float | None = None
 
     @property
     def ttl(self) -> str:
         """`defaultRequestTTL` as the picker reads it (a Kubernetes duration: Go's time.ParseDuration)."""
-        millis = round(self.ttl_seconds * 1000)
-        return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
+        return duration(self.ttl_seconds)
+
+    @property
+    def route_timeout_s(self) -> float:
+        """The routes' request timeout: the serving budget, plus the hold for a model at zero (the request
+        that wakes it waits that long before a replica can start on it)."""
+        return SERVING_BUDGET_S + (self.from_zero_hold_s or 0.0)
+
+    @property
+    def route_timeout(self) -> str:
+        return duration(self.route_timeout_s)
 
     @property
     def held_requests(self) -> int:
@@ -61,3 +92,8 @@ def flow_control(autoscaling: Autoscaling, slo: Slo, max_pending_per_replica: in
         held_per_picker=max(1, math.ceil(held / EPP_REPLICAS)),
         ttl_seconds=slo.ttft_seconds,
     )
+
+
+def at_zero(queue: FlowControlPlan, hold_s: float) -> FlowControlPlan:
+    """The queue of a model at minReplicas 0: the picker holds a request for the from-zero hold."""
+    return replace(queue, ttl_seconds=hold_s, from_zero_hold_s=hold_s)

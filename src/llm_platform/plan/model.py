@@ -33,8 +33,9 @@ from llm_platform.config.schema import (
     gpus_at_max_replicas,
 )
 from llm_platform.plan import naming, promql
-from llm_platform.plan.gateway import FlowControlPlan, flow_control
+from llm_platform.plan.gateway import FlowControlPlan, at_zero, flow_control
 from llm_platform.plan.lora import LoraPlan, lora_plan
+from llm_platform.plan.zero import from_zero_hold_s
 
 # Prometheus scrapes every vLLM pod this often (PodMonitor): KEDA's decisions are only as fresh as the scrape
 SCRAPE_INTERVAL_SECONDS = 5
@@ -430,6 +431,12 @@ def resolve_model(
         if gateway is not None and gateway.enabled
         else None
     )
+    budget = cold_start_budget(model, instance, image_pull, cache)
+    scaling = scaling_plan(
+        names, model.served_model_name, model.autoscaling, queue is not None, model.multi_node
+    )
+    if queue is not None and model.autoscaling.min_replicas == 0:
+        queue = at_zero(queue, from_zero_hold_s(budget, scaling))
     return ModelPlan(
         model=model,
         names=names,
@@ -438,10 +445,8 @@ def resolve_model(
         gpus=gpus,
         image_pull=image_pull,
         cache=cache,
-        cold_start=cold_start_budget(model, instance, image_pull, cache),
-        scaling=scaling_plan(
-            names, model.served_model_name, model.autoscaling, queue is not None, model.multi_node
-        ),
+        cold_start=budget,
+        scaling=scaling,
         flow_control=queue,
         pool_headroom_gpus=pool_headroom_gpus(pool, stack_models if stack_models is not None else [model]),
         consolidate_after_s=duration_seconds(pool.consolidate_after),

@@ -63,8 +63,8 @@ PROXY_CPU = "1"
 PROXY_MEMORY = "512Mi"
 PROXY_MEMORY_LIMIT = "1Gi"
 
-# Timeouts for streamed generations: Envoy Gateway's defaults would cut long ones
-REQUEST_TIMEOUT = "600s"  # the whole response, queueing in the endpoint picker included
+# Timeouts for streamed generations: Envoy Gateway's defaults would cut long ones. The routes' request timeout
+# is per model (plan/gateway.py FlowControlPlan.route_timeout: the serving budget, plus the hold at zero).
 # below the NLB's fixed 350 s TCP idle timeout, so Envoy, not the NLB, closes a quiet connection
 IDLE_TIMEOUT = "300s"
 REQUEST_HEADERS_TIMEOUT = "10s"  # slow-loris guard

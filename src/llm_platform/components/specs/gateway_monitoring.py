@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_platform.components.specs import dashboards
+from llm_platform.components.specs import dashboards, zero
 from llm_platform.components.specs.alerts import DEPLOYMENT_AVAILABLE, VALUE, _rule
 from llm_platform.components.specs.inference_pool import epp_name, release_name
 from llm_platform.plan import ModelPlan, promql
@@ -116,9 +116,25 @@ def epp_alert_rules(model: ModelPlan) -> list[dict[str, Any]]:
     ]
 
 
-# what a request held for a model at zero ends in when no replica came up in time: evicted at its TTL (429),
-# or refused for want of an endpoint (503) (flow-control outcomes, llm-d router v0.10.0 docs/metrics.md)
+# what a request held for a model at zero ends in when no replica came up in time: evicted at its TTL (the hold:
+# 503 with the pool still empty, 429 if it came up but is saturated), or refused for want of an endpoint with the
+# queue full (503) (flow-control outcomes: llm-d router v0.10.0 pkg/epp/flowcontrol/types/outcomes.go, counted by
+# pkg/epp/flowcontrol/controller/controller.go in llm_d_epp_flow_control_requests_total{outcome})
 HELD_TIMEOUT_OUTCOMES = "EvictedTTL|RejectedNoEndpoints"
+
+
+def held_timeouts(namespace: str, pool: str, window: str = WINDOW) -> str:
+    """Held requests of the pool that timed out over `window`. The counter's outcome series is created by its
+    first increment (a CounterVec: pkg/epp/metrics/metrics.go IncFlowControlRequestsTotal), so the first
+    timeout after a picker (re)start is a series born at 1, which increase() reads as 0: such a series counts
+    with its value."""
+    series = (
+        f'{FLOW_CONTROL_REQUESTS}{{namespace="{namespace}",inference_pool="{pool}",'
+        f'outcome=~"{HELD_TIMEOUT_OUTCOMES}"}}'
+    )
+    grown = f"sum(increase({series}[{window}])) > 0"
+    born = f"sum({series} unless {series} offset {window}) > 0"
+    return f"({grown}) or ({born})"
 
 
 def _held_timeout_rule(model: ModelPlan, labels: dict[str, str]) -> list[dict[str, Any]]:
@@ -127,14 +143,13 @@ def _held_timeout_rule(model: ModelPlan, labels: dict[str, str]) -> list[dict[st
     return [
         _rule(
             "InferenceGatewayHeldRequestTimedOut",
-            f'sum(increase({FLOW_CONTROL_REQUESTS}{{namespace="{ns}",inference_pool="{pool}",'
-            f'outcome=~"{HELD_TIMEOUT_OUTCOMES}"}}[{WINDOW}])) > 0',
+            held_timeouts(ns, pool),
             "0m",
             "warning",
             labels,
             f"A request held for {pool} (scaled to zero) timed out",
-            f"{VALUE} requests over {WINDOW} waited for a replica of {pool} and were answered 429/503: the "
-            "start from zero took longer than the hold.",
+            f"{VALUE} requests over {WINDOW} waited for a replica of {pool} and were answered 503 (with "
+            "Retry-After) or 429: the start from zero took longer than the hold.",
             f"kubectl -n {ns} get pods,events; check the GPU node launch (Karpenter), the image pull and "
             "the weight load against the model's cold-start budget.",
         )
@@ -240,5 +255,92 @@ def epp_dashboard() -> dict[str, Any]:
                 "pool", "InferencePool", f'label_values({READY_ENDPOINTS}{{namespace="$namespace"}}, name)'
             ),
         ],
+        panels,
+    )
+
+
+DEPLOYMENT_SPEC_REPLICAS = (
+    "kube_deployment_spec_replicas"  # kube-state-metrics: the replicas KEDA/the HPA set
+)
+
+
+def zero_dashboard(models: list[ModelPlan]) -> dict[str, Any]:
+    """The stack's models that scale to zero (minReplicas 0 behind the gateway): which are at zero, the
+    requests the pickers hold for them, the holds that timed out, and the signal that wakes them."""
+    if not models:
+        raise ValueError("zero_dashboard: no model at minReplicas 0 behind the gateway")
+    rate = "[$__rate_interval]"
+
+    def per_model(query: Any) -> list[tuple[str, str]]:
+        return [(query(m), m.name) for m in models]
+
+    def replicas(m: ModelPlan) -> str:
+        return f'sum({DEPLOYMENT_SPEC_REPLICAS}{{namespace="{m.names.namespace}",deployment="{m.names.deployment}"}})'
+
+    def flow(m: ModelPlan) -> str:
+        return f'namespace="{m.names.namespace}",inference_pool="{release_name(m)}"'
+
+    # a model whose Deployment is not there yet counts as not at zero
+    at_zero = " + ".join(f"((({replicas(m)}) == bool 0) or vector(0))" for m in models)
+    timed_out = f'outcome=~"{HELD_TIMEOUT_OUTCOMES}"'
+    panels = [
+        dashboards._panel(
+            "Models at zero replicas",
+            [(at_zero, "at zero")],
+            unit="short",
+            kind="stat",
+            instant=True,
+            width=6,
+            description=f"Of the {len(models)} model(s) that scale to zero, how many have 0 desired replicas now.",
+        ),
+        dashboards._panel(
+            "Desired replicas (0 = scaled to zero)",
+            per_model(replicas),
+            unit="short",
+            width=18,
+            description="The replicas KEDA and the HPA set on each model's Deployment (kube-state-metrics).",
+        ),
+        dashboards._panel(
+            "Requests held by the gateway",
+            per_model(lambda m: f"sum({FLOW_CONTROL_QUEUE}{{{flow(m)}}})"),
+            unit="short",
+            description=(
+                "Requests the endpoint pickers hold while the model has no ready replica (or is saturated); "
+                "each is held for at most the model's from-zero hold (the picker's defaultRequestTTL)."
+            ),
+        ),
+        dashboards._panel(
+            "Held requests that timed out (503 + Retry-After)",
+            per_model(
+                lambda m: f"sum(rate({FLOW_CONTROL_REQUESTS}{{{flow(m)},{timed_out}}}{rate})) or vector(0)"
+            ),
+            unit="reqps",
+            description=(
+                "Held past the hold (EvictedTTL) or refused with the queue full and no endpoint "
+                "(RejectedNoEndpoints): the client got 503 with Retry-After. Alert InferenceGatewayHeldRequestTimedOut."
+            ),
+        ),
+        dashboards._panel(
+            "Wake signal (KEDA's wake trigger)",
+            per_model(lambda m: promql.wake_signal(m.names.namespace, m.model.served_model_name)),
+            unit="short",
+            description="Held plus arriving requests: above 0, KEDA scales the model from 0 to 1.",
+        ),
+        dashboards._panel(
+            "Ready vLLM endpoints",
+            per_model(
+                lambda m: (
+                    f'max({READY_ENDPOINTS}{{namespace="{m.names.namespace}",name="{release_name(m)}"}})'
+                )
+            ),
+            unit="short",
+            description="0 while the model is at zero or starting: the pickers hold what arrives.",
+        ),
+    ]
+    return dashboards._dashboard(
+        zero.DASHBOARD,
+        "Scale to zero",
+        "The models that scale to zero: at zero or not, held requests, holds that timed out, the wake signal.",
+        [],
         panels,
     )

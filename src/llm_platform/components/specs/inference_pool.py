@@ -359,7 +359,7 @@ def model_field_route(
                         for name in routed_model_names(model)
                     ],
                     "backendRefs": [_pool_ref(model)],
-                    "timeouts": {"request": gw.REQUEST_TIMEOUT},
+                    "timeouts": {"request": route_timeout(model)},
                 }
             ],
         },
@@ -367,6 +367,13 @@ def model_field_route(
     if llm_request_costs:
         route["spec"]["llmRequestCosts"] = llm_request_costs
     return route
+
+
+def route_timeout(model: ModelPlan) -> str:
+    """Both routes' `timeouts.request`: the model's serving budget, plus its hold at zero (plan/gateway.py)."""
+    if model.flow_control is None:
+        raise ValueError(f"models ({model.name}): routes exist only behind the gateway")
+    return model.flow_control.route_timeout
 
 
 def routed_model_names(model: ModelPlan) -> list[str]:
@@ -408,7 +415,7 @@ def path_route(model: ModelPlan) -> dict[str, Any]:
                         },
                     ],
                     "backendRefs": [_pool_ref(model)],
-                    "timeouts": {"request": gw.REQUEST_TIMEOUT},
+                    "timeouts": {"request": route_timeout(model)},
                 }
             ],
         },

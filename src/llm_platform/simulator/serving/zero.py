@@ -10,7 +10,8 @@ The activation signal is the gateway's request arrivals, which exist with no pod
 A request arriving at zero is held by the gateway; the replica it wakes is Ready `start_s` after the
 executor's activation (the from-zero cold start: a new node, the empty one was consolidated away). A held
 request is served at Ready if it waited at most `hold_s`, else it gets a 503 at `hold_s` (lost, reported
-apart from SLO misses). The hold is the model's from-zero cold-start budget (`from_zero_hold_s`).
+apart from SLO misses). The hold is the model's from-zero cold-start budget (plan/zero.py `from_zero_hold_s`, the picker's
+flow-control TTL for a model at minReplicas 0).
 With a warm buffer (the pool's headroom placeholders, e.g. in business hours: serving/warm_buffer.py), a wake
 while a placeholder is warm preempts it and is Ready after a warm node's start instead; the hold is unchanged.
 """
@@ -23,25 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_platform.plan.model import ColdStartBudget, ModelPlan, ScalingPlan
+from llm_platform.plan.model import ModelPlan
+from llm_platform.plan.zero import from_zero_hold_s, from_zero_start_s
 from llm_platform.simulator.serving.warm_buffer import WarmBuffer
 
 ACTIVATION_THRESHOLD = 0.0  # any arrival activates: the trigger is active when the value > 0
-
-
-def from_zero_start_s(budget: ColdStartBudget) -> float:
-    """Pod-needs-a-GPU to Ready from zero: at zero the pool's GPU node is consolidated away, so a new node."""
-    if budget.new_node is not None:
-        return budget.new_node.total
-    return budget.warm_node_seconds  # the unknown-geometry fallback the plan already uses
-
-
-def from_zero_hold_s(budget: ColdStartBudget, scaling: ScalingPlan) -> float:
-    """How long the gateway holds a request that wakes a model at zero: its from-zero budget, i.e. the
-    arrival reaching KEDA (one scrape, at most one pollingInterval) plus the new-node start, rounded up to
-    the next 30 s. The ONE definition the platform side wires to."""
-    wake = scaling.scrape_interval_s + scaling.polling_interval_s + from_zero_start_s(budget)
-    return float(math.ceil(wake / 30.0) * 30)
 
 
 @dataclass(frozen=True)

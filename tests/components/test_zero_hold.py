@@ -1,0 +1,280 @@
+"""The hold of a model at zero has one definition (plan/zero.py): the picker's TTL, the routes' timeout, the
+simulator read it; the 503 that ends a hold gets Retry-After (components/specs/zero.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from llm_platform.components.specs import gateway as gw
+from llm_platform.components.specs import gateway_monitoring as gm
+from llm_platform.components.specs import inference_pool as pool
+from llm_platform.components.specs import zero
+from llm_platform.config.loader import ROOT
+from llm_platform.plan import ModelPlan
+from llm_platform.plan.gateway import SERVING_BUDGET_S, duration
+from llm_platform.plan.zero import HOLD_STEP_S, RETRY_AFTER_S, from_zero_hold_s
+from llm_platform.simulator.search.stacks import stack_model
+from llm_platform.simulator.serving import zero as sim_zero
+from llm_platform.simulator.serving.zero import ZeroSpec
+from llm_platform.tools import render, validate_render
+from tests.components import promtool
+from tests.conftest import fixture_stack, load_fixture
+from tests.plans import model_plan
+from tests.shared_check import SHARED_CHECK, check_render
+
+ZERO = "zero"
+
+
+def test_a_model_at_zero_is_held_for_the_plans_from_zero_hold() -> None:
+    _, _, plan = stack_model(fixture_stack("zero"), "chat-7b")
+    assert plan.scaling.min_replicas == 0
+    hold = from_zero_hold_s(plan.cold_start, plan.scaling)
+    assert plan.flow_control is not None
+    assert plan.flow_control.ttl_seconds == hold == plan.flow_control.from_zero_hold_s
+    assert plan.flow_control.ttl == f"{int(hold)}s"
+    assert sim_zero.from_zero_hold_s is from_zero_hold_s  # the simulator imports the plan's definition
+    assert ZeroSpec.from_plan(plan).hold_s == hold
+
+
+def test_a_model_not_at_zero_keeps_its_ttft_ttl() -> None:
+    _, _, plan = stack_model(fixture_stack("zero"), "code-1b")
+    assert plan.flow_control is not None
+    assert plan.flow_control.from_zero_hold_s is None
+    assert plan.flow_control.ttl_seconds == plan.model.slo.ttft_seconds
+
+
+# ------------------------------------------------------------------- the 503 that ends a hold: Retry-After
+
+REFERENCE_CRD = (
+    ROOT.parent / "shared" / "reference" / "crds" / "gateway.envoyproxy.io_backendtrafficpolicies.yaml"
+)
+
+
+def test_a_503_on_a_model_at_zero_gets_retry_after_merged_into_the_gateways_policy() -> None:
+    model = model_plan(ZERO, "chat-7b")
+    policy = zero.zero_hold_policy(model)
+    assert policy["metadata"] == {"name": "chat-7b-from-zero", "namespace": model.names.namespace}
+    spec = policy["spec"]
+    # both routes of the model, in its namespace: AI Gateway's generated HTTPRoute has the AIGatewayRoute's name
+    assert spec["targetRefs"] == [
+        {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": pool.model_field_route(model)["metadata"]["name"]},
+        {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": pool.path_route(model)["metadata"]["name"]},
+    ]  # fmt: skip
+    # merged into the Gateway's rate-limit policy, never replacing it on these routes
+    assert spec["mergeType"] == "StrategicMerge" and "rateLimit" not in spec
+    (override,) = spec["responseOverride"]
+    assert override["match"] == {"statusCodes": [{"type": "Value", "value": 503}]}
+    response = override["response"]
+    assert response["statusCode"] == 503 and "redirect" not in override
+    assert response["header"] == {"set": [{"name": "Retry-After", "value": str(RETRY_AFTER_S)}]}
+    assert "remove" not in response["header"]  # the CRD refuses remove in a custom response
+    # Envoy's LocalResponsePolicy would otherwise send an empty body: an OpenAI-style error instead
+    assert response["contentType"] == "application/json" and response["body"]["type"] == "Inline"
+    error = json.loads(response["body"]["inline"])["error"]
+    assert error["code"] == 503 and model.model.served_model_name in error["message"]
+    assert f"retry after {RETRY_AFTER_S} s" in error["message"] and "%" not in response["body"]["inline"]
+    # the gateway's own policy still targets the Gateway (the parent the route policy merges into)
+    gateway_policy = gw.rate_limit_policy(load_fixture(ZERO).gateway.clients, 3)
+    assert gateway_policy["spec"]["targetRefs"][0]["kind"] == "Gateway"
+    assert "mergeType" not in gateway_policy["spec"]  # the CRD: mergeType cannot be set on a Gateway's policy
+
+
+def test_retry_after_is_shorter_than_the_hold_it_follows() -> None:
+    """A retry is held again for the whole hold; Retry-After only adds to the wait past Ready."""
+    plan = model_plan(ZERO, "chat-7b")
+    assert plan.flow_control is not None and plan.flow_control.from_zero_hold_s is not None
+    assert 0 < RETRY_AFTER_S <= HOLD_STEP_S < plan.flow_control.from_zero_hold_s
+
+
+def test_a_model_that_keeps_a_replica_has_no_override() -> None:
+    model = model_plan(ZERO, "code-1b")
+    assert not zero.at_zero(model)
+    with pytest.raises(ValueError, match=r"models \(code-1b\): not at minReplicas 0"):
+        zero.zero_hold_policy(model)
+
+
+@pytest.mark.skipif(not REFERENCE_CRD.exists(), reason="shared/reference/crds sits beside the repo")
+def test_the_override_validates_against_the_pinned_crd_field_by_field() -> None:
+    """The OpenAPI schema (unknown fields are errors) and the CRD's CEL rules the schema check cannot run."""
+    crds = validate_render.schemas_of(yaml.safe_load_all(REFERENCE_CRD.read_text()))
+    policy = zero.zero_hold_policy(model_plan(ZERO, "chat-7b"))
+    assert validate_render.problems([policy], crds, "1.34") == []
+    schema = crds[("gateway.envoyproxy.io/v1alpha1", "BackendTrafficPolicy")]["properties"]["spec"]
+    merge = schema["properties"]["mergeType"]
+    assert merge["x-kubernetes-validations"] == [
+        {
+            "message": "Replace is not a valid MergeType for BackendTrafficPolicySpec",
+            "rule": "self != 'Replace'",
+        }
+    ]
+    item = schema["properties"]["responseOverride"]["items"]
+    rules = {v["message"] for v in item["x-kubernetes-validations"]}
+    assert rules == {"exactly one of response or redirect must be specified"}
+    code = item["properties"]["match"]["properties"]["statusCodes"]["items"]
+    assert {"value must be set for type Value"} <= {v["message"] for v in code["x-kubernetes-validations"]}
+    header = item["properties"]["response"]["properties"]["header"]
+    assert header["properties"]["set"]["x-kubernetes-list-map-keys"] == ["name"]
+
+
+# ------------------------------------------------------------------------- the routes' timeout at zero
+
+
+def test_the_route_timeout_of_a_model_at_zero_is_its_hold_plus_the_serving_budget() -> None:
+    at_zero, kept = model_plan(ZERO, "chat-7b"), model_plan(ZERO, "code-1b")
+    assert at_zero.flow_control is not None and kept.flow_control is not None
+    hold = from_zero_hold_s(at_zero.cold_start, at_zero.scaling)
+    assert at_zero.flow_control.route_timeout_s == hold + SERVING_BUDGET_S
+    assert at_zero.flow_control.route_timeout == f"{int(hold + SERVING_BUDGET_S)}s" == "840s"
+    assert kept.flow_control.route_timeout == "600s"  # unchanged for a model that keeps a replica
+    for model, expected in ((at_zero, "840s"), (kept, "600s")):
+        for route in (pool.path_route(model), pool.model_field_route(model)):
+            assert [r["timeouts"] for r in route["spec"]["rules"]] == [{"request": expected}]
+
+
+def test_durations_are_whole_units_gateway_api_accepts() -> None:
+    assert duration(840.0) == "840s" and duration(0.5) == "500ms" and duration(1.25) == "1250ms"
+
+
+# --------------------------------------------------------------------------------- the fixture's render
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("render") / ZERO
+    assert render.main([str(fixture_stack(ZERO)), "--out", str(out)]) == 0
+    return out
+
+
+def _docs(rendered: Path) -> list[dict]:
+    return [d for d in yaml.safe_load_all((rendered / "manifests.yaml").read_text()) if d]
+
+
+def test_the_zero_fixture_renders_the_override_beside_the_gateways_rate_limits(rendered: Path) -> None:
+    policies = {d["metadata"]["name"]: d for d in _docs(rendered) if d["kind"] == "BackendTrafficPolicy"}
+    assert set(policies) == {gw.GATEWAY, "chat-7b-from-zero"}  # code-1b keeps a replica: none
+    assert policies[gw.GATEWAY]["spec"]["rateLimit"]["local"]["rules"]  # still there, still on the Gateway
+    assert policies["chat-7b-from-zero"] == zero.zero_hold_policy(model_plan(ZERO, "chat-7b"))
+    routes = {
+        d["metadata"]["name"]: d["spec"]["rules"][0]["timeouts"]["request"]
+        for d in _docs(rendered)
+        if d["kind"] in ("HTTPRoute", "AIGatewayRoute")
+    }
+    assert routes == {
+        "chat-7b": "840s",
+        "chat-7b-by-path": "840s",
+        "code-1b": "600s",
+        "code-1b-by-path": "600s",
+    }
+
+
+def test_the_zero_fixture_render_validates(rendered: Path) -> None:
+    crds = validate_render.load_crds()
+    assert validate_render.problems(_docs(rendered), crds, "1.34") == []
+    if SHARED_CHECK.exists():
+        result = check_render(rendered)
+        assert result.returncode == 0 and "0 problems" in result.stdout, result.stdout
+
+
+# ------------------------------------------------------------------- alert and dashboard of a model at zero
+
+TIMED_OUT = "InferenceGatewayHeldRequestTimedOut"
+
+
+def _timed_out_rule(model: ModelPlan) -> dict:
+    (rule,) = [
+        r for r in gm.epp_prometheus_rule(model)["spec"]["groups"][0]["rules"] if r["alert"] == TIMED_OUT
+    ]
+    return rule
+
+
+def test_the_held_timeout_alert_fires_on_a_timeout_not_on_no_series_nor_on_normal_traffic(
+    tmp_path: Path,
+) -> None:
+    """The picker's outcome counters are created by their first increment: the first timeout after a picker
+    (re)start is a series born at 1 (promtool `_xN`: N scrapes without the series), which must fire like a later increment."""
+    model = model_plan(ZERO, "chat-7b")
+    ns, pool_name = model.names.namespace, pool.release_name(model)
+    rule = _timed_out_rule(model)
+    assert rule["for"] == "0m"
+
+    def series(outcome: str, pod: str = "epp-a") -> str:
+        return (
+            f'{gm.FLOW_CONTROL_REQUESTS}{{namespace="{ns}",inference_pool="{pool_name}",outcome="{outcome}",'
+            f'priority="0",pod="{pod}"}}'
+        )
+
+    labels = {"severity": "warning", "namespace": ns, "inference_pool": pool_name}
+
+    def fires(value: str) -> list[dict]:
+        annotations = {k: v.replace(gm.VALUE, value) for k, v in rule["annotations"].items()}
+        return [{"exp_labels": labels, "exp_annotations": annotations}]
+
+    def case(input_series: list[dict[str, str]], expected: dict[str, list[dict]]) -> dict:
+        return {
+            "interval": "1m",
+            "input_series": input_series,
+            "alert_rule_test": [
+                {"eval_time": at, "alertname": TIMED_OUT, "exp_alerts": alerts}
+                for at, alerts in expected.items()
+            ],
+        }
+
+    normal = {"series": series("Dispatched"), "values": "0+3x30"}
+    tests = [
+        case([], {"5m": [], "20m": []}),  # nothing scraped at all (a new pool): silent, no error
+        case([normal], {"10m": [], "25m": []}),  # normal traffic, every request dispatched
+        case(  # served, then the first timeout since the picker started: a series born at 1 at 11m
+            [normal, {"series": series("EvictedTTL"), "values": "_x11 1x18"}],
+            {"10m": [], "12m": fires("1"), "17m": []},  # fires, then resolves once 5 m passed without another
+        ),
+        case(  # an existing series grows: 2 more timeouts at 11m
+            [normal, {"series": series("EvictedTTL"), "values": "1x10 3x19"}],
+            {"9m": [], "12m": fires("2"), "18m": []},
+        ),
+        case(  # queue full with no endpoint (503 at once), on the second picker
+            [normal, {"series": series("RejectedNoEndpoints", "epp-b"), "values": "_x5 1x10"}],
+            {"4m": [], "7m": fires("1")},
+        ),
+        case(  # shed while saturated with replicas up: another alert's business (InferenceGatewayShedding)
+            [normal, {"series": series("RejectedCapacity"), "values": "0+1x30"}],
+            {"10m": [], "20m": []},
+        ),
+    ]
+    promtool.unit_test_rules({"groups": [{"name": "zero", "rules": [rule]}]}, tests, tmp_path)
+
+
+def test_the_zero_dashboard_counts_the_models_at_zero_and_their_held_requests(tmp_path: Path) -> None:
+    model = model_plan(ZERO, "chat-7b")
+    board = gm.zero_dashboard([model])
+    assert board["uid"] == zero.DASHBOARD
+    panels = {p["title"]: p for p in board["panels"]}
+    ns, deployment = model.names.namespace, model.names.deployment
+    replicas = f'{gm.DEPLOYMENT_SPEC_REPLICAS}{{namespace="{ns}",deployment="{deployment}"}}'
+    held = (
+        f'{gm.FLOW_CONTROL_QUEUE}{{namespace="{ns}",inference_pool="{pool.release_name(model)}",pod="epp-a"}}'
+    )
+    (count,) = panels["Models at zero replicas"]["targets"]
+    (holding,) = panels["Requests held by the gateway"]["targets"]
+    assert holding["legendFormat"] == model.name
+    tests = [
+        promtool.expression_case(count["expr"], [{"series": replicas, "values": "0x5"}], 1),  # at zero
+        promtool.expression_case(count["expr"], [{"series": replicas, "values": "2x5"}], 0),  # serving
+        promtool.expression_case(count["expr"], [], 0),  # not deployed yet: not at zero
+        promtool.expression_case(holding["expr"], [{"series": held, "values": "3x5"}], 3),
+    ]
+    promtool.unit_test_rules({"groups": []}, tests, tmp_path)
+    with pytest.raises(ValueError, match="no model at minReplicas 0"):
+        gm.zero_dashboard([])
+
+
+def test_the_zero_fixture_ships_the_scale_to_zero_dashboard(rendered: Path) -> None:
+    (board,) = [
+        d for d in _docs(rendered) if d["kind"] == "ConfigMap" and d["metadata"]["name"] == zero.DASHBOARD
+    ]
+    assert board["metadata"]["namespace"] == gw.GATEWAY_NAMESPACE
+    (text,) = board["data"].values()
+    assert json.loads(text) == gm.zero_dashboard([model_plan(ZERO, "chat-7b")])
