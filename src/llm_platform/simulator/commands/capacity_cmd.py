@@ -209,7 +209,8 @@ def _open_loop(
     """Arrivals at --rate: the steady state at that rate, or the saturation point if it is not sustainable."""
     rate = float(args.rate)
     run = overload.run(args, table, outputs)
-    sustainable = rate <= table.capacity_rps and not run.overloaded
+    # a finite run (--num-prompts) is sustained if every request succeeds; an endless one also needs rate <= mu
+    sustainable = not run.overloaded and (args.num_prompts is not None or rate <= table.capacity_rps)
     served = min(rate, table.capacity_rps)
     state = arrival_state(table, served, args.arrivals, inputs)
     ttft = table.ttft_seconds(inputs, state, np.random.default_rng(0))

@@ -137,6 +137,7 @@ class _Engine:
     lam: np.ndarray
     fixed: np.ndarray  # API-server overhead + the residual of the step in flight
     prefill: np.ndarray  # own prefill of the mean prompt, sharing steps with the decoders
+    batched: np.ndarray  # its share of a step when a backlog fills every step's budget with prompt chunks
     itl: np.ndarray
     occupancy: np.ndarray  # requests holding a slot at each rate: lam x (prefill + (o - 1) x ITL)
     slots: int
@@ -147,13 +148,26 @@ class _Engine:
         s = table.at(lam)
         fixed = REQUEST_OVERHEAD_SECONDS + s["step"] / 2 * (1 - np.exp(-s["running"]))
         prefill = table.prefill_seconds(np.full(len(lam), table.stats.mean_input), s)
+        m = table.model
+        p = table.stats.mean_input * (1 - m.engine.prefix_hit_rate)
+        step = s["fixed"] + np.maximum(
+            m.weight_read_seconds, s["chunk"] * m.seconds_per_token + s["decode_compute"]
+        )
+        batched = np.minimum(prefill, p / s["chunk"] * step) if m.engine.chunked_prefill else prefill
         occupancy = lam * (prefill + (table.stats.mean_output - 1) * s["itl"])
-        return cls(lam, fixed, prefill, s["itl"], occupancy, max(1, round(float(occupancy[-1]))))
+        slots = max(1, round(float(occupancy[-1])))
+        return cls(lam, fixed, prefill, batched, s["itl"], occupancy, slots)
 
-    def at(self, in_engine: int, full: bool) -> tuple[float, float, float]:
-        """(fixed, prefill, ITL) for a request starting with `in_engine` requests holding slots (itself too)."""
-        lam = float(self.lam[-1]) if full else float(np.interp(in_engine, self.occupancy, self.lam))
-        return tuple(float(np.interp(lam, self.lam, y)) for y in (self.fixed, self.prefill, self.itl))  # type: ignore[return-value]
+    def at(self, in_engine: int, busy: bool) -> tuple[float, float, float]:
+        """(fixed, prefill, ITL) for a request starting with `in_engine` requests holding slots (itself too);
+        `busy`: the slots are full or prompts are backed up, so the engine runs as at saturation."""
+        if busy:
+            return float(self.fixed[-1]), float(self.batched[-1]), float(self.itl[-1])
+        lam = float(np.interp(in_engine, self.occupancy, self.lam))
+        fixed, prefill, itl = (
+            float(np.interp(lam, self.lam, y)) for y in (self.fixed, self.prefill, self.itl)
+        )
+        return fixed, prefill, itl
 
 
 def simulate(
@@ -200,13 +214,14 @@ def simulate(
             deadline = t + client.timeout_s
             admit = max(t, slots[0], prefilling)
             full = slots[0] > t
+            busy = full or prefilling > t + float(engine.prefill[-1])  # a backlog of prompts
             if admit >= deadline:  # still queued when the client gives up
                 timed_out += 1
                 failed_at = deadline
                 heapq.heappush(queued, deadline)
                 heapq.heappush(in_flight, deadline)
             else:
-                fixed, prefill, itl = engine.at(len(in_flight) - len(queued) + 1, full)
+                fixed, prefill, itl = engine.at(len(in_flight) - len(queued) + 1, busy)
                 prefilling = admit + prefill
                 ttft = fixed + prefill
                 done = admit + ttft + (outputs[i] - 1) * itl
