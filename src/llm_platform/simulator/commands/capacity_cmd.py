@@ -19,7 +19,7 @@ from llm_platform.config import geometry
 from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.model_profiles import ModelProfile, profile
 from llm_platform.simulator.commands import overload_args as overload
-from llm_platform.simulator.commands.args import fraction, positive_float, positive_int
+from llm_platform.simulator.commands.args import fraction, positive_float, positive_int, request_rate
 from llm_platform.simulator.commands.token_dist import TokenDist, token_dist
 from llm_platform.simulator.serving.benchmark import closed_loop
 from llm_platform.simulator.serving.replica import (
@@ -53,9 +53,7 @@ def parser() -> argparse.ArgumentParser:
     )
     load = p.add_mutually_exclusive_group(required=True)
     load.add_argument("--concurrency", type=positive_int, help="requests in flight (closed loop)")
-    load.add_argument(
-        "--rate", type=positive_float, help="arrivals, requests/s (open loop; inf: all at once)"
-    )
+    load.add_argument("--rate", type=request_rate, help="arrivals, requests/s (open loop; inf: all at once)")
     p.add_argument(
         "--arrivals", choices=("poisson", "constant"), default="poisson", help="--rate's arrival process"
     )
