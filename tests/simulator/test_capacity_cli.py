@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -181,7 +182,7 @@ LLAMA70B_H100 = ["--model", "meta-llama/Llama-3.1-70B-Instruct", "--instance", "
 LLAMA70B_H100 += ["--input-tokens", "1024", "--output-tokens", "512"]
 
 
-def _json(capsys, argv: list[str]) -> dict[str, object]:
+def _json(capsys, argv: list[str]) -> dict[str, Any]:
     assert capacity_cmd.run([*argv, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
@@ -201,7 +202,9 @@ def test_rate_prints_the_run_failures_and_whether_it_is_sustainable(capsys) -> N
     assert light["sustainable"] is True and light["run_failed"] == 0
     limited = _json(capsys, [*LLAMA70B_H100, "--rate", "8", "--num-prompts", "400", "--rate-limit", "4"])
     assert limited["run_rate_limited_429"] > 0 and limited["run_failed"] == limited["run_rate_limited_429"]
-    capped = _json(capsys, [*LLAMA70B_H100, "--rate", "inf", "--num-prompts", "500", "--max-in-flight", "100"])
+    capped = _json(
+        capsys, [*LLAMA70B_H100, "--rate", "inf", "--num-prompts", "500", "--max-in-flight", "100"]
+    )
     assert capped["run_overflowed_503"] == 400 and capped["overloaded"] is True
     assert capacity_cmd.run([*LLAMA70B_H100, "--rate", "20", "--num-prompts", "2000", "--timeout", "60"]) == 0
     text = capsys.readouterr().out

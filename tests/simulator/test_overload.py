@@ -40,7 +40,7 @@ def _burst(n: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize(
-    "gmu, duration_s, ttft_mean_s, ttft_median_s, succeeded",
+    ("gmu", "duration_s", "ttft_mean_s", "ttft_median_s", "succeeded"),
     [
         # dennislee22/vLLM-benchmarking@b474d1e:README.md Test 5 (gmu 0.5, vllm_capacity_points.md A10):
         # burst 1000 x 1024/1024, "Successful requests: 924", duration 260.86 s, TTFT 104,453.69 / 90,413.12 ms
@@ -139,7 +139,7 @@ def test_70b_tp4_h100_at_20_per_second_is_not_overloaded() -> None:
     at 20 req/s: above the steady-state saturation rate, so prompts queue for seconds, but a 300-prompt run
     drains with no failures for either client, as vLLM served it."""
     table = _llama70b_h100()
-    assert 20 > table.capacity_rps
+    assert table.capacity_rps < 20
     arrivals = arrival_times(300, 20.0, "poisson", np.random.default_rng(4))
     for client in (VLLM_BENCH, OPENAI_SDK):
         run = simulate(table, arrivals, np.array([512.0]), client)
