@@ -154,3 +154,21 @@ def test_bad_client_names_what_is_allowed() -> None:
         Client(timeout_s=0.0)
     with pytest.raises(ValueError, match="attempts >= 1"):
         Client(max_attempts=0)
+
+
+def test_the_rate_limit_is_a_bucket_refilled_every_second() -> None:
+    """Constant 10 req/s for 10 s against a 4 req/s limit: 4 pass in each second, the other 6 get a 429."""
+    table = _llama70b_h100()
+    arrivals = arrival_times(100, 10.0, "constant", np.random.default_rng(0))
+    run = simulate(table, arrivals, np.array([16.0]), VLLM_BENCH, Gateway(rate_limit_rps=4))
+    assert run.rate_limited == 60 and run.succeeded == 40 and run.failed == 60
+
+
+def test_below_saturation_the_run_agrees_with_the_steady_state() -> None:
+    """At half the saturation rate nothing fails and the run's mean TTFT is the table's within 20 %."""
+    table = _llama70b_h100()
+    rate = 0.5 * table.capacity_rps
+    run = simulate(table, arrival_times(3000, rate, "poisson", np.random.default_rng(5)), np.array([512.0]))
+    assert run.failed == 0 and run.preemptions == 0
+    assert abs(float(run.ttft_s.mean()) / table.mean_ttft_seconds(rate) - 1) <= TOLERANCE
+    assert abs(run.goodput_rps / rate - 1) <= 0.1  # it serves what is offered (less the final drain)
