@@ -293,8 +293,7 @@ class ReplicaTable:
         seqs, _ = model.limits
         kv_per_seq = stats.mean_decode_context + KV_BLOCK_TOKENS / 2
         r_kv = model.kv_capacity_tokens / kv_per_seq
-        r_cap = float(min(seqs, r_kv))
-        kv_bound = r_kv < seqs
+        r_cap, kv_bound = float(min(seqs, r_kv)), r_kv < seqs
         recompute = stats.mean_output if kv_bound and recompute_on else 0.0
         mu = _saturation(model, stats, r_cap, recompute)  # a full cache: a decoded token, a recomputed one
         lam = np.linspace(0.0, mu, points)
