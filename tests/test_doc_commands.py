@@ -66,6 +66,9 @@ RUNS: dict[str, str | None] = {
     "-m llm_platform.simulator capacity --hidden-size 4096 --num-layers 32 --num-attention-heads 32 "
     "--num-kv-heads 8 --intermediate-size 14336 --vocab-size 128256 --instance p5.48xlarge "
     "--input-tokens uniform:512:1536 --output-tokens lognormal:256:0.5 --rate 6 --arrivals constant --json": None,
+    "-m llm_platform.simulator capacity --model meta-llama/Llama-3.1-70B-Instruct --instance p5.48xlarge --tp 4 "
+    "--input-tokens 1024 --output-tokens 512 --rate 20 --num-prompts 300 [--client openai] [--timeout 120] "
+    "[--max-attempts 3] [--rate-limit 10] [--max-in-flight 2048] --json": None,
     # the whole suite inside the suite would recurse: the benchmark times one small test file instead
     "benchmarks/test_suite_time.py": "benchmarks/test_suite_time.py --slowest 3 -- tests/config/test_catalog.py -n 0",
     "-m llm_platform.simulator family --out fam --holdout-seed 17": (

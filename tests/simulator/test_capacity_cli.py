@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -174,3 +175,43 @@ def test_geometry_file_errors(tmp_path) -> None:
         replace(geometry.from_file(str(ok)), parameters=1.54e9, hugging_face_id="Qwen/Qwen2.5-1.5B-Instruct")
         == (PROFILES["Qwen/Qwen2.5-1.5B-Instruct"])
     )
+
+
+LLAMA70B_H100 = ["--model", "meta-llama/Llama-3.1-70B-Instruct", "--instance", "p5.48xlarge", "--tp", "4"]
+LLAMA70B_H100 += ["--input-tokens", "1024", "--output-tokens", "512"]
+
+
+def _json(capsys, argv: list[str]) -> dict[str, Any]:
+    assert capacity_cmd.run([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_rate_prints_the_run_failures_and_whether_it_is_sustainable(capsys) -> None:
+    """`--rate R --num-prompts N` is a finite benchmark run; without --num-prompts, ten minutes at R."""
+    run = _json(capsys, [*LLAMA70B_H100, "--rate", "20", "--num-prompts", "300"])
+    assert run["run_requests"] == run["run_succeeded"] == 300 and run["run_failed"] == 0
+    assert run["overloaded"] is False and run["sustainable"] is True  # served, as vLLM served it
+    assert run["run_ttft_ms_p90"] > run["ttft_ms_p90"]  # above saturation: the run's prompts queued
+    endless = _json(capsys, [*LLAMA70B_H100, "--rate", "20", "--client", "openai"])
+    assert endless["run_requests"] == 20 * 600
+    assert endless["overloaded"] is True and endless["sustainable"] is False
+    assert endless["run_failed"] > 0 and endless["run_timeouts"] > 0 and endless["run_retries"] > 0
+    assert endless["run_goodput_requests_per_s"] < endless["saturation_requests_per_s"]
+    light = _json(capsys, [*LLAMA70B_H100, "--rate", "1"])
+    assert light["sustainable"] is True and light["run_failed"] == 0
+    limited = _json(capsys, [*LLAMA70B_H100, "--rate", "8", "--num-prompts", "400", "--rate-limit", "4"])
+    assert limited["run_rate_limited_429"] > 0 and limited["run_failed"] == limited["run_rate_limited_429"]
+    capped = _json(
+        capsys, [*LLAMA70B_H100, "--rate", "inf", "--num-prompts", "500", "--max-in-flight", "100"]
+    )
+    assert capped["run_overflowed_503"] == 400 and capped["overloaded"] is True
+    assert capacity_cmd.run([*LLAMA70B_H100, "--rate", "20", "--num-prompts", "2000", "--timeout", "60"]) == 0
+    text = capsys.readouterr().out
+    assert "run_failed: " in text and "(overloaded: " in text and "requests failed" in text
+
+
+def test_overload_flag_errors() -> None:
+    with pytest.raises(ValueError, match="--timeout without --rate"):
+        capacity_cmd.run([*LLAMA70B_H100, "--concurrency", "4", "--timeout", "30"])
+    with pytest.raises(ValueError, match="--rate inf without --num-prompts"):
+        capacity_cmd.run([*LLAMA70B_H100, "--rate", "inf"])

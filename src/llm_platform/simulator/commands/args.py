@@ -24,6 +24,11 @@ def positive_float(text: str) -> float:
     return float(_number(text, float, lambda v: v > 0, "a number > 0"))
 
 
+def request_rate(text: str) -> float:
+    """A request rate > 0, or `inf` (every request at once, as `vllm bench serve --request-rate inf`)."""
+    return float("inf") if text.strip().lower() == "inf" else positive_float(text)
+
+
 def non_negative_float(text: str) -> float:
     return float(_number(text, float, lambda v: v >= 0, "a number >= 0"))
 

@@ -19,7 +19,8 @@ import numpy as np
 from llm_platform.config import geometry
 from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.model_profiles import ModelProfile, profile
-from llm_platform.simulator.commands.args import fraction, positive_float, positive_int
+from llm_platform.simulator.commands import overload_args as overload
+from llm_platform.simulator.commands.args import fraction, positive_float, positive_int, request_rate
 from llm_platform.simulator.commands.token_dist import TokenDist, token_dist
 from llm_platform.simulator.serving.benchmark import closed_loop, open_loop
 from llm_platform.simulator.serving.replica import (
@@ -53,10 +54,11 @@ def parser() -> argparse.ArgumentParser:
     )
     load = p.add_mutually_exclusive_group(required=True)
     load.add_argument("--concurrency", type=positive_int, help="requests in flight (closed loop)")
-    load.add_argument("--rate", type=positive_float, help="arrivals, requests/s (open loop)")
+    load.add_argument("--rate", type=request_rate, help="arrivals, requests/s (open loop; inf: all at once)")
     p.add_argument(
         "--arrivals", choices=("poisson", "constant"), default="poisson", help="--rate's arrival process"
     )
+    overload.add_arguments(p)
     p.add_argument("--prefix-hit-rate", type=fraction, default=0.0, help="fraction of prompt tokens cached")
     p.add_argument("--gpu-memory-utilization", type=fraction, default=0.9)
     p.add_argument("--max-num-seqs", type=positive_int, help="default: vLLM's for the GPU")
@@ -123,6 +125,7 @@ def run(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     if args.arrivals != "poisson" and args.rate is None:
         raise ValueError(f"--arrivals {args.arrivals} without --rate; allowed: --arrivals only with --rate")
+    overload.check(args)
     model_geometry = model_profile(args)
     if args.instance not in GPU_INSTANCES:
         raise ValueError(f"unknown instance {args.instance!r}; allowed: {', '.join(GPU_INSTANCES)}")
@@ -184,8 +187,11 @@ def _open_loop(
 ) -> int:
     """Arrivals at --rate: the steady state at that rate, or the saturation point if it is not sustainable."""
     rate = float(args.rate)
+    run = overload.run(args, table, outputs)
     point = open_loop(table, rate, args.arrivals, inputs, outputs, np.random.default_rng(0))
-    sustainable, ttft = point.sustainable, point.ttft_s
+    # a finite run (--num-prompts) is sustained if every request succeeds; an endless one also needs rate <= mu
+    sustainable = not run.overloaded and (args.num_prompts is not None or point.sustainable)
+    ttft = point.ttft_s
     itl_ms = round(point.itl_s * 1000, 2)
     out: dict[str, object] = {
         "rate_requests_per_s": rate,
@@ -203,6 +209,7 @@ def _open_loop(
         "kv_cache_usage": round(point.kv_usage, 3),
         "saturation_requests_per_s": round(table.capacity_rps, 3),
         "kv_cache_tokens": model.kv_capacity_tokens,
+        **overload.figures(run),
     }
     if args.json:
         print(json.dumps(out, indent=2))
@@ -213,8 +220,12 @@ def _open_loop(
         )
         for key, value in out.items():
             print(f"  {key}: {value}")
-        if not sustainable:
-            print("  (not sustainable: the queue grows without bound; figures are the saturated replica's)")
+        if rate > table.capacity_rps:
+            print(
+                "  (above saturation: steady-state figures are the saturated replica's; run_* are the run's)"
+            )
+        if run.overloaded:
+            print(f"  (overloaded: {run.failed} of {run.requests} requests failed after their retries)")
     return 0
 
 

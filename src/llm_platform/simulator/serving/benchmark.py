@@ -52,8 +52,8 @@ def closed_loop(table: ReplicaTable, concurrency: int) -> ClosedLoop:
     s = table.at(lam)
     saturated = waiting > 0
     preempt = 0.0
-    if saturated and table.kv_bound:  # recompute frees what decoding grows (module doc)
-        preempt = lam * o / (table.stats.mean_input + o / 2)
+    if saturated and table.kv_bound:  # recompute frees what decoding grows (serving/overload.py)
+        preempt = lam * table.preemptions_per_request
     return ClosedLoop(
         table.mean_ttft_seconds(lam, others) + (waiting / lam if lam > 0 else math.inf),
         table.itl_seen(lam, others),

@@ -190,8 +190,8 @@ class ReplicaModel:
         """DCGM framebuffer used / total: vLLM pre-allocates, so this ignores load (§6.3)."""
         return min(1.0, self.engine.gpu_memory_utilization + CUDA_CONTEXT_GIB / self.cal.usable_gib)
 
-    def table(self, stats: TokenStats, points: int = 384) -> ReplicaTable:
-        return ReplicaTable.build(self, stats, points)
+    def table(self, stats: TokenStats, points: int = 384, recompute_on: bool = True) -> ReplicaTable:
+        return ReplicaTable.build(self, stats, points, recompute_on)
 
 
 @dataclass(frozen=True)
@@ -284,18 +284,18 @@ class ReplicaTable:
     prefill_steps: np.ndarray = field(repr=False)
     prefill_step: np.ndarray = field(repr=False)
     decode_step: np.ndarray = field(repr=False)
+    recompute_tokens: float = 0.0  # per request at saturation: preempted prefills it pays for
 
     @classmethod
-    def build(cls, model: ReplicaModel, stats: TokenStats, points: int = 384) -> ReplicaTable:
+    def build(
+        cls, model: ReplicaModel, stats: TokenStats, points: int = 384, recompute_on: bool = True
+    ) -> ReplicaTable:  # recompute_on=False: the what-if of a full KV cache that never preempts
         seqs, _ = model.limits
         kv_per_seq = stats.mean_decode_context + KV_BLOCK_TOKENS / 2
         r_kv = model.kv_capacity_tokens / kv_per_seq
-        r_cap = float(min(seqs, r_kv))
-        kv_bound = r_kv < seqs
-        recompute = stats.mean_output if kv_bound else 0.0
-        mu = _saturation(model, stats, r_cap, 0.0)
-        if kv_bound:  # a full cache: every decoded token costs one recomputed token (module doc)
-            mu = _saturation(model, stats, r_cap, recompute)
+        r_cap, kv_bound = float(min(seqs, r_kv)), r_kv < seqs
+        recompute = stats.mean_output if kv_bound and recompute_on else 0.0
+        mu = _saturation(model, stats, r_cap, recompute)  # a full cache: a decoded token, a recomputed one
         lam = np.linspace(0.0, mu, points)
         s = _solve(model, stats, lam)
         sat = _solve(model, stats, np.array([mu]), recompute)
@@ -310,8 +310,13 @@ class ReplicaTable:
             last(s.rho_prefill, sat.rho_prefill), last(s.step, sat.step), last(s.fixed, sat.fixed),
             last(s.decode_compute, sat.decode_compute), last(s.chunk, sat.chunk), kv,
             last(s.prefill_steps, sat.prefill_steps), last(s.prefill_step, sat.prefill_step),
-            last(s.decode_step, sat.decode_step),
+            last(s.decode_step, sat.decode_step), recompute,
         )  # fmt: skip
+
+    @property
+    def preemptions_per_request(self) -> float:
+        """Preemptions a request causes at saturation: its recompute over the context a preempted one holds."""
+        return self.recompute_tokens / (self.stats.mean_input + self.stats.mean_output / 2)
 
     @cached_property
     def saturated(self) -> dict[str, float]:
