@@ -20,8 +20,8 @@ def test_a_ramp_up_and_down_is_not_a_flap() -> None:
 
 def test_reversal_after_the_window_is_not_counted() -> None:
     desired = np.array([5] * 10 + [6] * 20 + [5] * 10)
-    assert flap_count(desired, window_minutes=15) == 0
-    assert flap_count(desired, window_minutes=20) == 1
+    assert flap_count(desired, window=15) == 0
+    assert flap_count(desired, window=20) == 1
 
 
 def test_the_tuner_treats_a_flapping_candidate_as_infeasible() -> None:
