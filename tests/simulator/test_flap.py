@@ -80,13 +80,13 @@ def test_the_hold_remembers_the_last_saturation_for_its_window() -> None:
     from llm_platform.plan.model import SaturationMemory
     from llm_platform.simulator.controllers.saturation import SaturationHold
 
-    hold = SaturationHold(SaturationMemory(queue_per_replica=5, window_s=600, step_s=30))
-    hold.observe(0.0, waiting=4.0, served_rate=20.0, available=1, serving=1.0)  # 4 < 5 per replica
+    hold = SaturationHold(SaturationMemory(queue_per_replica=5, kv_per_replica=0.5, window_s=600, step_s=30))
+    hold.observe(0.0, waiting=4.0, kv=0.0, served_rate=20.0, available=1, serving=1.0)  # 4 < 5 per replica
     assert hold.value(0.0, 20.0) == 0.0
-    hold.observe(30.0, waiting=10.0, served_rate=30.0, available=2, serving=2.0)  # saturated: 15 req/s each
-    hold.observe(40.0, waiting=0.0, served_rate=99.0, available=2, serving=2.0)  # between steps: not sampled
+    hold.observe(30.0, waiting=10.0, kv=0.0, served_rate=30.0, available=2, serving=2.0)  # saturated: 15 req/s each
+    hold.observe(40.0, waiting=0.0, kv=0.0, served_rate=99.0, available=2, serving=2.0)  # between steps: not sampled
     assert hold.last == (30.0, 15.0)
     assert hold.value(300.0, 27.0) == 27.0 / 15.0  # 1.8 replicas' worth
-    hold.observe(60.0, waiting=0.0, served_rate=27.0, available=2, serving=2.0)  # unsaturated: kept
+    hold.observe(60.0, waiting=0.0, kv=0.0, served_rate=27.0, available=2, serving=2.0)  # unsaturated: kept
     assert hold.value(629.0, 27.0) == 27.0 / 15.0
     assert hold.value(630.0, 27.0) == 0.0  # older than the window

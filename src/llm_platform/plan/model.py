@@ -228,9 +228,11 @@ def cold_start_budget(
 class SaturationMemory:
     """What the saturation hold's query remembers (plan.promql.saturation_hold): the per-replica throughput of
     the latest subquery step, within `window_s`, at which at least `queue_per_replica` requests waited per
-    available replica."""
+    available replica or the KV fill per available replica was past `kv_per_replica` x (1 + `tolerance`)."""
 
     queue_per_replica: float
+    kv_per_replica: float
+    tolerance: float = promql.HPA_TOLERANCE
     window_s: int = promql.SATURATION_MEMORY_SECONDS
     step_s: int = promql.SATURATION_STEP_SECONDS
 
@@ -283,8 +285,9 @@ class ScalingPlan:
 WAKE_ACTIVATION = 0.0
 WAKE_REQUESTS_PER_REPLICA = 1000.0
 # the saturation hold's target: the load in replicas' worth (promql.saturation_hold) per replica. Below 1 by the
-# HPA's default tolerance (0.1): N replicas go to N-1 only once N-1 would serve at most 90 % of what saturated
-# them, so a pool at its cap, unsaturated only because it has one replica more than saturates, stays there
+# HPA's default tolerance (0.1): N replicas go to N-1 only once N-1 would serve at most 90 % of the per-replica
+# load at which the pool last asked to grow, so a pool at its cap that is calm only because it has one replica
+# more than that stays there
 SATURATION_HOLD_PER_REPLICA = 0.9
 
 
@@ -339,10 +342,15 @@ def scaling_plan(
                 "saturation-hold",
                 promql.SATURATION_HOLD,
                 promql.saturation_hold(
-                    namespace, served_model_name, names.deployment, a.queue_depth_per_replica, multi_node
+                    namespace,
+                    served_model_name,
+                    names.deployment,
+                    a.queue_depth_per_replica,
+                    a.kv_cache_usage,
+                    multi_node,
                 ),
                 SATURATION_HOLD_PER_REPLICA,
-                saturation=SaturationMemory(a.queue_depth_per_replica),
+                saturation=SaturationMemory(a.queue_depth_per_replica, a.kv_cache_usage),
             ),
             *(
                 ()

@@ -1,6 +1,7 @@
 """The saturation hold as Prometheus evaluates it (plan/promql.py `saturation_hold`): the requests completed per
 second now over what one replica completed per second at the latest subquery step, within the memory window,
-at which at least the queue target waited per available replica; 0 when there was none.
+at which the pool asked to grow (at least the queue target waiting per available replica, or the KV fill per
+available replica past its target x (1 + the HPA's tolerance)); 0 when there was none.
 
 Prometheus evaluates the subquery's inner expression at every `step_s`-aligned instant from the latest scrape;
 `last_over_time` keeps the newest sample inside the window. The engine calls `observe` after every scrape and
@@ -21,7 +22,7 @@ class SaturationHold:
     next_step: float = 0.0
 
     def observe(
-        self, now: float, waiting: float, served_rate: float, available: int, serving: float
+        self, now: float, waiting: float, kv: float, served_rate: float, available: int, serving: float
     ) -> None:
         """The subquery steps up to `now`, each on the latest scrape (this one); `serving` is the replicas
         available on average over the window `served_rate` is rated over."""
@@ -29,7 +30,10 @@ class SaturationHold:
             return
         self.next_step = (now // self.memory.step_s + 1) * self.memory.step_s
         per_replica = served_rate / serving if serving > 0 else 0.0
-        if available and per_replica > 0 and waiting >= self.memory.queue_per_replica * available:
+        m = self.memory
+        saturated = waiting >= m.queue_per_replica * available
+        kv_past = kv > m.kv_per_replica * (1 + m.tolerance) * available
+        if available and per_replica > 0 and (saturated or kv_past):
             self.last = (now, per_replica)
 
     def value(self, now: float, served_rate: float) -> float:

@@ -223,7 +223,8 @@ def simulate(
                 }
                 if hold is not None:
                     serving = float(ready_s[window].mean()) if t else float(ready)
-                    hold.observe(now, scraped["waiting_sum"], scraped["served_rate"], ready, serving)
+                    sc = scraped
+                    hold.observe(now, sc["waiting_sum"], sc["kv_sum"], sc["served_rate"], ready, serving)
                     scraped["saturation_hold"] = hold.value(now, scraped["served_rate"])
                 scraped_fb = [fb] * ready
             else:
