@@ -267,8 +267,8 @@ def test_cooldown_is_rendered_only_where_keda_scales_to_zero() -> None:
 
 def test_the_saturation_hold_reads_the_load_in_replicas_worth_while_nothing_waits(tmp_path: Path) -> None:
     """Every model gets a `saturation-hold` trigger: requests completed per second over what one replica
-    completed per second the last time at least queueDepthPerReplica waited per available replica, within
-    SATURATION_MEMORY_SECONDS. Once the pool is no longer saturated its pods wait for nothing (the queue
+    completed per second the last time the pool asked to grow (at least queueDepthPerReplica waiting, or the
+    KV fill past kvCacheUsage x 1.1, per available replica), within SATURATION_MEMORY_SECONDS. Once the pool is no longer saturated its pods wait for nothing (the queue
     trigger reads 0), yet the hold still reads the load; never saturated (or too long ago) it reads 0, not an
     error (KEDA's fallback would scale up)."""
     from llm_platform.plan.model import SATURATION_HOLD_PER_REPLICA
@@ -306,8 +306,18 @@ def test_the_saturation_hold_reads_the_load_in_replicas_worth_while_nothing_wait
         *({"series": waiting % p, "values": f"3x36 0x{samples - 37}"} for p in ("p0", "p1")),
         *({"series": success % p, "values": f"0+50x{samples}"} for p in ("p0", "p1")),
     ]
+    # nothing waits, but for 3 minutes the KV fill per replica (0.05) is past the target 0.04 x 1.1 at 10 req/s
+    # each (the KV trigger asks to grow), then 0.03 at 8.5 req/s: 1.7 again
+    kv_series = f"{promql.KV_CACHE}{{{labels},pod=%r}}"
+    kv_past_then_not = [
+        {"series": available, "values": "2x96"},
+        *({"series": waiting % p, "values": "0x96"} for p in ("p0", "p1")),
+        *({"series": kv_series % p, "values": "0.05x36 0.03x59"} for p in ("p0", "p1")),
+        *({"series": success % p, "values": "0+50x36 1842.5+42.5x59"} for p in ("p0", "p1")),
+    ]
     tests = [
         case(saturated_then_not, 1.7, "7m"),
+        case(kv_past_then_not, 1.7, "7m"),
         case(never, 0, "7m"),
         case(forgotten, 0, f"{promql.SATURATION_MEMORY_SECONDS + 300}s"),
     ]

@@ -83,10 +83,43 @@ def test_the_hold_remembers_the_last_saturation_for_its_window() -> None:
     hold = SaturationHold(SaturationMemory(queue_per_replica=5, kv_per_replica=0.5, window_s=600, step_s=30))
     hold.observe(0.0, waiting=4.0, kv=0.0, served_rate=20.0, available=1, serving=1.0)  # 4 < 5 per replica
     assert hold.value(0.0, 20.0) == 0.0
-    hold.observe(30.0, waiting=10.0, kv=0.0, served_rate=30.0, available=2, serving=2.0)  # saturated: 15 req/s each
-    hold.observe(40.0, waiting=0.0, kv=0.0, served_rate=99.0, available=2, serving=2.0)  # between steps: not sampled
+    hold.observe(
+        30.0, waiting=10.0, kv=0.0, served_rate=30.0, available=2, serving=2.0
+    )  # saturated: 15 req/s each
+    hold.observe(
+        40.0, waiting=0.0, kv=0.0, served_rate=99.0, available=2, serving=2.0
+    )  # between steps: not sampled
     assert hold.last == (30.0, 15.0)
     assert hold.value(300.0, 27.0) == 27.0 / 15.0  # 1.8 replicas' worth
     hold.observe(60.0, waiting=0.0, kv=0.0, served_rate=27.0, available=2, serving=2.0)  # unsaturated: kept
     assert hold.value(629.0, 27.0) == 27.0 / 15.0
     assert hold.value(630.0, 27.0) == 0.0  # older than the window
+
+
+def test_the_hold_also_linearises_a_kv_target_near_the_knee() -> None:
+    """The prod fixture's model (queue 2 / KV 0.04, the KV fill at 0.8x a replica's saturation rate) on the
+    seed day's two busiest hours: one replica fewer fills the rest far more than the HPA's linear estimate, so
+    the KV trigger walks the pool down and jumps it up again. The hold learns the per-replica rate at which the
+    KV trigger asked to grow: fewer than half the flaps, no more misses, cost within 5 %."""
+    from llm_platform.plan import promql
+    from llm_platform.simulator.controllers.strategies import from_plan
+    from llm_platform.simulator.day.engine import simulate
+    from llm_platform.simulator.search.stacks import stack_run
+    from llm_platform.simulator.traffic.traffic import TokenMix, poisson_day, seed_day
+    from tests.conftest import fixture_stack
+
+    rate = seed_day(0).per_second()[12 * 3600 : 14 * 3600].reshape(-1, 60).mean(axis=1).repeat(60)
+    run = stack_run(
+        fixture_stack("prod"), "mistral-7b", poisson_day(rate, TokenMix(), np.random.default_rng(1))
+    )
+    scaling, setup = run.plan.scaling, run.setup
+    before = frozenset(t.metric for t in scaling.triggers) - {promql.SATURATION_HOLD}
+    old = simulate(setup.traffic, setup.table, from_plan("old", scaling, before), setup.config)
+    new = simulate(setup.traffic, setup.table, from_plan("new", scaling), setup.config)
+    print(
+        f"old: {old.flaps} flaps, {old.slo_violation_pct:.2f} % missed, ${old.gpu_cost_usd_per_day:.2f}/day; "
+        f"new: {new.flaps} flaps, {new.slo_violation_pct:.2f} % missed, ${new.gpu_cost_usd_per_day:.2f}/day"
+    )
+    assert new.flaps * 2 < old.flaps
+    assert new.slo_violation_pct <= old.slo_violation_pct
+    assert new.gpu_cost_usd_per_day <= old.gpu_cost_usd_per_day * 1.05

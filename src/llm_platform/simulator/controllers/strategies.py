@@ -128,9 +128,7 @@ def from_plan(
 ) -> Strategy:
     """The ScaledObject the plan renders; `metrics` keeps only those vLLM series' triggers, `prewarm` the crons."""
     triggers: list[Trigger] = [
-        PrometheusTrigger(
-            t.name, SCRAPED_SUM[t.metric], t.threshold, query=t.query, saturation=t.saturation
-        )
+        PrometheusTrigger(t.name, SCRAPED_SUM[t.metric], t.threshold, query=t.query, saturation=t.saturation)
         for t in scaling.triggers
         if metrics is None or t.metric in metrics
     ]
