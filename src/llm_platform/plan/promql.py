@@ -95,8 +95,10 @@ def served_throughput(namespace: str, model_name: str) -> str:
 # time. A 30 s step: a saturation that lasts a cold start on a warm node is seen, at 360 inner evaluations
 SATURATION_MEMORY_SECONDS = 3 * 3600
 SATURATION_STEP_SECONDS = 30
-# the HPA's default tolerance (controller flag --horizontal-pod-autoscaler-tolerance): past target x (1 + it) an
-# AverageValue trigger scales up
+# the HPA's default tolerance (kubernetes/kubernetes pkg/controller/podautoscaler/config/v1alpha1/defaults.go
+# `Tolerance = 0.1`; replica_calculator.go GetExternalPerPodMetricReplicas): past target x (1 + it) an
+# AverageValue trigger scales up. Subqueries and last_over_time run on the pinned Prometheus (v3.14.0,
+# kube-prometheus-stack 88.5.3 values `prometheus.prometheusSpec.image.tag`; last_over_time since v2.26)
 HPA_TOLERANCE = 0.1
 # not a series: the key of the saturation hold's value (the simulator reads it under this name)
 SATURATION_HOLD = "saturation-hold"
