@@ -263,3 +263,62 @@ def test_behind_the_gateway_the_load_trigger_counts_what_arrives_served_or_shed(
 def test_cooldown_is_rendered_only_where_keda_scales_to_zero() -> None:
     assert autoscaling.cooldown(0, 300) == {"cooldownPeriod": 300}
     assert autoscaling.cooldown(1, 300) == {} and autoscaling.cooldown(3, 60) == {}
+
+
+def test_the_saturation_hold_reads_the_load_in_replicas_worth_while_nothing_waits(tmp_path: Path) -> None:
+    """Every model gets a `saturation-hold` trigger: requests completed per second over what one replica
+    completed per second the last time the pool asked to grow (at least queueDepthPerReplica waiting, or the
+    KV fill past kvCacheUsage x 1.1, per available replica), within SATURATION_MEMORY_SECONDS. Once the pool is no longer saturated its pods wait for nothing (the queue
+    trigger reads 0), yet the hold still reads the load; never saturated (or too long ago) it reads 0, not an
+    error (KEDA's fallback would scale up)."""
+    from llm_platform.plan.model import SATURATION_HOLD_PER_REPLICA
+
+    model = _model("prod", "mistral-7b")  # queueDepthPerReplica 2
+    hold = _triggers(autoscaling.scaled_object(model, "prod"))["saturation-hold"]
+    assert hold["type"] == "prometheus" and hold["metricType"] == "AverageValue"
+    assert hold["metadata"]["threshold"] == f"{SATURATION_HOLD_PER_REPLICA:g}" == "0.9"
+    query = hold["metadata"]["query"]
+    ns, labels = "model-mistral-7b", 'namespace="model-mistral-7b",model_name="mistral-7b"'
+    available = f'kube_deployment_status_replicas_available{{namespace="{ns}",deployment="mistral-7b"}}'
+    waiting = f"vllm:num_requests_waiting{{{labels},pod=%r}}"
+    success = f'{promql.SUCCESS}{{{labels},pod=%r,finished_reason="stop"}}'
+    step = f"{SCRAPE_INTERVAL_SECONDS}s"
+
+    def case(series: list[dict[str, str]], value: float, at: str) -> dict:
+        return promtool.expression_case(query, series, value, eval_time=at, interval=step)
+
+    # 3 minutes saturated (3 waiting per pod >= 2, 10 req/s each), then 5 minutes at 8.5 req/s each, nothing
+    # waiting: 17 req/s over 10 req/s per replica = 1.7 replicas' worth
+    saturated_then_not = [
+        {"series": available, "values": "2x96"},
+        *({"series": waiting % p, "values": "3x36 0x59"} for p in ("p0", "p1")),
+        *({"series": success % p, "values": "0+50x36 1842.5+42.5x59"} for p in ("p0", "p1")),
+    ]
+    never = [
+        {"series": available, "values": "2x96"},
+        *({"series": waiting % p, "values": "1x96"} for p in ("p0", "p1")),  # 1 < 2 per replica
+        *({"series": success % p, "values": "0+50x96"} for p in ("p0", "p1")),
+    ]
+    # saturated in the first 3 minutes, then not for more than SATURATION_MEMORY_SECONDS
+    samples = (promql.SATURATION_MEMORY_SECONDS + 600) // SCRAPE_INTERVAL_SECONDS
+    forgotten = [
+        {"series": available, "values": f"2x{samples}"},
+        *({"series": waiting % p, "values": f"3x36 0x{samples - 37}"} for p in ("p0", "p1")),
+        *({"series": success % p, "values": f"0+50x{samples}"} for p in ("p0", "p1")),
+    ]
+    # nothing waits, but for 3 minutes the KV fill per replica (0.05) is past the target 0.04 x 1.1 at 10 req/s
+    # each (the KV trigger asks to grow), then 0.03 at 8.5 req/s: 1.7 again
+    kv_series = f"{promql.KV_CACHE}{{{labels},pod=%r}}"
+    kv_past_then_not = [
+        {"series": available, "values": "2x96"},
+        *({"series": waiting % p, "values": "0x96"} for p in ("p0", "p1")),
+        *({"series": kv_series % p, "values": "0.05x36 0.03x59"} for p in ("p0", "p1")),
+        *({"series": success % p, "values": "0+50x36 1842.5+42.5x59"} for p in ("p0", "p1")),
+    ]
+    tests = [
+        case(saturated_then_not, 1.7, "7m"),
+        case(kv_past_then_not, 1.7, "7m"),
+        case(never, 0, "7m"),
+        case(forgotten, 0, f"{promql.SATURATION_MEMORY_SECONDS + 300}s"),
+    ]
+    promtool.unit_test_rules({"groups": []}, tests, tmp_path)

@@ -20,8 +20,8 @@ def test_a_ramp_up_and_down_is_not_a_flap() -> None:
 
 def test_reversal_after_the_window_is_not_counted() -> None:
     desired = np.array([5] * 10 + [6] * 20 + [5] * 10)
-    assert flap_count(desired, window_minutes=15) == 0
-    assert flap_count(desired, window_minutes=20) == 1
+    assert flap_count(desired, window=15) == 0
+    assert flap_count(desired, window=20) == 1
 
 
 def test_the_tuner_treats_a_flapping_candidate_as_infeasible() -> None:
@@ -34,3 +34,92 @@ def test_the_tuner_treats_a_flapping_candidate_as_infeasible() -> None:
     assert tuner.better(flapping, calm)  # no limit: the cheaper wins
     tuner.max_flaps = 2
     assert not tuner.feasible(flapping) and tuner.better(calm, flapping)
+
+
+def _at_the_cap(load: float = 0.75, hours: float = 2.0):
+    """The dev fixture's model (maxReplicas 2, queue 5 / KV 0.8) under a flat load at `load` x what its two
+    replicas serve: one replica saturates, two do not, and neither the queue (zero below saturation) nor a
+    KV fill of 0.8 (a replica saturates on max_num_seqs well below it) reads the load while two serve."""
+    from llm_platform.simulator.search.stacks import stack_run
+    from llm_platform.simulator.traffic.traffic import TokenMix, poisson_day
+    from tests.conftest import fixture_stack
+
+    probe = poisson_day(np.full(600, 1.0), TokenMix(), np.random.default_rng(0))
+    first = stack_run(fixture_stack("dev"), None, probe)
+    rate = load * first.max_replicas * first.setup.table.capacity_rps
+    traffic = poisson_day(np.full(int(hours * 3600), rate), TokenMix(), np.random.default_rng(1))
+    return stack_run(fixture_stack("dev"), None, traffic)
+
+
+def test_the_rendered_saturation_hold_stops_a_pool_at_its_cap_from_flapping() -> None:
+    """Without the saturation hold (the ScaledObject before it) the pool swings 2 -> 1 -> 2: after the
+    down-stabilization window the KV trigger asks for one replica, which saturates, and the queue asks for
+    two again. With the trigger the plan renders, the same day holds two: no flap, fewer misses, same cost."""
+    from llm_platform.plan import promql
+    from llm_platform.simulator.controllers.strategies import from_plan
+    from llm_platform.simulator.day.engine import simulate
+
+    run = _at_the_cap()
+    scaling = run.plan.scaling
+    assert promql.SATURATION_HOLD in {t.metric for t in scaling.triggers}
+    before = frozenset(t.metric for t in scaling.triggers) - {promql.SATURATION_HOLD}
+    setup = run.setup
+    old = simulate(setup.traffic, setup.table, from_plan("old", scaling, before), setup.config)
+    new = simulate(setup.traffic, setup.table, from_plan("new", scaling), setup.config)
+    print(
+        f"old: {old.flaps} flaps, {old.slo_violation_pct:.1f} % missed, ${old.gpu_cost_usd_per_day:.2f}/day; "
+        f"new: {new.flaps} flaps, {new.slo_violation_pct:.1f} % missed, ${new.gpu_cost_usd_per_day:.2f}/day"
+    )
+    assert old.flaps > 0
+    assert new.flaps == 0
+    assert new.slo_violation_pct <= old.slo_violation_pct  # holding the cap serves the load
+    assert new.gpu_cost_usd_per_day <= old.gpu_cost_usd_per_day * 1.05  # margin: 5 %
+
+
+def test_the_hold_remembers_the_last_saturation_for_its_window() -> None:
+    from llm_platform.plan.model import SaturationMemory
+    from llm_platform.simulator.controllers.saturation import SaturationHold
+
+    hold = SaturationHold(SaturationMemory(queue_per_replica=5, kv_per_replica=0.5, window_s=600, step_s=30))
+    hold.observe(0.0, waiting=4.0, kv=0.0, served_rate=20.0, available=1, serving=1.0)  # 4 < 5 per replica
+    assert hold.value(0.0, 20.0) == 0.0
+    hold.observe(
+        30.0, waiting=10.0, kv=0.0, served_rate=30.0, available=2, serving=2.0
+    )  # saturated: 15 req/s each
+    hold.observe(
+        40.0, waiting=0.0, kv=0.0, served_rate=99.0, available=2, serving=2.0
+    )  # between steps: not sampled
+    assert hold.last == (30.0, 15.0)
+    assert hold.value(300.0, 27.0) == 27.0 / 15.0  # 1.8 replicas' worth
+    hold.observe(60.0, waiting=0.0, kv=0.0, served_rate=27.0, available=2, serving=2.0)  # unsaturated: kept
+    assert hold.value(629.0, 27.0) == 27.0 / 15.0
+    assert hold.value(630.0, 27.0) == 0.0  # older than the window
+
+
+def test_the_hold_also_linearises_a_kv_target_near_the_knee() -> None:
+    """The prod fixture's model (queue 2 / KV 0.04, the KV fill at 0.8x a replica's saturation rate) on the
+    seed day's two busiest hours: one replica fewer fills the rest far more than the HPA's linear estimate, so
+    the KV trigger walks the pool down and jumps it up again. The hold learns the per-replica rate at which the
+    KV trigger asked to grow: fewer than half the flaps, no more misses, cost within 5 %."""
+    from llm_platform.plan import promql
+    from llm_platform.simulator.controllers.strategies import from_plan
+    from llm_platform.simulator.day.engine import simulate
+    from llm_platform.simulator.search.stacks import stack_run
+    from llm_platform.simulator.traffic.traffic import TokenMix, poisson_day, seed_day
+    from tests.conftest import fixture_stack
+
+    rate = seed_day(0).per_second()[12 * 3600 : 14 * 3600].reshape(-1, 60).mean(axis=1).repeat(60)
+    run = stack_run(
+        fixture_stack("prod"), "mistral-7b", poisson_day(rate, TokenMix(), np.random.default_rng(1))
+    )
+    scaling, setup = run.plan.scaling, run.setup
+    before = frozenset(t.metric for t in scaling.triggers) - {promql.SATURATION_HOLD}
+    old = simulate(setup.traffic, setup.table, from_plan("old", scaling, before), setup.config)
+    new = simulate(setup.traffic, setup.table, from_plan("new", scaling), setup.config)
+    print(
+        f"old: {old.flaps} flaps, {old.slo_violation_pct:.2f} % missed, ${old.gpu_cost_usd_per_day:.2f}/day; "
+        f"new: {new.flaps} flaps, {new.slo_violation_pct:.2f} % missed, ${new.gpu_cost_usd_per_day:.2f}/day"
+    )
+    assert new.flaps * 2 < old.flaps
+    assert new.slo_violation_pct <= old.slo_violation_pct
+    assert new.gpu_cost_usd_per_day <= old.gpu_cost_usd_per_day * 1.05

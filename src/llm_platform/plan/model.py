@@ -226,17 +226,31 @@ def cold_start_budget(
 
 
 @dataclass(frozen=True)
+class SaturationMemory:
+    """What the saturation hold's query remembers (plan.promql.saturation_hold): the per-replica throughput of
+    the latest subquery step, within `window_s`, at which at least `queue_per_replica` requests waited per
+    available replica or the KV fill per available replica was past `kv_per_replica` x (1 + `tolerance`)."""
+
+    queue_per_replica: float
+    kv_per_replica: float
+    tolerance: float = promql.HPA_TOLERANCE
+    window_s: int = promql.SATURATION_MEMORY_SECONDS
+    step_s: int = promql.SATURATION_STEP_SECONDS
+
+
+@dataclass(frozen=True)
 class MetricTrigger:
     """A KEDA Prometheus trigger: `query` summed over the model's pods, divided by replicas by the HPA."""
 
     name: str
-    metric: str  # the vLLM series the query sums (plan.promql)
+    metric: str  # the vLLM series the query sums (plan.promql), or promql.SATURATION_HOLD
     query: str
     threshold: float
     metric_type: Literal["AverageValue"] = "AverageValue"
     type: Literal["prometheus"] = "prometheus"
     # KEDA activates the target (0 -> 1) while the value is above it (None: KEDA's default, 0)
     activation_threshold: float | None = None
+    saturation: SaturationMemory | None = None  # the saturation hold's memory (None for the other triggers)
 
 
 @dataclass(frozen=True)
@@ -271,6 +285,11 @@ class ScalingPlan:
 # one replica the HPA sizes it at WAKE_REQUESTS_PER_REPLICA per replica, above which the other triggers lead
 WAKE_ACTIVATION = 0.0
 WAKE_REQUESTS_PER_REPLICA = 1000.0
+# the saturation hold's target: the load in replicas' worth (promql.saturation_hold) per replica. Below 1 by the
+# HPA's default tolerance (0.1): N replicas go to N-1 only once N-1 would serve at most 90 % of the per-replica
+# load at which the pool last asked to grow, so a pool at its cap that is calm only because it has one replica
+# more than that stays there
+SATURATION_HOLD_PER_REPLICA = 0.9
 
 
 def fallback_replicas(autoscaling: Autoscaling) -> int:
@@ -319,6 +338,20 @@ def scaling_plan(
                 promql.KV_CACHE,
                 query(promql.kv_cache_usage(namespace, served_model_name)),
                 a.kv_cache_usage,
+            ),
+            MetricTrigger(
+                "saturation-hold",
+                promql.SATURATION_HOLD,
+                promql.saturation_hold(
+                    namespace,
+                    served_model_name,
+                    names.deployment,
+                    a.queue_depth_per_replica,
+                    a.kv_cache_usage,
+                    multi_node,
+                ),
+                SATURATION_HOLD_PER_REPLICA,
+                saturation=SaturationMemory(a.queue_depth_per_replica, a.kv_cache_usage),
             ),
             *(
                 ()

@@ -87,6 +87,74 @@ def served_throughput(namespace: str, model_name: str) -> str:
     return f"sum(rate({SUCCESS}{selector(namespace, model_name)}[{THROUGHPUT_WINDOW}]))"
 
 
+# the saturation hold (plan/model.py, docs/simulator.md "Flaps"): how long the pool remembers the requests one
+# replica served per second the last time it asked to grow (saturated, or its KV fill past the HPA's tolerance
+# over the target), and the resolution of that memory (the subquery's step). Three hours: at its replica cap the
+# pool tries fewer replicas at most once in three hours while the load stays where one fewer would ask to grow
+# (only asking to grow refreshes the memory); a token mix that changes during the day is relearned the next
+# time. A 30 s step: a saturation that lasts a cold start on a warm node is seen, at 360 inner evaluations
+SATURATION_MEMORY_SECONDS = 3 * 3600
+SATURATION_STEP_SECONDS = 30
+# the HPA's default tolerance (kubernetes/kubernetes pkg/controller/podautoscaler/config/v1alpha1/defaults.go
+# `Tolerance = 0.1`; replica_calculator.go GetExternalPerPodMetricReplicas): past target x (1 + it) an
+# AverageValue trigger scales up. Subqueries and last_over_time run on the pinned Prometheus (v3.14.0,
+# kube-prometheus-stack 88.5.3 values `prometheus.prometheusSpec.image.tag`; last_over_time since v2.26)
+HPA_TOLERANCE = 0.1
+# not a series: the key of the saturation hold's value (the simulator reads it under this name)
+SATURATION_HOLD = "saturation-hold"
+
+
+def growth_throughput_per_replica(
+    namespace: str,
+    model_name: str,
+    deployment: str,
+    queue_per_replica: float,
+    kv_per_replica: float,
+    multi_node: bool = False,
+) -> str:
+    """Requests one available replica completes per second while the pool asks to grow: at least
+    `queue_per_replica` requests wait per available replica (saturated; behind the gateway vLLM's queue stops at
+    its saturation depth, twice that, and the picker holds the rest), or the KV fill per available replica is
+    past `kv_per_replica` x (1 + HPA_TOLERANCE) (the KV trigger scales up); no sample otherwise. Label-less (sums
+    on both sides), positive."""
+    series = replicas_available(namespace, deployment, multi_node)
+    available = f"sum({series})"
+    # the replicas over the same window the completions are rated over: right after a scale step the window's
+    # completions are still the previous count's
+    serving = f"sum(avg_over_time({series}[{THROUGHPUT_WINDOW}]))"
+    waiting = queue_depth(namespace, model_name)
+    kv = kv_cache_usage(namespace, model_name)
+    kv_edge = kv_per_replica * (1 + HPA_TOLERANCE)
+    served = served_throughput(namespace, model_name)
+    return (
+        f"(({served} / {serving}) > 0) and on() "
+        f"(({waiting} >= {queue_per_replica:g} * {available}) or ({kv} > {kv_edge:g} * {available}))"
+    )
+
+
+def saturation_hold(
+    namespace: str,
+    model_name: str,
+    deployment: str,
+    queue_per_replica: float,
+    kv_per_replica: float,
+    multi_node: bool = False,
+) -> str:
+    """The load in replicas' worth: requests completed per second now over what one replica completed per second
+    the last time the pool asked to grow within SATURATION_MEMORY_SECONDS (`last_over_time` of a subquery at
+    SATURATION_STEP_SECONDS); 0 when it did not in that time. Proportional to the load, where the queue (zero
+    below saturation: unloaded pods wait for nothing) and the KV fill (small until the batch fills, then steep,
+    so one replica fewer fills far more than the HPA's linear estimate) are not: against a per-replica target
+    below 1 it keeps the replicas whose removal would make the pool ask to grow again. One series (`sum`, for
+    KEDA); a missing vLLM series reads 0 here (the queue and KV triggers stay loud)."""
+    per = growth_throughput_per_replica(
+        namespace, model_name, deployment, queue_per_replica, kv_per_replica, multi_node
+    )
+    memory = f"[{SATURATION_MEMORY_SECONDS}s:{SATURATION_STEP_SECONDS}s]"
+    served = served_throughput(namespace, model_name)
+    return f"sum(({served} / on() last_over_time(({per}){memory})) or on() vector(0))"
+
+
 def gateway_arrivals(namespace: str, model_name: str) -> str:
     """Requests per second that reached the model through the gateway over THROUGHPUT_WINDOW, served or shed:
     the load itself, which completions understate while the pool is saturated (the gateway holds or sheds the

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from llm_platform.plan.model import SaturationMemory
 from llm_platform.simulator.controllers.hpa import HPA, Behavior
 
 Query = Callable[[str], float | None]  # metric name -> value, None when the query fails
@@ -31,6 +32,7 @@ class PrometheusTrigger:
     query: str = (
         ""  # the deployed PromQL whose value `metric` stands for ("" for a hand-written ScaledObject)
     )
+    saturation: SaturationMemory | None = None  # the saturation hold's memory (controllers/saturation.py)
 
 
 @dataclass(frozen=True)

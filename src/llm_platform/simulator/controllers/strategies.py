@@ -30,12 +30,14 @@ SCRAPED_SUM = {
     promql.KV_CACHE: "kv_sum",
     promql.SUCCESS: "served_rate",
     promql.EPP_REQUESTS: "arrival_rate",
+    promql.SATURATION_HOLD: "saturation_hold",  # controllers/saturation.py
 }
 TRIGGER_LABEL = {
     promql.QUEUE: "queue",
     promql.KV_CACHE: "sum(kv)",
     promql.SUCCESS: "served req/s",
     promql.EPP_REQUESTS: "arriving req/s",
+    promql.SATURATION_HOLD: "saturation hold",
 }
 
 Kind = Literal["static", "hpa-memory", "keda"]
@@ -126,7 +128,7 @@ def from_plan(
 ) -> Strategy:
     """The ScaledObject the plan renders; `metrics` keeps only those vLLM series' triggers, `prewarm` the crons."""
     triggers: list[Trigger] = [
-        PrometheusTrigger(t.name, SCRAPED_SUM[t.metric], t.threshold, query=t.query)
+        PrometheusTrigger(t.name, SCRAPED_SUM[t.metric], t.threshold, query=t.query, saturation=t.saturation)
         for t in scaling.triggers
         if metrics is None or t.metric in metrics
     ]

@@ -28,9 +28,10 @@ from llm_platform.config.schema import Slo
 from llm_platform.plan.gateway import FlowControlPlan
 from llm_platform.plan.promql import THROUGHPUT_WINDOW_SECONDS
 from llm_platform.simulator.controllers.cron import active_minutes, placeholder_targets
-from llm_platform.simulator.controllers.flap import flap_count
+from llm_platform.simulator.controllers.flap import FLAP_WINDOW_MINUTES, flap_count
 from llm_platform.simulator.controllers.hpa import HPA, SYNC_PERIOD_SECONDS, pods_average_value_replicas
-from llm_platform.simulator.controllers.keda import CronTrigger, Keda
+from llm_platform.simulator.controllers.keda import CronTrigger, Keda, PrometheusTrigger
+from llm_platform.simulator.controllers.saturation import SaturationHold
 from llm_platform.simulator.controllers.strategies import Strategy
 from llm_platform.simulator.serving.capacity import Cluster
 from llm_platform.simulator.serving.capacity_config import CapacityConfig
@@ -81,11 +82,8 @@ class Result:
     per_day: list[dict[str, float]] = field(default_factory=list, repr=False)
     oracle: dict[str, float] = field(default_factory=dict, repr=False)
     minute_ready_max: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # most serving
-
-    @property
-    def flaps(self) -> int:
-        """Scale-direction reversals within 15 minutes of the previous step (controllers/flap.py)."""
-        return flap_count(self.minute_desired)
+    # scale-direction reversals within 15 minutes of the previous step, per second (controllers/flap.py)
+    flaps: int = 0
 
     @property
     def cost_vs_oracle(self) -> float | None:
@@ -142,6 +140,7 @@ def simulate(
     spec = strategy.replicas
     hpa: HPA | None = None
     keda: Keda | None = None
+    hold: SaturationHold | None = None  # the saturation hold trigger's memory (controllers/saturation.py)
     poll_every = 0
     if strategy.kind == "hpa-memory":
         hpa = HPA(strategy.min_replicas, strategy.max_replicas, strategy.behavior)
@@ -162,13 +161,15 @@ def simulate(
 
         keda = Keda(so, created_at=-1e9, cron_active=cron_active)
         poll_every = so.polling_interval
+        memory = [t.saturation for t in so.triggers if isinstance(t, PrometheusTrigger) and t.saturation]
+        hold = SaturationHold(memory[0]) if memory else None
     hpa_phase = float(rng.uniform(0, SYNC_PERIOD_SECONDS))
     next_hpa = hpa_phase
 
     # Prometheus: the latest scrape; queries read it.
     idle = {
         "waiting_sum": 0.0, "running_sum": 0.0, "kv_sum": 0.0, "kv_max": 0.0, "served_rate": 0.0,
-        "arrival_rate": 0.0,
+        "arrival_rate": 0.0, "saturation_hold": 0.0,
     }  # fmt: skip
     scraped: dict[str, float] = dict(idle)
     scraped_fb: list[float] = []
@@ -220,6 +221,11 @@ def simulate(
                     "arrival_rate": float(served_s[window].sum() + shed_s[window].sum())
                     / THROUGHPUT_WINDOW_SECONDS,
                 }
+                if hold is not None:
+                    serving = float(ready_s[window].mean()) if t else float(ready)
+                    sc = scraped
+                    hold.observe(now, sc["waiting_sum"], sc["kv_sum"], sc["served_rate"], ready, serving)
+                    scraped["saturation_hold"] = hold.value(now, scraped["served_rate"])
                 scraped_fb = [fb] * ready
             else:
                 # no Ready replica, no vLLM series: the requests waiting outside vLLM are invisible, and the
@@ -388,4 +394,5 @@ def _summarise(
         minute_cost,
         per_day,
         minute_ready_max=ready_s[: minutes * 60].reshape(minutes, 60).max(axis=1),
+        flaps=flap_count(desired_s, FLAP_WINDOW_MINUTES * 60),
     )
