@@ -1,6 +1,7 @@
 """How long the test suite takes: runs `pytest` (the README's test command, any extra arguments passed on) in
 a child process and prints its wall time, the CPU time it used (user + sys of pytest and everything it
-started: xdist workers, the simulator's process pool, subprocesses) and the ten slowest tests.
+started: xdist workers, the simulator's process pool, subprocesses), the ten slowest tests and the test time
+by directory.
 
 Prints figures, asserts nothing. CPU time is the steadier figure on a machine shared with other work: wall
 time grows with the load, CPU time barely does; on an idle machine with N cores the wall time approaches
@@ -34,6 +35,16 @@ def slowest(junit: Path, count: int) -> list[tuple[float, str]]:
     return sorted(timed, reverse=True)[:count]
 
 
+def by_directory(junit: Path) -> list[tuple[float, str]]:
+    """(seconds, directory) summed over the tests of each test directory, longest first (on N workers the
+    sum is about N x the wall time)."""
+    totals: dict[str, float] = {}
+    for c in ET.parse(junit).getroot().iter("testcase"):
+        directory = "/".join(c.get("classname", "").split(".")[:-1]) or "."
+        totals[directory] = totals.get(directory, 0.0) + float(c.get("time", 0))
+    return sorted(((t, d) for d, t in totals.items()), reverse=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--slowest", type=int, default=10, help="how many of the slowest tests to list")
@@ -58,6 +69,9 @@ def main() -> None:
             print(f"the {args.slowest} slowest tests (setup + call + teardown):")
             for seconds, test in slowest(junit, args.slowest):
                 print(f"  {seconds:7.2f} s  {test}")
+            print("test time by directory (setup + call + teardown, summed over the workers):")
+            for seconds, directory in by_directory(junit):
+                print(f"  {seconds:7.1f} s  {directory}")
         if result.returncode != 0:
             print(f"pytest exited {result.returncode}:\n{result.stdout[-4000:]}{result.stderr[-2000:]}")
 

@@ -9,10 +9,10 @@ are checked only by tests/stacks/ (renders, 0 schema problems, policies pass, al
 from __future__ import annotations
 
 import copy
-import dataclasses
 import functools
 import hashlib
 import json
+import pickle
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,6 +36,7 @@ from llm_platform.config.schema import StackConfig
 from llm_platform.tools import mocks as platform_mocks
 from llm_platform.tools import render
 from llm_platform.tools.render import stack_config
+from tests.render_cache import WORKER_INPUT, SharedRenders
 
 FIXTURE_STACKS = ROOT / "tests" / "fixtures" / "stacks"
 
@@ -48,9 +49,10 @@ def _program_digest() -> str:
     return digest.hexdigest()
 
 
-# every evaluation of a stack file in this worker, keyed by the stack's name, its file and that file's content
-# and the program's content: a stack is evaluated under mocks once per session however many tests read it
-_EVALUATED: dict[tuple[str, str, str, str], render.Render] = {}
+# every evaluation of a stack file in this session, keyed by the stack's name, its file and that file's
+# content and the program's content: a stack is evaluated under mocks once per session however many tests
+# and xdist workers read it (tests/render_cache.py shares it between the workers)
+_RENDERS = SharedRenders()
 _PROGRAM = _program_digest()
 _evaluate_program = render.evaluate
 
@@ -58,21 +60,27 @@ _evaluate_program = render.evaluate
 @functools.wraps(_evaluate_program)
 def _evaluate_once(stack: Stack) -> render.Render:
     """render.evaluate, once per stack file content and program content; each caller gets its own copy (a
-    test may edit the resources, manifests and values it reads; the recorded mocks are shared). A bad stack file raises every time (nothing is cached)."""
+    test may edit the resources, manifests, values and mocks it reads). A bad stack file raises every time
+    (nothing is cached)."""
     path = stack_file(stack)
     if not path.is_file():  # the program's own error for a missing stack file
         return _evaluate_program(stack)
     key = (stack_name(stack), str(path.resolve()), hashlib.sha256(path.read_bytes()).hexdigest(), _PROGRAM)
-    if key not in _EVALUATED:
-        _EVALUATED[key] = _evaluate_program(stack)
-    once = _EVALUATED[key]
-    # the mocks hold Pulumi Outputs, which do not copy; they are shared as run_program shares them
-    return dataclasses.replace(
-        once,
-        resources=copy.deepcopy(once.resources),
-        manifests=copy.deepcopy(once.manifests),
-        helm=copy.deepcopy(once.helm),
-    )
+    return pickle.loads(_RENDERS.get(key, lambda: _evaluate_program(stack)))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _RENDERS.start(getattr(config, "workerinput", None))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist, in the controller: each worker reads and writes the controller's evaluations directory."""
+    node.workerinput[WORKER_INPUT] = str(_RENDERS.directory)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _RENDERS.stop()
 
 
 # installed before any test module imports `evaluate` from render; `render.evaluate.__wrapped__` evaluates anew

@@ -37,11 +37,12 @@ def step_rate(low: float, high: float, at_hour: float = 1.0) -> np.ndarray:
 
 
 def test_static_cost_is_independent_of_traffic():
+    hours = 1  # a static pool bills from its first second: an hour shows it as well as a day
     for rate in (2.0, 40.0):
-        traffic, table, cfg = setup(np.full(HOURS * 3600, rate))
+        traffic, table, cfg = setup(np.full(hours * 3600, rate))
         r = simulate(traffic, table, static(3), cfg)
-        assert r.gpu_cost_usd_per_day == pytest.approx(3 * 24 * 1.212)  # per day, from a 3-hour span
-        assert r.per_day[0]["gpu_cost_usd"] == pytest.approx(3 * HOURS * 1.212)
+        assert r.gpu_cost_usd_per_day == pytest.approx(3 * 24 * 1.212)  # per day, from a 1-hour span
+        assert r.per_day[0]["gpu_cost_usd"] == pytest.approx(3 * hours * 1.212)
 
 
 def test_overload_shows_up_as_slo_misses_and_long_ttft():

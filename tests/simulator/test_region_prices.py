@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from llm_platform.config.catalog import GPU_INSTANCES
@@ -13,7 +14,14 @@ from llm_platform.config.loader import ROOT, ConfigError
 from llm_platform.simulator.day.engine import simulate
 from llm_platform.simulator.search.scenarios import oracle_for
 from llm_platform.simulator.search.stacks import StackRun, stack_run
-from llm_platform.simulator.traffic.traffic import TokenMix, Traffic, load
+from llm_platform.simulator.traffic.traffic import (
+    SEED_DAY_KNOTS,
+    TokenMix,
+    Traffic,
+    load,
+    poisson_day,
+    rate_curve,
+)
 
 PROD = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.prod.yaml"
 
@@ -37,7 +45,15 @@ def day_cost(run: StackRun) -> tuple[float, float]:
     return result.gpu_cost_usd_per_day, result.slo_violation_pct
 
 
-def test_the_same_day_costs_the_regional_price_ratio_more(tmp_path: Path, traffic: Traffic) -> None:
+def seed_morning() -> Traffic:
+    """08:00-11:00 of the seed day at a quarter of its rate: the morning ramp scales the pool up, in an eighth
+    of the seed day's simulation."""
+    rate = rate_curve(SEED_DAY_KNOTS)[8 * 3600 : 11 * 3600] * 0.25
+    return poisson_day(rate, TokenMix(), np.random.default_rng(0), "seed-morning")
+
+
+def test_the_same_day_costs_the_regional_price_ratio_more(tmp_path: Path) -> None:
+    traffic = seed_morning()
     east = stack_run(stack_in(tmp_path, "us-east-1"), "mistral-7b", traffic)
     london = stack_run(stack_in(tmp_path, "eu-west-2"), "mistral-7b", traffic)
     assert east.instance.instance_type == london.instance.instance_type == "g5.2xlarge"
