@@ -166,7 +166,7 @@ def _a10g(c: int, ttft: float, itl: float, tok: float) -> Point:
 
 
 def _a100(n: int, ttft: float, median: float, itl: float, tok: float) -> Point:
-    engine = EngineConfig(gpu_memory_utilization=0.5, max_model_len=16384)
+    engine = EngineConfig(gpu_memory_utilization=0.5, max_model_len=16384, async_scheduling=False)  # v0.10.1.1
     return Point(
         f"A100-80GB-burst{n}", A100_80, "Qwen/Qwen2-7B-Instruct", engine, 1024, 1024, n, "burst",
         ttft, itl, tok, A100_BURSTS, explained={"ttft": BURST_TTFT, "tok_s": PREFIX_HITS}, ttft_median_ms=median,
@@ -220,7 +220,7 @@ SWEEP_POINTS: tuple[Point, ...] = (  # concurrency and burst sweeps; the rate po
         for kv, b, median, itl, tok in (("bf16", 2, 763.6, 15.18, 450.3), ("fp8", 1, 742.8, 12.93, 517.5))
     ),
     Point(
-        "H100-qwen3-8b-C4", H100, "Qwen/Qwen3-8B", EngineConfig(), 232.6, 220.6, 4, "concurrency", 64.00, 7.38,
+        "H100-qwen3-8b-C4", H100, "Qwen/Qwen3-8B", EngineConfig(async_scheduling=False), 232.6, 220.6, 4, "concurrency", 64.00, 7.38,
         496.88, H100_QWEN3, explained={"ttft": CHAT_HOST, "tok_s": CHAT_HOST}, ttft_median_ms=60.26,
     ),
     *(
