@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from llm_platform.config.catalog import H100
 from llm_platform.config.loader import ROOT
+from llm_platform.config.model_profiles import profile
 from llm_platform.simulator.serving import calibration
 from llm_platform.simulator.serving.calibration import (
     BEGIN,
@@ -22,8 +24,8 @@ from llm_platform.simulator.serving.calibration import (
     POINTS,
     TOLERANCE,
     bandwidth_floor_ms,
-    ttft_gap_in_tpot_shortfalls,
     overload_agrees,
+    ttft_gap_in_tpot_shortfalls,
     with_table,
     within_tolerance,
 )
@@ -33,8 +35,6 @@ from llm_platform.simulator.serving.calibration_rates import (
     RATE_POINTS,
     hit_rate,
 )
-from llm_platform.config.catalog import H100
-from llm_platform.config.model_profiles import profile
 from llm_platform.simulator.serving.replica import CALIBRATION, REQUEST_OVERHEAD_SECONDS
 
 ROWS = {str(r["id"]): r for r in calibration.rows()}
@@ -135,7 +135,7 @@ def test_request_overhead_is_h25_less_one_weight_read():
     read = profile("meta-llama/Llama-3.1-8B-Instruct").weight_bytes / (
         H100.hbm_bandwidth_gbps * 1e9 * CALIBRATION["H100"].bandwidth_efficiency
     )
-    assert REQUEST_OVERHEAD_SECONDS == pytest.approx(0.01398 - read, abs=5e-5)
+    assert pytest.approx(0.01398 - read, abs=5e-5) == REQUEST_OVERHEAD_SECONDS
 
 
 def test_what_the_host_model_leaves_on_the_rate_points():

@@ -35,8 +35,8 @@ from llm_platform.simulator.serving.lora import LoraCost
 from llm_platform.simulator.serving.physics import step_allreduce_seconds
 
 # Host overhead, sources and what is measured vs assumed: docs/simulator.md "Host overhead". Neither constant
-# grows with TP (at TP > 1 one shared-memory broadcast of the scheduler output per step, vllm#9856: < 0.1 ms,
-# not charged); what grows is the step (all-reduces, serving/physics.py) and every wait counted in steps.
+# grows with TP (at TP > 1 one shared-memory broadcast of the scheduler output per step, vllm#9856/#5399:
+# < 3 % of a step, not charged); what grows is the step (all-reduces, serving/physics.py) and waits in steps.
 STEP_OVERHEAD_SECONDS = 0.001  # H03 batch-1 ITL fit intercept 6.44 ms less its weight read: 1.09 ms
 REQUEST_OVERHEAD_SECONDS = 0.0086  # API server: H25 C=1 TTFT p50 13.98 ms less one H100 8B weight read
 ASYNC_SCHEDULING_LAG_STEPS = 1.0  # vllm#19970: step N+1 is scheduled while N runs; arrivals start in N+2
