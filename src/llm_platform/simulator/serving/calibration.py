@@ -30,7 +30,6 @@ from llm_platform.simulator.serving.calibration_points import (
 )
 from llm_platform.simulator.serving.calibration_rates import RATE_POINTS
 from llm_platform.simulator.serving.replica import (
-    REQUEST_OVERHEAD_SECONDS,
     ReplicaModel,
     ReplicaTable,
     TokenStats,
@@ -118,11 +117,13 @@ def bandwidth_floor_ms(point: Point) -> float:
     return (p.weight_bytes + running * context * p.kv_bytes_per_token) / peak * 1000
 
 
-def host_ttft_ms(row: dict[str, object]) -> float:
-    """Per-request host time a row's published TTFT implies: published minus the model's step terms."""
-    published, model = row["ttft_published"], row["ttft_model"]
-    assert isinstance(published, float) and isinstance(model, float)
-    return published - (model - REQUEST_OVERHEAD_SECONDS * 1000)
+def ttft_gap_in_tpot_shortfalls(row: dict[str, object]) -> float:
+    """(published - model TTFT) / (published - model TPOT): the TTFT a row's model misses, counted in the
+    per-step time its model misses (docs/simulator.md "Host overhead")."""
+    ttft = (row["ttft_published"], row["ttft_model"])
+    tpot = (row["tpot_published"], row["tpot_model"])
+    assert all(isinstance(x, float) for x in (*ttft, *tpot))
+    return (float(ttft[0]) - float(ttft[1])) / (float(tpot[0]) - float(tpot[1]))  # type: ignore[arg-type]
 
 
 def _published(point: Point, metric: Metric) -> float | None:

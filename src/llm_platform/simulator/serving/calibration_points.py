@@ -93,7 +93,8 @@ LITTLE = (
 HOST_BOUND = (
     "a 0.5B model's GPU step is ~5 ms: the API server's per-request and per-token host work (HTTP, tokenization, "
     "streaming 2,300-3,800 tokens/s) dominates TTFT and grows ITL from 5.1 to 7.1 ms while the GPU step grows "
-    "to 5.8 ms; the model carries host work as a constant 10 ms per request (7-8B models are GPU-bound)"
+    'to 5.8 ms; the model carries 8.6 ms of host work per request (H25, docs "Host overhead"; 7-8B models are '
+    "GPU-bound) and none per streamed token"
 )
 BURST_TTFT = (
     "burst TTFT in this sweep is not monotonic in the burst size (488 ms at 10, 195 ms at 20, 2,581 ms at 50) "
@@ -118,7 +119,7 @@ CHAT_HOST = (
     "the GPU work of this TTFT is ~20 ms (a 233-token prefill of 8.2B parameters is 3.8 TFLOP, 8 ms at 50 % "
     "MFU, plus a residual step); the rest is API-server work on the chat endpoint (chat template, "
     "tokenization, streaming), which this row measures and H25 on /v1/completions (Llama-3.1-8B, H100, C=1, "
-    "TTFT p50 14 ms) does not; the model carries a constant 10 ms per request, so host-bound TTFTs are low"
+    "TTFT p50 14 ms, from which the model's 8.6 ms per request comes) does not, so host-bound TTFTs are low"
 )
 TP2_UNKNOWN = (
     "the run's launch arguments and precision are not published (vllm_capacity_points.md A15): 58 ms per "
@@ -166,7 +167,9 @@ def _a10g(c: int, ttft: float, itl: float, tok: float) -> Point:
 
 
 def _a100(n: int, ttft: float, median: float, itl: float, tok: float) -> Point:
-    engine = EngineConfig(gpu_memory_utilization=0.5, max_model_len=16384)
+    engine = EngineConfig(
+        gpu_memory_utilization=0.5, max_model_len=16384, async_scheduling=False
+    )  # v0.10.1.1
     return Point(
         f"A100-80GB-burst{n}", A100_80, "Qwen/Qwen2-7B-Instruct", engine, 1024, 1024, n, "burst",
         ttft, itl, tok, A100_BURSTS, explained={"ttft": BURST_TTFT, "tok_s": PREFIX_HITS}, ttft_median_ms=median,
@@ -220,7 +223,7 @@ SWEEP_POINTS: tuple[Point, ...] = (  # concurrency and burst sweeps; the rate po
         for kv, b, median, itl, tok in (("bf16", 2, 763.6, 15.18, 450.3), ("fp8", 1, 742.8, 12.93, 517.5))
     ),
     Point(
-        "H100-qwen3-8b-C4", H100, "Qwen/Qwen3-8B", EngineConfig(), 232.6, 220.6, 4, "concurrency", 64.00, 7.38,
+        "H100-qwen3-8b-C4", H100, "Qwen/Qwen3-8B", EngineConfig(async_scheduling=False), 232.6, 220.6, 4, "concurrency", 64.00, 7.38,
         496.88, H100_QWEN3, explained={"ttft": CHAT_HOST, "tok_s": CHAT_HOST}, ttft_median_ms=60.26,
     ),
     *(

@@ -15,9 +15,10 @@ prefill but its KV is still read during decode. When the KV cache is full, decod
 preempting the newest request (recompute): in steady state each decoded token forces one token of recompute.
 
 Little's law closes the loop (decoding sequences R = rate x output tokens x ITL). Above the saturation rate
-requests wait (vllm:num_requests_waiting). TTFT = API overhead + residual of the step in flight + own prefill
-x (1 + G), G ~ Geometric(rho_p): the prompts ahead of it in the prefill queue. Calibration against published
-measurements: simulator/calibration.py and docs/simulator.md.
+requests wait (vllm:num_requests_waiting). TTFT = API overhead + residual of the step in flight (+ the step
+scheduled behind it with async scheduling) + own prefill x (1 + G), G ~ Geometric(rho_p): the prompts ahead
+of it in the prefill queue. Calibration against published measurements: simulator/calibration.py and
+docs/simulator.md.
 """
 
 from __future__ import annotations
@@ -33,14 +34,12 @@ from llm_platform.config.model_profiles import ModelProfile
 from llm_platform.simulator.serving.lora import LoraCost
 from llm_platform.simulator.serving.physics import step_allreduce_seconds
 
-# Scheduler + sampler + graph launch per step: the intercept of vLLM's published H100 batch-1 ITL fit
-# (6.44 ms + 4.37e-5 ms x context, vllm_capacity_points.md H03) less the weight read at the fit's own slope
-# (131,072 KV bytes/token / 4.37e-8 s = 3.0 TB/s, eta 0.895): 6.44 - 16.06 GB / 3.0 TB/s = 1.09 ms; 1.0 ms
-# is kept (1.4 % of that ITL) so the day figures of the docs stay those of the checked-in runs. The CPU side
-# does not grow with TP (one shared-memory broadcast of the scheduler output per step, V1 multiproc
-# executor); what grows with TP is the all-reduces (serving/physics.py).
-STEP_OVERHEAD_SECONDS = 0.001
-REQUEST_OVERHEAD_SECONDS = 0.010  # API server: HTTP, tokenization, first-token detokenization (Unverified)
+# Host overhead, sources and what is measured vs assumed: docs/simulator.md "Host overhead". Neither constant
+# grows with TP (at TP > 1 one shared-memory broadcast of the scheduler output per step, vllm#9856/#5399:
+# < 3 % of a step, not charged); what grows is the step (all-reduces, serving/physics.py) and waits in steps.
+STEP_OVERHEAD_SECONDS = 0.001  # H03 batch-1 ITL fit intercept 6.44 ms less its weight read: 1.09 ms
+REQUEST_OVERHEAD_SECONDS = 0.0086  # API server: H25 C=1 TTFT p50 13.98 ms less one H100 8B weight read
+ASYNC_SCHEDULING_LAG_STEPS = 1.0  # vllm#19970: step N+1 is scheduled while N runs; arrivals start in N+2
 RUNTIME_OVERHEAD_GIB = (
     0.83  # kvplan, Llama-3-8B on L4: activations 0.22 + compile 0.11 + graphs 0.25 + other 0.25
 )
@@ -84,6 +83,7 @@ class EngineConfig:
     chunked_prefill: bool = True  # V1 always; False models V0's prefill-only steps
     max_model_len: int = 8192
     prefix_hit_rate: float = 0.0  # fraction of prompt tokens served from the prefix cache
+    async_scheduling: bool = True  # vLLM's default where supported (V1 only: ignored without chunked prefill)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.prefix_hit_rate < 1.0:
@@ -156,6 +156,13 @@ class ReplicaModel:
     def step_overhead_seconds(self) -> float:
         """Fixed time of every step: scheduler, sampler, launch, and with adapters the LoRA kernels."""
         return STEP_OVERHEAD_SECONDS + (self.lora.step_seconds(self.bandwidth) if self.lora else 0.0)
+
+    @property
+    def wait_steps(self) -> float:
+        """Steps a request arriving at a busy engine waits before its first computes: half the one in flight,
+        plus the one scheduled ahead of it under async scheduling (module constants)."""
+        lag = self.engine.async_scheduling and self.engine.chunked_prefill
+        return 0.5 + (ASYNC_SCHEDULING_LAG_STEPS if lag else 0.0)
 
     @property
     def weight_read_seconds(self) -> float:
@@ -352,7 +359,7 @@ class ReplicaTable:
             others = np.where(
                 rho > 0, np.floor(np.log(np.maximum(u, 1e-300)) / np.log(np.maximum(rho, 1e-300))), 0.0
             )
-        residual = state["step"] / 2 * (1 - np.exp(-state["running"]))
+        residual = state["step"] * self.model.wait_steps * (1 - np.exp(-state["running"]))
         own = self.prefill_seconds(input_tokens, state)
         return REQUEST_OVERHEAD_SECONDS + residual + own * (1 + others)
 
@@ -369,7 +376,7 @@ class ReplicaTable:
         s = self.at(lam)
         rho = float(np.clip(s["rho_prefill"] * others, 0.0, 0.99))
         own = float(self.prefill_seconds(np.array([self.stats.mean_input]), s)[0])
-        residual = float(s["step"]) / 2 * (1 - math.exp(-float(s["running"]) * others))
+        residual = float(s["step"]) * self.model.wait_steps * (1 - math.exp(-float(s["running"]) * others))
         return REQUEST_OVERHEAD_SECONDS + residual + own / (1 - rho)
 
 
