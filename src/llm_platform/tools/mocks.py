@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import json
 import runpy
+import sys
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -220,6 +221,9 @@ def _mock_pem(label: str, typ: str, name: str) -> str:
     return f"-----BEGIN {label}-----\nMOCK{body}\n-----END {label}-----\n"
 
 
+EVALUATION_RECURSION_LIMIT = 5000
+
+
 class ImmediateExecutor(ThreadPoolExecutor):
     """Run mock-monitor RPCs inline: no worker threads, no stray per-thread event loops."""
 
@@ -258,7 +262,15 @@ def run(program: Callable[[], object]) -> None:
     def evaluate() -> None:
         program()
 
-    evaluate()
+    # The inline executor runs each RPC's `_sync_await` (pulumi.runtime.mocks) on the program's own loop, which
+    # pumps it re-entrantly: registrations nest about 11 frames per level, ~730 deep for a five-model stack,
+    # near Python's default limit of 1000. The engine's RPCs run on threads and do not nest.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, EVALUATION_RECURSION_LIMIT))
+    try:
+        evaluate()
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def run_main() -> None:
