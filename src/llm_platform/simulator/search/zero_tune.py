@@ -2,8 +2,8 @@
 
 Where the stack allows zero (a non-prod environment, or a model opted in with `allowScaleToZero`), every
 cooldownPeriod of the grid is scored at minReplicas 0 over the days (serving/zero.py), against the stack's
-own minReplicas (or the tuner's): the cheapest candidate that loses no request (no 503 after the hold) and
-serves every first request after idle within the from-zero budget wins; the own floor wins when none does.
+own minReplicas (or the tuner's): the cheapest candidate that loses no request (no 503 on a client's last
+attempt: serving/zero.py, retries after Retry-After) wins; the own floor wins when none does.
 `simulator tune` runs it after its descent (`zero_step`): the held requests wait minutes, so they count as SLO
 misses within `--max-miss-pct`, and the block it prints carries minReplicas 0 and the cooldownPeriod.
 """
@@ -17,6 +17,7 @@ import numpy as np
 
 from llm_platform.config.schema import Autoscaling, Environment, StackConfig
 from llm_platform.plan.model import ModelPlan
+from llm_platform.plan.zero import RETRY_ATTEMPTS
 from llm_platform.simulator.controllers.strategies import scaling_for
 from llm_platform.simulator.search.stacks import StackRun
 from llm_platform.simulator.serving.warm_buffer import WarmBuffer
@@ -87,10 +88,10 @@ def tune_zero(
     candidates = [own]
     if allows_zero(config, plan):
         candidates += [score(plan, days, duration, 0, c) for c in grid]
-    hold = ZeroSpec.from_plan(plan).hold_s
+    patience = ZeroSpec.from_plan(plan).patience_s  # a 503'd request retried and served is not lost
 
     def fine(c: ZeroCandidate) -> bool:
-        if c.lost or c.wait_max > hold:
+        if c.lost or c.wait_max > patience:
             return False
         if held_allowed_pct is None:
             return True
@@ -127,9 +128,10 @@ class ZeroStep:
         if not self.zeros:
             return "not allowed for this model (it needs the gateway, and in prod allowScaleToZero: true)"
         if all(c.lost for c in self.zeros):
-            return f"a held request got a 503 after the {self.hold_s:.0f} s hold at every cooldownPeriod"
-        if all(c.lost or c.wait_max > self.hold_s for c in self.zeros):
-            return f"a held request waited over the {self.hold_s:.0f} s hold at every cooldownPeriod"
+            return (
+                f"a held request got a 503 after the {self.hold_s:.0f} s hold on all its {RETRY_ATTEMPTS} "
+                "attempts at every cooldownPeriod"
+            )
 
         def over(c: ZeroCandidate) -> bool:
             pairs = zip(c.results, self.held_room, strict=True)
