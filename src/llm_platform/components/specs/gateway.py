@@ -427,9 +427,7 @@ def client_traffic_policy(models: Sequence[ModelPlan] = ()) -> dict[str, Any]:
         "spec": {
             "targetRefs": _gateway_target(),
             "headers": {"earlyRequestHeaders": {"remove": list(GATEWAY_OWNED_HEADERS)}},
-            "timeout": {
-                "http": {"idleTimeout": IDLE_TIMEOUT, "requestReceivedTimeout": duration(received)}
-            },
+            "timeout": {"http": {"idleTimeout": IDLE_TIMEOUT, "requestReceivedTimeout": duration(received)}},
         },
     }
 

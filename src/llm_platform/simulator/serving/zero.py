@@ -96,7 +96,8 @@ class ZeroResult:
     held_waits: tuple[float, ...]  # wait of every held request that was served (from its first send)
     warm_wakes: int = 0  # wakes that preempted a warm placeholder (a WarmBuffer) instead of a new node
     buffer_usd: float = 0.0  # the warm placeholders' nodes, included in cost_usd
-    retried_waits: tuple[float, ...] = ()  # the served ones among them that got a 503 first (served on a retry)
+    # the served ones among them that got a 503 first (served on a retry)
+    retried_waits: tuple[float, ...] = ()
 
     @property
     def retried(self) -> int:
@@ -175,4 +176,6 @@ def simulate_zero(
         down = min(down, duration)
         up_seconds += max(0.0, down - activated)
     cost = up_seconds / 3600 * spec.usd_per_hour + buffer_usd
-    return ZeroResult(up_seconds, cost, wakes, held, lost, tuple(waits), warm_wakes, buffer_usd, tuple(retried))
+    return ZeroResult(
+        up_seconds, cost, wakes, held, lost, tuple(waits), warm_wakes, buffer_usd, tuple(retried)
+    )
