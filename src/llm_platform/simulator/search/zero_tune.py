@@ -49,6 +49,11 @@ class ZeroCandidate:
         return sum(r.lost for r in self.results)
 
     @property
+    def retried(self) -> int:
+        """Requests 503'd at the hold and served on a client's retry (serving/zero.py)."""
+        return sum(r.retried for r in self.results)
+
+    @property
     def wait_max(self) -> float:
         return max((r.wait_max for r in self.results), default=0.0)
 
@@ -151,6 +156,7 @@ class ZeroStep:
             "floor_usd_per_day_chosen": [round(x, 2) for x in self.usd_per_day(self.best)],
             "held": [r.held for r in self.best.results],
             "lost": [r.lost for r in self.best.results],
+            "retried": [r.retried for r in self.best.results],
             "held_wait_max_s": round(self.best.wait_max, 1),
             **({} if self.at_zero else {"why_not_zero": self.why_not_zero()}),
         }
