@@ -1,9 +1,10 @@
 """Scale-to-zero on dev and staging over office days (prints figures, asserts nothing).
 
 For each stack and each day of simulator/traffic/office.py (weekday and weekend, with and without a lone 03:00
-request), prints the floor's GPU $/day and the requests lost (503 after the hold) with the stack's own
-minReplicas and with minReplicas 0 at the cooldownPeriod the tuner picks, then the held requests' wait
-p50/max against the from-zero budget (the hold). A model scales to zero only behind the gateway (whose
+request), prints the floor's GPU $/day and the requests lost (503 on the client's last attempt) with the
+stack's own minReplicas and with minReplicas 0 at the cooldownPeriod the tuner picks, the requests served on a
+retry (503 after the hold, retried after Retry-After: a wake over the 270 s hold cap), the held requests' wait
+p50/max (from the first send) and the longest wait of a retried one, against the hold. A model scales to zero only behind the gateway (whose
 requests wake it: config/schema.py); a stack without it is scored as if `gateway.enabled: true`, and says so.
 
 With `--buffer-gpus N`, each day also gets a `+buffer` row: minReplicas 0 with N warm GPUs of the model's pool
@@ -76,11 +77,11 @@ def main() -> None:
         print(
             f"{stack}/{plan.name}: minReplicas {plan.scaling.min_replicas}, from-zero start "
             f"{spec.start_s:.0f}s, hold {spec.hold_s:.0f}s, tuned minReplicas {best.min_replicas} "
-            f"cooldownPeriod {best.cooldown_s:.0f}s"
+            f"cooldownPeriod {best.cooldown_s:.0f}s, {spec.attempts} attempts {spec.retry_after_s:.0f}s apart"
         )
         print(
-            f"  {'day':<19} {'$/day own':>9} {'$/day zero':>10} {'saved':>6} {'lost':>4} "
-            f"{'held':>4} {'wait p50':>8} {'wait max':>8}"
+            f"  {'day':<19} {'$/day own':>9} {'$/day zero':>10} {'saved':>6} {'lost':>4} {'retried':>7} "
+            f"{'held':>4} {'wait p50':>8} {'wait max':>8} {'retry wait':>10}"
         )
         for kind, d in zip(OFFICE_KINDS, days, strict=True):
             own = score(plan, [d], DAY_SECONDS).results[0]
@@ -88,7 +89,8 @@ def main() -> None:
             saved = 100 * (1 - zero.cost_usd / own.cost_usd) if own.cost_usd else 0.0
             print(
                 f"  {kind:<19} {own.cost_usd:>9.2f} {zero.cost_usd:>10.2f} {saved:>5.0f}% "
-                f"{zero.lost:>4} {zero.held:>4} {zero.wait_p50:>7.0f}s {zero.wait_max:>7.0f}s"
+                f"{zero.lost:>4} {zero.retried:>7} {zero.held:>4} {zero.wait_p50:>7.0f}s {zero.wait_max:>7.0f}s "
+                f"{zero.retried_wait_max:>9.0f}s"
             )
             if args.buffer_gpus:
                 warm = [warm_buffer(plan, args.buffer_gpus, kind)]
@@ -96,8 +98,8 @@ def main() -> None:
                 saved = 100 * (1 - buf.cost_usd / own.cost_usd) if own.cost_usd else 0.0
                 print(
                     f"  {kind + '+buffer':<19} {own.cost_usd:>9.2f} {buf.cost_usd:>10.2f} {saved:>5.0f}% "
-                    f"{buf.lost:>4} {buf.held:>4} {buf.wait_p50:>7.0f}s {buf.wait_max:>7.0f}s "
-                    f"(warm wakes {buf.warm_wakes}/{buf.wakes}, buffer ${buf.buffer_usd:.2f})"
+                    f"{buf.lost:>4} {buf.retried:>7} {buf.held:>4} {buf.wait_p50:>7.0f}s {buf.wait_max:>7.0f}s "
+                    f"{buf.retried_wait_max:>9.0f}s (warm wakes {buf.warm_wakes}/{buf.wakes}, buffer ${buf.buffer_usd:.2f})"
                 )
 
 

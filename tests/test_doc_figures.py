@@ -208,8 +208,15 @@ def _secs(cell: str) -> list[int]:
 
 def test_the_from_zero_row_is_the_plans_from_zero_start() -> None:
     """The README's from-zero table: each phase, the total and the hold are the stack's plan (the model's new-node
-    start, `from_zero_start_s`, `from_zero_hold_s`); a change to the plan's from-zero start fails here."""
-    from llm_platform.plan.zero import from_zero_hold_s, from_zero_start_s
+    start, `from_zero_start_s`, `from_zero_hold_s`, capped at HOLD_CAP_S with the wake it cuts); a change to the
+    plan's from-zero start fails here."""
+    from llm_platform.plan.zero import (
+        HOLD_CAP_S,
+        exceeds_hold_cap,
+        from_zero_hold_s,
+        from_zero_start_s,
+        from_zero_wake_s,
+    )
     from llm_platform.simulator.search.stacks import stack_model
 
     table = docs.table(README, "| from zero: stack / model (instance, cache, image pull) |")
@@ -227,7 +234,13 @@ def test_the_from_zero_row_is_the_plans_from_zero_start() -> None:
         assert compile_cache.startswith("not persisted") == (plan.cache.compile_cache_prefix is None), label
         assert _secs(vllm) == [round(b.engine_init + b.readiness), round(b.engine_init), round(b.readiness)]
         assert _secs(total) == [round(from_zero_start_s(plan.cold_start))] == [round(b.total)], label
-        assert _secs(hold) == [round(from_zero_hold_s(plan.cold_start, plan.scaling))], label
+        assert _secs(hold)[0] == round(from_zero_hold_s(plan.cold_start, plan.scaling)), label
+        capped = exceeds_hold_cap(plan.cold_start, plan.scaling)
+        assert ("the cap" in hold) == capped, label
+        if capped:  # "270 s (the cap: the wake, up to N s, outlasts it)"
+            assert _secs(hold) == [round(HOLD_CAP_S), round(from_zero_wake_s(plan.cold_start, plan.scaling))]
+        else:
+            assert len(_secs(hold)) == 1, label
 
 
 def test_the_warm_buffer_rows_are_this_run() -> None:
@@ -245,7 +258,7 @@ def test_the_warm_buffer_rows_are_this_run() -> None:
     # the README's sentence: staging's weekday wake with and without the buffer, and the buffer's $/day
     plain = docs.table(SIMULATOR_MD, "| stack / model | day | $/day own |")
     staging = next(i for i, row in enumerate(plain) if row[0].startswith("staging"))
-    wait_zero, (wait_buffer, buffer_usd) = plain[staging][8], (table[staging][7], table[staging][9])
+    wait_zero, (wait_buffer, buffer_usd) = plain[staging][9], (table[staging][8], table[staging][11])
     text = " ".join(docs.text(README).split())
     assert (
         f"staging's 09:00 wake waits {wait_buffer} instead of {wait_zero}, for the node's ${buffer_usd} a weekday"

@@ -15,8 +15,23 @@ from llm_platform.components.specs import inference_pool as pool
 from llm_platform.components.specs import zero
 from llm_platform.config.loader import ROOT
 from llm_platform.plan import ModelPlan
-from llm_platform.plan.gateway import SERVING_BUDGET_S, duration
-from llm_platform.plan.zero import HOLD_STEP_S, RETRY_AFTER_S, from_zero_hold_s
+from llm_platform.plan.gateway import (
+    REQUEST_RECEIVED_TIMEOUT_S,
+    SERVING_BUDGET_S,
+    FlowControlPlan,
+    duration,
+    request_received_timeout_s,
+)
+from llm_platform.plan.zero import (
+    ENVOY_STREAM_IDLE_TIMEOUT_S,
+    EXT_PROC_MESSAGE_TIMEOUT_S,
+    HOLD_CAP_S,
+    HOLD_STEP_S,
+    RETRY_AFTER_S,
+    exceeds_hold_cap,
+    from_zero_hold_s,
+    from_zero_wake_s,
+)
 from llm_platform.simulator.search.stacks import stack_model
 from llm_platform.simulator.serving import zero as sim_zero
 from llm_platform.simulator.serving.zero import ZeroSpec
@@ -27,6 +42,7 @@ from tests.plans import model_plan
 from tests.shared_check import SHARED_CHECK, check_render
 
 ZERO = "zero"
+COLD = "zerocold"  # chat-7b's pool mixes g5 and g6: no persisted compile cache, a wake over the cap
 
 
 def test_a_model_at_zero_is_held_for_the_plans_from_zero_hold() -> None:
@@ -139,6 +155,87 @@ def test_durations_are_whole_units_gateway_api_accepts() -> None:
     assert duration(840.0) == "840s" and duration(0.5) == "500ms" and duration(1.25) == "1250ms"
 
 
+# ----------------------------------------------------------- the cap: the longest hold the gateway keeps
+
+CTP_CRD = REFERENCE_CRD.parent / "gateway.envoyproxy.io_clienttrafficpolicies.yaml"
+
+
+def test_the_hold_is_capped_below_ai_gateways_ext_proc_message_timeout() -> None:
+    """AI Gateway v1.1.0 hard-codes the picker's ext_proc MessageTimeout at 300 s: a hold must end before it,
+    in the picker's 503 (with Retry-After), not in an ext_proc error."""
+    assert HOLD_CAP_S == EXT_PROC_MESSAGE_TIMEOUT_S - HOLD_STEP_S == 270.0
+    cold = model_plan(COLD, "chat-7b")
+    wake = from_zero_wake_s(cold.cold_start, cold.scaling)
+    assert wake > HOLD_CAP_S and exceeds_hold_cap(cold.cold_start, cold.scaling)
+    assert cold.flow_control is not None and cold.flow_control.ttl_seconds == HOLD_CAP_S
+    assert cold.flow_control.ttl == "270s"  # rounded up, the wake would be 390 s: capped
+    kept = model_plan(ZERO, "chat-7b")  # a wake under the cap keeps its rounded hold
+    assert not exceeds_hold_cap(kept.cold_start, kept.scaling)
+    assert (
+        from_zero_hold_s(kept.cold_start, kept.scaling)
+        == 240.0
+        >= from_zero_wake_s(kept.cold_start, kept.scaling)
+    )
+
+
+def test_the_gateway_receives_a_request_for_the_longest_hold_when_a_model_is_at_zero() -> None:
+    """Envoy's request_timeout (EG's requestReceivedTimeout) runs until the last byte goes upstream, so it
+    includes a hold in the picker (before the router)."""
+
+    def received(models: list[ModelPlan]) -> str:
+        return gw.client_traffic_policy(models)["spec"]["timeout"]["http"]["requestReceivedTimeout"]
+
+    zero_models = [model_plan(ZERO, "chat-7b"), model_plan(ZERO, "code-1b")]
+    assert received([]) == received(zero_models[1:]) == "10s"  # no model at zero: the slow-loris guard
+    assert received(zero_models) == f"{int(240 + REQUEST_RECEIVED_TIMEOUT_S)}s" == "250s"
+    assert received([model_plan(COLD, "chat-7b")]) == "280s"  # capped hold + 10 s
+    queue = FlowControlPlan(5, 0.95, 8, 0.5)
+    holds = [FlowControlPlan(5, 0.95, 8, h, from_zero_hold_s=h) for h in (120.0, 270.0)]
+    assert request_received_timeout_s([queue, None, *holds]) == 280.0  # the longest hold decides
+    assert request_received_timeout_s([queue, None]) == REQUEST_RECEIVED_TIMEOUT_S
+
+
+@pytest.mark.skipif(not CTP_CRD.exists(), reason="shared/reference/crds sits beside the repo")
+def test_a_held_stream_ends_before_envoys_stream_idle_timeout_and_the_nlbs() -> None:
+    """Nothing flows on a held stream. streamIdleTimeout is left at Envoy's default, which the pinned CRD
+    documents; the capped hold ends before it and before the NLB's 350 s idle timeout (fixed on TLS)."""
+    text = CTP_CRD.read_text()
+    i = text.index("streamIdleTimeout:\n", text.index("requestReceivedTimeout:"))
+    assert "Default: 5 minutes." in text[i : i + 400]
+    assert ENVOY_STREAM_IDLE_TIMEOUT_S == 5 * 60 > HOLD_CAP_S
+    http = gw.client_traffic_policy([model_plan(COLD, "chat-7b")])["spec"]["timeout"]["http"]
+    assert "streamIdleTimeout" not in http
+    assert HOLD_CAP_S < 350 and duration(HOLD_CAP_S) == "270s"
+
+
+def test_preflight_warns_about_a_model_whose_wake_exceeds_the_cap() -> None:
+    from llm_platform.tools.preflight import view as preflight_view
+    from llm_platform.tools.preflight.run import run
+
+    cold = model_plan(COLD, "chat-7b")
+    wake = from_zero_wake_s(cold.cold_start, cold.scaling)
+    (finding,) = [f for f in run(preflight_view.from_stack(fixture_stack(COLD))) if f.check == "zero"]
+    assert (finding.severity, finding.object, finding.field) == (
+        "warning", "model chat-7b", "autoscaling.minReplicas",
+    )  # fmt: skip
+    for part in (
+        f"{wake:.0f} s",
+        "270 s",
+        f"Retry-After {RETRY_AFTER_S} s",
+        "warm buffer",
+        "FSx",
+        "smaller image",
+    ):
+        assert part in finding.message, finding.message
+    # a wake within the cap (the zero fixture's 232 s) warns nothing
+    from llm_platform.tools.preflight.zero import zero as zero_check
+
+    view = preflight_view.RenderView(COLD, "staging", [], [], {}, {}, from_zero_wakes={"chat-7b": HOLD_CAP_S})
+    assert zero_check(view) == []
+    view.from_zero_wakes["chat-7b"] = HOLD_CAP_S + 1
+    assert [f.object for f in zero_check(view)] == ["model chat-7b"]
+
+
 # --------------------------------------------------------------------------------- the fixture's render
 
 
@@ -168,6 +265,14 @@ def test_the_zero_fixture_renders_the_override_beside_the_gateways_rate_limits(r
         "chat-7b-by-path": "840s",
         "code-1b": "600s",
         "code-1b-by-path": "600s",
+    }
+
+
+def test_the_zero_fixture_gateway_receives_a_held_request_for_its_hold(rendered: Path) -> None:
+    (ctp,) = [d for d in _docs(rendered) if d["kind"] == "ClientTrafficPolicy"]
+    assert ctp["spec"]["timeout"]["http"] == {
+        "idleTimeout": gw.IDLE_TIMEOUT,
+        "requestReceivedTimeout": "250s",
     }
 
 

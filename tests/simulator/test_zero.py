@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llm_platform.plan.zero import from_zero_hold_s
+from llm_platform.plan.zero import (
+    HOLD_CAP_S,
+    RETRY_AFTER_S,
+    RETRY_ATTEMPTS,
+    from_zero_hold_s,
+    from_zero_wake_s,
+)
 from llm_platform.simulator.search.stacks import stack_model
 from llm_platform.simulator.search.zero_tune import allows_zero, tune_zero
 from llm_platform.simulator.serving.zero import ZeroSpec, simulate_zero
@@ -16,9 +22,13 @@ DAY = 6 * 3600.0  # short days: fast
 
 
 def spec(
-    hold: float = 400.0, start: float = 300.0, min_replicas: int = 0, cooldown: float = 300.0
+    hold: float = 400.0,
+    start: float = 300.0,
+    min_replicas: int = 0,
+    cooldown: float = 300.0,
+    attempts: int = RETRY_ATTEMPTS,
 ) -> ZeroSpec:
-    return ZeroSpec(min_replicas, cooldown, 30.0, 5.0, start, hold, 3.6)
+    return ZeroSpec(min_replicas, cooldown, 30.0, 5.0, start, hold, 3.6, RETRY_AFTER_S, attempts)
 
 
 def days(seed: int) -> list[np.ndarray]:
@@ -43,12 +53,44 @@ def test_no_request_lost_when_the_hold_covers_the_wake(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_a_hold_shorter_than_the_start_gives_503s(seed: int) -> None:
-    s = spec(hold=200, start=300)
+def test_a_hold_shorter_than_the_start_gives_503s_to_a_client_that_does_not_retry(seed: int) -> None:
+    s = spec(hold=200, start=300, attempts=1)
     for d in days(seed):
         r = simulate_zero(d, s, DAY)
         assert r.lost >= r.wakes  # every wake's first request waits > start > hold
         assert r.lost + len(r.held_waits) == r.held
+        assert r.retried == 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_retrying_client_is_served_on_a_retry_when_the_wake_outlasts_the_hold(seed: int) -> None:
+    """Attempt k is sent at k x (hold + Retry-After) and held again: a wake within the client's patience
+    loses nothing; the requests 503'd first are `retried`, their wait counted from the first send."""
+    s = spec(hold=270, start=335)  # the wake (scrape 5 + polling <= 30 + 335) outlasts the hold
+    assert s.patience_s == 3 * 270 + 2 * RETRY_AFTER_S
+    for d in days(seed):
+        r = simulate_zero(d, s, DAY)
+        once = simulate_zero(d, spec(hold=270, start=335, attempts=1), DAY)
+        assert r.lost == 0 and once.lost >= r.wakes  # without retries each wake's first request is lost
+        assert r.retried >= 1 and r.retried <= once.lost
+        assert len(r.held_waits) == r.held and set(r.retried_waits) <= set(r.held_waits)
+        assert all(270 < w <= 270 + RETRY_AFTER_S + 270 for w in r.retried_waits)
+        assert r.wait_max == r.retried_wait_max > s.hold_s
+
+
+def test_a_retry_is_served_at_its_send_when_ready_falls_in_the_back_off() -> None:
+    s = spec(hold=100, start=0, attempts=3)  # hold 100, back-off 30: attempts at 0, 130, 260
+    assert s.served_after(50) == (50, 0)
+    assert s.served_after(100) == (100, 0)
+    assert s.served_after(110) == (130, 1)  # Ready during the back-off: served when the retry arrives
+    assert s.served_after(230) == (230, 1)
+    assert s.served_after(250) == (260, 2)
+    assert s.served_after(360) == (360, 2)
+    assert s.served_after(361) is None  # 503 on the last attempt: lost
+    r = simulate_zero([0.0], spec(hold=100, start=400, attempts=3), DAY)  # Ready at 30 + 400 = 430 s
+    assert (r.held, r.lost, r.retried) == (1, 1, 0)
+    r = simulate_zero([0.0], spec(hold=200, start=300, attempts=3), DAY)  # Ready at 330: attempt 1 (230-430)
+    assert (r.held, r.lost, r.retried, r.retried_waits) == (1, 0, 1, (330.0,))
 
 
 def test_the_idle_timer_is_kept_by_arrivals_and_runs_out_after_cooldown() -> None:
@@ -91,13 +133,16 @@ def test_office_days() -> None:
 def test_the_tuner_searches_zero_only_where_the_stack_allows_it(stack: str) -> None:
     cfg, _, plan = stack_model(fixture_stack(stack), None)
     hold = from_zero_hold_s(plan.cold_start, plan.scaling)
-    assert hold >= ZeroSpec.from_plan(plan).start_s  # the hold covers the plan's from-zero start
+    wake = from_zero_wake_s(plan.cold_start, plan.scaling)
+    assert hold >= wake or hold == HOLD_CAP_S  # the hold covers the wake, up to the cap
+    assert ZeroSpec.from_plan(plan).patience_s >= wake  # a retrying client is served either way
     office = [office_day(k, 0.05, i) for i, k in enumerate(OFFICE_KINDS)]
     best, candidates = tune_zero(cfg, plan, office, 86_400)
     assert best.lost == 0
     if allows_zero(cfg, plan):
         assert best.min_replicas == 0
         assert best.cost_usd <= 0.6 * candidates[0].cost_usd  # >= 40% cheaper than the stack's own floor
-        assert best.wait_max <= hold
+        assert best.wait_max <= ZeroSpec.from_plan(plan).patience_s
+        assert best.wait_max <= hold or hold == HOLD_CAP_S  # over the hold only on a retry past the cap
     else:
         assert [c.min_replicas for c in candidates] == [plan.scaling.min_replicas]

@@ -157,7 +157,7 @@ class Gateway(pulumi.ComponentResource):
             spec.gateway(certificate_arn=gateway.certificate_arn, model_namespaces=model_namespaces),
             gateway_class,
         )
-        self._apply("client-traffic", spec.client_traffic_policy(), gateway_resource)
+        self._apply("client-traffic", spec.client_traffic_policy(models), gateway_resource)
         self._apply("api-keys", spec.security_policy(), gateway_resource, keys_secret)
         self._apply(
             "rate-limits",

@@ -22,11 +22,19 @@ objective.
 The route timeout (`timeouts.request` of both routes, components/specs/inference_pool.py) is the model's
 serving budget, SERVING_BUDGET_S: the whole streamed response, queueing in the picker included. A model at
 zero adds its hold: the request that wakes it first waits up to the hold, then gets the same serving budget.
+
+The Gateway's `requestReceivedTimeout` (its ClientTrafficPolicy, components/specs/gateway.py) is a slow-loris
+guard, REQUEST_RECEIVED_TIMEOUT_S. Envoy Gateway v1.8.3 renders it as the HTTP connection manager's
+`request_timeout` (internal/xds/translator/listener.go), which Envoy disarms only when the last request byte
+is sent upstream or the response starts (the pinned ClientTrafficPolicy CRD says the same): a request the
+picker's ext_proc holds, before the router, is still "being received". With a model at zero the guard is
+the stack's longest hold plus REQUEST_RECEIVED_TIMEOUT_S (`request_received_timeout_s`), else it stays 10 s.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from llm_platform.config.schema import Autoscaling, Slo
@@ -37,6 +45,7 @@ SATURATION_KV_CACHE = 0.95  # vLLM preempts running sequences at a full KV cache
 # a request's time in the gateway once a replica can take it: the picker's queue and the whole streamed response
 # (Envoy Gateway's 15 s default route timeout would cut long generations)
 SERVING_BUDGET_S = 600.0
+REQUEST_RECEIVED_TIMEOUT_S = 10.0  # slow-loris guard: the whole request received within it (plus any hold)
 
 
 def duration(seconds: float) -> str:
@@ -97,3 +106,10 @@ def flow_control(autoscaling: Autoscaling, slo: Slo, max_pending_per_replica: in
 def at_zero(queue: FlowControlPlan, hold_s: float) -> FlowControlPlan:
     """The queue of a model at minReplicas 0: the picker holds a request for the from-zero hold."""
     return replace(queue, ttl_seconds=hold_s, from_zero_hold_s=hold_s)
+
+
+def request_received_timeout_s(queues: Iterable[FlowControlPlan | None]) -> float:
+    """The Gateway's `requestReceivedTimeout` over the stack's models' queues: the longest from-zero hold plus
+    REQUEST_RECEIVED_TIMEOUT_S when a model is at zero, else REQUEST_RECEIVED_TIMEOUT_S."""
+    holds = [q.from_zero_hold_s for q in queues if q is not None and q.from_zero_hold_s is not None]
+    return max(holds, default=0.0) + REQUEST_RECEIVED_TIMEOUT_S

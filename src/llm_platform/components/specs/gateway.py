@@ -17,12 +17,16 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_platform.components.specs import quota
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, secret
 from llm_platform.config.schema import GatewayClient, QuotaStoreConfig
+from llm_platform.plan.gateway import duration, request_received_timeout_s
 from llm_platform.plan.naming import AI_GATEWAY_NAMESPACE, GATEWAY_NAMESPACE, MONITORING_NAMESPACE
+
+if TYPE_CHECKING:
+    from llm_platform.plan.model import ModelPlan
 
 AI_GATEWAY_CONTROLLER = (
     "ai-gateway-controller"  # the chart's fullnameOverride; the extension server's Service
@@ -65,9 +69,13 @@ PROXY_MEMORY_LIMIT = "1Gi"
 
 # Timeouts for streamed generations: Envoy Gateway's defaults would cut long ones. The routes' request timeout
 # is per model (plan/gateway.py FlowControlPlan.route_timeout: the serving budget, plus the hold at zero).
-# below the NLB's fixed 350 s TCP idle timeout, so Envoy, not the NLB, closes a quiet connection
+# Envoy's connection idle timeout, below the NLB's 350 s idle timeout, so Envoy, not the NLB, closes a quiet
+# connection. 350 s is fixed for a TLS listener (this stack's with `certificateArn`) and the default of a TCP
+# listener (without it), where the listener attribute `tcp.idle_timeout.seconds` could set 60-6000 s; the stack
+# leaves it at the default (AWS docs, "Update the TCP idle timeout for your Network Load Balancer listener").
+# A held request (a model at zero) sends nothing either way: its hold is capped at 270 s (plan/zero.py
+# HOLD_CAP_S, the AI Gateway ext_proc's 300 s message timeout minus a margin), under 350 s.
 IDLE_TIMEOUT = "300s"
-REQUEST_HEADERS_TIMEOUT = "10s"  # slow-loris guard
 PRESTOP_DRAIN_SECONDS = 30  # EnvoyProxy shutdown.drainTimeout; the NLB deregisters the pod meanwhile
 
 # requests without a valid key never reach a rate-limit bucket: the API key filter answers 401 first
@@ -403,8 +411,15 @@ def _gateway_target() -> list[dict[str, Any]]:
     return [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GATEWAY}]
 
 
-def client_traffic_policy() -> dict[str, Any]:
-    """Headers only the gateway sets are dropped on arrival; timeouts for streamed generations."""
+def client_traffic_policy(models: Sequence[ModelPlan] = ()) -> dict[str, Any]:
+    """Headers only the gateway sets are dropped on arrival; timeouts for streamed generations.
+
+    `requestReceivedTimeout` is Envoy's `request_timeout`, which runs until the last request byte goes upstream,
+    so it includes a from-zero hold in the picker (before the router): with a model at zero it is the longest
+    hold plus the slow-loris guard (plan/gateway.py `request_received_timeout_s`), else 10 s as before.
+    `streamIdleTimeout` stays Envoy's 5 min default: a hold is at most HOLD_CAP_S (270 s, plan/zero.py), so a
+    held stream, on which nothing flows, cannot reach it."""
+    received = request_received_timeout_s(m.flow_control for m in models)
     return {
         "apiVersion": "gateway.envoyproxy.io/v1alpha1",
         "kind": "ClientTrafficPolicy",
@@ -412,9 +427,7 @@ def client_traffic_policy() -> dict[str, Any]:
         "spec": {
             "targetRefs": _gateway_target(),
             "headers": {"earlyRequestHeaders": {"remove": list(GATEWAY_OWNED_HEADERS)}},
-            "timeout": {
-                "http": {"idleTimeout": IDLE_TIMEOUT, "requestReceivedTimeout": REQUEST_HEADERS_TIMEOUT}
-            },
+            "timeout": {"http": {"idleTimeout": IDLE_TIMEOUT, "requestReceivedTimeout": duration(received)}},
         },
     }
 

@@ -187,6 +187,6 @@ def zero_line(zero: ZeroStep) -> str:
         f"scale to zero: minReplicas 0, cooldownPeriod {zero.best.cooldown_s:.0f}: floor $/day {own} -> "
         f"{chosen} per training day (the day table above is at minReplicas {zero.own.min_replicas}); "
         f"held {sum(r.held for r in zero.best.results)} (each an SLO miss, within --max-miss-pct with the "
-        f"day's misses), lost {zero.best.lost}, "
-        f"longest wait {zero.best.wait_max:.0f} s within the {zero.hold_s:.0f} s hold"
+        f"day's misses), lost {zero.best.lost}, served on a retry {zero.best.retried}, "
+        f"longest wait {zero.best.wait_max:.0f} s (the hold {zero.hold_s:.0f} s)"
     )

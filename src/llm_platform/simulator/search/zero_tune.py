@@ -2,8 +2,8 @@
 
 Where the stack allows zero (a non-prod environment, or a model opted in with `allowScaleToZero`), every
 cooldownPeriod of the grid is scored at minReplicas 0 over the days (serving/zero.py), against the stack's
-own minReplicas (or the tuner's): the cheapest candidate that loses no request (no 503 after the hold) and
-serves every first request after idle within the from-zero budget wins; the own floor wins when none does.
+own minReplicas (or the tuner's): the cheapest candidate that loses no request (no 503 on a client's last
+attempt: serving/zero.py, retries after Retry-After) wins; the own floor wins when none does.
 `simulator tune` runs it after its descent (`zero_step`): the held requests wait minutes, so they count as SLO
 misses within `--max-miss-pct`, and the block it prints carries minReplicas 0 and the cooldownPeriod.
 """
@@ -17,6 +17,7 @@ import numpy as np
 
 from llm_platform.config.schema import Autoscaling, Environment, StackConfig
 from llm_platform.plan.model import ModelPlan
+from llm_platform.plan.zero import RETRY_ATTEMPTS
 from llm_platform.simulator.controllers.strategies import scaling_for
 from llm_platform.simulator.search.stacks import StackRun
 from llm_platform.simulator.serving.warm_buffer import WarmBuffer
@@ -46,6 +47,11 @@ class ZeroCandidate:
     @property
     def lost(self) -> int:
         return sum(r.lost for r in self.results)
+
+    @property
+    def retried(self) -> int:
+        """Requests 503'd at the hold and served on a client's retry (serving/zero.py)."""
+        return sum(r.retried for r in self.results)
 
     @property
     def wait_max(self) -> float:
@@ -87,10 +93,10 @@ def tune_zero(
     candidates = [own]
     if allows_zero(config, plan):
         candidates += [score(plan, days, duration, 0, c) for c in grid]
-    hold = ZeroSpec.from_plan(plan).hold_s
+    patience = ZeroSpec.from_plan(plan).patience_s  # a 503'd request retried and served is not lost
 
     def fine(c: ZeroCandidate) -> bool:
-        if c.lost or c.wait_max > hold:
+        if c.lost or c.wait_max > patience:
             return False
         if held_allowed_pct is None:
             return True
@@ -127,9 +133,10 @@ class ZeroStep:
         if not self.zeros:
             return "not allowed for this model (it needs the gateway, and in prod allowScaleToZero: true)"
         if all(c.lost for c in self.zeros):
-            return f"a held request got a 503 after the {self.hold_s:.0f} s hold at every cooldownPeriod"
-        if all(c.lost or c.wait_max > self.hold_s for c in self.zeros):
-            return f"a held request waited over the {self.hold_s:.0f} s hold at every cooldownPeriod"
+            return (
+                f"a held request got a 503 after the {self.hold_s:.0f} s hold on all its {RETRY_ATTEMPTS} "
+                "attempts at every cooldownPeriod"
+            )
 
         def over(c: ZeroCandidate) -> bool:
             pairs = zip(c.results, self.held_room, strict=True)
@@ -149,6 +156,7 @@ class ZeroStep:
             "floor_usd_per_day_chosen": [round(x, 2) for x in self.usd_per_day(self.best)],
             "held": [r.held for r in self.best.results],
             "lost": [r.lost for r in self.best.results],
+            "retried": [r.retried for r in self.best.results],
             "held_wait_max_s": round(self.best.wait_max, 1),
             **({} if self.at_zero else {"why_not_zero": self.why_not_zero()}),
         }

@@ -9,9 +9,16 @@ the 0 <-> 1 boundary, which decides the floor replica's cost and what happens to
 The activation signal is the gateway's request arrivals, which exist with no pod (the gateway counts them).
 A request arriving at zero is held by the gateway; the replica it wakes is Ready `start_s` after the
 executor's activation (the from-zero cold start: a new node, the empty one was consolidated away). A held
-request is served at Ready if it waited at most `hold_s`, else it gets a 503 at `hold_s` (lost, reported
-apart from SLO misses). The hold is the model's from-zero cold-start budget (plan/zero.py `from_zero_hold_s`, the picker's
-flow-control TTL for a model at minReplicas 0).
+request is served at Ready if it waited at most `hold_s`, else it gets a 503 + `Retry-After` at `hold_s`. The
+hold is the model's from-zero budget capped at what the gateway can keep (plan/zero.py `from_zero_hold_s`,
+HOLD_CAP_S; the picker's flow-control TTL for a model at minReplicas 0).
+
+The client retries a 503 (`attempts` in all, plan/zero.py RETRY_ATTEMPTS: the OpenAI SDK's default) after
+`retry_after_s`: attempt k is sent at arrival + k x (hold + retry_after) and held again for up to the hold,
+so it is served at Ready if Ready falls in its hold, at its send time if Ready fell in the back-off before it.
+A request served on a retry is `retried` (its wait, from the first send, in `retried_waits` and `held_waits`);
+one whose last attempt also gets the 503 is `lost` (reported apart from SLO misses). A retry is an arrival
+the gateway counts, so it restarts the idle timer like any other.
 With a warm buffer (the pool's headroom placeholders, e.g. in business hours: serving/warm_buffer.py), a wake
 while a placeholder is warm preempts it and is Ready after a warm node's start instead; the hold is unchanged.
 """
@@ -25,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_platform.plan.model import ModelPlan
-from llm_platform.plan.zero import from_zero_hold_s, from_zero_start_s
+from llm_platform.plan.zero import RETRY_AFTER_S, RETRY_ATTEMPTS, from_zero_hold_s, from_zero_start_s
 from llm_platform.simulator.serving.warm_buffer import WarmBuffer
 
 ACTIVATION_THRESHOLD = 0.0  # any arrival activates: the trigger is active when the value > 0
@@ -42,6 +49,22 @@ class ZeroSpec:
     start_s: float  # from-zero start: activation to Ready
     hold_s: float  # the gateway's hold for a waking request
     usd_per_hour: float  # one replica's instance price
+    retry_after_s: float = RETRY_AFTER_S  # the 503's Retry-After, which the client honours
+    attempts: int = RETRY_ATTEMPTS  # sends per request: the first and its retries
+
+    @property
+    def patience_s(self) -> float:
+        """The longest a retrying client waits: every attempt held for the hold, the back-offs between."""
+        return self.attempts * self.hold_s + (self.attempts - 1) * self.retry_after_s
+
+    def served_after(self, wait: float) -> tuple[float, int] | None:
+        """A request Ready `wait` s after its first send: (its total wait, the attempt that is served, 0 the
+        first), or None when its last attempt is 503'd too."""
+        period = self.hold_s + self.retry_after_s
+        for k in range(self.attempts):
+            if wait <= k * period + self.hold_s:
+                return max(wait, k * period), k
+        return None
 
     @classmethod
     def from_plan(
@@ -69,10 +92,20 @@ class ZeroResult:
     cost_usd: float
     wakes: int  # 0 -> 1 activations
     held: int  # requests that arrived with no Ready replica
-    lost: int  # held past the hold: 503
-    held_waits: tuple[float, ...]  # wait of every held request that was served
+    lost: int  # 503 on the last attempt
+    held_waits: tuple[float, ...]  # wait of every held request that was served (from its first send)
     warm_wakes: int = 0  # wakes that preempted a warm placeholder (a WarmBuffer) instead of a new node
     buffer_usd: float = 0.0  # the warm placeholders' nodes, included in cost_usd
+    # the served ones among them that got a 503 first (served on a retry)
+    retried_waits: tuple[float, ...] = ()
+
+    @property
+    def retried(self) -> int:
+        return len(self.retried_waits)
+
+    @property
+    def retried_wait_max(self) -> float:
+        return max(self.retried_waits, default=0.0)
 
     @property
     def wait_p50(self) -> float:
@@ -101,6 +134,7 @@ def simulate_zero(
     up_seconds, wakes, held, lost, warm_wakes = 0.0, 0, 0, 0, 0
     refilled = 0.0  # when the last preempted placeholder is warm again
     waits: list[float] = []
+    retried: list[float] = []
     i, n = 0, len(times)
     # the day starts at zero (a night before it); a day that starts busy wakes on its first arrival
     while i < n:
@@ -112,17 +146,24 @@ def simulate_zero(
             warm_wakes += 1
             refilled = activated + warm.refill_s
         wakes += 1
-        # requests arriving before Ready are held
+        # requests arriving before Ready are held; a 503'd one retries (its last send is activity too)
+        last_send = first
         while i < n and times[i] < ready:
             held += 1
-            wait = ready - float(times[i])
-            if wait <= spec.hold_s:
-                waits.append(wait)
-            else:
+            t = float(times[i])
+            served = spec.served_after(ready - t)
+            if served is None:
                 lost += 1
+                last_send = max(last_send, t + (spec.attempts - 1) * (spec.hold_s + spec.retry_after_s))
+            else:
+                wait, attempt = served
+                waits.append(wait)
+                if attempt:
+                    retried.append(wait)
+                    last_send = max(last_send, t + wait)
             i += 1
         # up: each pass after the last activity + cooldown scales to 0
-        last = float(times[i - 1]) if i > 0 else first
+        last = max(float(times[i - 1]) if i > 0 else first, last_send)
         while True:
             down = _next_tick(max(last + spec.scrape_s, ready) + spec.cooldown_s, spec.polling_s)
             if down == last + spec.scrape_s + spec.cooldown_s:  # KEDA needs strictly more than cooldown
@@ -135,4 +176,6 @@ def simulate_zero(
         down = min(down, duration)
         up_seconds += max(0.0, down - activated)
     cost = up_seconds / 3600 * spec.usd_per_hour + buffer_usd
-    return ZeroResult(up_seconds, cost, wakes, held, lost, tuple(waits), warm_wakes, buffer_usd)
+    return ZeroResult(
+        up_seconds, cost, wakes, held, lost, tuple(waits), warm_wakes, buffer_usd, tuple(retried)
+    )

@@ -12,6 +12,7 @@ from llm_platform.tools.preflight.multinode import multinode
 from llm_platform.tools.preflight.ordering import ordering
 from llm_platform.tools.preflight.scheduling import coverage, schedulability
 from llm_platform.tools.preflight.view import RenderView
+from llm_platform.tools.preflight.zero import zero
 
 CHECKS: dict[str, Callable[[RenderView], list[Finding]]] = {
     "schedulability": schedulability,
@@ -22,6 +23,7 @@ CHECKS: dict[str, Callable[[RenderView], list[Finding]]] = {
     "iam": iam,
     "alerting": alerting,
     "multinode": multinode,
+    "zero": zero,
 }
 
 

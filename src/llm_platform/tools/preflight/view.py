@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_platform.config.loader import Stack, load_stack, stack_name
+from llm_platform.plan import resolve
+from llm_platform.plan.zero import from_zero_wake_s
 from llm_platform.tools import mocks as platform_mocks
 from llm_platform.tools import render
 
@@ -58,6 +60,8 @@ class RenderView:
     resources: dict[str, dict[str, Any]]  # "type::name" -> plain inputs
     dependencies: dict[str, set[str]] = field(default_factory=dict)  # "type::name" -> transitive deps
     slos: dict[str, tuple[float, float]] = field(default_factory=dict)  # model -> (TTFT, ITL) seconds
+    # model at minReplicas 0 behind the gateway -> its from-zero wake, seconds (plan/zero.py from_zero_wake_s)
+    from_zero_wakes: dict[str, float] = field(default_factory=dict)
 
     def of_kind(self, *kinds: str) -> list[Manifest]:
         return [m for m in self.manifests if m.kind in kinds]
@@ -120,6 +124,11 @@ def from_mocks(stack: Stack, mocks: platform_mocks.PlatformMocks) -> RenderView:
         resources=resources,
         dependencies=_closure(direct),
         slos={m.name: (m.slo.ttft_seconds, m.slo.itl_seconds) for m in settings.models},
+        from_zero_wakes={
+            m.name: from_zero_wake_s(m.cold_start, m.scaling)
+            for m in resolve(settings).models
+            if m.flow_control is not None and m.flow_control.from_zero_hold_s is not None
+        },
     )
 
 
