@@ -146,7 +146,7 @@ class _Engine:
     def of(cls, table: ReplicaTable) -> _Engine:
         lam = np.linspace(0.0, table.capacity_rps, 65)
         s = table.at(lam)
-        fixed = REQUEST_OVERHEAD_SECONDS + s["step"] / 2 * (1 - np.exp(-s["running"]))
+        fixed = REQUEST_OVERHEAD_SECONDS + s["step"] * table.model.wait_steps * (1 - np.exp(-s["running"]))
         prefill = table.prefill_seconds(np.full(len(lam), table.stats.mean_input), s)
         m = table.model
         p = table.stats.mean_input * (1 - m.engine.prefix_hit_rate)
