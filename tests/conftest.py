@@ -189,3 +189,14 @@ def config_error(stack: Path | dict[str, Any]) -> str:
     with pytest.raises(ConfigError) as info:
         load_stack(stack) if isinstance(stack, Path) else parse(stack)
     return str(info.value)
+
+
+@pytest.fixture(scope="module")
+def doc_run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A module's folder for the documented commands' outputs, with the tuner's short days in `short/`
+    (tests/doc_runs.py)."""
+    from tests.doc_runs import short_days
+
+    tmp = tmp_path_factory.mktemp("doc-runs")
+    short_days(tmp / "short")
+    return tmp

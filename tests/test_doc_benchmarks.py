@@ -7,17 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.doc_runs import RUNS, is_long, run_documented, short_days
-
-
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("doc-benchmarks")
-    short_days(tmp / "short")
-    return tmp
+from tests.doc_runs import RUNS, is_long, run_documented
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", [c for c in RUNS if is_long(c)])
-def test_the_documented_long_command_runs(command: str, folder: Path) -> None:
-    run_documented(command, folder)
+def test_the_documented_long_command_runs(command: str, doc_run_folder: Path) -> None:
+    run_documented(command, doc_run_folder)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests import docs
-from tests.doc_runs import RUNS, is_long, run_documented, short_days
+from tests.doc_runs import RUNS, is_long, run_documented
 
 
 def test_every_documented_command_is_run() -> None:
@@ -19,14 +19,7 @@ def test_every_documented_command_is_run() -> None:
     assert sorted(set(RUNS) - set(docs.commands())) == [], "RUNS holds a command the docs no longer show"
 
 
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("doc-commands")
-    short_days(tmp / "short")
-    return tmp
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("command", [c for c in RUNS if not is_long(c)])
-def test_the_documented_command_runs(command: str, folder: Path) -> None:
-    run_documented(command, folder)
+def test_the_documented_command_runs(command: str, doc_run_folder: Path) -> None:
+    run_documented(command, doc_run_folder)
