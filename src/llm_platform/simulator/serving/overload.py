@@ -42,7 +42,7 @@ from typing import Literal
 
 import numpy as np
 
-from llm_platform.simulator.serving.replica import REQUEST_OVERHEAD_SECONDS, ReplicaTable
+from llm_platform.simulator.serving.replica import ReplicaTable
 
 BENCH_TIMEOUT_S = 6 * 60 * 60  # vllm benchmarks/backend_request_func.py AIOHTTP_TIMEOUT
 OPENAI_TIMEOUT_S = 600.0  # openai-python DEFAULT_TIMEOUT (httpx read timeout)
@@ -146,7 +146,7 @@ class _Engine:
     def of(cls, table: ReplicaTable) -> _Engine:
         lam = np.linspace(0.0, table.capacity_rps, 65)
         s = table.at(lam)
-        fixed = REQUEST_OVERHEAD_SECONDS + s["step"] * table.model.wait_steps * (1 - np.exp(-s["running"]))
+        fixed = table.host_wait_seconds(s)
         prefill = table.prefill_seconds(np.full(len(lam), table.stats.mean_input), s)
         m = table.model
         p = table.stats.mean_input * (1 - m.engine.prefix_hit_rate)

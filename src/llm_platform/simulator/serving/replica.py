@@ -23,7 +23,6 @@ docs/simulator.md.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -359,9 +358,13 @@ class ReplicaTable:
             others = np.where(
                 rho > 0, np.floor(np.log(np.maximum(u, 1e-300)) / np.log(np.maximum(rho, 1e-300))), 0.0
             )
-        residual = state["step"] * self.model.wait_steps * (1 - np.exp(-state["running"]))
         own = self.prefill_seconds(input_tokens, state)
-        return REQUEST_OVERHEAD_SECONDS + residual + own * (1 + others)
+        return self.host_wait_seconds(state) + own * (1 + others)
+
+    def host_wait_seconds(self, state: dict[str, np.ndarray], others: float = 1.0) -> np.ndarray:
+        """Before a request's own prefill: the API server, then `wait_steps` steps if the engine is busy (1 - e^-n)."""
+        busy = 1 - np.exp(-np.asarray(state["running"], dtype=float) * others)
+        return REQUEST_OVERHEAD_SECONDS + state["step"] * self.model.wait_steps * busy
 
     def itl_seen(self, lam: float, others: float = 1.0) -> float:
         """ITL a decoding request sees when only `others` of the prompt steps are other users' (closed loop:
@@ -376,8 +379,7 @@ class ReplicaTable:
         s = self.at(lam)
         rho = float(np.clip(s["rho_prefill"] * others, 0.0, 0.99))
         own = float(self.prefill_seconds(np.array([self.stats.mean_input]), s)[0])
-        residual = float(s["step"]) * self.model.wait_steps * (1 - math.exp(-float(s["running"]) * others))
-        return REQUEST_OVERHEAD_SECONDS + residual + own / (1 - rho)
+        return float(self.host_wait_seconds(s, others)) + own / (1 - rho)
 
 
 def _saturation(model: ReplicaModel, stats: TokenStats, r_cap: float, recompute: float) -> float:
