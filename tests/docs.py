@@ -1,5 +1,5 @@
 """The README's and docs' commands and tables, as the tests read them (tests/test_readme_commands.py parses each
-command, tests/test_doc_commands.py and tests/test_doc_benchmarks.py run each one (tests/doc_runs.py), tests/test_doc_figures.py compares the figures)."""
+command, tests/test_doc_commands.py runs each one, tests/test_doc_figures.py compares the figures)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ moves a documented figure fails here until the doc is regenerated (run the comma
 
 Not checked here: timings (benchmarks/simulate_day.py prints them, machines differ), the headroom benchmark's
 twelve-day table and the tuned configs' table (each takes a tune or a dozen day runs; their commands run on
-small inputs in tests/doc_runs.py), and figures quoted from upstream sources."""
+small inputs in tests/test_doc_commands.py), and figures quoted from upstream sources."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The README's and docs' commands stay in step with the command-line tools: every `uv run python -m <tool> ...`
 they show (code blocks and inline; a synopsis' `[--optional]` parts included) parses with that tool's own
 argparse, every script they run exists, and each benchmark script's arguments parse too. (Each also runs, on
-small inputs where the doc's own run is long: tests/doc_runs.py.)"""
+small inputs where the doc's own run is long: tests/test_doc_commands.py.)"""
 
 from __future__ import annotations
 
