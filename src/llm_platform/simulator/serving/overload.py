@@ -42,6 +42,7 @@ from typing import Literal
 
 import numpy as np
 
+from llm_platform.plan.zero import RETRY_ATTEMPTS
 from llm_platform.simulator.serving.replica import ReplicaTable
 
 BENCH_TIMEOUT_S = 6 * 60 * 60  # vllm benchmarks/backend_request_func.py AIOHTTP_TIMEOUT
@@ -66,7 +67,7 @@ class Client:
 
 
 VLLM_BENCH = Client()  # `vllm bench serve`: one attempt, 6 h total timeout
-OPENAI_SDK = Client(OPENAI_TIMEOUT_S, "first-token", 3)  # streaming openai-python defaults: 2 retries
+OPENAI_SDK = Client(OPENAI_TIMEOUT_S, "first-token", RETRY_ATTEMPTS)  # streaming openai-python defaults
 
 
 @dataclass(frozen=True)
