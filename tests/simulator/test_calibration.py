@@ -9,6 +9,7 @@ themselves are printed (`calibrate`), and the doc must carry exactly what the co
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,14 @@ from llm_platform.simulator.serving.calibration_rates import (
 )
 from llm_platform.simulator.serving.replica import CALIBRATION, REQUEST_OVERHEAD_SECONDS
 
-ROWS = {str(r["id"]): r for r in calibration.rows()}
+
+@cache
+def rows() -> dict[str, dict[str, object]]:
+    """calibrate's rows by point id, computed when a test first reads them (seconds: not at collection, which
+    every xdist worker does)."""
+    return {str(r["id"]): r for r in calibration.rows()}
+
+
 SIMULATOR_MD = ROOT / "docs" / "simulator.md"
 
 
@@ -48,13 +56,13 @@ def _calm(row: dict[str, object]) -> bool:
 
 def test_the_doc_carries_the_table_the_command_prints() -> None:
     doc = SIMULATOR_MD.read_text()
-    table = calibration.markdown_table(list(ROWS.values()))
+    table = calibration.markdown_table(list(rows().values()))
     assert with_table(doc, table) == doc, f"docs/simulator.md's calibration table is stale: run `{COMMAND}`"
 
 
 @pytest.mark.parametrize("point", POINTS, ids=[p.id for p in POINTS])
 def test_point_within_tolerance_or_explained(point):
-    row = ROWS[point.id]
+    row = rows()[point.id]
     explained = row["explained"]
     assert isinstance(explained, dict)
     for metric in METRICS:
@@ -68,7 +76,7 @@ def test_point_within_tolerance_or_explained(point):
 def test_tpot_within_tolerance_on_three_gpu_types_and_two_tp_sizes():
     """The issue's target for TPOT: every non-overloaded point of a (GPU, TP) group within 20 %, unexplained."""
     groups: dict[tuple[str, int], list[bool]] = defaultdict(list)
-    for row in ROWS.values():
+    for row in rows().values():
         if row["tpot_published"] is not None and _calm(row):
             groups[(str(row["gpu"]), int(str(row["tp"])))].append(within_tolerance(row, "tpot"))
     passing = [key for key, ok in groups.items() if all(ok)]
@@ -77,7 +85,7 @@ def test_tpot_within_tolerance_on_three_gpu_types_and_two_tp_sizes():
 
 
 def test_overload_detected_where_published_runs_failed():
-    rated = [r for r in ROWS.values() if r["overloaded_published"] is not None]
+    rated = [r for r in rows().values() if r["overloaded_published"] is not None]
     assert any(r["overloaded_published"] for r in rated) and any(not r["overloaded_published"] for r in rated)
     for row in rated:
         assert overload_agrees(row), (row["id"], row["failed_published"], row["overloaded_model"])
@@ -94,13 +102,13 @@ def test_calibration_covers_a10g_l4_a100_and_h100_from_low_load_to_saturation():
 
 def test_unexplained_points_are_the_majority_of_tpot():
     """TPOT is the quantity the platform's SLO bounds: it must be predicted, not explained away."""
-    tpot = [r for r in ROWS.values() if r["tpot_published"] is not None]
+    tpot = [r for r in rows().values() if r["tpot_published"] is not None]
     assert sum(within_tolerance(r, "tpot") for r in tpot) >= 0.85 * len(tpot)
 
 
 def test_a10g_low_concurrency_points_within_ten_percent():
     for c in (1, 2, 4):
-        row = ROWS[f"A10G-llmperf-C{c}"]
+        row = rows()[f"A10G-llmperf-C{c}"]
         for metric in ("ttft", "tpot", "tok_s"):
             err = row[f"{metric}_error"]
             assert isinstance(err, float) and abs(err) <= 0.10, (c, metric, err)
@@ -108,7 +116,7 @@ def test_a10g_low_concurrency_points_within_ten_percent():
 
 def test_little_explanations_hold():
     """Where tok/s is explained by the published row contradicting Little's law, the model matches Little."""
-    for row in ROWS.values():
+    for row in rows().values():
         explained = row["explained"]
         assert isinstance(explained, dict)
         if explained.get("tok_s") == LITTLE:
@@ -122,7 +130,7 @@ def test_little_explanations_hold():
 def test_inference_perf_tpot_is_below_the_bandwidth_floor_and_the_latency_tpot_above_it():
     """The doc's claim: the load generator's own TPOT is faster than an H100 can read the bytes of a step."""
     for p in RATE_POINTS:
-        if ROWS[p.id]["overloaded_published"]:
+        if rows()[p.id]["overloaded_published"]:
             continue
         assert isinstance(p.tpot_ms, float)
         assert PUBLISHED_TPOT[p.id] < bandwidth_floor_ms(p) < p.tpot_ms, p.id
@@ -144,7 +152,7 @@ def test_what_the_host_model_leaves_on_the_rate_points():
     2-3 steps of the model's TPOT shortfall (the waits and the prefill are counted in steps), and at TP1 less
     than that (the constant is an upper bound); the 20 req/s TP4 mean is the tail footnote's."""
     for p in RATE_POINTS:
-        row = ROWS[p.id]
+        row = rows()[p.id]
         if not _calm(row) or p.load > 10:
             continue
         for metric in ("ttft", "ttft_median"):
@@ -152,7 +160,7 @@ def test_what_the_host_model_leaves_on_the_rate_points():
             assert isinstance(error, float) and abs(error) <= TOLERANCE, (p.id, metric, error)
         gap = ttft_gap_in_tpot_shortfalls(row)
         assert (2.0 <= gap <= 3.0) if p.tp == 4 else (0.0 <= gap < 2.0), (p.id, gap)
-    tail = ROWS["H100-llama2-70b-tp4-general-R20"]
+    tail = rows()["H100-llama2-70b-tp4-general-R20"]
     assert isinstance(tail["ttft_median_error"], float) and abs(tail["ttft_median_error"]) <= TOLERANCE
 
 
@@ -163,7 +171,7 @@ def test_prefix_hits_are_whole_blocks_below_the_prompt():
 
 
 def test_markdown_table_lists_every_point_and_its_sources():
-    text = calibration.markdown_table(list(ROWS.values()))
+    text = calibration.markdown_table(list(rows().values()))
     for p in POINTS:
         assert f"| {p.id} |" in text
     assert "ray-project/llmperf" in text and "dennislee22/vLLM-benchmarking" in text
