@@ -24,7 +24,7 @@ docs/simulator.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -197,7 +197,10 @@ class ReplicaModel:
         return min(1.0, self.engine.gpu_memory_utilization + CUDA_CONTEXT_GIB / self.cal.usable_gib)
 
     def table(self, stats: TokenStats, points: int = 384, recompute_on: bool = True) -> ReplicaTable:
-        return ReplicaTable.build(self, stats, points, recompute_on)
+        """The steady-state table, built once per process for a model and request mix: a build solves a few
+        thousand fixed-point steps (about 0.6 s), and a day's strategies, the what-ifs and a tune ask for the
+        same one again. Its arrays are read-only, so one caller cannot change another's."""
+        return _shared_table(self, stats, points, recompute_on)
 
 
 @dataclass(frozen=True)
@@ -311,13 +314,17 @@ class ReplicaTable:
             return np.append(x[:-1], y)
 
         kv = np.minimum(running * kv_per_seq / model.kv_capacity_tokens, 1.0)
-        return cls(
+        table = cls(
             model, stats, mu, r_cap, kv_bound, lam, running, last(s.itl, sat.itl),
             last(s.rho_prefill, sat.rho_prefill), last(s.step, sat.step), last(s.fixed, sat.fixed),
             last(s.decode_compute, sat.decode_compute), last(s.chunk, sat.chunk), kv,
             last(s.prefill_steps, sat.prefill_steps), last(s.prefill_step, sat.prefill_step),
             last(s.decode_step, sat.decode_step), recompute,
         )  # fmt: skip
+        for value in vars(table).values():
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
+        return table
 
     @property
     def preemptions_per_request(self) -> float:
@@ -380,6 +387,11 @@ class ReplicaTable:
         rho = float(np.clip(s["rho_prefill"] * others, 0.0, 0.99))
         own = float(self.prefill_seconds(np.array([self.stats.mean_input]), s)[0])
         return float(self.host_wait_seconds(s, others)) + own / (1 - rho)
+
+
+@lru_cache(maxsize=256)
+def _shared_table(model: ReplicaModel, stats: TokenStats, points: int, recompute_on: bool) -> ReplicaTable:
+    return ReplicaTable.build(model, stats, points, recompute_on)
 
 
 def _saturation(model: ReplicaModel, stats: TokenStats, r_cap: float, recompute: float) -> float:
