@@ -22,6 +22,7 @@ Exit 0: no problem; 1: problems, one line each; 2: bad arguments, a stale render
 from __future__ import annotations
 
 import copy
+import functools
 import gzip
 import hashlib
 import re
@@ -34,6 +35,7 @@ from typing import Any
 
 import jsonschema
 import kubernetes_validate
+import kubernetes_validate.utils
 import yaml
 
 from llm_platform.config.loader import load_stack, stack_name
@@ -48,6 +50,13 @@ from llm_platform.config.versions import (
     PROMETHEUS_OPERATOR_VERSION,
 )
 from llm_platform.tools import cli
+
+# kubernetes-validate reads and parses a kind's schema and the 1.5 MB `_definitions.json` again for every object
+# it validates (~20 ms each); they are files of the installed package, so one parse per process serves every
+# object, here and in anything else of the process that calls `kubernetes_validate.validate` (the schemas are
+# only read: `referencing` and `jsonschema` never change them)
+if not hasattr(kubernetes_validate.utils.schema_contents, "cache_info"):
+    kubernetes_validate.utils.schema_contents = functools.cache(kubernetes_validate.utils.schema_contents)
 
 
 def _tag(version: str) -> str:
