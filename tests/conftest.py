@@ -101,7 +101,7 @@ def load_fixture(name: str) -> StackConfig:
     return load_stack(fixture_stack(name))
 
 
-# evaluations of an unchanged stack file, shared by the tests that only read what was registered
+# the mocks of an unchanged fixture stack's evaluation, shared by the tests of a process that only read them
 _UNCHANGED_STACKS: dict[str, platform_mocks.PlatformMocks] = {}
 
 
@@ -113,8 +113,10 @@ def run_program() -> Iterator[Callable[[str], platform_mocks.PlatformMocks]]:
     def run(
         stack: str, overrides: dict[str, Any] | None = None, drop_secrets: list[str] | None = None
     ) -> platform_mocks.PlatformMocks:
-        unchanged = not overrides and not drop_secrets
-        if unchanged and stack in _UNCHANGED_STACKS:
+        if not overrides and not drop_secrets:  # the session's one evaluation of the file (render.evaluate)
+            if stack not in _UNCHANGED_STACKS:
+                _UNCHANGED_STACKS[stack] = render.evaluate(fixture_stack(stack)).mocks
+            run.last = _UNCHANGED_STACKS[stack]  # type: ignore[attr-defined]
             return _UNCHANGED_STACKS[stack]
         config, secret_keys = stack_config(fixture_stack(stack))
         for key in drop_secrets or []:
@@ -127,8 +129,6 @@ def run_program() -> Iterator[Callable[[str], platform_mocks.PlatformMocks]]:
         loops.append(loop)
         run.last = m  # type: ignore[attr-defined]  # what was registered even when the program fails
         platform_mocks.run_main()
-        if unchanged:
-            _UNCHANGED_STACKS[stack] = m
         return m
 
     yield run
