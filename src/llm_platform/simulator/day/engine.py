@@ -353,7 +353,7 @@ def _summarise(
     by_minute = lambda x: x[: minutes * 60].reshape(minutes, 60).mean(axis=1)  # noqa: E731
     minute_queue = by_minute(queue_start)
     minute_kv = by_minute(np.where(queue_start > 0, 1.0, state["kv_usage"]) * (ready_s > 0))
-    minute_cost = cluster.cost_curve(np.arange(1, minutes + 1) * 60.0)
+    minute_cost = cluster.nodepool.cost_curve(np.arange(1, minutes + 1) * 60.0)
     days = T / 86_400
     per_day = []
     for d in range(max(1, int(np.ceil(days - 1e-9)))):
@@ -376,9 +376,9 @@ def _summarise(
         offpeak,
         p95,
         float(violated.mean() * 100) if n else 0.0,
-        cluster.cost(T) / days,
+        cluster.nodepool.cost(T) / days,
         n,
-        cluster.node_seconds(T) / 3600,
+        cluster.nodepool.node_seconds(T) / 3600,
         minute_rate,
         minute_ready,
         minute_desired,

@@ -123,7 +123,7 @@ def stack_run(
     """Strategies for one model of a stack file, simulated as the plan deploys it (plan/): its instance,
     cache, image pull, scrape interval, ScaledObject (triggers, fallback, behaviour, cron windows) and SLO.
     `image` and `scrape_interval` are what-ifs (None: as deployed); the first `reserved_instances` nodes
-    launch into the pool's reservations (prepaid, see simulator/capacity.py), a Capacity Block ending
+    launch into the pool's reservations (prepaid, see simulator/serving/nodepool.py), a Capacity Block ending
     `reserved_until` seconds into the traffic."""
     from llm_platform.config.loader import stack_region
 
