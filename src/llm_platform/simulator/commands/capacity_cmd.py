@@ -23,12 +23,8 @@ from llm_platform.simulator.commands import overload_args as overload
 from llm_platform.simulator.commands.args import fraction, positive_float, positive_int, request_rate
 from llm_platform.simulator.commands.token_dist import TokenDist, token_dist
 from llm_platform.simulator.serving.benchmark import closed_loop, open_loop
-from llm_platform.simulator.serving.replica import (
-    EngineConfig,
-    ReplicaModel,
-    ReplicaTable,
-    TokenStats,
-)
+from llm_platform.simulator.serving.replica import ReplicaModel, ReplicaTable, TokenStats
+from llm_platform.simulator.serving.replica_config import EngineConfig
 from llm_platform.tools.cli import ArgumentParser
 
 

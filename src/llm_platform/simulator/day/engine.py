@@ -35,7 +35,8 @@ from llm_platform.simulator.controllers.saturation import SaturationHold
 from llm_platform.simulator.controllers.strategies import Strategy
 from llm_platform.simulator.serving.capacity import Cluster
 from llm_platform.simulator.serving.capacity_config import CapacityConfig
-from llm_platform.simulator.serving.replica import KV_BLOCK_TOKENS, ReplicaTable
+from llm_platform.simulator.serving.replica import ReplicaTable
+from llm_platform.simulator.serving.replica_config import KV_BLOCK_TOKENS
 from llm_platform.simulator.traffic.traffic import Traffic
 
 # pending pods are tried again this often (Karpenter's batching window, the scheduler's backoff)

@@ -38,7 +38,8 @@ from llm_platform.simulator.controllers.strategies import (
 from llm_platform.simulator.day.engine import Result, SimConfig, simulate
 from llm_platform.simulator.search import oracle
 from llm_platform.simulator.serving.capacity_config import CapacityConfig, start_times
-from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, ReplicaTable, TokenStats
+from llm_platform.simulator.serving.replica import ReplicaModel, ReplicaTable, TokenStats
+from llm_platform.simulator.serving.replica_config import EngineConfig
 from llm_platform.simulator.serving.unmet import what_would_meet
 from llm_platform.simulator.traffic.traffic import Traffic, seed_day
 

@@ -29,7 +29,8 @@ from llm_platform.simulator.search.multinode import replica_instance, reserved_g
 from llm_platform.simulator.search.scenarios import Setup, recommend
 from llm_platform.simulator.serving.capacity_config import CapacityConfig, start_times
 from llm_platform.simulator.serving.lora import LoraCost
-from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats
+from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
+from llm_platform.simulator.serving.replica_config import EngineConfig
 from llm_platform.simulator.traffic.traffic import Traffic
 
 if TYPE_CHECKING:
