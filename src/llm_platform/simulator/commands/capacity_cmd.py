@@ -3,7 +3,7 @@ rate, from the day simulation's model. The model is a known Hugging Face id (`--
 (`--geometry FILE`) or its fields on the command line (`--hidden-size ...`); all three become the same
 ModelProfile (config/geometry.py) the day simulation uses.
 
-`python -m llm_platform.simulator calibrate` prints the calibration table (simulator/calibration.py) that docs/simulator.md
+`python -m llm_platform.simulator calibrate` prints the calibration table (simulator/serving/calibration.py) that docs/simulator.md
 carries: published measurements against this same model.
 """
 

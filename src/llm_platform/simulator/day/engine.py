@@ -3,7 +3,7 @@
 The loop runs at 1 s. Serving is fluid at that scale: the Ready replicas admit up to N x capacity requests/s
 (vLLM's work-conserving batching, load spread over Ready pods), the excess waits FIFO in
 `num_requests_waiting`. Below saturation each replica is at the steady state of its per-replica rate
-(simulator/replica.py); the replica's internal dynamics (sub-second) are much faster than traffic and
+(simulator/serving/replica.py); the replica's internal dynamics (sub-second) are much faster than traffic and
 control (15 s and up). Per-request TTFT = fluid queue wait + sampled in-replica TTFT; ITL = the steady
 ITL of the second it was admitted; a request misses the SLO if either exceeds the model's SLO.
 Controllers run at their own clocks: Prometheus scrapes every `scrape_interval` (metrics of Ready pods only),

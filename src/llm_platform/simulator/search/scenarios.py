@@ -282,7 +282,7 @@ def reactive_bound_for(
     setup: Setup, miss_pct: float, lag_seconds: float, curve: tuple[np.ndarray, np.ndarray] | None = None
 ) -> dict[str, float]:
     """The cheapest reactive config at a miss rate whose new replicas serve `lag_seconds` after they are asked
-    for, on the setup's instance price and replica floor (simulator/oracle.py `reactive_bound`)."""
+    for, on the setup's instance price and replica floor (simulator/search/oracle.py `reactive_bound`)."""
     c = setup.config.capacity
     lam, frac = curve or miss_curve(setup.table, setup.traffic, setup.config.slo)
     bins = setup.traffic.duration // REACTIVE_BIN_SECONDS
