@@ -36,7 +36,7 @@ from llm_platform.simulator.serving.calibration_rates import (
     RATE_POINTS,
     hit_rate,
 )
-from llm_platform.simulator.serving.replica import CALIBRATION, REQUEST_OVERHEAD_SECONDS
+from llm_platform.simulator.serving.replica_config import CALIBRATION, REQUEST_OVERHEAD_SECONDS
 
 
 @cache
@@ -192,7 +192,8 @@ def test_a_burst_beyond_the_running_cap_waits_for_the_waves_before_it():
     from llm_platform.config.catalog import A100_80
     from llm_platform.config.model_profiles import profile
     from llm_platform.simulator.serving.benchmark import burst
-    from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats
+    from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
+    from llm_platform.simulator.serving.replica_config import EngineConfig
 
     engine = EngineConfig(max_num_seqs=50, max_model_len=4096)
     table = ReplicaModel(profile("Qwen/Qwen2-7B-Instruct"), A100_80, 1, engine).table(

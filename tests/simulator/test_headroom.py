@@ -42,35 +42,37 @@ def _cluster(placeholders: int, replicas: int = 1, **kw) -> Cluster:
 
 def test_a_replica_preempts_a_warm_placeholder_and_skips_the_node_launch_and_image_pull() -> None:
     c = _cluster(placeholders=1)
-    assert c.live_nodes == 2 and c.warm_placeholders == 1
+    assert c.nodepool.live_nodes == 2 and c.warm_placeholders == 1
     c.set_replicas(0.0, 2)
     new = c.pods[-1]
     assert new.ready_at == pytest.approx(PREEMPTION_SECONDS + c.start_on_fresh_node)
     assert new.ready_at is not None
-    assert new.ready_at < c.node_boot + c.start_on_new_node - c.image_wait, "no node boot, no image pull"
+    assert new.ready_at < c.nodepool.node_boot + c.start_on_new_node - c.nodepool.image_wait, (
+        "no node boot, no image pull"
+    )
     assert c.preemptions == 1
     # the evicted placeholder is Pending on a node Karpenter launched for it: the buffer refills
     (placeholder,) = c.placeholders
-    assert placeholder.node is not None and placeholder.node.ready_at == pytest.approx(c.node_boot)
+    assert placeholder.node is not None and placeholder.node.ready_at == pytest.approx(c.nodepool.node_boot)
     assert c.warm_placeholders == 0
-    c.advance(c.node_boot)
+    c.advance(c.nodepool.node_boot)
     assert c.warm_placeholders == 1
 
 
 def test_a_replica_on_a_just_refilled_node_waits_for_the_rest_of_the_image_pull() -> None:
     c = _cluster(placeholders=1)
     c.set_replicas(0.0, 2)  # preempts; the placeholder's new node is Ready at node_boot
-    c.advance(c.node_boot)
-    c.set_replicas(c.node_boot + 60, 3)  # preempts again, 60 s into that node's pre-pull
+    c.advance(c.nodepool.node_boot)
+    c.set_replicas(c.nodepool.node_boot + 60, 3)  # preempts again, 60 s into that node's pre-pull
     third = c.pods[-1]
-    pulled_at = c.node_boot + c.image_wait
+    pulled_at = c.nodepool.node_boot + c.nodepool.image_wait
     assert third.ready_at == pytest.approx(pulled_at + PREEMPTION_SECONDS + c.start_on_fresh_node)
 
 
 def test_placeholders_never_take_a_replica_slot_and_stop_at_the_gpu_limit() -> None:
     c = _cluster(placeholders=0, replicas=1, gpu_limit=2)
     c.set_placeholders(0.0, 3)  # only one more GPU under the limit
-    assert c.live_nodes == 2
+    assert c.nodepool.live_nodes == 2
     assert sum(1 for p in c.placeholders if p.node is None) == 2 and c.pending
     c.set_replicas(10.0, 2)  # the replica preempts the placeholder's (launching) slot
     assert c.pods[-1].node is not None

@@ -18,7 +18,8 @@ from llm_platform.simulator.serving.overload import (
     arrival_times,
     simulate,
 )
-from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, ReplicaTable, TokenStats
+from llm_platform.simulator.serving.replica import ReplicaModel, ReplicaTable, TokenStats
+from llm_platform.simulator.serving.replica_config import EngineConfig
 
 # Published tolerance for a run's duration and TTFT (the calibration's 20 %, calibration.TOLERANCE)
 TOLERANCE = 0.20

@@ -11,7 +11,8 @@ import pytest
 from llm_platform.config.catalog import A10G, A100_40, H100, L4
 from llm_platform.config.model_profiles import UnknownModelError, profile
 from llm_platform.simulator.serving.benchmark import closed_loop
-from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats
+from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
+from llm_platform.simulator.serving.replica_config import EngineConfig
 
 LLAMA3_8B = "meta-llama/Meta-Llama-3-8B-Instruct"
 

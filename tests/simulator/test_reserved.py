@@ -33,24 +33,26 @@ def cluster(reserved: int, replicas: int = 0, **kw) -> Cluster:
 @pytest.mark.parametrize("reserved", [0, 3, 8])
 def test_a_static_day_costs_the_same_whether_its_nodes_are_reserved_or_on_demand(reserved: int) -> None:
     # an ODCR bills the on-demand rate all day: reserving nodes that run all day changes nothing
-    assert cluster(reserved, replicas=8).cost(DAY) == pytest.approx(
+    assert cluster(reserved, replicas=8).nodepool.cost(DAY) == pytest.approx(
         8 * 24 * G5.on_demand_usd_per_hour("us-east-1")
     )
 
 
 def test_unused_reservations_are_still_paid() -> None:
-    assert cluster(10, replicas=8).cost(DAY) == pytest.approx(
+    assert cluster(10, replicas=8).nodepool.cost(DAY) == pytest.approx(
         10 * 24 * G5.on_demand_usd_per_hour("us-east-1")
     )
-    assert cluster(2, replicas=0).cost(DAY) == pytest.approx(2 * 24 * G5.on_demand_usd_per_hour("us-east-1"))
+    assert cluster(2, replicas=0).nodepool.cost(DAY) == pytest.approx(
+        2 * 24 * G5.on_demand_usd_per_hour("us-east-1")
+    )
 
 
 def test_nodes_launch_into_free_reservations_first_then_on_demand() -> None:
     c = cluster(2, replicas=1)
     c.set_replicas(100, 4)
-    reserved = [n.reserved for n in c.nodes]
+    reserved = [n.reserved for n in c.nodepool.nodes]
     assert reserved == [True, True, False, False]
-    assert [n.price_per_hour for n in c.nodes] == [
+    assert [n.price_per_hour for n in c.nodepool.nodes] == [
         0.0,
         0.0,
         G5.on_demand_usd_per_hour("us-east-1"),
@@ -62,20 +64,20 @@ def test_a_freed_reservation_is_reused_by_the_next_launch() -> None:
     c = cluster(1, replicas=1, consolidate_after=60)
     c.set_replicas(10, 0)
     c.advance(10 + 10 + 60)  # drained, then consolidated: the reservation is free again
-    assert c.reserved_in_use == 0
+    assert c.nodepool.reserved_in_use == 0
     c.set_replicas(200, 1)
-    assert c.nodes[-1].reserved and c.nodes[-1].price_per_hour == 0.0
+    assert c.nodepool.nodes[-1].reserved and c.nodepool.nodes[-1].price_per_hour == 0.0
 
 
 def test_a_capacity_block_is_prepaid_at_its_own_price() -> None:
     c = cluster(2, replicas=2, reserved_usd_per_hour=0.7)
-    assert c.cost(DAY) == pytest.approx(2 * 24 * 0.7)
+    assert c.nodepool.cost(DAY) == pytest.approx(2 * 24 * 0.7)
 
 
 def test_reserved_nodes_are_not_spot_interrupted() -> None:
     c = cluster(1, replicas=2, spot=True, spot_interruptions_per_hour=100.0)
     c.advance(3600)
-    survivors = [n for n in c.nodes if n.terminated_at is None and not n.cordoned]
+    survivors = [n for n in c.nodepool.nodes if n.terminated_at is None and not n.cordoned]
     assert [n.reserved for n in survivors] == [True]
 
 
@@ -140,22 +142,22 @@ EXPIRING = NOON - 40 * 60  # Karpenter drains the block's nodes 40 minutes befor
 def test_a_block_ending_at_noon_is_paid_to_noon_and_its_replicas_move_to_on_demand() -> None:
     c = cluster(2, replicas=2, reserved_usd_per_hour=10.0, reserved_until=NOON)
     c.advance(EXPIRING - 1)
-    assert c.ready == 2 and c.reserved_in_use == 2
+    assert c.ready == 2 and c.nodepool.reserved_in_use == 2
     c.advance(EXPIRING)
     assert c.ready == 0 and not c.pods  # evicted; EC2 would reclaim them 10 minutes later anyway
     c.set_replicas(EXPIRING, 2)  # the ReplicaSet replaces them: the block takes no launch, so on-demand nodes
-    assert sum(1 for n in c.nodes if n.terminated_at is None and not n.reserved) == 2
+    assert sum(1 for n in c.nodepool.nodes if n.terminated_at is None and not n.reserved) == 2
     c.advance(EXPIRING + 10)  # the drained reserved nodes are deleted
-    assert c.reserved_in_use == 0 and c.live_nodes == 2
-    back = EXPIRING + c.node_boot + c.start_on_new_node  # a full cold start
+    assert c.nodepool.reserved_in_use == 0 and c.nodepool.live_nodes == 2
+    back = EXPIRING + c.nodepool.node_boot + c.start_on_new_node  # a full cold start
     c.advance(back - 1)
     assert c.ready == 0
     c.advance(back)
     assert c.ready == 2
     prepaid = 2 * 10.0 * 12
     on_demand = 2 * 1.212 * (DAY - EXPIRING) / 3600
-    assert c.cost(DAY) == pytest.approx(prepaid + on_demand)
-    assert c.cost_curve(np.array([DAY]))[0] == pytest.approx(c.cost(DAY))
+    assert c.nodepool.cost(DAY) == pytest.approx(prepaid + on_demand)
+    assert c.nodepool.cost_curve(np.array([DAY]))[0] == pytest.approx(c.nodepool.cost(DAY))
 
 
 def test_a_reserved_only_pool_launches_nothing_after_its_block_ends() -> None:
@@ -163,14 +165,14 @@ def test_a_reserved_only_pool_launches_nothing_after_its_block_ends() -> None:
     c.advance(EXPIRING)
     c.set_replicas(EXPIRING, 2)
     c.advance(EXPIRING + 600)
-    assert c.live_nodes == 0 and c.ready == 0 and c.pending
-    assert c.cost(DAY) == pytest.approx(2 * 10.0 * 12)
+    assert c.nodepool.live_nodes == 0 and c.ready == 0 and c.pending
+    assert c.nodepool.cost(DAY) == pytest.approx(2 * 10.0 * 12)
 
 
 def test_a_reserved_only_pool_launches_nothing_beyond_its_reservations() -> None:
     c = cluster(1, replicas=0, fallback=False)
     c.set_replicas(0, 2)
-    assert c.live_nodes == 1 and c.pending
+    assert c.nodepool.live_nodes == 1 and c.pending
 
 
 def test_the_day_with_a_block_ending_at_noon_costs_on_demand_after_it_and_misses_more() -> None:

@@ -12,7 +12,8 @@ from llm_platform.config.catalog import instance
 from llm_platform.config.model_profiles import profile
 from llm_platform.config.schema import Slo
 from llm_platform.simulator.search.scenarios import recommend
-from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats
+from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
+from llm_platform.simulator.serving.replica_config import EngineConfig
 from llm_platform.simulator.serving.unmet import _prompts, low_load, what_would_meet  # pyright: ignore[reportPrivateUsage]
 from llm_platform.simulator.traffic.traffic import TokenMix, load
 

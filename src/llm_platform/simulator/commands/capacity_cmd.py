@@ -3,7 +3,7 @@ rate, from the day simulation's model. The model is a known Hugging Face id (`--
 (`--geometry FILE`) or its fields on the command line (`--hidden-size ...`); all three become the same
 ModelProfile (config/geometry.py) the day simulation uses.
 
-`python -m llm_platform.simulator calibrate` prints the calibration table (simulator/calibration.py) that docs/simulator.md
+`python -m llm_platform.simulator calibrate` prints the calibration table (simulator/serving/calibration.py) that docs/simulator.md
 carries: published measurements against this same model.
 """
 
@@ -23,12 +23,8 @@ from llm_platform.simulator.commands import overload_args as overload
 from llm_platform.simulator.commands.args import fraction, positive_float, positive_int, request_rate
 from llm_platform.simulator.commands.token_dist import TokenDist, token_dist
 from llm_platform.simulator.serving.benchmark import closed_loop, open_loop
-from llm_platform.simulator.serving.replica import (
-    EngineConfig,
-    ReplicaModel,
-    ReplicaTable,
-    TokenStats,
-)
+from llm_platform.simulator.serving.replica import ReplicaModel, ReplicaTable, TokenStats
+from llm_platform.simulator.serving.replica_config import EngineConfig
 from llm_platform.tools.cli import ArgumentParser
 
 

@@ -11,7 +11,8 @@ from llm_platform.simulator.controllers.keda import CronTrigger, PrometheusTrigg
 from llm_platform.simulator.search.stacks import StackRun
 from llm_platform.simulator.serving.capacity_config import start_times
 
-DEPLOYED = "stack-config"  # the strategy that is the stack's own ScaledObject (simulator/strategies.py)
+# the strategy that is the stack's own ScaledObject (simulator/controllers/strategies.py)
+DEPLOYED = "stack-config"
 
 
 def _rules(rules: ScalingRules | None) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Runs the model's deployed autoscaling (the stack's own config, `stack-config`) o
 engine once per reserved instance count, 0 up to the most nodes the model can hold at maxReplicas. Reserved
 instances are prepaid for the whole day (an ODCR at the on-demand rate, a Capacity Block at
 `--reserved-usd-per-hour`) and free to launch into; Karpenter buys on-demand or spot only beyond them
-(simulator/serving/capacity.py; the sweep: search/reservations.py). The cheapest count is the answer for this
+(simulator/serving/nodepool.py; the sweep: search/reservations.py). The cheapest count is the answer for this
 traffic; the table shows what each count
 costs and how often the SLO is missed, so a count that saves money by starving cold starts is visible.
 """

@@ -19,7 +19,7 @@ none: shorter TTFT, and more requests per GPU.
 Hit rate per replica under LRU with evenly used prefixes: the share of its working set that fits in the KV
 cache left free by running requests at the operating point, `min(1, free / working set)`. Shared-prefix
 requests carry `prefix_tokens` more prompt; the hit rate becomes the replica model's `prefix_hit_rate` input
-(the fraction of prompt tokens served from the prefix cache, simulator/replica.py), and the day runs through
+(the fraction of prompt tokens served from the prefix cache, simulator/serving/replica.py), and the day runs through
 the same replica model and control loop as every other strategy. Cold misses (a prefix's first request on a
 replica) are ignored; the replica model applies the token hit fraction to every prompt alike (means right,
 the tail of TTFT somewhat narrower than a hit/miss mix).

@@ -3,7 +3,7 @@
 The loop runs at 1 s. Serving is fluid at that scale: the Ready replicas admit up to N x capacity requests/s
 (vLLM's work-conserving batching, load spread over Ready pods), the excess waits FIFO in
 `num_requests_waiting`. Below saturation each replica is at the steady state of its per-replica rate
-(simulator/replica.py); the replica's internal dynamics (sub-second) are much faster than traffic and
+(simulator/serving/replica.py); the replica's internal dynamics (sub-second) are much faster than traffic and
 control (15 s and up). Per-request TTFT = fluid queue wait + sampled in-replica TTFT; ITL = the steady
 ITL of the second it was admitted; a request misses the SLO if either exceeds the model's SLO.
 Controllers run at their own clocks: Prometheus scrapes every `scrape_interval` (metrics of Ready pods only),
@@ -35,7 +35,8 @@ from llm_platform.simulator.controllers.saturation import SaturationHold
 from llm_platform.simulator.controllers.strategies import Strategy
 from llm_platform.simulator.serving.capacity import Cluster
 from llm_platform.simulator.serving.capacity_config import CapacityConfig
-from llm_platform.simulator.serving.replica import KV_BLOCK_TOKENS, ReplicaTable
+from llm_platform.simulator.serving.replica import ReplicaTable
+from llm_platform.simulator.serving.replica_config import KV_BLOCK_TOKENS
 from llm_platform.simulator.traffic.traffic import Traffic
 
 # pending pods are tried again this often (Karpenter's batching window, the scheduler's backoff)
@@ -353,7 +354,7 @@ def _summarise(
     by_minute = lambda x: x[: minutes * 60].reshape(minutes, 60).mean(axis=1)  # noqa: E731
     minute_queue = by_minute(queue_start)
     minute_kv = by_minute(np.where(queue_start > 0, 1.0, state["kv_usage"]) * (ready_s > 0))
-    minute_cost = cluster.cost_curve(np.arange(1, minutes + 1) * 60.0)
+    minute_cost = cluster.nodepool.cost_curve(np.arange(1, minutes + 1) * 60.0)
     days = T / 86_400
     per_day = []
     for d in range(max(1, int(np.ceil(days - 1e-9)))):
@@ -376,9 +377,9 @@ def _summarise(
         offpeak,
         p95,
         float(violated.mean() * 100) if n else 0.0,
-        cluster.cost(T) / days,
+        cluster.nodepool.cost(T) / days,
         n,
-        cluster.node_seconds(T) / 3600,
+        cluster.nodepool.node_seconds(T) / 3600,
         minute_rate,
         minute_ready,
         minute_desired,

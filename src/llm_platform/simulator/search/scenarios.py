@@ -38,7 +38,8 @@ from llm_platform.simulator.controllers.strategies import (
 from llm_platform.simulator.day.engine import Result, SimConfig, simulate
 from llm_platform.simulator.search import oracle
 from llm_platform.simulator.serving.capacity_config import CapacityConfig, start_times
-from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, ReplicaTable, TokenStats
+from llm_platform.simulator.serving.replica import ReplicaModel, ReplicaTable, TokenStats
+from llm_platform.simulator.serving.replica_config import EngineConfig
 from llm_platform.simulator.serving.unmet import what_would_meet
 from llm_platform.simulator.traffic.traffic import Traffic, seed_day
 
@@ -281,7 +282,7 @@ def reactive_bound_for(
     setup: Setup, miss_pct: float, lag_seconds: float, curve: tuple[np.ndarray, np.ndarray] | None = None
 ) -> dict[str, float]:
     """The cheapest reactive config at a miss rate whose new replicas serve `lag_seconds` after they are asked
-    for, on the setup's instance price and replica floor (simulator/oracle.py `reactive_bound`)."""
+    for, on the setup's instance price and replica floor (simulator/search/oracle.py `reactive_bound`)."""
     c = setup.config.capacity
     lam, frac = curve or miss_curve(setup.table, setup.traffic, setup.config.slo)
     bins = setup.traffic.duration // REACTIVE_BIN_SECONDS

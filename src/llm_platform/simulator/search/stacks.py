@@ -29,7 +29,8 @@ from llm_platform.simulator.search.multinode import replica_instance, reserved_g
 from llm_platform.simulator.search.scenarios import Setup, recommend
 from llm_platform.simulator.serving.capacity_config import CapacityConfig, start_times
 from llm_platform.simulator.serving.lora import LoraCost
-from llm_platform.simulator.serving.replica import EngineConfig, ReplicaModel, TokenStats
+from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
+from llm_platform.simulator.serving.replica_config import EngineConfig
 from llm_platform.simulator.traffic.traffic import Traffic
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ def stack_run(
     """Strategies for one model of a stack file, simulated as the plan deploys it (plan/): its instance,
     cache, image pull, scrape interval, ScaledObject (triggers, fallback, behaviour, cron windows) and SLO.
     `image` and `scrape_interval` are what-ifs (None: as deployed); the first `reserved_instances` nodes
-    launch into the pool's reservations (prepaid, see simulator/capacity.py), a Capacity Block ending
+    launch into the pool's reservations (prepaid, see simulator/serving/nodepool.py), a Capacity Block ending
     `reserved_until` seconds into the traffic."""
     from llm_platform.config.loader import stack_region
 

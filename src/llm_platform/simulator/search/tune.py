@@ -5,7 +5,7 @@
 
 With `--reserved-usd-per-hour R`, the count of reserved instances (0 up to the nodes the model fills at
 maxReplicas) is one more knob: each count is prepaid at R all day (a Capacity Block's price; an ODCR bills the
-on-demand rate) and nodes beyond it are bought on-demand or spot (simulator/serving/capacity.py); the count is printed
+on-demand rate) and nodes beyond it are bought on-demand or spot (simulator/serving/nodepool.py); the count is printed
 beside the YAML, since it is bought, not configured in the autoscaling block.
 
 Knobs: the per-pod KV target, the served-throughput target (or none), the queue threshold, minReplicas, the

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_platform.simulator.serving.replica import REQUEST_OVERHEAD_SECONDS, ReplicaTable
+from llm_platform.simulator.serving.replica import ReplicaTable
+from llm_platform.simulator.serving.replica_config import REQUEST_OVERHEAD_SECONDS
 
 
 @dataclass(frozen=True)

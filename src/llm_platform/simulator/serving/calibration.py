@@ -1,6 +1,6 @@
 """Published vLLM measurements the replica model is checked against: predicted vs published, error per metric.
 
-Each GPU's two efficiencies (HBM bandwidth eta, prefill MFU; serving/replica.py CALIBRATION) come from its
+Each GPU's two efficiencies (HBM bandwidth eta, prefill MFU; serving/replica_config.py CALIBRATION) come from its
 concurrency-1 point; every other point is a prediction of the physical model. The points: closed-loop and burst
 sweeps (serving/calibration_points.py) and held-out H100 runs at fixed request rates
 (serving/calibration_rates.py), solved with the same benchmark shapes `simulator capacity` uses

@@ -13,7 +13,7 @@ from typing import Literal
 
 from llm_platform.config.catalog import A10G, A100_40, A100_80, H100, L4, GpuModel
 from llm_platform.config.model_profiles import ModelProfile, profile
-from llm_platform.simulator.serving.replica import EngineConfig
+from llm_platform.simulator.serving.replica_config import EngineConfig
 
 TOLERANCE = 0.20
 LLMPERF_A10G = (

@@ -33,7 +33,7 @@ import math
 from llm_platform.config import geometry
 from llm_platform.config.catalog import H100
 from llm_platform.simulator.serving.calibration_points import Point
-from llm_platform.simulator.serving.replica import KV_BLOCK_TOKENS, EngineConfig
+from llm_platform.simulator.serving.replica_config import KV_BLOCK_TOKENS, EngineConfig
 
 SOURCE = "inference-sim/training@ed5c1d2:default_args/*/results (inference-perf, vLLM, H100 SXM)"
 DISTINCT_PROMPTS = 100  # num_groups x num_prompts_per_group (results/config.yaml)

@@ -2,7 +2,7 @@
 
 No autoscaling config helps when a single replica, nearly idle, already misses its objective: the P95
 request's own prefill is over the TTFT objective, or one decode step is over the ITL objective. Four things
-change that, each computed here from the same replica model (simulator/replica.py): a looser objective on
+change that, each computed here from the same replica model (simulator/serving/replica.py): a looser objective on
 one of vLLM's histogram buckets (what the alerts can tell apart, plan/promql.py), shorter uncached prompts
 (or prefix-cache hits), tensor parallelism on the same GPU, or a faster GPU from the catalog.
 """
