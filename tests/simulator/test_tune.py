@@ -123,15 +123,15 @@ def test_tune_rejects_a_miss_target_over_100(tmp_path, capsys):
 RESERVATIONS = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.reservations.yaml"
 
 
-def steady_day(tmp_path, name: str, rate: float) -> str:
-    """Two hours at a steady rate: the 70B model holds one p5 node all day."""
+def steady_day(tmp_path, name: str, rate: float, minutes: int = 120) -> str:
+    """Two hours (or `minutes`) at a steady rate: the 70B model holds one p5 node all day."""
     f = tmp_path / f"{name}.csv"
-    f.write_text("minute,requests_per_second\n" + "".join(f"{m},{rate}\n" for m in range(120)))
+    f.write_text("minute,requests_per_second\n" + "".join(f"{m},{rate}\n" for m in range(minutes)))
     return str(f)
 
 
-def reserved_tuner(tmp_path, usd_per_hour: float) -> Tuner:
-    day = load(steady_day(tmp_path, "steady", 1.0))
+def reserved_tuner(tmp_path, usd_per_hour: float, minutes: int = 120) -> Tuner:
+    day = load(steady_day(tmp_path, "steady", 1.0, minutes))
     runs = [stack_run(RESERVATIONS, "llama-70b", day, reserved_usd_per_hour=usd_per_hour)]
     return Tuner(runs, 5.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1, reserved_max=2)
 
@@ -148,7 +148,7 @@ def test_the_tuner_reserves_what_a_cheap_block_rate_pays_for(tmp_path):
 
 
 def test_the_progress_counts_each_candidate_simulated_within_the_bound_said_up_front(tmp_path):
-    tuner = reserved_tuner(tmp_path, 20.0)
+    tuner = reserved_tuner(tmp_path, 20.0, minutes=30)  # the same 52 candidates as on two hours, a third the time
     scored = []
     tuner.on_scored = lambda: scored.append(1)
     tuner.search(passes=1)
