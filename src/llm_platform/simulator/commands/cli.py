@@ -16,7 +16,7 @@ from llm_platform.simulator.commands.day_args import PROG, STACK_ONLY, parser
 from llm_platform.simulator.commands.day_args import mix as mix_of
 from llm_platform.simulator.controllers.platform_nodes import platform_nodes
 from llm_platform.simulator.controllers.strategies import Strategy
-from llm_platform.simulator.day.engine import Result
+from llm_platform.simulator.day.result import Result
 from llm_platform.simulator.search.scenarios import (
     Setup,
     capacity_summary,

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from llm_platform.config.schema import Autoscaling, Slo
-from llm_platform.simulator.day.engine import Result
+from llm_platform.simulator.day.result import Result
 from llm_platform.simulator.traffic.traffic import Traffic
 
 CAPPED_SECONDS = 60.0  # latencies past this are shown as "> 60 s": the queue, not the engine, sets them
