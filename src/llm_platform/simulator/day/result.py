@@ -25,7 +25,7 @@ class Result:
     minute_p95_ttft_ms: np.ndarray = field(repr=False)
     minute_violation_pct: np.ndarray = field(repr=False)
     p95_itl_ms: float = 0.0
-    shed_pct: float = 0.0  # requests the gateway answered 429/503 (counted in slo_violation_pct)
+    shed_pct: float = 0.0  # requests the gateway answered 429/503 at least once
     max_replicas: int = 0
     days: float = 1.0
     minute_queue: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
@@ -37,11 +37,21 @@ class Result:
     minute_ready_max: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # most serving
     # scale-direction reversals within 15 minutes of the previous step, per second (controllers/flap.py)
     flaps: int = 0
+    served: int = 0  # requests answered with a first token, on any attempt
+    failed: int = 0  # requests whose last attempt was shed or timed out (misses)
+    timeouts: int = 0  # attempts the client gave up at its timeout
+    retries: int = 0  # attempts after the first
 
     @property
     def cost_vs_oracle(self) -> float | None:
         bound = self.oracle.get("whole_nodes_usd_per_day")
         return self.gpu_cost_usd_per_day / bound if bound else None
+
+    @property
+    def client_pct(self) -> dict[str, float]:
+        """Attempts timed out, retries and failed requests, per 100 requests offered."""
+        counts = {"timeout_pct": self.timeouts, "retry_pct": self.retries, "failed_pct": self.failed}
+        return {k: count / self.requests * 100 if self.requests else 0.0 for k, count in counts.items()}
 
     def row(self) -> dict[str, float | int | str | None]:
         vs = self.cost_vs_oracle
@@ -52,6 +62,8 @@ class Result:
             "p95_ttft_ms": round(self.p95_ttft_ms, 1),
             "p95_itl_ms": round(self.p95_itl_ms, 2),
             "slo_violation_pct": round(self.slo_violation_pct, 3),
+            "shed_pct": round(self.shed_pct, 3),
+            **{k: round(v, 3) for k, v in self.client_pct.items()},
             "flaps": self.flaps,
             "gpu_cost_usd_per_day": round(self.gpu_cost_usd_per_day, 2),
             "oracle_usd_per_day": round(self.oracle["whole_nodes_usd_per_day"], 2) if self.oracle else None,
