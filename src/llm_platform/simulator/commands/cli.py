@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -14,6 +15,7 @@ from llm_platform.config.loader import ConfigError, Stack, stack_arg
 from llm_platform.simulator.commands import capacity_cmd, report
 from llm_platform.simulator.commands.day_args import PROG, STACK_ONLY, parser
 from llm_platform.simulator.commands.day_args import mix as mix_of
+from llm_platform.simulator.commands.overload_args import CLIENTS
 from llm_platform.simulator.controllers.platform_nodes import platform_nodes
 from llm_platform.simulator.controllers.strategies import Strategy
 from llm_platform.simulator.day.result import Result
@@ -167,6 +169,7 @@ def _day(argv: Sequence[str]) -> int:
         return invalid_config(PROG, args.stack, exc)
     except (ValueError, KeyError, OSError) as exc:
         return error(PROG, message(exc))
+    setup = replace(setup, config=replace(setup.config, client=CLIENTS[args.client]))
     results = _run(setup, strategies, quiet)
     if args.json:
         print(report.to_json(results, recommendation))
