@@ -199,7 +199,6 @@ def fates(t_arr: np.ndarray, sec: Seconds, retries: Retries, rng: np.random.Gene
     for k in range(1, retries.client.max_attempts):
         if not who.size:
             break
-        resent += who.size
         zero = was_shed & (sec.ready[s] == 0) & (retries.retry_after is not None)
         jittered = retries.client.backoff(k - 1) * (1 - JITTER * rng.random(who.size))
         r = np.where(was_shed, sent + retries.hold, s + retries.deadline) + np.where(
@@ -209,6 +208,7 @@ def fates(t_arr: np.ndarray, sec: Seconds, retries: Retries, rng: np.random.Gene
         due_later = r >= T  # after the simulated time: no outcome
         failed[who[due_later]], never[who[due_later]] = False, True
         who, r = who[~due_later], r[~due_later]
+        resent += who.size
         s = r.astype(np.int64)
         # its place among its second's arrivals: the loop sheds that second's attempts alike, first sends or not
         place = rng.random(who.size)
