@@ -150,3 +150,9 @@ def test_the_day_command_runs_the_sdk_unless_told_otherwise(tmp_path, capsys):
     sdk, bench = rows[()], rows[("--client", "vllm-bench")]
     assert any(r["timeout_pct"] > 0 and r["retry_pct"] > 0 for r in sdk)
     assert all(r["timeout_pct"] == r["retry_pct"] == r["failed_pct"] == 0 for r in bench)
+
+
+def test_explain_prints_the_client_the_day_runs(capsys):
+    for flags, attempts in (([], OPENAI_SDK.max_attempts), (["--client", "vllm-bench"], 1)):
+        assert main(["--stack", "prod", "--model", "mistral-7b", "--explain", "--json", *flags]) == 0
+        assert json.loads(capsys.readouterr().out)["client"]["max_attempts"] == attempts

@@ -128,6 +128,10 @@ def _reservations(argv: Sequence[str]) -> int:
     return reservations_cmd.run(argv)
 
 
+def _with_client(setup: Setup, client: str) -> Setup:
+    return replace(setup, config=replace(setup.config, client=CLIENTS[client]))
+
+
 def _day(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     quiet = args.json or not sys.stderr.isatty()
@@ -141,7 +145,7 @@ def _day(argv: Sequence[str]) -> int:
                 f"{spec} is a request trace: --scale and token-length flags apply to rate traffic"
             )
         if args.scenario == "seed-benchmark":
-            setup = seed_setup(args.seed, traffic, args.prefix_hit_rate)
+            setup = _with_client(seed_setup(args.seed, traffic, args.prefix_hit_rate), args.client)
             strategies = seed_strategies(setup)
             title = f"seed benchmark: Mistral-7B GPTQ on g5.2xlarge, SLO TTFT<200 ms ITL<30 ms, traffic {traffic.name}"
             recommendation, path, cap, note = recommended_for(setup), "models[].autoscaling", 10, ""
@@ -159,6 +163,7 @@ def _day(argv: Sequence[str]) -> int:
                         raise ValueError(
                             f"--{name.replace('_', '-')}: the pool of {run.model_name} allows no spot"
                         )
+            run = replace(run, setup=_with_client(run.setup, args.client))
             if args.explain:
                 _print_explained(run, args.json)
                 return 0
@@ -169,7 +174,6 @@ def _day(argv: Sequence[str]) -> int:
         return invalid_config(PROG, args.stack, exc)
     except (ValueError, KeyError, OSError) as exc:
         return error(PROG, message(exc))
-    setup = replace(setup, config=replace(setup.config, client=CLIENTS[args.client]))
     results = _run(setup, strategies, quiet)
     if args.json:
         print(report.to_json(results, recommendation))
