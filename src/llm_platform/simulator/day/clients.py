@@ -101,7 +101,7 @@ class Retries:
 
     def _fail(self, s: int, t: int, failed: float, spreads: list[list[tuple[int, float]]]) -> None:
         """`failed` of the attempts arriving in second s failed in second t, each attempt number alike."""
-        total = sum(sent[s] for sent in self.sent)
+        total = self.sent[0][s] + self.resent[s]
         if total <= 0:
             return
         for k, spread in enumerate(spreads):
@@ -151,13 +151,13 @@ class _Fifo:
         self.deadline = deadline
 
     def admitted(
-        self, send: np.ndarray, s: np.ndarray, u: np.ndarray, ahead: np.ndarray
+        self, send: np.ndarray, s: np.ndarray, u: np.ndarray, ahead: np.ndarray, queued: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(wait, the timed out, the never admitted: indices) of attempts sent at `send` (second s, u into it);
-        only the queued ones (ahead > 0) are worked out, the day's requests mostly find no queue."""
+        only the `queued` (let in, with requests ahead) are worked out: most requests find no queue."""
         T = len(self.capacity)
         wait = np.zeros(len(send))
-        q = np.flatnonzero(ahead > 0)
+        q = np.flatnonzero(queued)
         if not q.size:
             return wait, q, q
         cap, sq = self.capacity, s[q]
@@ -188,8 +188,7 @@ def fates(t_arr: np.ndarray, sec: Seconds, retries: Retries, rng: np.random.Gene
     # the gateway sheds the last first sends of a second that finds its queue full
     shed = rank >= np.rint(sec.admitted - resent_in)[tick]
     ahead = sec.queue_start[tick] + rank + (resent_in - sec.capacity)[tick] * u
-    wait, timed, never_i = fifo.admitted(t_arr, tick, u, ahead)
-    timed, never_i = timed[~shed[timed]], never_i[~shed[never_i]]
+    wait, timed, never_i = fifo.admitted(t_arr, tick, u, ahead, (ahead > 0) & ~shed)
     failed, shed_any, never = shed.copy(), shed.copy(), np.zeros(len(t_arr), dtype=bool)
     failed[timed], never[never_i] = True, True
     timeouts, resent = len(timed), 0
@@ -214,11 +213,9 @@ def fates(t_arr: np.ndarray, sec: Seconds, retries: Retries, rng: np.random.Gene
         place = rng.random(who.size)
         shed_k = place * sec.arrived[s] >= sec.room[s]
         ahead = sec.queue_start[s] + (sec.admitted[s] - sec.capacity[s]) * place
-        wait_k, timed_i, never_i = fifo.admitted(r, s, place, ahead)
+        wait_k, timed_i, never_i = fifo.admitted(r, s, place, ahead, (ahead > 0) & ~shed_k)
         timed_k, unfinished = np.zeros(who.size, dtype=bool), np.zeros(who.size, dtype=bool)
         timed_k[timed_i], unfinished[never_i] = True, True
-        timed_k &= ~shed_k
-        unfinished &= ~shed_k
         served = ~shed_k & ~timed_k & ~unfinished
         wait[who[served]] = r[served] + wait_k[served] - t_arr[who[served]]
         failed[who[served | unfinished]], never[who[unfinished]] = False, True
