@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from llm_platform.simulator.day.engine import Result, simulate
+from llm_platform.simulator.day.engine import simulate
+from llm_platform.simulator.day.result import Result
 from llm_platform.simulator.search.stacks import stack_run
 from llm_platform.simulator.traffic import replay_data
 from llm_platform.simulator.traffic.traffic import TokenMix, rate_traffic

@@ -148,7 +148,8 @@ def test_the_tuner_reserves_what_a_cheap_block_rate_pays_for(tmp_path):
 
 
 def test_the_progress_counts_each_candidate_simulated_within_the_bound_said_up_front(tmp_path):
-    tuner = reserved_tuner(tmp_path, 20.0, minutes=30)  # the same 52 candidates as on two hours, a third the time
+    # a 30-minute day: the same 52 candidates as on two hours, a third the time
+    tuner = reserved_tuner(tmp_path, 20.0, minutes=30)
     scored = []
     tuner.on_scored = lambda: scored.append(1)
     tuner.search(passes=1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -14,9 +15,10 @@ from llm_platform.config.loader import ConfigError, Stack, stack_arg
 from llm_platform.simulator.commands import capacity_cmd, report
 from llm_platform.simulator.commands.day_args import PROG, STACK_ONLY, parser
 from llm_platform.simulator.commands.day_args import mix as mix_of
+from llm_platform.simulator.commands.overload_args import CLIENTS
 from llm_platform.simulator.controllers.platform_nodes import platform_nodes
 from llm_platform.simulator.controllers.strategies import Strategy
-from llm_platform.simulator.day.engine import Result
+from llm_platform.simulator.day.result import Result
 from llm_platform.simulator.search.scenarios import (
     Setup,
     capacity_summary,
@@ -126,6 +128,10 @@ def _reservations(argv: Sequence[str]) -> int:
     return reservations_cmd.run(argv)
 
 
+def _with_client(setup: Setup, client: str) -> Setup:
+    return replace(setup, config=replace(setup.config, client=CLIENTS[client]))
+
+
 def _day(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     quiet = args.json or not sys.stderr.isatty()
@@ -139,7 +145,7 @@ def _day(argv: Sequence[str]) -> int:
                 f"{spec} is a request trace: --scale and token-length flags apply to rate traffic"
             )
         if args.scenario == "seed-benchmark":
-            setup = seed_setup(args.seed, traffic, args.prefix_hit_rate)
+            setup = _with_client(seed_setup(args.seed, traffic, args.prefix_hit_rate), args.client)
             strategies = seed_strategies(setup)
             title = f"seed benchmark: Mistral-7B GPTQ on g5.2xlarge, SLO TTFT<200 ms ITL<30 ms, traffic {traffic.name}"
             recommendation, path, cap, note = recommended_for(setup), "models[].autoscaling", 10, ""
@@ -157,6 +163,7 @@ def _day(argv: Sequence[str]) -> int:
                         raise ValueError(
                             f"--{name.replace('_', '-')}: the pool of {run.model_name} allows no spot"
                         )
+            run = replace(run, setup=_with_client(run.setup, args.client))
             if args.explain:
                 _print_explained(run, args.json)
                 return 0

@@ -15,6 +15,7 @@ from llm_platform.simulator.commands.args import (
     positive_float,
     positive_int,
 )
+from llm_platform.simulator.commands.overload_args import CLIENTS
 from llm_platform.simulator.traffic.traffic import HistogramMix, TokenMix, histogram_mix
 from llm_platform.tools.cli import ArgumentParser, known_stack
 
@@ -91,6 +92,11 @@ def parser() -> argparse.ArgumentParser:
         "before, replacements on-demand/spot with a cold start (stack; default: outlasts the traffic)",
     )  # fmt: skip
     p.add_argument("--memory-target", type=fraction, default=0.9, help="HPA-on-GPU-memory target (fraction)")
+    p.add_argument(
+        "--client", choices=tuple(CLIENTS), default="openai",
+        help="openai: openai-python's defaults (600 s to the first token, 2 retries, backoff 0.5 s doubling to 8 s); "
+        "vllm-bench: one attempt, 6 h timeout",
+    )  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--json", action="store_true", help="JSON rows with per-day figures and the per-minute timeline"

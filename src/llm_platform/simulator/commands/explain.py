@@ -4,6 +4,7 @@ so they can be compared with the rendered ScaledObject, PodMonitor, Deployment a
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from llm_platform.config.schema import ScalingRules
@@ -93,6 +94,8 @@ def explain(run: StackRun) -> dict[str, Any]:
             "held_requests": sim.flow_control.held_requests,
             "ttl_s": sim.flow_control.ttl_seconds,
         },
+        # who sends the requests: each attempt's timeout, the attempts, the backoff (simulator/day/clients.py)
+        "client": asdict(sim.client),
         "cold_start_s": {
             "new_node": round(starts.new_node, 1),
             "warm_node": round(starts.warm_node, 1),

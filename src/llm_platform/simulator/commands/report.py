@@ -14,11 +14,14 @@ from rich.console import Console
 from rich.table import Table
 
 from llm_platform.config.schema import Autoscaling, Slo
-from llm_platform.simulator.day.engine import Result
+from llm_platform.simulator.day.result import Result
 from llm_platform.simulator.traffic.traffic import Traffic
 
 CAPPED_SECONDS = 60.0  # latencies past this are shown as "> 60 s": the queue, not the engine, sets them
-HEADERS = ("strategy", "peak", "off-peak", "P95 TTFT", "P95 ITL ms", "SLO misses %", "GPU $/day", "vs oracle")
+HEADERS = (
+    "strategy", "peak", "off-peak", "P95 TTFT", "P95 ITL ms", "timeouts %", "retries %", "failed %", "SLO misses %",
+    "GPU $/day", "vs oracle",
+)  # fmt: skip
 
 
 def console() -> Console:
@@ -37,7 +40,8 @@ def _cells(r: Result) -> list[str]:
     return [
         r.strategy, str(r.peak_replicas), str(r.offpeak_replicas), latency(r.p95_ttft_ms),
         f"{r.p95_itl_ms:.1f}" if r.p95_itl_ms <= CAPPED_SECONDS * 1000 else latency(r.p95_itl_ms),
-        f"{r.slo_violation_pct:.2f}", f"{r.gpu_cost_usd_per_day:,.2f}", "n/a" if vs is None else f"{vs:.2f}x",
+        *(f"{pct:.2f}" for pct in r.client_pct.values()), f"{r.slo_violation_pct:.2f}",
+        f"{r.gpu_cost_usd_per_day:,.2f}", "n/a" if vs is None else f"{vs:.2f}x",
     ]  # fmt: skip
 
 

@@ -36,7 +36,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from llm_platform.simulator.controllers.strategies import keda
-from llm_platform.simulator.day.engine import Result, simulate
+from llm_platform.simulator.day.engine import simulate
+from llm_platform.simulator.day.result import Result
 from llm_platform.simulator.search.scenarios import SEED_C, Setup, seed_setup, slo_rate_per_replica
 from llm_platform.simulator.serving.replica import ReplicaTable, TokenStats
 from llm_platform.simulator.traffic.traffic import Traffic

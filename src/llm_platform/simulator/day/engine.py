@@ -14,12 +14,15 @@ picker bounds it: vLLM's own waiting stays at most Q per Ready pod (what the que
 holds the rest up to its bound, and a request that would be held longer than the TTL is shed on arrival (429,
 a miss; in the picker it is shed after the TTL, when it has missed any TTFT objective already). With no Ready
 pod everything is shed (503). The gateway counts arrivals as dispatched (entering service) plus shed.
+
+Clients (`SimConfig.client`, the OpenAI SDK's by default: day/clients.py) give up on a request still queued at
+their timeout and send a timed-out or shed attempt again after their backoff: the retries are arrivals too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
@@ -33,8 +36,11 @@ from llm_platform.simulator.controllers.hpa import HPA, SYNC_PERIOD_SECONDS, pod
 from llm_platform.simulator.controllers.keda import CronTrigger, Keda, PrometheusTrigger
 from llm_platform.simulator.controllers.saturation import SaturationHold
 from llm_platform.simulator.controllers.strategies import Strategy
+from llm_platform.simulator.day.clients import Retries, Seconds, fates
+from llm_platform.simulator.day.result import Result
 from llm_platform.simulator.serving.capacity import Cluster
 from llm_platform.simulator.serving.capacity_config import CapacityConfig
+from llm_platform.simulator.serving.overload import OPENAI_SDK, Client
 from llm_platform.simulator.serving.replica import ReplicaTable
 from llm_platform.simulator.serving.replica_config import KV_BLOCK_TOKENS
 from llm_platform.simulator.traffic.traffic import Traffic
@@ -54,72 +60,7 @@ class SimConfig:
     # fewest replicas the stack may run (config.schema.replica_floor): the oracle bound never goes below it
     replica_floor: int = 1
     flow_control: FlowControlPlan | None = None  # the gateway's bounded queue in front of the model
-
-
-@dataclass
-class Result:
-    strategy: str
-    description: str
-    peak_replicas: int
-    offpeak_replicas: int
-    p95_ttft_ms: float
-    slo_violation_pct: float
-    gpu_cost_usd_per_day: float  # averaged over the simulated days
-    requests: int
-    node_hours: float
-    minute_rate: np.ndarray = field(repr=False)
-    minute_ready: np.ndarray = field(repr=False)
-    minute_desired: np.ndarray = field(repr=False)
-    minute_p95_ttft_ms: np.ndarray = field(repr=False)
-    minute_violation_pct: np.ndarray = field(repr=False)
-    p95_itl_ms: float = 0.0
-    shed_pct: float = 0.0  # requests the gateway answered 429/503 (counted in slo_violation_pct)
-    max_replicas: int = 0
-    days: float = 1.0
-    minute_queue: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    minute_kv_usage: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    minute_p95_itl_ms: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    minute_cost_usd: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # cumulative
-    per_day: list[dict[str, float]] = field(default_factory=list, repr=False)
-    oracle: dict[str, float] = field(default_factory=dict, repr=False)
-    minute_ready_max: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)  # most serving
-    # scale-direction reversals within 15 minutes of the previous step, per second (controllers/flap.py)
-    flaps: int = 0
-
-    @property
-    def cost_vs_oracle(self) -> float | None:
-        bound = self.oracle.get("whole_nodes_usd_per_day")
-        return self.gpu_cost_usd_per_day / bound if bound else None
-
-    def row(self) -> dict[str, float | int | str | None]:
-        vs = self.cost_vs_oracle
-        return {
-            "strategy": self.strategy,
-            "peak_replicas": self.peak_replicas,
-            "offpeak_replicas": self.offpeak_replicas,
-            "p95_ttft_ms": round(self.p95_ttft_ms, 1),
-            "p95_itl_ms": round(self.p95_itl_ms, 2),
-            "slo_violation_pct": round(self.slo_violation_pct, 3),
-            "flaps": self.flaps,
-            "gpu_cost_usd_per_day": round(self.gpu_cost_usd_per_day, 2),
-            "oracle_usd_per_day": round(self.oracle["whole_nodes_usd_per_day"], 2) if self.oracle else None,
-            "oracle_per_second_usd_per_day": (
-                round(self.oracle["per_second_usd_per_day"], 2) if self.oracle else None
-            ),
-            "cost_vs_oracle": None if vs is None else round(vs, 3),
-        }
-
-    def timeline(self) -> list[dict[str, float]]:
-        """Per-minute series (the JSON timeline and the plot)."""
-        keys = (
-            ("rate_rps", self.minute_rate), ("desired_replicas", self.minute_desired),
-            ("ready_replicas", self.minute_ready), ("queue_depth", self.minute_queue),
-            ("kv_cache_usage", self.minute_kv_usage), ("p95_ttft_ms", self.minute_p95_ttft_ms),
-            ("p95_itl_ms", self.minute_p95_itl_ms), ("slo_violation_pct", self.minute_violation_pct),
-            ("cumulative_cost_usd", self.minute_cost_usd),
-        )  # fmt: skip
-        n = len(self.minute_rate)
-        return [{"minute": m, **{k: round(float(v[m]), 4) for k, v in keys if len(v) == n}} for m in range(n)]
+    client: Client = OPENAI_SDK  # each request's timeout and retries (day/clients.py)
 
 
 def simulate(
@@ -190,7 +131,9 @@ def simulate(
     served_s = np.zeros(T)  # requests completed each second (vLLM's success counter, fluid)
     admitted_s = np.zeros(T)  # requests let into the queue each second (all of them without the gateway)
     shed_s = np.zeros(T)  # requests the gateway answered 429/503 each second
+    room_s = np.full(T, np.inf)  # requests the gateway would let in each second
     fc = cfg.flow_control
+    clients = Retries(cfg.client, arrivals_per_s, fc)
 
     q = 0.0
     lam_eff = 0.0
@@ -259,13 +202,19 @@ def simulate(
             cluster.set_replicas(now, spec)
             ready = cluster.ready
         # serving (fluid, 1 s)
-        a = arrivals_per_s[t]
+        if q > 0:
+            q -= clients.time_out(t, q)
+        a = arrivals_per_s[t] + clients.resent[t]
         cap = ready * mu
         if fc is not None:  # what this second serves, then vLLM's Q per pod and the picker's hold may wait
             waiting = fc.saturation_queue_depth * ready + min(fc.held_requests, fc.ttl_seconds * cap)
-            shed_s[t] = a - min(a, max(0.0, cap + waiting - q))
+            room_s[t] = room = max(0.0, cap + waiting - q)
+            shed_s[t] = a - min(a, room)
+            if shed_s[t] > 0:
+                clients.shed(t, float(shed_s[t]), not ready)
             a -= shed_s[t]
         admitted_s[t] = a
+        clients.enter(a)
         queue_start[t] = q
         capacity_s[t] = cap
         served = min(q + a, cap)
@@ -278,10 +227,8 @@ def simulate(
         if progress is not None and t % report_every == 0:
             progress(report_every)
 
-    return _summarise(
-        traffic, table, strategy, cfg, rng, cluster, ready_s, desired_s, queue_start, capacity_s, lam_s,
-        admitted_s,
-    )  # fmt: skip
+    sec = clients.seconds(queue_start, capacity_s, admitted_s, room_s, ready_s)
+    return _summarise(traffic, table, strategy, cfg, rng, cluster, ready_s, desired_s, lam_s, sec, clients)
 
 
 def _summarise(
@@ -293,50 +240,29 @@ def _summarise(
     cluster: Cluster,
     ready_s: np.ndarray,
     desired_s: np.ndarray,
-    queue_start: np.ndarray,
-    capacity_s: np.ndarray,
     lam_s: np.ndarray,
-    admitted_s: np.ndarray,
+    sec: Seconds,
+    clients: Retries,
 ) -> Result:
     T = traffic.duration
     t_arr = traffic.arrivals
-    tick = np.minimum(t_arr.astype(np.int64), T - 1)
-    # rank of each request within its second (arrivals are sorted)
-    first = np.searchsorted(t_arr, np.arange(T), side="left")
-    rank = np.arange(len(t_arr)) - first[tick]
-    u = t_arr - tick
-    # the gateway sheds the last arrivals of a second that finds its queue full: they get no token
-    shed = rank >= np.rint(admitted_s[tick])
-    ahead = queue_start[tick] + rank - capacity_s[tick] * u
-    # FIFO fluid wait: time until the pool's cumulative capacity has served `ahead` more requests
-    cum = np.concatenate(([0.0], np.cumsum(capacity_s)))
-    wait = np.zeros(len(t_arr))
-    queued = ahead > 0
-    if queued.any():
-        level = cum[tick[queued]] + capacity_s[tick[queued]] * u[queued] + ahead[queued]
-        idx = np.searchsorted(cum, level, side="left")  # first boundary with cum >= level
-        done = np.full(level.shape, np.inf)
-        ok = idx <= T
-        i = np.clip(idx - 1, 0, T - 1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            frac = np.where(capacity_s[i] > 0, (level - cum[i]) / capacity_s[i], 0.0)
-        done[ok] = i[ok] + frac[ok]
-        wait[queued] = np.maximum(done - t_arr[queued], 0.0)
-    never = ~np.isfinite(wait)  # not admitted before the day ends: censored at the end of the day
-    wait = np.where(never, T - t_arr, wait)
-    admit = np.minimum((t_arr + wait).astype(np.int64), T - 1)
+    # the client's own jitter draws from a stream of its own: the replica's draws stay those of a day without
+    fate = fates(t_arr, sec, clients, np.random.default_rng([cfg.seed, 24]))
+    failed = fate.failed  # no token: counted as misses and out of the latency percentiles
+    never = fate.never  # not admitted before the day ends: censored at the end of the day
+    admit = np.minimum((t_arr + fate.wait).astype(np.int64), T - 1)
     state = table.at(lam_s)
     admitted = {name: values[admit] for name, values in state.items()}
-    ttft_s = wait + table.ttft_seconds(traffic.input_tokens.astype(np.float64), admitted, rng)
+    ttft_s = fate.wait + table.ttft_seconds(traffic.input_tokens.astype(np.float64), admitted, rng)
     if table.model.lora is not None:  # adapter loads at first use and swaps (simulator/serving/lora.py)
         ttft_s = ttft_s + table.model.lora.request_delays(t_arr, ready_s, rng)
     itl = state["itl"][admit]
-    violated = (ttft_s > cfg.slo.ttft_seconds) | (itl > cfg.slo.itl_seconds) | never | shed
+    violated = (ttft_s > cfg.slo.ttft_seconds) | (itl > cfg.slo.itl_seconds) | never | failed
     n = len(t_arr)
-    ttft_s = np.where(shed, np.nan, ttft_s)  # latency percentiles are over the requests that got tokens
-    itl = np.where(shed, np.nan, itl)
-    p95 = float(np.nanpercentile(ttft_s, 95)) * 1000 if (~shed).any() else 0.0
-    p95_itl = float(np.nanpercentile(itl, 95)) * 1000 if (~shed).any() else 0.0
+    ttft_s = np.where(failed, np.nan, ttft_s)  # latency percentiles are over the requests that got tokens
+    itl = np.where(failed, np.nan, itl)
+    p95 = float(np.nanpercentile(ttft_s, 95)) * 1000 if (~failed).any() else 0.0
+    p95_itl = float(np.nanpercentile(itl, 95)) * 1000 if (~failed).any() else 0.0
 
     minutes = T // 60
     bounds = np.searchsorted(t_arr, np.arange(minutes + 1) * 60.0)
@@ -348,12 +274,12 @@ def _summarise(
         lo, hi = bounds[m], bounds[m + 1]
         if hi > lo:
             minute_violation[m] = violated[lo:hi].mean() * 100
-        if (~shed[lo:hi]).any():
+        if (~failed[lo:hi]).any():
             minute_p95[m] = np.nanpercentile(np.minimum(ttft_s[lo:hi], 1e3), 95) * 1000
             minute_itl[m] = np.nanpercentile(itl[lo:hi], 95) * 1000
     by_minute = lambda x: x[: minutes * 60].reshape(minutes, 60).mean(axis=1)  # noqa: E731
-    minute_queue = by_minute(queue_start)
-    minute_kv = by_minute(np.where(queue_start > 0, 1.0, state["kv_usage"]) * (ready_s > 0))
+    minute_queue = by_minute(sec.queue_start)
+    minute_kv = by_minute(np.where(sec.queue_start > 0, 1.0, state["kv_usage"]) * (ready_s > 0))
     minute_cost = cluster.nodepool.cost_curve(np.arange(1, minutes + 1) * 60.0)
     days = T / 86_400
     per_day = []
@@ -386,7 +312,7 @@ def _summarise(
         minute_p95,
         minute_violation,
         p95_itl,
-        float(shed.mean() * 100) if n else 0.0,
+        float(fate.shed.mean() * 100) if n else 0.0,
         strategy.max_replicas,
         days,
         minute_queue,
@@ -396,4 +322,8 @@ def _summarise(
         per_day,
         minute_ready_max=ready_s[: minutes * 60].reshape(minutes, 60).max(axis=1),
         flaps=flap_count(desired_s, FLAP_WINDOW_MINUTES * 60),
+        served=int((~failed & ~never).sum()),
+        failed=int(failed.sum()),
+        timeouts=fate.timeouts,
+        retries=fate.retries,
     )

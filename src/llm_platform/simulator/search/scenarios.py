@@ -35,7 +35,8 @@ from llm_platform.simulator.controllers.strategies import (
     keda,
     static,
 )
-from llm_platform.simulator.day.engine import Result, SimConfig, simulate
+from llm_platform.simulator.day.engine import SimConfig, simulate
+from llm_platform.simulator.day.result import Result
 from llm_platform.simulator.search import oracle
 from llm_platform.simulator.serving.capacity_config import CapacityConfig, start_times
 from llm_platform.simulator.serving.replica import ReplicaModel, ReplicaTable, TokenStats

@@ -48,6 +48,7 @@ from llm_platform.simulator.serving.replica import ReplicaTable
 BENCH_TIMEOUT_S = 6 * 60 * 60  # vllm benchmarks/backend_request_func.py AIOHTTP_TIMEOUT
 OPENAI_TIMEOUT_S = 600.0  # openai-python DEFAULT_TIMEOUT (httpx read timeout)
 ENVOY_MAX_IN_FLIGHT = 2048  # Envoy circuit breaker defaults: max_connections 1024 + max_pending_requests 1024
+JITTER = 0.25  # openai-python `_calculate_retry_timeout`: the backoff times 1 - 0.25 x random()
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,10 @@ class Client:
                 f"client timeout {self.timeout_s}, attempts {self.max_attempts}, backoff {self.backoff_s}; "
                 "allowed: timeout > 0, attempts >= 1, backoff >= 0"
             )
+
+    def backoff(self, k: int) -> float:
+        """The sleep after failed attempt k (0 the first send), before its jitter."""
+        return min(self.backoff_s * 2**k, self.max_backoff_s)
 
 
 VLLM_BENCH = Client()  # `vllm bench serve`: one attempt, 6 h total timeout
@@ -248,7 +253,7 @@ def simulate(
         if failed_at is not None:
             end = max(end, failed_at)
             if k + 1 < client.max_attempts:
-                delay = min(client.backoff_s * 2**k, client.max_backoff_s) * (1 - 0.25 * rng.random())
+                delay = client.backoff(k) * (1 - JITTER * rng.random())
                 heapq.heappush(pending, (failed_at + delay, i, k + 1))
     return Outcome(
         len(arrivals), succeeded, timed_out, aborted, limited, overflowed, attempts, end - start, produced,

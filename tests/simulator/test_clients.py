@@ -1,0 +1,158 @@
+"""The day's clients (simulator/day/clients.py): timeouts per attempt and retries of what timed out or was shed,
+on short generated days."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from llm_platform.config.schema import Autoscaling, PrewarmWindow
+from llm_platform.plan.gateway import FlowControlPlan
+from llm_platform.simulator.commands.cli import main
+from llm_platform.simulator.controllers.strategies import keda, static
+from llm_platform.simulator.day import engine
+from llm_platform.simulator.day.clients import Seconds, fates
+from llm_platform.simulator.day.engine import simulate
+from llm_platform.simulator.day.result import Result
+from llm_platform.simulator.serving.overload import OPENAI_SDK, VLLM_BENCH, Client
+from tests.simulator.test_engine import setup
+
+SDK_120 = replace(OPENAI_SDK, timeout_s=120.0)
+HOLD_S = 60.0  # the picker's hold of a model at zero in these days (plan/zero.py caps it at 270 s)
+
+
+def overload_day() -> np.ndarray:
+    """Half an hour at 4 req/s, an hour at 40 (about twice what two replicas serve), then quiet to drain."""
+    rate = np.full(3 * 3600, 4.0)
+    rate[1800 : 1800 + 3600] = 40.0
+    return rate
+
+
+def answered(r: Result) -> None:
+    """The queue drains before the day ends: every request offered is served or failed."""
+    assert r.served + r.failed == r.requests
+
+
+def test_a_sustained_overload_behind_a_120_s_timeout_times_out_retries_and_fails():
+    traffic, table, cfg = setup(overload_day())
+    patient = simulate(traffic, table, static(2), replace(cfg, client=VLLM_BENCH))
+    r = simulate(traffic, table, static(2), replace(cfg, client=SDK_120))
+    assert patient.timeouts == patient.retries == patient.failed == 0
+    assert r.timeouts > 0 and r.retries > 0 and r.failed > 0
+    answered(r)
+    answered(patient)
+    assert r.timeouts >= 3 * r.failed, (
+        "nothing is shed here: a failed request timed out on each of its 3 attempts"
+    )
+    # what waits longer than the timeout leaves: the backlog stays a fraction of the patient clients'
+    assert r.minute_queue.max() < 0.5 * patient.minute_queue.max()
+    assert r.p95_ttft_ms > 120_000, (
+        "the served include requests that timed out once and were served on a retry"
+    )
+
+
+def from_zero(flow_control: FlowControlPlan):
+    """A model at zero until a cron window wakes it at 00:10: no Ready pod for its first ~15 minutes."""
+    traffic, table, cfg = setup(np.full(3600, 0.5), flow_control=flow_control)
+    window = PrewarmWindow(name="w", start="10 0 * * *", end="0 2 * * *", timezone="UTC", replicas=1)
+    strategy = keda("zero", Autoscaling(min_replicas=0, max_replicas=2, prewarm=[window]), kv=None)
+    return traffic, table, strategy, cfg
+
+
+def test_a_shed_retried_after_retry_after_is_served_once_a_replica_is_ready():
+    """With no Ready pod the gateway answers 503 (after its hold) with Retry-After on a model at zero's routes:
+    the SDK sends it again 30 s later, so the requests of the last few minutes before Ready are served on a
+    retry, their TTFT counted from the first send; one-attempt clients fail all of them."""
+    at_zero = FlowControlPlan(5, 0.95, 8, HOLD_S, from_zero_hold_s=HOLD_S)
+    traffic, table, strategy, cfg = from_zero(at_zero)
+    once = simulate(traffic, table, strategy, replace(cfg, client=VLLM_BENCH))
+    sdk = simulate(traffic, table, strategy, cfg)
+    ready_at = int(np.argmax(sdk.minute_ready > 0))
+    assert 10 <= ready_at == int(np.argmax(once.minute_ready > 0))
+    assert sdk.shed_pct == once.shed_pct > 0
+    assert once.failed == round(once.shed_pct / 100 * once.requests) and once.retries == 0
+    assert 0 < sdk.failed < once.failed
+    answered(sdk)
+    answered(once)
+    late = slice(ready_at - 2, ready_at)  # sent within two minutes before Ready
+    assert (sdk.minute_p95_ttft_ms[late] >= (HOLD_S + 30) * 1000).all(), sdk.minute_p95_ttft_ms[late]
+    assert (once.minute_p95_ttft_ms[late] == 0).all(), "no request of those minutes got a token"
+
+
+def test_without_overload_the_clients_change_nothing():
+    """Nothing shed and no wait near a timeout: the day is the same whatever the client."""
+    gateway = FlowControlPlan(5, 0.95, 8, 0.2)
+    for flow_control in (None, gateway):
+        traffic, table, cfg = setup(np.full(3600, 6.0), flow_control=flow_control)
+        days = [
+            simulate(traffic, table, static(3), replace(cfg, client=c))
+            for c in (OPENAI_SDK, VLLM_BENCH, SDK_120)
+        ]
+        assert days[0].retries == days[0].timeouts == days[0].failed == 0
+        for other in days[1:]:
+            assert other.row() == days[0].row()
+            assert other.timeline() == days[0].timeline() and other.per_day == days[0].per_day
+
+
+def test_retries_never_exceed_the_attempts_left_after_each_first_send():
+    """At most attempts - 1 retries per request: all of them when every attempt is shed (a model at zero all
+    day, bar the retries due after the day ends), fewer when some are served."""
+    never_ready = FlowControlPlan(5, 0.95, 8, 0.2)
+    traffic, table, _, cfg = from_zero(never_ready)
+    nothing = simulate(
+        traffic, table, keda("zero", Autoscaling(min_replicas=0, max_replicas=2), kv=None), cfg
+    )
+    assert nothing.peak_replicas == 0 and nothing.failed == nothing.requests
+    assert 2 * nothing.requests - 10 <= nothing.retries <= 2 * nothing.requests
+    traffic, table, cfg = setup(overload_day(), flow_control=FlowControlPlan(5, 0.95, 8, 0.2))
+    for attempts in (1, 2, 4):
+        client = Client(120.0, "first-token", attempts)
+        r = simulate(traffic, table, static(2), replace(cfg, client=client))
+        assert r.shed_pct > 0
+        assert (r.retries > 0) == (attempts > 1)
+        assert r.retries <= (attempts - 1) * r.requests
+        answered(r)
+
+
+def test_the_loop_carries_the_retries_the_requests_make(monkeypatch):
+    """The fluid loop re-sends what the requests' own attempts re-send: its re-arrivals, timeouts and
+    admissions add up to the requests' retries, timeouts and served requests (within 2 %)."""
+    seen: list[Seconds] = []
+
+    def spy(t_arr, sec, retries, rng):
+        seen.append(sec)
+        return fates(t_arr, sec, retries, rng)
+
+    monkeypatch.setattr(engine, "fates", spy)
+    for flow_control in (None, FlowControlPlan(5, 0.95, 8, 0.2)):
+        traffic, table, cfg = setup(overload_day(), flow_control=flow_control)
+        r = simulate(traffic, table, static(2), replace(cfg, client=SDK_120))
+        sec = seen[-1]
+        assert r.retries > 0 and sec.resent.sum() == pytest.approx(r.retries, rel=0.02)
+        assert sec.timed_out.sum() == pytest.approx(r.timeouts, rel=0.02, abs=1)
+        assert (sec.admitted - sec.timed_out).sum() == pytest.approx(r.served, rel=0.02)
+
+
+def test_the_day_command_runs_the_sdk_unless_told_otherwise(tmp_path, capsys):
+    """`--client vllm-bench` is the one-attempt, 6 h client: a backlog of over ten minutes times out only
+    under the default (the OpenAI SDK's 600 s)."""
+    day = tmp_path / "day.csv"
+    day.write_text(
+        "minute,requests_per_second\n" + "".join(f"{m},{200 if 60 <= m < 90 else 2}\n" for m in range(180))
+    )
+    rows = {}
+    for flags in ([], ["--client", "vllm-bench"]):
+        assert main(["--scenario", "seed-benchmark", "--traffic", str(day), "--json", *flags]) == 0
+        rows[tuple(flags)] = json.loads(capsys.readouterr().out)
+    sdk, bench = rows[()], rows[("--client", "vllm-bench")]
+    assert any(r["timeout_pct"] > 0 and r["retry_pct"] > 0 for r in sdk)
+    assert all(r["timeout_pct"] == r["retry_pct"] == r["failed_pct"] == 0 for r in bench)
+
+
+def test_explain_prints_the_client_the_day_runs(capsys):
+    for flags, attempts in (([], OPENAI_SDK.max_attempts), (["--client", "vllm-bench"], 1)):
+        assert main(["--stack", "prod", "--model", "mistral-7b", "--explain", "--json", *flags]) == 0
+        assert json.loads(capsys.readouterr().out)["client"]["max_attempts"] == attempts
