@@ -139,14 +139,15 @@ def run_program() -> Iterator[Callable[[str], platform_mocks.PlatformMocks]]:
 
 # `--dist loadfile` (pyproject), refined by FileScheduling below: a file's tests share its module fixtures and
 # the evaluations cached above, so a file is one worker's unit of work, except these files, whose tests are
-# long and independent (a tune search, an explained stack, a real stack checked end to end, a documented
-# benchmark's run) and spread over the workers; tests there that share one computation or folder stay together
+# long and independent (a tune search, an explained stack, a day of cost alerts in promtool, a real stack
+# checked end to end, a documented benchmark's run) and spread over the workers; tests there that share one computation or folder stay together
 SPREAD_OVER_WORKERS: dict[str, dict[str, str]] = {
     "tests/simulator/test_tune.py": {
         "test_the_tuner_searches_headroom_and_prints_the_pools_block": "tune day b",
         "test_the_pools_consolidate_after_is_a_knob_and_is_printed_for_the_pool": "tune day b",
     },
     "tests/simulator/test_explain.py": {},
+    "tests/components/test_costs.py": {},  # two promtool runs of 25 simulated hours each
     "tests/test_doc_commands.py": {
         "test_every_documented_command_is_run": "documented commands",
         "test_the_documented_command_runs": "documented commands",
