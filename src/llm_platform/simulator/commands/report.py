@@ -101,7 +101,7 @@ def print_table(results: Sequence[Result], title: str, out: Console | None = Non
         out.print(
             f"  vs oracle: cost / the perfect-foresight bound at the same miss rate (whole nodes launched one "
             f"cold start ahead, per-second billing; saturation {o['saturation_rps']:.1f} req/s per replica; "
-            "simulator/oracle.py)",
+            "simulator/search/oracle.py)",
             markup=False,
         )
     for r in results:

@@ -128,13 +128,11 @@ class Seconds:
 
 @dataclass(frozen=True)
 class Fates:
-    wait: (
-        np.ndarray
-    )  # first send to admission to a replica, every attempt's wait and delay included; 0 if failed
+    # first send to admission to a replica, every attempt's wait and delay included; 0 if failed
+    wait: np.ndarray
     failed: np.ndarray  # the last attempt was shed or timed out: no token
-    never: (
-        np.ndarray
-    )  # still waiting, or its retry not yet due, when the simulated time ends (wait: to the end)
+    # still waiting, or its retry not yet due, when the simulated time ends (wait: to the end)
+    never: np.ndarray
     shed: np.ndarray  # answered 429/503 at least once
     timeouts: int  # attempts given up at the client's timeout
     retries: int  # attempts after the first
