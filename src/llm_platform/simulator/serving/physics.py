@@ -70,6 +70,9 @@ def allreduce_seconds(size_bytes: np.ndarray | float, tp: int, link: Interconnec
 def step_allreduce_seconds(
     profile: ModelProfile, gpu: GpuModel, tp: int, tokens: np.ndarray | float
 ) -> np.ndarray:
-    """All-reduce time of one engine step carrying `tokens` tokens: 2 per layer (module doc)."""
+    """All-reduce time of one engine step carrying `tokens` tokens: 2 per layer (module doc); 0 without tensor
+    parallelism (the steady-state solver asks for it thousands of times per table)."""
+    if tp <= 1:
+        return np.zeros_like(np.asarray(tokens, dtype=np.float64))
     size = np.maximum(tokens, 1.0) * profile.hidden_size * 2
     return 2 * profile.layers * allreduce_seconds(size, tp, interconnect(gpu))
