@@ -1,4 +1,5 @@
-"""Scale to zero (serving/zero.py, search/zero_tune.py): property-style checks on short generated days."""
+"""Scale to zero (serving/zero.py, search/zero_tune.py, and the day loop's wake): property-style checks on short
+generated days."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from llm_platform.plan.zero import (
     from_zero_hold_s,
     from_zero_wake_s,
 )
-from llm_platform.simulator.search.stacks import stack_model
+from llm_platform.simulator.day.engine import simulate
+from llm_platform.simulator.search.stacks import stack_model, stack_run
 from llm_platform.simulator.search.zero_tune import allows_zero, tune_zero
 from llm_platform.simulator.serving.zero import ZeroSpec, simulate_zero
 from llm_platform.simulator.traffic.office import OFFICE_KINDS, office_day
+from llm_platform.simulator.traffic.traffic import TokenMix, poisson_day
 from tests.conftest import fixture_stack
 
 DAY = 6 * 3600.0  # short days: fast
@@ -146,3 +149,41 @@ def test_the_tuner_searches_zero_only_where_the_stack_allows_it(stack: str) -> N
         assert best.wait_max <= hold or hold == HOLD_CAP_S  # over the hold only on a retry past the cap
     else:
         assert [c.min_replicas for c in candidates] == [plan.scaling.min_replicas]
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_a_model_at_zero_wakes_in_the_day_simulation_and_misses_only_its_cold_starts(seed: int) -> None:
+    """The zero fixture's chat-7b (minReplicas 0, cooldownPeriod 1800 s) on two bursts an idle hour apart. Its
+    deployed ScaledObject wakes on the wake trigger, which reads the endpoint pickers' series while no vLLM pod
+    exists (day/engine.py scrapes them at zero replicas too): it serves, returns to zero in the idle hour and
+    wakes again. Its misses are the requests that arrive before the woken replica is Ready, as many as the
+    0 <-> 1 model (serving/zero.py) holds on the same arrivals, and it costs less than one replica all day."""
+    rate = np.zeros(3 * 3600)
+    rate[600:3000] = 2.0  # 40 min at a fraction of one replica's capacity
+    rate[6600:7800] = 2.0  # 60 idle minutes later: more than the cooldown
+    traffic = poisson_day(rate, TokenMix(), np.random.default_rng(seed), "two-bursts")
+    run = stack_run(fixture_stack("zero"), "chat-7b", traffic)
+    assert run.plan.scaling.min_replicas == 0
+    rows = {s.name: simulate(traffic, run.setup.table, s, run.setup.config) for s in run.strategies}
+    assert all(r.peak_replicas >= 1 for r in rows.values()), {n: r.peak_replicas for n, r in rows.items()}
+    day = rows["stack-config"]
+    ready = day.minute_ready
+    zero = simulate_zero(traffic.arrivals, ZeroSpec.from_plan(run.plan), traffic.duration)
+    missed = round(day.slo_violation_pct * day.requests / 100)
+    cost = day.gpu_cost_usd_per_day * day.days
+    floor = rows["hpa-gpu-memory"].gpu_cost_usd_per_day * day.days  # one replica all day
+    print(
+        f"seed {seed}: {day.requests} requests, {missed} missed ({day.slo_violation_pct:.2f} %), "
+        f"{zero.held} held by serving/zero.py over {zero.wakes} wakes, ${cost:.2f} "
+        f"(one replica all day ${floor:.2f}, zero's up time ${zero.cost_usd:.2f})"
+    )
+    woke = [int(np.argmax(ready[a:] > 0)) + a for a in (10, 110)]  # first minute Ready in each burst
+    wake_minutes = int(np.ceil(zero.wait_max / 60)) + 1
+    assert all(a < w <= a + wake_minutes for a, w in zip((10, 110), woke, strict=True)), woke
+    assert (ready[woke[0] + 1 : 50] == 1).all() and (ready[woke[1] + 1 : 130] == 1).all()
+    assert (ready[90:110] == 0).all(), "back to zero in the idle hour"
+    assert zero.wakes == 2 and zero.lost == 0
+    assert abs(missed - zero.held) <= 0.02 * zero.held, (missed, zero.held)
+    served = np.r_[woke[0] + 1 : 50, woke[1] + 1 : 130]
+    assert day.minute_violation_pct[served].mean() < 1, "once Ready, one replica meets the SLO"
+    assert zero.cost_usd <= cost < floor

@@ -243,7 +243,7 @@ class MetricTrigger:
     """A KEDA Prometheus trigger: `query` summed over the model's pods, divided by replicas by the HPA."""
 
     name: str
-    metric: str  # the vLLM series the query sums (plan.promql), or promql.SATURATION_HOLD
+    metric: str  # the series the query sums (plan.promql), or promql.SATURATION_HOLD / WAKE_SIGNAL
     query: str
     threshold: float
     metric_type: Literal["AverageValue"] = "AverageValue"
@@ -376,7 +376,7 @@ def scaling_plan(
                 (
                     MetricTrigger(
                         "wake",
-                        promql.EPP_REQUESTS,
+                        promql.WAKE_SIGNAL,
                         promql.wake_signal(namespace, served_model_name),
                         WAKE_REQUESTS_PER_REPLICA,
                         activation_threshold=WAKE_ACTIVATION,

@@ -102,6 +102,8 @@ SATURATION_STEP_SECONDS = 30
 HPA_TOLERANCE = 0.1
 # not a series: the key of the saturation hold's value (the simulator reads it under this name)
 SATURATION_HOLD = "saturation-hold"
+# not a series: the key of the wake signal's value (`wake_signal`: the pickers' held plus counted requests)
+WAKE_SIGNAL = "wake-signal"
 
 
 def growth_throughput_per_replica(

@@ -31,6 +31,7 @@ SCRAPED_SUM = {
     promql.SUCCESS: "served_rate",
     promql.EPP_REQUESTS: "arrival_rate",
     promql.SATURATION_HOLD: "saturation_hold",  # controllers/saturation.py
+    promql.WAKE_SIGNAL: "wake",  # the pickers' series: read at zero replicas too (day/engine.py)
 }
 TRIGGER_LABEL = {
     promql.QUEUE: "queue",
@@ -38,6 +39,7 @@ TRIGGER_LABEL = {
     promql.SUCCESS: "served req/s",
     promql.EPP_REQUESTS: "arriving req/s",
     promql.SATURATION_HOLD: "saturation hold",
+    promql.WAKE_SIGNAL: "wake",
 }
 
 Kind = Literal["static", "hpa-memory", "keda"]
@@ -128,7 +130,14 @@ def from_plan(
 ) -> Strategy:
     """The ScaledObject the plan renders; `metrics` keeps only those vLLM series' triggers, `prewarm` the crons."""
     triggers: list[Trigger] = [
-        PrometheusTrigger(t.name, SCRAPED_SUM[t.metric], t.threshold, query=t.query, saturation=t.saturation)
+        PrometheusTrigger(
+            t.name,
+            SCRAPED_SUM[t.metric],
+            t.threshold,
+            0.0 if t.activation_threshold is None else t.activation_threshold,  # KEDA's default: 0
+            query=t.query,
+            saturation=t.saturation,
+        )
         for t in scaling.triggers
         if metrics is None or t.metric in metrics
     ]
@@ -171,11 +180,14 @@ def _describe_plan(scaling: ScalingPlan, metrics: frozenset[str] | None, prewarm
 
 
 def for_stack(scaling: ScalingPlan, memory_target: float = 0.9) -> list[Strategy]:
-    """The issue's strategy set for one model of a stack: its deployed ScaledObject and what it is made of."""
+    """The issue's strategy set for one model of a stack: its deployed ScaledObject and what it is made of.
+    A model at minReplicas 0 keeps its wake trigger in the queue-only row (a queue read at zero replicas is 0,
+    so without it the row would never leave zero); a plain HPA cannot go below 1 replica (minReplicas 0 needs
+    the alpha HPAScaleToZero feature gate, which EKS does not enable)."""
     return [
         static(scaling.max_replicas),
-        hpa_gpu_memory(scaling.min_replicas, scaling.max_replicas, memory_target),
-        from_plan("keda-queue", scaling, frozenset({promql.QUEUE}), prewarm=False),
+        hpa_gpu_memory(max(scaling.min_replicas, 1), scaling.max_replicas, memory_target),
+        from_plan("keda-queue", scaling, frozenset({promql.QUEUE, promql.WAKE_SIGNAL}), prewarm=False),
         from_plan("keda-queue-kv", scaling, prewarm=False),
         from_plan("stack-config", scaling),
     ]

@@ -6,8 +6,9 @@ The loop runs at 1 s. Serving is fluid at that scale: the Ready replicas admit u
 (simulator/serving/replica.py); the replica's internal dynamics (sub-second) are much faster than traffic and
 control (15 s and up). Per-request TTFT = fluid queue wait + sampled in-replica TTFT; ITL = the steady
 ITL of the second it was admitted; a request misses the SLO if either exceeds the model's SLO.
-Controllers run at their own clocks: Prometheus scrapes every `scrape_interval` (metrics of Ready pods only),
-KEDA's executor every pollingInterval, the HPA every 15 s with a random phase.
+Controllers run at their own clocks: Prometheus scrapes every `scrape_interval` (vLLM's metrics of Ready pods
+only; the gateway's pickers' whether a pod exists or not), KEDA's executor every pollingInterval, the HPA every
+15 s with a random phase.
 
 Behind the gateway (`SimConfig.flow_control`, the plan's figures) the queue is bounded as the endpoint
 picker bounds it: vLLM's own waiting stays at most Q per Ready pod (what the queue trigger reads), the picker
@@ -111,7 +112,7 @@ def simulate(
     # Prometheus: the latest scrape; queries read it.
     idle = {
         "waiting_sum": 0.0, "running_sum": 0.0, "kv_sum": 0.0, "kv_max": 0.0, "served_rate": 0.0,
-        "arrival_rate": 0.0, "saturation_hold": 0.0,
+        "arrival_rate": 0.0, "saturation_hold": 0.0, "wake": 0.0,
     }  # fmt: skip
     scraped: dict[str, float] = dict(idle)
     scraped_fb: list[float] = []
@@ -146,6 +147,12 @@ def simulate(
             ready = cluster.ready
         # Prometheus scrape of the Ready pods
         if t % cfg.scrape_interval == 0:
+            window = slice(max(0, t - THROUGHPUT_WINDOW_SECONDS), t)
+            # the picker's dispatched + shed counters (plan.promql.gateway_arrivals) and the requests it holds
+            # beyond vLLM's Q per pod (flow control's queue size): its series exist with no vLLM pod
+            arrivals = float(served_s[window].sum() + shed_s[window].sum()) / THROUGHPUT_WINDOW_SECONDS
+            held = 0.0 if fc is None else max(0.0, q - fc.saturation_queue_depth * ready)
+            gateway = {"arrival_rate": arrivals, "wake": held + arrivals}  # promql.wake_signal
             if ready:
                 if q > 0:
                     running = np.full(ready, table.max_running)
@@ -153,7 +160,6 @@ def simulate(
                     per = float(np.interp(lam_eff, table.lam, table.running))
                     running = rng.poisson(per, ready).astype(np.float64)
                 kv = np.minimum(running * kv_per_seq, 1.0)
-                window = slice(max(0, t - THROUGHPUT_WINDOW_SECONDS), t)
                 scraped = {
                     "waiting_sum": q if fc is None else min(q, fc.saturation_queue_depth * ready),
                     "running_sum": float(running.sum()),
@@ -161,9 +167,7 @@ def simulate(
                     "kv_max": float(kv.max()),
                     # sum(rate(vllm:request_success_total[THROUGHPUT_WINDOW])): completions over the window
                     "served_rate": float(served_s[window].sum()) / THROUGHPUT_WINDOW_SECONDS,
-                    # the picker's dispatched + shed counters (plan.promql.gateway_arrivals)
-                    "arrival_rate": float(served_s[window].sum() + shed_s[window].sum())
-                    / THROUGHPUT_WINDOW_SECONDS,
+                    **gateway,
                 }
                 if hold is not None:
                     serving = float(ready_s[window].mean()) if t else float(ready)
@@ -172,9 +176,9 @@ def simulate(
                     scraped["saturation_hold"] = hold.value(now, scraped["served_rate"])
                 scraped_fb = [fb] * ready
             else:
-                # no Ready replica, no vLLM series: the requests waiting outside vLLM are invisible, and the
-                # deployed queries read 0 (plan/promql.py `until_a_replica_serves`)
-                scraped = dict(idle)
+                # no Ready replica, no vLLM series: the queries on them read 0 (plan/promql.py
+                # `until_a_replica_serves`); the pickers' still count the requests, which wakes a model at zero
+                scraped = {**idle, **gateway}
                 scraped_fb = []
         # KEDA executor
         if keda is not None and t % poll_every == 0:
