@@ -175,46 +175,56 @@ def _solve(model: ReplicaModel, stats: TokenStats, lam: np.ndarray, recompute: f
     o = stats.mean_output
     chunked = model.engine.chunked_prefill
 
-    def evaluate(r: np.ndarray):
+    # loop invariants, and no all-reduce term at TP 1 (x + 0 is x): the loop runs ~100-400 times a solve
+    allreduce = model.allreduce_seconds if model.tensor_parallel > 1 else None
+    lam_o, lam_pk = lam * o, lam * p * k
+    drains = lam_pk < 1  # the prompts' compute fits in the time: a batch of chunks drains
+
+    def evaluate(r: np.ndarray, full: bool = True):
         chunk = np.maximum(budget - r, 1.0) if chunked else np.full_like(r, float(budget))
-        t_d = t0 + b * r + model.allreduce_seconds(r) + np.maximum(a, r * k)
-        fixed = t0 + b * r + model.allreduce_seconds(np.minimum(p, chunk) + r if chunked else p)
+        base = t0 + b * r
+        t_d = (base + allreduce(r) if allreduce else base) + np.maximum(a, r * k)
+        prompt = np.minimum(p, chunk) if chunked else p
+        fixed = base + allreduce(prompt + r if chunked else p) if allreduce else base
         n_chunks = np.maximum(1.0, p / chunk)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if chunked:
-                t_p1 = fixed + np.maximum(a, (np.minimum(p, chunk) + r) * k)
-                single = lam * n_chunks * t_p1 <= 1.0
-                t_pb = np.where(
-                    lam * p * k < 1, np.maximum(fixed + a, (fixed + r * k) / (1 - lam * p * k)), np.inf
-                )
-                t_p = np.where(single, t_p1, t_pb)
-                n_p = np.where(single, lam * n_chunks, 1 / t_pb)
-                busy_p = np.minimum(n_p * t_p, 1.0)
-                itl = 1 / (n_p + (1 - busy_p) / t_d)
-                ok = np.where(single, True, lam * p * t_pb <= chunk)
-                rho = np.minimum(lam * n_chunks * t_p, 0.999)
-            else:
-                t_p1 = fixed - b * r + np.maximum(a, p * k)
-                busy_p = lam * t_p1
-                itl = np.where(busy_p < 1, t_d / (1 - busy_p), np.inf)
-                t_p = t_p1
-                n_p = lam
-                ok = busy_p < 1
-                rho = np.minimum(busy_p, 0.999)
-            step = np.where(r > 0, busy_p * t_p + (1 - busy_p) * t_d, t_p)
+        if chunked:
+            t_p1 = fixed + np.maximum(a, (prompt + r) * k)
+            lam_chunks = lam * n_chunks
+            single = lam_chunks * t_p1 <= 1.0
+            t_pb = np.where(drains, np.maximum(fixed + a, (fixed + r * k) / (1 - lam_pk)), np.inf)
+            t_p = np.where(single, t_p1, t_pb)
+            n_p = np.where(single, lam_chunks, 1 / t_pb)
+            busy_p = np.minimum(n_p * t_p, 1.0)
+            itl = 1 / (n_p + (1 - busy_p) / t_d)
+            if not full:
+                return itl
+            ok = np.where(single, True, lam * p * t_pb <= chunk)
+            rho = np.minimum(lam_chunks * t_p, 0.999)
+        else:
+            t_p1 = fixed - b * r + np.maximum(a, p * k)
+            busy_p = lam * t_p1
+            itl = np.where(busy_p < 1, t_d / (1 - busy_p), np.inf)
+            if not full:
+                return itl
+            t_p = t_p1
+            n_p = lam
+            ok = busy_p < 1
+            rho = np.minimum(busy_p, 0.999)
+        step = np.where(r > 0, busy_p * t_p + (1 - busy_p) * t_d, t_p)
         return itl, rho, step, fixed, r * k, chunk, ok, n_p, t_p, t_d
 
     r = np.zeros_like(lam)
-    for _ in range(400):
-        itl = evaluate(r)[0]
-        r_new = np.minimum(np.where(np.isfinite(itl), lam * o * itl, 1e9), 1e9)
-        # np.allclose(r_new, r, rtol=1e-9, atol=1e-9) for finite arrays, without its generality (a third of
-        # a table build went to isclose)
-        if (np.abs(r_new - r) <= 1e-9 + 1e-9 * np.abs(r)).all():
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _ in range(400):
+            itl = evaluate(r, full=False)
+            r_new = np.minimum(np.where(np.isfinite(itl), lam_o * itl, 1e9), 1e9)
+            # np.allclose(r_new, r, rtol=1e-9, atol=1e-9) for finite arrays, without its generality (a third
+            # of a table build went to isclose)
+            if (np.abs(r_new - r) <= 1e-9 + 1e-9 * np.abs(r)).all():
+                r = r_new
+                break
             r = r_new
-            break
-        r = r_new
-    itl, rho, step, fixed, dcomp, chunk, ok, n_p, t_p, t_d = evaluate(r)
+        itl, rho, step, fixed, dcomp, chunk, ok, n_p, t_p, t_d = evaluate(r)
     busy = np.minimum(1.0, lam * (o * itl + p * k) + (r > 0))
     return _State(r, itl, rho, step, fixed, dcomp, chunk, busy, ok & np.isfinite(itl), n_p, t_p, t_d)
 
