@@ -1,10 +1,11 @@
 """Benchmark shapes solved on a replica's steady-state table: a closed loop of C users, one burst wave, and an
-open loop at a request rate.
+open loop at a request rate; and llmperf's waves, run request by request on the engine's step loop.
 
 These are what benchmark scripts measure (vllm_capacity_points.md): `vllm bench serve --max-concurrency C`
 is a closed loop; a batch of N prompts sent at once is a burst; `--request-rate R` (or inference-perf's
-constant-rate stages) is an open loop. The steady-state engine model they read is serving/replica.py
-(ReplicaTable); this module only adds the client side of each benchmark.
+constant-rate stages) is an open loop; llmperf before June 2024 sent waves of C paced by its own prompt
+preparation (`llmperf_waves`). The engine model they read is serving/replica.py (ReplicaTable), or its step
+loop (serving/steps.py) where the load is a transient; this module only adds the client side of each benchmark.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_platform.simulator.serving.replica import ReplicaTable
+from llm_platform.simulator.serving import steps
+from llm_platform.simulator.serving.replica import ReplicaModel, ReplicaTable
 from llm_platform.simulator.serving.replica_config import REQUEST_OVERHEAD_SECONDS
 
 
@@ -72,7 +74,8 @@ def burst(table: ReplicaTable, requests: int) -> ClosedLoop:
 
     At most the running cap (max_num_seqs, the KV cache) run at once; the rest run in later waves, each starting
     when the one before ends (every request generates the same tokens, so a wave ends together). A request's
-    TTFT is the API overhead, the waves before its own, and its place in its wave's prefill drain; the mean is
+    TTFT is the API overhead, the waves before its own, and its wave's prefill drain up to the end of its own
+    prompt (FCFS: the i-th of n prompts at (i + 1)/n of it, a lone prompt its whole prefill); the mean is
     `ttft_s`, the median `ttft_median_s`. ITL is the step time with a full wave running; tok/s divides all output
     tokens by the time the last wave ends.
     """
@@ -97,7 +100,7 @@ def burst(table: ReplicaTable, requests: int) -> ClosedLoop:
     i = np.arange(requests, dtype=np.float64)
     k = np.floor(i / running)  # the request's wave
     size = np.minimum(running, requests - k * running)  # prompts in that wave
-    place = (i - k * running + 0.5) / size  # where in its wave's drain (a smaller wave drains faster)
+    place = (i - k * running + 1) / size  # its first token ends its share of its wave's FCFS drain
     ttft = REQUEST_OVERHEAD_SECONDS + k * wave + drain * size / running * place
     duration = (waves - 1) * wave + drain * float(size[-1]) / running + (o - 1) * itl
     return ClosedLoop(
@@ -161,3 +164,34 @@ def open_loop(
 def _rate_for_running(table: ReplicaTable, running: float) -> float:
     """The steady rate at which `running` sequences decode (inverse of the table's running column)."""
     return float(np.interp(running, table.running, table.lam))
+
+
+@dataclass(frozen=True)
+class Waves:
+    """An llmperf run: `waves` identical waves of one simulated wave's requests, back to back."""
+
+    wave: steps.Trace
+    waves: int
+    duration_s: float
+
+    @property
+    def requests(self) -> int:
+        return self.waves * len(self.wave.sent)
+
+
+def llmperf_waves(
+    model: ReplicaModel, concurrency: int, prompt: float, output: int, requests: int, spacing_s: float
+) -> Waves:
+    """llmperf as it ran before its fix of 2024-06-19 (ray-project/llmperf@e22c830 token_benchmark_ray.py).
+
+    The driver prepares a prompt (sonnet lines, with a tokenizer loaded per prompt: the "artificial delay"
+    of llmperf#54) and hands it to a free client, `spacing_s` apart; on every C-th prompt it collects the results
+    of all requests in flight (RequestsLauncher.get_next_ready: `while has_next(): get_next_unordered()`, each
+    blocking), so the next wave starts when this one's slowest request ends; it stops once `requests` results
+    are in: ceil(requests / C) waves of C. Every wave sends the same lengths, so one is run on the engine's step
+    loop (serving/steps.py) and repeated; the run's duration (llmperf's tok/s denominator) is the waves'.
+    """
+    sent = spacing_s * np.arange(1, concurrency + 1)
+    wave = steps.run(model, sent, np.full(concurrency, prompt), np.full(concurrency, output))
+    waves = math.ceil(requests / concurrency)
+    return Waves(wave, waves, waves * float(wave.done.max()))

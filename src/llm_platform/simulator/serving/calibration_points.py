@@ -3,6 +3,10 @@
 Units: the llmperf A10G run counted tokens with the Llama-2 tokenizer while the server ran Llama-3 (its CSV
 reports 177 output tokens per request for max_tokens 150): the model runs the true Llama-3 lengths
 (550 x 150/177 = 466 prompt tokens, 150 output) and converts ITL and tok/s back to the published units.
+Its rows are run as llmperf ran them (serving/benchmark.py `llmperf_waves`): waves of C, each prompt handed to
+a client LLMPERF_SPACING_S after the one before, the driver's time per request outside the request, which the
+C = 1 row gives: its seconds per request (output / tok/s) less the request's own (ITL x output; llmperf's ITL
+is the request's latency over its output tokens).
 The H100 request-rate points are in serving/calibration_rates.py.
 """
 
@@ -56,7 +60,7 @@ class Point:
     input_tokens: float  # true tokens of the served model
     output_tokens: float
     load: float
-    kind: Literal["concurrency", "burst", "rate"]
+    kind: Literal["concurrency", "burst", "rate", "llmperf"]
     ttft_ms: float | None
     tpot_ms: float | None
     tok_s: float | None
@@ -79,12 +83,15 @@ class Point:
 
 
 V0_A10G = EngineConfig(chunked_prefill=False)  # vllm-openai:v0.4.3 defaults (V0: no chunked prefill)
-LLMPERF_LAUNCHER = (
-    "llmperf is not a steady closed loop: it launches all C requests at once, submits a new one only when a "
-    "client is free (a prompt popped while none is free is dropped), and stops after 100 prompts "
-    "(ray-project/llmperf@5b82cca:src/llmperf/requests_launcher.py; token_benchmark_ray.py; "
-    "scripts/benchmark.py num_requests=100). Prompts arrive in bunches (TTFT above a steady state) and the "
-    "run ends on a partial wave (tok/s below it)"
+LLMPERF_REQUESTS = 100  # scripts/benchmark.py num_requests (--max-num-completed-requests)
+LLMPERF_HOST = (
+    "the host is shared: C Ray client processes, the driver and vLLM 0.4.3 (API server and engine in one "
+    "process) on a g5.2xlarge's 8 vCPUs. The row's own figures give the driver's time per prompt, (wave - "
+    "mean request latency) / C with wave = C x output / tok/s: 0.09-0.14 s up to C = 16, 0.21 s at 32, 0.41 s "
+    "at 64 (calibration_points.llmperf_spacing_s); the model keeps C = 1's 0.12 s, so its waves are shorter "
+    "(tok/s high). At that pacing a prompt arrives as the one before it ends its 0.126 s prefill, so TTFT turns "
+    "on a few ms of it; the model's API server is the 8.6 ms of an idle H100 host (Unverified: the same "
+    "contention slowing vLLM's per-request work is what its TTFTs lack)"
 )
 LITTLE = (
     "the published tok/s is below what the same row's TTFT and ITL give by Little's law "
@@ -108,7 +115,8 @@ PREFIX_HITS = (
 )
 TP2_PREFIX = (
     "1,024 prompt tokens of a 72.7B model in 93 ms need 1.6 PFLOPS, 2.6x the peak of two A100s: the prompt was "
-    "served from the prefix cache (on by default; the sweep's runs reuse prompts, as [5]); the model prefills it"
+    "served from the prefix cache (on by default; the sweep's runs reuse prompts, as in the TP1 burst of 200); "
+    "the model prefills it"
 )
 TP2_BURST_TTFT = (
     "ten 1,024-token prompts of a 72.7B model take 10 x 149 TFLOP / 624 TFLOPS peak >= 2.4 s to prefill on two "
@@ -128,15 +136,16 @@ TP2_UNKNOWN = (
     "(serving/physics.py) the gap is not the interconnect. A PCIe A100 without NVLink or a non-default "
     "setting (eager mode: no CUDA graphs) fits it; the model takes the catalog's p4de part"
 )
-_A10G_ROWS = (  # concurrency, TTFT ms, ITL ms/token, tok/s (published, Llama-2 tokens)
-    (1, 137.29, 30.65, 31.92),
-    (2, 150.65, 32.75, 59.17),
-    (4, 171.40, 33.89, 110.95),
-    (8, 249.27, 36.70, 191.84),
-    (16, 302.75, 42.67, 289.87),
-    (32, 319.68, 50.15, 363.99),
-    (64, 1080.42, 61.73, 301.19),
+_A10G_ROWS = (  # concurrency, TTFT ms, ITL ms/token, tok/s, mean output tokens (published, Llama-2 tokens)
+    (1, 137.29, 30.65, 31.92, 177.43),
+    (2, 150.65, 32.75, 59.17, 176.69),
+    (4, 171.40, 33.89, 110.95, 177.03),
+    (8, 249.27, 36.70, 191.84, 176.42307692307693),
+    (16, 302.75, 42.67, 289.87, 177.09821428571428),
+    (32, 319.68, 50.15, 363.99, 177.3046875),
+    (64, 1080.42, 61.73, 301.19, 176.0234375),
 )
+LLMPERF_OUTPUT = {row[0]: row[4] for row in _A10G_ROWS}  # the CSV's mean_output_token_length per C
 _A100_ROWS = (  # burst size, TTFT mean and median ms, TPOT ms, output tok/s (A02-A08; A01: a prefix-cache hit)
     (10, 488.52, 511.95, 13.47, 715.92),
     (20, 195.24, 199.99, 14.12, 1387.31),
@@ -156,14 +165,21 @@ _L4_ROWS = (  # concurrency, TTFT p50 ms, ITL p50 ms, output tok/s (the sweep gi
 )
 
 
-def _a10g(c: int, ttft: float, itl: float, tok: float) -> Point:
-    explained = {"ttft": LLMPERF_LAUNCHER, "tok_s": LITTLE}
-    if c == 64:
-        explained = {"ttft": LLMPERF_LAUNCHER, "tpot": LLMPERF_LAUNCHER, "tok_s": LLMPERF_LAUNCHER}
+def _a10g(c: int, ttft: float, itl: float, tok: float, _: float) -> Point:
     return Point(
         f"A10G-llmperf-C{c}", A10G, "meta-llama/Meta-Llama-3-8B-Instruct", V0_A10G, 550 * LLMPERF_TOKENS, 150,
-        c, "concurrency", ttft, itl, tok, LLMPERF_A10G, LLMPERF_TOKENS, explained,
+        c, "llmperf", ttft, itl, tok, LLMPERF_A10G, LLMPERF_TOKENS, {"ttft": LLMPERF_HOST, "tok_s": LLMPERF_HOST},
     )  # fmt: skip
+
+
+def llmperf_spacing_s(c: int) -> float:
+    """The driver's seconds per prompt outside the requests in the published row at concurrency C: its wave
+    (C x output / tok/s) less the mean request latency (llmperf's ITL x output), over C (module doc)."""
+    _, _, itl, tok, out = next(row for row in _A10G_ROWS if row[0] == c)
+    return (c * out / tok - itl / 1000 * out) / c
+
+
+LLMPERF_SPACING_S = llmperf_spacing_s(1)  # 0.120 s, what the model runs every C with
 
 
 def _a100(n: int, ttft: float, median: float, itl: float, tok: float) -> Point:
