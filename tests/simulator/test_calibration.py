@@ -20,6 +20,7 @@ from llm_platform.config.catalog import H100
 from llm_platform.config.loader import ROOT
 from llm_platform.config.model_profiles import profile
 from llm_platform.simulator.serving import calibration, steps
+from llm_platform.simulator.serving.benchmark import burst, cached_tokens
 from llm_platform.simulator.serving.calibration import (
     BEGIN,
     COMMAND,
@@ -33,9 +34,11 @@ from llm_platform.simulator.serving.calibration import (
     within_tolerance,
 )
 from llm_platform.simulator.serving.calibration_points import (
+    A100_SERVERS,
     LITTLE,
     LLMPERF_OUTPUT,
     METRICS,
+    cached_prompts,
     llmperf_spacing_s,
 )
 from llm_platform.simulator.serving.calibration_rates import (
@@ -43,8 +46,12 @@ from llm_platform.simulator.serving.calibration_rates import (
     RATE_POINTS,
     hit_rate,
 )
-from llm_platform.simulator.serving.replica import ReplicaModel
-from llm_platform.simulator.serving.replica_config import CALIBRATION, REQUEST_OVERHEAD_SECONDS
+from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
+from llm_platform.simulator.serving.replica_config import (
+    CALIBRATION,
+    REQUEST_OVERHEAD_SECONDS,
+    EngineConfig,
+)
 
 
 @cache
@@ -142,6 +149,35 @@ def test_llmperf_driver_pacing_slows_with_concurrency():
     assert spacing[1] == pytest.approx(0.120, abs=0.001)
     assert all(0.09 <= spacing[c] <= 0.14 for c in (1, 2, 4, 8, 16)), spacing
     assert spacing[32] == pytest.approx(0.21, abs=0.005) and spacing[64] == pytest.approx(0.41, abs=0.01)
+
+
+def test_a100_burst_cache_hits_are_the_ones_vllm_logged():
+    """The bursts' cached prompts, replayed in each server's run order (a test run of prompt 0, then the burst,
+    whose first `cached_prompts` hit), give the cumulative prefix-cache hit rate vLLM logged after every run."""
+    prompt = 1024
+    for runs in A100_SERVERS.values():
+        hits = queries = 0.0
+        before: tuple[int, ...] = ()
+        for n, logged in runs:
+            hits += (
+                cached_tokens(prompt) if before else 0.0
+            )  # the test run's prompt 0, cached by an earlier run
+            hits += cached_prompts(n, before) * cached_tokens(prompt)
+            queries += (1 + n) * prompt
+            assert 100 * hits / queries == pytest.approx(logged, abs=0.15), (n, before, logged)
+            before += (n,)
+
+
+def test_a_burst_prefills_only_what_the_cache_misses():
+    from llm_platform.config.catalog import A100_80
+
+    model = ReplicaModel(profile("Qwen/Qwen2-7B-Instruct"), A100_80, 1, EngineConfig(max_model_len=4096))
+    table = model.table(TokenStats.fixed(1024, 256))
+    cold, half, warm = burst(table, 20), burst(table, 20, cached=10), burst(table, 20, cached=20)
+    assert warm.ttft_s < cold.ttft_s / 10
+    assert warm.ttft_s < half.ttft_s < cold.ttft_s
+    assert half.ttft_median_s is not None and cold.ttft_median_s is not None
+    assert half.ttft_median_s < cold.ttft_median_s / 2  # the cached half's first tokens come first
 
 
 def test_rate_point_tail_is_not_the_arrivals():

@@ -17,7 +17,7 @@ import numpy as np
 
 from llm_platform.simulator.serving import steps
 from llm_platform.simulator.serving.replica import ReplicaModel, ReplicaTable
-from llm_platform.simulator.serving.replica_config import REQUEST_OVERHEAD_SECONDS
+from llm_platform.simulator.serving.replica_config import KV_BLOCK_TOKENS, REQUEST_OVERHEAD_SECONDS
 
 
 @dataclass(frozen=True)
@@ -69,44 +69,54 @@ def closed_loop(table: ReplicaTable, concurrency: int) -> ClosedLoop:
     )
 
 
-def burst(table: ReplicaTable, requests: int) -> ClosedLoop:
+def burst(table: ReplicaTable, requests: int, cached: int = 0) -> ClosedLoop:
     """One burst of `requests` sent at once: prompts drain FCFS through the prefill budget, then decode together.
 
     At most the running cap (max_num_seqs, the KV cache) run at once; the rest run in later waves, each starting
-    when the one before ends (every request generates the same tokens, so a wave ends together). A request's
-    TTFT is the API overhead, the waves before its own, and its wave's prefill drain up to the end of its own
-    prompt (FCFS: the i-th of n prompts at (i + 1)/n of it, a lone prompt its whole prefill); the mean is
-    `ttft_s`, the median `ttft_median_s`. ITL is the step time with a full wave running; tok/s divides all output
-    tokens by the time the last wave ends.
+    when the one before ends (every request generates the same tokens, so a wave ends together). A wave's
+    prompts are prefilled in shared steps of `max_num_batched_tokens`; a request's TTFT is the API overhead, the
+    waves before its own, and its wave's drain up to the end of its own prompt (FCFS: the prompt tokens up to and
+    including its own over the wave's; a lone prompt waits for its whole prefill). The first `cached` prompts are
+    in the prefix cache (a benchmark's earlier runs sent them): only the tokens past their last whole cached
+    block are computed (`cached_tokens`). The mean is `ttft_s`, the median `ttft_median_s`. ITL is the step time
+    with a full wave running; tok/s divides all output tokens by the time the last wave ends.
     """
     o = table.stats.mean_output
     running = min(float(requests), table.max_running)
-    waves = math.ceil(requests / running)
     lam = _rate_for_running(table, running)
     s = table.at(lam)
-    own = float(table.prefill_seconds(np.array([table.stats.mean_input]), s)[0])
     m = table.model
     _, budget = m.limits
-    p = table.stats.mean_input * (1 - m.engine.prefix_hit_rate)
-    per_step = min(float(budget), p * running)
-    step = (
-        m.step_overhead_seconds
-        + float(m.allreduce_seconds(per_step))
-        + max(m.weight_read_seconds, per_step * m.seconds_per_token)
-    )
-    drain = max(own, math.ceil(p * running / per_step) * step)
-    itl = float(s["itl"])
-    wave = drain + (o - 1) * itl
+    p_in = table.stats.mean_input
     i = np.arange(requests, dtype=np.float64)
-    k = np.floor(i / running)  # the request's wave
-    size = np.minimum(running, requests - k * running)  # prompts in that wave
-    place = (i - k * running + 1) / size  # its first token ends its share of its wave's FCFS drain
-    ttft = REQUEST_OVERHEAD_SECONDS + k * wave + drain * size / running * place
-    duration = (waves - 1) * wave + drain * float(size[-1]) / running + (o - 1) * itl
+    p = np.where(i < cached, p_in - cached_tokens(p_in), p_in * (1 - m.engine.prefix_hit_rate))
+    itl = float(s["itl"])
+    ttft = np.empty(requests)
+    start = 0.0
+    size = max(1, int(running))
+    for first in range(0, requests, size):
+        wave = p[first : first + size]
+        per_step = min(float(budget), float(wave.sum()))
+        step = (
+            m.step_overhead_seconds
+            + float(m.allreduce_seconds(per_step))
+            + max(m.weight_read_seconds, per_step * m.seconds_per_token)
+        )
+        drain = math.ceil(float(wave.sum()) / per_step) * step
+        ttft[first : first + len(wave)] = start + drain * np.cumsum(wave) / wave.sum()
+        start += drain + (o - 1) * itl
+    ttft += REQUEST_OVERHEAD_SECONDS
     return ClosedLoop(
-        float(ttft.mean()), itl, requests / duration, requests * o / duration,
+        float(ttft.mean()), itl, requests / start, requests * o / start,
         running, float(requests - running), float(s["kv_usage"]), 0.0, float(np.median(ttft)),
     )  # fmt: skip
+
+
+def cached_tokens(prompt: float) -> float:
+    """Prompt tokens a prefix-cache hit serves: whole 16-token blocks up to the prompt's last token, which is
+    always computed (vllm/v1/core/kv_cache_manager.py `get_computed_blocks`: max_cache_hit_length =
+    request.num_tokens - 1)."""
+    return math.floor((prompt - 1) / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,7 @@ def predict(point: Point) -> dict[str, float | bool | None]:
             "sustainable": r.sustainable,
         }
     if point.kind == "burst":
-        b = burst(table, int(point.load))
+        b = burst(table, int(point.load), point.cached_prompts)
         assert b.ttft_median_s is not None
         ttft, median, itl, tok = b.ttft_s, b.ttft_median_s, b.itl_s, b.output_tokens_per_s
     else:

@@ -71,6 +71,7 @@ class Point:
     ttft_median_ms: float | None = None
     failed: float | None = None
     geometry: ModelProfile | None = None  # a model given by its config.json fields (not in model_profiles.py)
+    cached_prompts: int = 0  # bursts: prompts in the prefix cache when the burst starts (`cached_prompts`)
 
     @property
     def profile(self) -> ModelProfile:
@@ -103,25 +104,24 @@ HOST_BOUND = (
     'to 5.8 ms; the model carries 8.6 ms of host work per request (H25, docs "Host overhead"; 7-8B models are '
     "GPU-bound) and none per streamed token"
 )
-BURST_TTFT = (
-    "burst TTFT in this sweep is not monotonic in the burst size (488 ms at 10, 195 ms at 20, 2,581 ms at 50) "
-    "with prefix caching on and no warm-up reported; the model gives the FCFS drain of one wave"
-)
-PREFIX_HITS = (
-    "200 x 1,024 prompt tokens drained with a mean TTFT of 3.2 s need >= 32k prefill tokens/s, i.e. > 490 "
-    "TFLOPS for a 7.6B model, above the A100's 312 peak: prompts were partly served from the prefix cache "
-    "(on in that run; A01's 36 ms TTFT for 1,024 tokens needs 430 TFLOPS). Without hits the model spends 18 s "
-    "prefilling the wave"
+BURST_HOST = (
+    "the burst's prompts were in the prefix cache (all of them at 20 and 30, the first 100 at 200: "
+    "calibration_points.cached_prompts, whose hit rates are the ones vLLM logged after each run), so a first "
+    "token is one or two engine steps. The published 195-242 ms, and the 1.2 s median at "
+    "200, is what the API server takes to accept that many 1,024-token prompts at once: 8-10 ms each, one after "
+    "another (195 ms / 20, 242 ms / 30), where the model charges H25's 8.6 ms per request (C = 1, short prompts) "
+    "to every request in parallel. Unverified: no source times vLLM's preprocessing of simultaneous prompts"
 )
 TP2_PREFIX = (
-    "1,024 prompt tokens of a 72.7B model in 93 ms need 1.6 PFLOPS, 2.6x the peak of two A100s: the prompt was "
-    "served from the prefix cache (on by default; the sweep's runs reuse prompts, as in the TP1 burst of 200); "
-    "the model prefills it"
+    "the prompt was in the prefix cache, put there by the benchmark's own test run of it (vLLM logged a hit "
+    "rate of 49.2 % = 1,008 of the test run's and the request's 2,048 prompt tokens), and the model serves it so; "
+    "its first token is then one engine step, slower in the run than in the model as its decode is (this row's "
+    "TPOT note)"
 )
 TP2_BURST_TTFT = (
-    "ten 1,024-token prompts of a 72.7B model take 10 x 149 TFLOP / 624 TFLOPS peak >= 2.4 s to prefill on two "
-    "A100s with no cache hits; a mean TTFT of 3.8 s is 70 % of peak spread over the wave, which the model's "
-    "FCFS drain gives as its mean only if the prompts were prefilled in sequence, not in shared chunks"
+    "nine uncached 1,024-token prompts of a 72.7B model (prompt 0 is the test run's) take 9 x 149 TFLOP / 624 "
+    "TFLOPS peak >= 2.1 s to prefill on two A100s; the run's 3.8 s mean is slower than that drain at the A100's "
+    "calibrated 55 % MFU, as its decode is slower than the model's (this row's TPOT note)"
 )
 CHAT_HOST = (
     "the GPU work of this TTFT is ~20 ms (a 233-token prefill of 8.2B parameters is 3.8 TFLOP, 8 ms at 50 % "
@@ -182,13 +182,34 @@ def llmperf_spacing_s(c: int) -> float:
 LLMPERF_SPACING_S = llmperf_spacing_s(1)  # 0.120 s, what the model runs every C with
 
 
+# The A100 bursts' runs in the order each vLLM server ran them (the README prints each run's log lines with the
+# API server's pid and time), each with the cumulative "Prefix cache hit rate" vLLM logged after it (%).
+A100_SERVERS: dict[int, tuple[tuple[int, float], ...]] = {
+    136: ((50, 1.9), (30, 38.5), (20, 50.7)),  # 09-09 01:31, 01:36, 01:38
+    2739: ((100, 1.0), (200, 33.3)),  # 09-04 01:33, 01:34
+    118: ((10, 8.9), (75, 13.6)),  # 09-09 02:24, 02:26
+}
+
+
+def cached_prompts(n: int, before: tuple[int, ...]) -> int:
+    """Prompts of a `vllm bench serve` random-dataset burst of n already in the prefix cache when it starts, after
+    runs of `before` prompts on the same server. The dataset gives prompt i the same tokens in every run (the
+    benchmark seeds numpy with 0 and draws the prompts' offsets in order: benchmarks/benchmark_dataset.py
+    RandomDataset.sample), the benchmark first sends prompt 0 alone as its test run (benchmark_serving.py
+    "Starting initial single prompt test run"), and each earlier run sent prompts 0 .. size - 1."""
+    return min(n, max([1, *before]))
+
+
 def _a100(n: int, ttft: float, median: float, itl: float, tok: float) -> Point:
     engine = EngineConfig(
         gpu_memory_utilization=0.5, max_model_len=16384, async_scheduling=False
     )  # v0.10.1.1
+    runs = next(runs for runs in A100_SERVERS.values() if n in [size for size, _ in runs])
+    before = tuple(size for size, _ in runs[: [size for size, _ in runs].index(n)])
     return Point(
         f"A100-80GB-burst{n}", A100_80, "Qwen/Qwen2-7B-Instruct", engine, 1024, 1024, n, "burst",
-        ttft, itl, tok, A100_BURSTS, explained={"ttft": BURST_TTFT, "tok_s": PREFIX_HITS}, ttft_median_ms=median,
+        ttft, itl, tok, A100_BURSTS, explained={"ttft": BURST_HOST}, ttft_median_ms=median,
+        cached_prompts=cached_prompts(n, before),
     )  # fmt: skip
 
 
@@ -247,7 +268,7 @@ SWEEP_POINTS: tuple[Point, ...] = (  # concurrency and burst sweeps; the rate po
             f"A100-80GB-tp2-qwen72b-burst{n}", A100_80, "Qwen/Qwen2-72B", EngineConfig(
                 gpu_memory_utilization=0.95, max_model_len=16384), 1024, 1024, n, "burst", ttft, itl, tok,
             A100_TP2, explained={"ttft": TP2_PREFIX if n == 1 else TP2_BURST_TTFT, "tpot": TP2_UNKNOWN,
-                                 "tok_s": TP2_UNKNOWN}, tp=2, ttft_median_ms=median,
+                                 "tok_s": TP2_UNKNOWN}, tp=2, ttft_median_ms=median, cached_prompts=1,
         )
         for n, ttft, median, itl, tok in ((1, 93.18, 93.18, 58.00, 17.23), (10, 3842.51, 3959.71, 73.04, 130.06))
     ),

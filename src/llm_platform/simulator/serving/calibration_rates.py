@@ -28,12 +28,11 @@ Derived (each formula is in the code below):
 
 from __future__ import annotations
 
-import math
-
 from llm_platform.config import geometry
 from llm_platform.config.catalog import H100
+from llm_platform.simulator.serving.benchmark import cached_tokens
 from llm_platform.simulator.serving.calibration_points import Point
-from llm_platform.simulator.serving.replica_config import KV_BLOCK_TOKENS, EngineConfig
+from llm_platform.simulator.serving.replica_config import EngineConfig
 
 SOURCE = "inference-sim/training@ed5c1d2:default_args/*/results (inference-perf, vLLM, H100 SXM)"
 DISTINCT_PROMPTS = 100  # num_groups x num_prompts_per_group (results/config.yaml)
@@ -90,8 +89,7 @@ TTFT_TAIL = (
 def hit_rate(prompt: float, stage: int, requests: float) -> float:
     """Prefix-cache hit fraction of a stage's prompt tokens (module doc)."""
     cold = DISTINCT_PROMPTS if stage == 0 else 0
-    cached = math.floor((prompt - 1) / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
-    return (1 - cold / requests) * cached / prompt
+    return (1 - cold / requests) * cached_tokens(prompt) / prompt
 
 
 def tpot_ms(latency_ms: float, ttft_ms: float, output: float) -> float:
