@@ -10,7 +10,7 @@ import pytest
 from llm_platform.config.catalog import A10G, H100
 from llm_platform.config.model_profiles import profile
 from llm_platform.simulator.serving import steps
-from llm_platform.simulator.serving.benchmark import llmperf_waves
+from llm_platform.simulator.serving.benchmark import llmperf_requests, llmperf_waves
 from llm_platform.simulator.serving.replica import ReplicaModel
 from llm_platform.simulator.serving.replica_config import REQUEST_OVERHEAD_SECONDS, EngineConfig
 
@@ -63,11 +63,16 @@ def test_a_full_kv_cache_preempts_the_newest_and_every_request_still_finishes():
     assert trace.done[2] > trace.done[1] + 1.0
 
 
-def test_llmperf_waves_repeat_one_wave_and_count_the_driver_pacing():
+def test_llmperf_runs_whole_waves_back_to_back_paced_by_the_driver():
     m = _model()
-    paced = llmperf_waves(m, 4, 512, 64, 10, 0.1)
-    assert paced.waves == 3 and paced.requests == 12
-    assert paced.duration_s == pytest.approx(3 * paced.wave.done.max())
-    assert paced.wave.sent == pytest.approx([0.1, 0.2, 0.3, 0.4])
-    burst = llmperf_waves(m, 4, 512, 64, 10, 0.0)
-    assert burst.wave.ttft.mean() > paced.wave.ttft.mean()  # prompts sent together queue for their prefill
+    n = llmperf_requests(10, 4)
+    assert n == 12  # ten results asked for: three waves of four
+    paced = llmperf_waves(m, 4, np.full(n, 512.0), np.full(n, 64), 0.1)
+    one = steps.run(m, 0.1 * np.arange(1, 5), np.full(4, 512.0), np.full(4, 64))
+    assert paced.duration_s == pytest.approx(3 * one.done.max())
+    assert paced.ttft_s == pytest.approx(np.tile(one.ttft, 3))
+    assert paced.output_tokens_per_s == pytest.approx(12 * 64 / paced.duration_s)
+    burst = llmperf_waves(m, 4, np.full(n, 512.0), np.full(n, 64), 0.0)
+    assert burst.ttft_s.mean() > paced.ttft_s.mean()  # prompts sent together queue for their prefill
+    mixed = llmperf_waves(m, 4, np.repeat([256.0, 2048.0, 512.0], 4), np.full(n, 64), 0.1)
+    assert mixed.ttft_s[4:8].mean() > mixed.ttft_s[:4].mean()  # each wave runs its own lengths

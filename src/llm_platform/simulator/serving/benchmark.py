@@ -178,30 +178,51 @@ def _rate_for_running(table: ReplicaTable, running: float) -> float:
 
 @dataclass(frozen=True)
 class Waves:
-    """An llmperf run: `waves` identical waves of one simulated wave's requests, back to back."""
+    """An llmperf run: each request's TTFT and latency, and the run's duration (its waves back to back)."""
 
-    wave: steps.Trace
-    waves: int
+    ttft_s: np.ndarray
+    latency_s: np.ndarray
+    output_tokens: np.ndarray
     duration_s: float
 
     @property
-    def requests(self) -> int:
-        return self.waves * len(self.wave.sent)
+    def output_tokens_per_s(self) -> float:
+        return float(self.output_tokens.sum()) / self.duration_s
+
+
+def llmperf_requests(requests: int, concurrency: int) -> int:
+    """How many requests llmperf sends to collect `requests` results: whole waves (module doc of llmperf_waves)."""
+    return math.ceil(requests / concurrency) * concurrency
 
 
 def llmperf_waves(
-    model: ReplicaModel, concurrency: int, prompt: float, output: int, requests: int, spacing_s: float
+    model: ReplicaModel, concurrency: int, prompts: np.ndarray, outputs: np.ndarray, spacing_s: float
 ) -> Waves:
     """llmperf as it ran before its fix of 2024-06-19 (ray-project/llmperf@e22c830 token_benchmark_ray.py).
 
     The driver prepares a prompt (sonnet lines, with a tokenizer loaded per prompt: the "artificial delay"
     of llmperf#54) and hands it to a free client, `spacing_s` apart; on every C-th prompt it collects the results
     of all requests in flight (RequestsLauncher.get_next_ready: `while has_next(): get_next_unordered()`, each
-    blocking), so the next wave starts when this one's slowest request ends; it stops once `requests` results
-    are in: ceil(requests / C) waves of C. Every wave sends the same lengths, so one is run on the engine's step
-    loop (serving/steps.py) and repeated; the run's duration (llmperf's tok/s denominator) is the waves'.
+    blocking), so the next wave starts when this one's slowest request ends; it stops once it has the results it
+    asked for: `llmperf_requests` of them, the lengths given, C to a wave. Each wave runs on the engine's step
+    loop (serving/steps.py; a wave identical to the one before is not run again); the run's duration, llmperf's
+    tok/s denominator, is the waves'.
     """
+    if len(prompts) % concurrency or len(prompts) != len(outputs):
+        raise ValueError(
+            f"{len(prompts)} prompts and {len(outputs)} outputs; allowed: whole waves of {concurrency}"
+        )
     sent = spacing_s * np.arange(1, concurrency + 1)
-    wave = steps.run(model, sent, np.full(concurrency, prompt), np.full(concurrency, output))
-    waves = math.ceil(requests / concurrency)
-    return Waves(wave, waves, waves * float(wave.done.max()))
+    ttft, latency, duration = [], [], 0.0
+    last: tuple[bytes, steps.Trace] | None = None
+    for first in range(0, len(prompts), concurrency):
+        p, o = prompts[first : first + concurrency], outputs[first : first + concurrency]
+        key = p.tobytes() + o.tobytes()
+        wave = last[1] if last is not None and last[0] == key else steps.run(model, sent, p, o)
+        last = (key, wave)
+        ttft.append(wave.ttft)
+        latency.append(wave.latency)
+        duration += float(wave.done.max())
+    return Waves(
+        np.concatenate(ttft), np.concatenate(latency), np.asarray(outputs, dtype=np.float64), duration
+    )

@@ -21,7 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_platform.simulator.serving.benchmark import burst, closed_loop, llmperf_waves, open_loop
+from llm_platform.simulator.serving.benchmark import (
+    burst,
+    closed_loop,
+    llmperf_requests,
+    llmperf_waves,
+    open_loop,
+)
 from llm_platform.simulator.serving.calibration_points import (
     LLMPERF_REQUESTS,
     LLMPERF_SPACING_S,
@@ -67,21 +73,16 @@ def _llmperf(point: Point) -> dict[str, float | bool | None]:
     """llmperf's figures as it computes them: TTFT mean, ITL = mean over requests of latency / output tokens,
     tok/s = all output tokens / the run's duration (published tokens: x 1 / unit_tokens)."""
     model = ReplicaModel(point.profile, point.gpu, point.tp, engine=point.engine)
-    run = llmperf_waves(
-        model,
-        int(point.load),
-        point.input_tokens,
-        int(point.output_tokens),
-        LLMPERF_REQUESTS,
-        LLMPERF_SPACING_S,
-    )
-    ttft = run.wave.ttft * 1000
+    n = llmperf_requests(LLMPERF_REQUESTS, int(point.load))
+    prompts, outputs = np.full(n, point.input_tokens), np.full(n, int(point.output_tokens))
+    run = llmperf_waves(model, int(point.load), prompts, outputs, LLMPERF_SPACING_S)
+    ttft = run.ttft_s * 1000
     out = point.output_tokens / point.unit_tokens
     return {
         "ttft": float(ttft.mean()),
         "ttft_median": float(np.median(ttft)),
-        "tpot": float((run.wave.latency / out).mean()) * 1000,
-        "tok_s": run.requests * out / run.duration_s,
+        "tpot": float((run.latency_s / out).mean()) * 1000,
+        "tok_s": run.output_tokens_per_s / point.unit_tokens,
         "sustainable": None,
     }
 
