@@ -69,6 +69,9 @@ RUNS: dict[str, str | None] = {
     "-m llm_platform.simulator capacity --hidden-size 4096 --num-layers 32 --num-attention-heads 32 "
     "--num-kv-heads 8 --intermediate-size 14336 --vocab-size 128256 --instance p5.48xlarge "
     "--input-tokens uniform:512:1536 --output-tokens lognormal:256:0.5 --rate 6 --arrivals constant --json": None,
+    "-m llm_platform.simulator capacity --model meta-llama/Meta-Llama-3-8B-Instruct --instance g5.2xlarge "
+    "--input-tokens 466 --output-tokens 150 --no-chunked-prefill --concurrency 8 --llmperf 100 "
+    "[--llmperf-spacing 0.12] --json": None,
     "-m llm_platform.simulator capacity --model meta-llama/Llama-3.1-70B-Instruct --instance p5.48xlarge --tp 4 "
     "--input-tokens 1024 --output-tokens 512 --rate 20 --num-prompts 300 [--client openai] [--timeout 120] "
     "[--max-attempts 3] [--rate-limit 10] [--max-in-flight 2048] --json": None,

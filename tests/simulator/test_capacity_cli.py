@@ -215,3 +215,33 @@ def test_overload_flag_errors() -> None:
         capacity_cmd.run([*LLAMA70B_H100, "--concurrency", "4", "--timeout", "30"])
     with pytest.raises(ValueError, match="--rate inf without --num-prompts"):
         capacity_cmd.run([*LLAMA70B_H100, "--rate", "inf"])
+
+
+def test_llmperf_prints_what_llmperf_reports_and_the_calibration_rows(capsys) -> None:
+    """`--concurrency C --llmperf N`: whole waves, llmperf's ITL (first token included), and with the A10G row's
+    engine and true token counts the calibration table's A10G figures."""
+    from llm_platform.simulator.serving.calibration import POINTS, predict
+
+    a10g = ["--model", "meta-llama/Meta-Llama-3-8B-Instruct", "--instance", "g5.2xlarge"]
+    lengths = ["--input-tokens", "466", "--output-tokens", "150", "--no-chunked-prefill"]
+    runs = {}
+    for c in (8, 32):
+        run = runs[c] = _json(capsys, [*a10g, *lengths, "--concurrency", str(c), "--llmperf", "100"])
+        assert run["requests"] == {8: 104, 32: 128}[c]
+        row = predict(next(p for p in POINTS if p.id == f"A10G-llmperf-C{c}"))
+        assert isinstance(row["ttft"], float) and isinstance(row["tok_s"], float)
+        assert run["ttft_ms_mean"] == pytest.approx(row["ttft"], rel=0.02)  # 466 vs 466.1 prompt tokens
+        assert run["output_tokens_per_s"] == pytest.approx(row["tok_s"] * 150 / 177, rel=0.02)  # true tokens
+    slow = _json(
+        capsys, [*a10g, *lengths, "--concurrency", "8", "--llmperf", "100", "--llmperf-spacing", "0.3"]
+    )
+    assert slow["ttft_ms_mean"] < runs[8]["ttft_ms_mean"]  # prompts further apart queue less
+
+
+def test_llmperf_flag_errors() -> None:
+    a10g = ["--model", "meta-llama/Meta-Llama-3-8B-Instruct", "--instance", "g5.2xlarge"]
+    lengths = ["--input-tokens", "466", "--output-tokens", "150"]
+    with pytest.raises(ValueError, match="--llmperf without --concurrency"):
+        capacity_cmd.run([*a10g, *lengths, "--rate", "2", "--llmperf", "100"])
+    with pytest.raises(ValueError, match="--llmperf-spacing without --llmperf"):
+        capacity_cmd.run([*a10g, *lengths, "--concurrency", "2", "--llmperf-spacing", "0.1"])

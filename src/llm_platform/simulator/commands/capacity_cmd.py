@@ -20,9 +20,21 @@ from llm_platform.config import geometry
 from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.model_profiles import ModelProfile, profile
 from llm_platform.simulator.commands import overload_args as overload
-from llm_platform.simulator.commands.args import fraction, positive_float, positive_int, request_rate
+from llm_platform.simulator.commands.args import (
+    fraction,
+    non_negative_float,
+    positive_float,
+    positive_int,
+    request_rate,
+)
 from llm_platform.simulator.commands.token_dist import TokenDist, token_dist
-from llm_platform.simulator.serving.benchmark import closed_loop, open_loop
+from llm_platform.simulator.serving.benchmark import (
+    closed_loop,
+    llmperf_requests,
+    llmperf_waves,
+    open_loop,
+)
+from llm_platform.simulator.serving.calibration_points import LLMPERF_SPACING_S
 from llm_platform.simulator.serving.replica import ReplicaModel, ReplicaTable, TokenStats
 from llm_platform.simulator.serving.replica_config import EngineConfig
 from llm_platform.tools.cli import ArgumentParser
@@ -53,6 +65,19 @@ def parser() -> argparse.ArgumentParser:
     load.add_argument("--rate", type=request_rate, help="arrivals, requests/s (open loop; inf: all at once)")
     p.add_argument(
         "--arrivals", choices=("poisson", "constant"), default="poisson", help="--rate's arrival process"
+    )
+    p.add_argument(
+        "--llmperf",
+        type=positive_int,
+        metavar="N",
+        help="with --concurrency: llmperf's run for N results as it ran before 2024-06-19 (waves of C, the next "
+        "when the last ends; serving/benchmark.py llmperf_waves), run step by step; prints llmperf's figures",
+    )
+    p.add_argument(
+        "--llmperf-spacing",
+        type=non_negative_float,
+        help=f"with --llmperf: seconds between the driver's prompts (default {LLMPERF_SPACING_S:.3f}: the "
+        "published A10G run's)",
     )
     overload.add_arguments(p)
     p.add_argument("--prefix-hit-rate", type=fraction, default=0.0, help="fraction of prompt tokens cached")
@@ -121,6 +146,10 @@ def run(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     if args.arrivals != "poisson" and args.rate is None:
         raise ValueError(f"--arrivals {args.arrivals} without --rate; allowed: --arrivals only with --rate")
+    if args.llmperf is not None and args.concurrency is None:
+        raise ValueError("--llmperf without --concurrency; allowed: --concurrency C --llmperf N")
+    if args.llmperf_spacing is not None and args.llmperf is None:
+        raise ValueError("--llmperf-spacing without --llmperf; allowed: only with --llmperf")
     overload.check(args)
     model_geometry = model_profile(args)
     if args.instance not in GPU_INSTANCES:
@@ -142,6 +171,8 @@ def run(argv: Sequence[str]) -> int:
     seqs, tokens = model.limits
     if args.rate is not None:
         return _open_loop(args, model, table, inputs, outputs)
+    if args.llmperf is not None:
+        return _llmperf(args, model, inputs, outputs)
     point = closed_loop(table, args.concurrency)
     out = {
         "ttft_ms": round(point.ttft_s * 1000, 1),
@@ -222,6 +253,38 @@ def _open_loop(
             )
         if run.overloaded:
             print(f"  (overloaded: {run.failed} of {run.requests} requests failed after their retries)")
+    return 0
+
+
+def _llmperf(args: argparse.Namespace, model: ReplicaModel, inputs: np.ndarray, outputs: np.ndarray) -> int:
+    """llmperf's waves on the engine's step loop: the figures llmperf reports (its ITL is a request's latency
+    over its output tokens, first token included; its tok/s counts the waves' whole duration)."""
+    c = args.concurrency
+    n = llmperf_requests(args.llmperf, c)
+    spacing = LLMPERF_SPACING_S if args.llmperf_spacing is None else args.llmperf_spacing
+    run = llmperf_waves(model, c, np.round(inputs[:n]), np.round(outputs[:n]).astype(int), spacing)
+    seqs, tokens = model.limits
+    out = {
+        "requests": n,
+        "ttft_ms_mean": round(float(run.ttft_s.mean()) * 1000, 1),
+        "ttft_ms_median": round(float(np.median(run.ttft_s)) * 1000, 1),
+        "itl_ms": round(float((run.latency_s / run.output_tokens).mean()) * 1000, 2),
+        "output_tokens_per_s": round(run.output_tokens_per_s, 1),
+        "duration_s": round(run.duration_s, 1),
+        "kv_cache_tokens": model.kv_capacity_tokens,
+        "max_num_seqs": seqs,
+        "max_num_batched_tokens": tokens,
+        "chunked_prefill": model.engine.chunked_prefill,
+    }
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(
+        f"{model.profile.hugging_face_id} on {args.tp} x {model.gpu.name}, llmperf: {n // c} waves of {c}, "
+        f"prompts {spacing:.3g} s apart, {args.input_tokens.spec} in / {args.output_tokens.spec} out:"
+    )
+    for key, value in out.items():
+        print(f"  {key}: {value}")
     return 0
 
 

@@ -1,10 +1,11 @@
 """Benchmark shapes solved on a replica's steady-state table: a closed loop of C users, one burst wave, and an
-open loop at a request rate.
+open loop at a request rate; and llmperf's waves, run request by request on the engine's step loop.
 
 These are what benchmark scripts measure (vllm_capacity_points.md): `vllm bench serve --max-concurrency C`
 is a closed loop; a batch of N prompts sent at once is a burst; `--request-rate R` (or inference-perf's
-constant-rate stages) is an open loop. The steady-state engine model they read is serving/replica.py
-(ReplicaTable); this module only adds the client side of each benchmark.
+constant-rate stages) is an open loop; llmperf before June 2024 sent waves of C paced by its own prompt
+preparation (`llmperf_waves`). The engine model they read is serving/replica.py (ReplicaTable), or its step
+loop (serving/steps.py) where the load is a transient; this module only adds the client side of each benchmark.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_platform.simulator.serving.replica import ReplicaTable
-from llm_platform.simulator.serving.replica_config import REQUEST_OVERHEAD_SECONDS
+from llm_platform.simulator.serving import steps
+from llm_platform.simulator.serving.replica import ReplicaModel, ReplicaTable
+from llm_platform.simulator.serving.replica_config import KV_BLOCK_TOKENS, REQUEST_OVERHEAD_SECONDS
 
 
 @dataclass(frozen=True)
@@ -67,43 +69,54 @@ def closed_loop(table: ReplicaTable, concurrency: int) -> ClosedLoop:
     )
 
 
-def burst(table: ReplicaTable, requests: int) -> ClosedLoop:
+def burst(table: ReplicaTable, requests: int, cached: int = 0) -> ClosedLoop:
     """One burst of `requests` sent at once: prompts drain FCFS through the prefill budget, then decode together.
 
     At most the running cap (max_num_seqs, the KV cache) run at once; the rest run in later waves, each starting
-    when the one before ends (every request generates the same tokens, so a wave ends together). A request's
-    TTFT is the API overhead, the waves before its own, and its place in its wave's prefill drain; the mean is
-    `ttft_s`, the median `ttft_median_s`. ITL is the step time with a full wave running; tok/s divides all output
-    tokens by the time the last wave ends.
+    when the one before ends (every request generates the same tokens, so a wave ends together). A wave's
+    prompts are prefilled in shared steps of `max_num_batched_tokens`; a request's TTFT is the API overhead, the
+    waves before its own, and its wave's drain up to the end of its own prompt (FCFS: the prompt tokens up to and
+    including its own over the wave's; a lone prompt waits for its whole prefill). The first `cached` prompts are
+    in the prefix cache (a benchmark's earlier runs sent them): only the tokens past their last whole cached
+    block are computed (`cached_tokens`). The mean is `ttft_s`, the median `ttft_median_s`. ITL is the step time
+    with a full wave running; tok/s divides all output tokens by the time the last wave ends.
     """
     o = table.stats.mean_output
     running = min(float(requests), table.max_running)
-    waves = math.ceil(requests / running)
     lam = _rate_for_running(table, running)
     s = table.at(lam)
-    own = float(table.prefill_seconds(np.array([table.stats.mean_input]), s)[0])
     m = table.model
     _, budget = m.limits
-    p = table.stats.mean_input * (1 - m.engine.prefix_hit_rate)
-    per_step = min(float(budget), p * running)
-    step = (
-        m.step_overhead_seconds
-        + float(m.allreduce_seconds(per_step))
-        + max(m.weight_read_seconds, per_step * m.seconds_per_token)
-    )
-    drain = max(own, math.ceil(p * running / per_step) * step)
-    itl = float(s["itl"])
-    wave = drain + (o - 1) * itl
+    p_in = table.stats.mean_input
     i = np.arange(requests, dtype=np.float64)
-    k = np.floor(i / running)  # the request's wave
-    size = np.minimum(running, requests - k * running)  # prompts in that wave
-    place = (i - k * running + 0.5) / size  # where in its wave's drain (a smaller wave drains faster)
-    ttft = REQUEST_OVERHEAD_SECONDS + k * wave + drain * size / running * place
-    duration = (waves - 1) * wave + drain * float(size[-1]) / running + (o - 1) * itl
+    p = np.where(i < cached, p_in - cached_tokens(p_in), p_in * (1 - m.engine.prefix_hit_rate))
+    itl = float(s["itl"])
+    ttft = np.empty(requests)
+    start = 0.0
+    size = max(1, int(running))
+    for first in range(0, requests, size):
+        wave = p[first : first + size]
+        per_step = min(float(budget), float(wave.sum()))
+        step = (
+            m.step_overhead_seconds
+            + float(m.allreduce_seconds(per_step))
+            + max(m.weight_read_seconds, per_step * m.seconds_per_token)
+        )
+        drain = math.ceil(float(wave.sum()) / per_step) * step
+        ttft[first : first + len(wave)] = start + drain * np.cumsum(wave) / wave.sum()
+        start += drain + (o - 1) * itl
+    ttft += REQUEST_OVERHEAD_SECONDS
     return ClosedLoop(
-        float(ttft.mean()), itl, requests / duration, requests * o / duration,
+        float(ttft.mean()), itl, requests / start, requests * o / start,
         running, float(requests - running), float(s["kv_usage"]), 0.0, float(np.median(ttft)),
     )  # fmt: skip
+
+
+def cached_tokens(prompt: float) -> float:
+    """Prompt tokens a prefix-cache hit serves: whole 16-token blocks up to the prompt's last token, which is
+    always computed (vllm/v1/core/kv_cache_manager.py `get_computed_blocks`: max_cache_hit_length =
+    request.num_tokens - 1)."""
+    return math.floor((prompt - 1) / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
 
 
 @dataclass(frozen=True)
@@ -161,3 +174,55 @@ def open_loop(
 def _rate_for_running(table: ReplicaTable, running: float) -> float:
     """The steady rate at which `running` sequences decode (inverse of the table's running column)."""
     return float(np.interp(running, table.running, table.lam))
+
+
+@dataclass(frozen=True)
+class Waves:
+    """An llmperf run: each request's TTFT and latency, and the run's duration (its waves back to back)."""
+
+    ttft_s: np.ndarray
+    latency_s: np.ndarray
+    output_tokens: np.ndarray
+    duration_s: float
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        return float(self.output_tokens.sum()) / self.duration_s
+
+
+def llmperf_requests(requests: int, concurrency: int) -> int:
+    """How many requests llmperf sends to collect `requests` results: whole waves (module doc of llmperf_waves)."""
+    return math.ceil(requests / concurrency) * concurrency
+
+
+def llmperf_waves(
+    model: ReplicaModel, concurrency: int, prompts: np.ndarray, outputs: np.ndarray, spacing_s: float
+) -> Waves:
+    """llmperf as it ran before its fix of 2024-06-19 (ray-project/llmperf@e22c830 token_benchmark_ray.py).
+
+    The driver prepares a prompt (sonnet lines, with a tokenizer loaded per prompt: the "artificial delay"
+    of llmperf#54) and hands it to a free client, `spacing_s` apart; on every C-th prompt it collects the results
+    of all requests in flight (RequestsLauncher.get_next_ready: `while has_next(): get_next_unordered()`, each
+    blocking), so the next wave starts when this one's slowest request ends; it stops once it has the results it
+    asked for: `llmperf_requests` of them, the lengths given, C to a wave. Each wave runs on the engine's step
+    loop (serving/steps.py; a wave identical to the one before is not run again); the run's duration, llmperf's
+    tok/s denominator, is the waves'.
+    """
+    if len(prompts) % concurrency or len(prompts) != len(outputs):
+        raise ValueError(
+            f"{len(prompts)} prompts and {len(outputs)} outputs; allowed: whole waves of {concurrency}"
+        )
+    sent = spacing_s * np.arange(1, concurrency + 1)
+    ttft, latency, duration = [], [], 0.0
+    last: tuple[bytes, steps.Trace] | None = None
+    for first in range(0, len(prompts), concurrency):
+        p, o = prompts[first : first + concurrency], outputs[first : first + concurrency]
+        key = p.tobytes() + o.tobytes()
+        wave = last[1] if last is not None and last[0] == key else steps.run(model, sent, p, o)
+        last = (key, wave)
+        ttft.append(wave.ttft)
+        latency.append(wave.latency)
+        duration += float(wave.done.max())
+    return Waves(
+        np.concatenate(ttft), np.concatenate(latency), np.asarray(outputs, dtype=np.float64), duration
+    )

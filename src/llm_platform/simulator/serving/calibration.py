@@ -21,8 +21,16 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_platform.simulator.serving.benchmark import burst, closed_loop, open_loop
+from llm_platform.simulator.serving.benchmark import (
+    burst,
+    closed_loop,
+    llmperf_requests,
+    llmperf_waves,
+    open_loop,
+)
 from llm_platform.simulator.serving.calibration_points import (
+    LLMPERF_REQUESTS,
+    LLMPERF_SPACING_S,
     METRICS,
     SWEEP_POINTS,
     Metric,
@@ -61,9 +69,29 @@ def _closed_loop_ttft_median(table: ReplicaTable, point: Point, lam: float, wait
     return float(np.median(table.ttft_seconds(prompts, seen, np.random.default_rng(0)))) + wait
 
 
+def _llmperf(point: Point) -> dict[str, float | bool | None]:
+    """llmperf's figures as it computes them: TTFT mean, ITL = mean over requests of latency / output tokens,
+    tok/s = all output tokens / the run's duration (published tokens: x 1 / unit_tokens)."""
+    model = ReplicaModel(point.profile, point.gpu, point.tp, engine=point.engine)
+    n = llmperf_requests(LLMPERF_REQUESTS, int(point.load))
+    prompts, outputs = np.full(n, point.input_tokens), np.full(n, int(point.output_tokens))
+    run = llmperf_waves(model, int(point.load), prompts, outputs, LLMPERF_SPACING_S)
+    ttft = run.ttft_s * 1000
+    out = point.output_tokens / point.unit_tokens
+    return {
+        "ttft": float(ttft.mean()),
+        "ttft_median": float(np.median(ttft)),
+        "tpot": float((run.latency_s / out).mean()) * 1000,
+        "tok_s": run.output_tokens_per_s / point.unit_tokens,
+        "sustainable": None,
+    }
+
+
 def predict(point: Point) -> dict[str, float | bool | None]:
     """The model's figures for a point in its published units (ms, ms/token, tok/s) and `sustainable`
     (rate points: the offered rate is at or below the replica's saturation rate; None for other shapes)."""
+    if point.kind == "llmperf":
+        return _llmperf(point)
     table = _table(point)
     u = point.unit_tokens
     if point.kind == "rate":
@@ -78,7 +106,7 @@ def predict(point: Point) -> dict[str, float | bool | None]:
             "sustainable": r.sustainable,
         }
     if point.kind == "burst":
-        b = burst(table, int(point.load))
+        b = burst(table, int(point.load), point.cached_prompts)
         assert b.ttft_median_s is not None
         ttft, median, itl, tok = b.ttft_s, b.ttft_median_s, b.itl_s, b.output_tokens_per_s
     else:
@@ -140,7 +168,9 @@ def rows() -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for p in POINTS:
         got = predict(p)
-        load = f"rate {p.load:g} req/s" if p.kind == "rate" else f"{p.kind} {p.load:g}"
+        load = {"rate": f"rate {p.load:g} req/s", "llmperf": f"llmperf waves of {p.load:g}"}.get(
+            p.kind, f"{p.kind} {p.load:g}"
+        )
         row: dict[str, object] = {
             "id": p.id,
             "model": p.model,

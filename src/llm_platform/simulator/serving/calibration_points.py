@@ -3,6 +3,10 @@
 Units: the llmperf A10G run counted tokens with the Llama-2 tokenizer while the server ran Llama-3 (its CSV
 reports 177 output tokens per request for max_tokens 150): the model runs the true Llama-3 lengths
 (550 x 150/177 = 466 prompt tokens, 150 output) and converts ITL and tok/s back to the published units.
+Its rows are run as llmperf ran them (serving/benchmark.py `llmperf_waves`): waves of C, each prompt handed to
+a client LLMPERF_SPACING_S after the one before, the driver's time per request outside the request, which the
+C = 1 row gives: its seconds per request (output / tok/s) less the request's own (ITL x output; llmperf's ITL
+is the request's latency over its output tokens).
 The H100 request-rate points are in serving/calibration_rates.py.
 """
 
@@ -56,7 +60,7 @@ class Point:
     input_tokens: float  # true tokens of the served model
     output_tokens: float
     load: float
-    kind: Literal["concurrency", "burst", "rate"]
+    kind: Literal["concurrency", "burst", "rate", "llmperf"]
     ttft_ms: float | None
     tpot_ms: float | None
     tok_s: float | None
@@ -67,6 +71,7 @@ class Point:
     ttft_median_ms: float | None = None
     failed: float | None = None
     geometry: ModelProfile | None = None  # a model given by its config.json fields (not in model_profiles.py)
+    cached_prompts: int = 0  # bursts: prompts in the prefix cache when the burst starts (`cached_prompts`)
 
     @property
     def profile(self) -> ModelProfile:
@@ -79,12 +84,15 @@ class Point:
 
 
 V0_A10G = EngineConfig(chunked_prefill=False)  # vllm-openai:v0.4.3 defaults (V0: no chunked prefill)
-LLMPERF_LAUNCHER = (
-    "llmperf is not a steady closed loop: it launches all C requests at once, submits a new one only when a "
-    "client is free (a prompt popped while none is free is dropped), and stops after 100 prompts "
-    "(ray-project/llmperf@5b82cca:src/llmperf/requests_launcher.py; token_benchmark_ray.py; "
-    "scripts/benchmark.py num_requests=100). Prompts arrive in bunches (TTFT above a steady state) and the "
-    "run ends on a partial wave (tok/s below it)"
+LLMPERF_REQUESTS = 100  # scripts/benchmark.py num_requests (--max-num-completed-requests)
+LLMPERF_HOST = (
+    "the host is shared: C Ray client processes, the driver and vLLM 0.4.3 (API server and engine in one "
+    "process) on a g5.2xlarge's 8 vCPUs. The row's own figures give the driver's time per prompt, (wave - "
+    "mean request latency) / C with wave = C x output / tok/s: 0.09-0.14 s up to C = 16, 0.21 s at 32, 0.41 s "
+    "at 64 (calibration_points.llmperf_spacing_s); the model keeps C = 1's 0.12 s, so its waves are shorter "
+    "(tok/s high). At that pacing a prompt arrives as the one before it ends its 0.126 s prefill, so TTFT turns "
+    "on a few ms of it; the model's API server is the 8.6 ms of an idle H100 host (Unverified: the same "
+    "contention slowing vLLM's per-request work is what its TTFTs lack)"
 )
 LITTLE = (
     "the published tok/s is below what the same row's TTFT and ITL give by Little's law "
@@ -96,24 +104,24 @@ HOST_BOUND = (
     'to 5.8 ms; the model carries 8.6 ms of host work per request (H25, docs "Host overhead"; 7-8B models are '
     "GPU-bound) and none per streamed token"
 )
-BURST_TTFT = (
-    "burst TTFT in this sweep is not monotonic in the burst size (488 ms at 10, 195 ms at 20, 2,581 ms at 50) "
-    "with prefix caching on and no warm-up reported; the model gives the FCFS drain of one wave"
-)
-PREFIX_HITS = (
-    "200 x 1,024 prompt tokens drained with a mean TTFT of 3.2 s need >= 32k prefill tokens/s, i.e. > 490 "
-    "TFLOPS for a 7.6B model, above the A100's 312 peak: prompts were partly served from the prefix cache "
-    "(on in that run; A01's 36 ms TTFT for 1,024 tokens needs 430 TFLOPS). Without hits the model spends 18 s "
-    "prefilling the wave"
+BURST_HOST = (
+    "the burst's prompts were in the prefix cache (all of them at 20 and 30, the first 100 at 200: "
+    "calibration_points.cached_prompts, whose hit rates are the ones vLLM logged after each run), so a first "
+    "token is one or two engine steps. The published 195-242 ms, and the 1.2 s median at "
+    "200, is what the API server takes to accept that many 1,024-token prompts at once: 8-10 ms each, one after "
+    "another (195 ms / 20, 242 ms / 30), where the model charges H25's 8.6 ms per request (C = 1, short prompts) "
+    "to every request in parallel. Unverified: no source times vLLM's preprocessing of simultaneous prompts"
 )
 TP2_PREFIX = (
-    "1,024 prompt tokens of a 72.7B model in 93 ms need 1.6 PFLOPS, 2.6x the peak of two A100s: the prompt was "
-    "served from the prefix cache (on by default; the sweep's runs reuse prompts, as [5]); the model prefills it"
+    "the prompt was in the prefix cache, put there by the benchmark's own test run of it (vLLM logged a hit "
+    "rate of 49.2 % = 1,008 of the test run's and the request's 2,048 prompt tokens), and the model serves it so; "
+    "its first token is then one engine step, slower in the run than in the model as its decode is (this row's "
+    "TPOT note)"
 )
 TP2_BURST_TTFT = (
-    "ten 1,024-token prompts of a 72.7B model take 10 x 149 TFLOP / 624 TFLOPS peak >= 2.4 s to prefill on two "
-    "A100s with no cache hits; a mean TTFT of 3.8 s is 70 % of peak spread over the wave, which the model's "
-    "FCFS drain gives as its mean only if the prompts were prefilled in sequence, not in shared chunks"
+    "nine uncached 1,024-token prompts of a 72.7B model (prompt 0 is the test run's) take 9 x 149 TFLOP / 624 "
+    "TFLOPS peak >= 2.1 s to prefill on two A100s; the run's 3.8 s mean is slower than that drain at the A100's "
+    "calibrated 55 % MFU, as its decode is slower than the model's (this row's TPOT note)"
 )
 CHAT_HOST = (
     "the GPU work of this TTFT is ~20 ms (a 233-token prefill of 8.2B parameters is 3.8 TFLOP, 8 ms at 50 % "
@@ -128,15 +136,16 @@ TP2_UNKNOWN = (
     "(serving/physics.py) the gap is not the interconnect. A PCIe A100 without NVLink or a non-default "
     "setting (eager mode: no CUDA graphs) fits it; the model takes the catalog's p4de part"
 )
-_A10G_ROWS = (  # concurrency, TTFT ms, ITL ms/token, tok/s (published, Llama-2 tokens)
-    (1, 137.29, 30.65, 31.92),
-    (2, 150.65, 32.75, 59.17),
-    (4, 171.40, 33.89, 110.95),
-    (8, 249.27, 36.70, 191.84),
-    (16, 302.75, 42.67, 289.87),
-    (32, 319.68, 50.15, 363.99),
-    (64, 1080.42, 61.73, 301.19),
+_A10G_ROWS = (  # concurrency, TTFT ms, ITL ms/token, tok/s, mean output tokens (published, Llama-2 tokens)
+    (1, 137.29, 30.65, 31.92, 177.43),
+    (2, 150.65, 32.75, 59.17, 176.69),
+    (4, 171.40, 33.89, 110.95, 177.03),
+    (8, 249.27, 36.70, 191.84, 176.42307692307693),
+    (16, 302.75, 42.67, 289.87, 177.09821428571428),
+    (32, 319.68, 50.15, 363.99, 177.3046875),
+    (64, 1080.42, 61.73, 301.19, 176.0234375),
 )
+LLMPERF_OUTPUT = {row[0]: row[4] for row in _A10G_ROWS}  # the CSV's mean_output_token_length per C
 _A100_ROWS = (  # burst size, TTFT mean and median ms, TPOT ms, output tok/s (A02-A08; A01: a prefix-cache hit)
     (10, 488.52, 511.95, 13.47, 715.92),
     (20, 195.24, 199.99, 14.12, 1387.31),
@@ -156,23 +165,51 @@ _L4_ROWS = (  # concurrency, TTFT p50 ms, ITL p50 ms, output tok/s (the sweep gi
 )
 
 
-def _a10g(c: int, ttft: float, itl: float, tok: float) -> Point:
-    explained = {"ttft": LLMPERF_LAUNCHER, "tok_s": LITTLE}
-    if c == 64:
-        explained = {"ttft": LLMPERF_LAUNCHER, "tpot": LLMPERF_LAUNCHER, "tok_s": LLMPERF_LAUNCHER}
+def _a10g(c: int, ttft: float, itl: float, tok: float, _: float) -> Point:
     return Point(
         f"A10G-llmperf-C{c}", A10G, "meta-llama/Meta-Llama-3-8B-Instruct", V0_A10G, 550 * LLMPERF_TOKENS, 150,
-        c, "concurrency", ttft, itl, tok, LLMPERF_A10G, LLMPERF_TOKENS, explained,
+        c, "llmperf", ttft, itl, tok, LLMPERF_A10G, LLMPERF_TOKENS, {"ttft": LLMPERF_HOST, "tok_s": LLMPERF_HOST},
     )  # fmt: skip
+
+
+def llmperf_spacing_s(c: int) -> float:
+    """The driver's seconds per prompt outside the requests in the published row at concurrency C: its wave
+    (C x output / tok/s) less the mean request latency (llmperf's ITL x output), over C (module doc)."""
+    _, _, itl, tok, out = next(row for row in _A10G_ROWS if row[0] == c)
+    return (c * out / tok - itl / 1000 * out) / c
+
+
+LLMPERF_SPACING_S = llmperf_spacing_s(1)  # 0.120 s, what the model runs every C with
+
+
+# The A100 bursts' runs in the order each vLLM server ran them (the README prints each run's log lines with the
+# API server's pid and time), each with the cumulative "Prefix cache hit rate" vLLM logged after it (%).
+A100_SERVERS: dict[int, tuple[tuple[int, float], ...]] = {
+    136: ((50, 1.9), (30, 38.5), (20, 50.7)),  # 09-09 01:31, 01:36, 01:38
+    2739: ((100, 1.0), (200, 33.3)),  # 09-04 01:33, 01:34
+    118: ((10, 8.9), (75, 13.6)),  # 09-09 02:24, 02:26
+}
+
+
+def cached_prompts(n: int, before: tuple[int, ...]) -> int:
+    """Prompts of a `vllm bench serve` random-dataset burst of n already in the prefix cache when it starts, after
+    runs of `before` prompts on the same server. The dataset gives prompt i the same tokens in every run (the
+    benchmark seeds numpy with 0 and draws the prompts' offsets in order: benchmarks/benchmark_dataset.py
+    RandomDataset.sample), the benchmark first sends prompt 0 alone as its test run (benchmark_serving.py
+    "Starting initial single prompt test run"), and each earlier run sent prompts 0 .. size - 1."""
+    return min(n, max([1, *before]))
 
 
 def _a100(n: int, ttft: float, median: float, itl: float, tok: float) -> Point:
     engine = EngineConfig(
         gpu_memory_utilization=0.5, max_model_len=16384, async_scheduling=False
     )  # v0.10.1.1
+    runs = next(runs for runs in A100_SERVERS.values() if n in [size for size, _ in runs])
+    before = tuple(size for size, _ in runs[: [size for size, _ in runs].index(n)])
     return Point(
         f"A100-80GB-burst{n}", A100_80, "Qwen/Qwen2-7B-Instruct", engine, 1024, 1024, n, "burst",
-        ttft, itl, tok, A100_BURSTS, explained={"ttft": BURST_TTFT, "tok_s": PREFIX_HITS}, ttft_median_ms=median,
+        ttft, itl, tok, A100_BURSTS, explained={"ttft": BURST_HOST}, ttft_median_ms=median,
+        cached_prompts=cached_prompts(n, before),
     )  # fmt: skip
 
 
@@ -231,7 +268,7 @@ SWEEP_POINTS: tuple[Point, ...] = (  # concurrency and burst sweeps; the rate po
             f"A100-80GB-tp2-qwen72b-burst{n}", A100_80, "Qwen/Qwen2-72B", EngineConfig(
                 gpu_memory_utilization=0.95, max_model_len=16384), 1024, 1024, n, "burst", ttft, itl, tok,
             A100_TP2, explained={"ttft": TP2_PREFIX if n == 1 else TP2_BURST_TTFT, "tpot": TP2_UNKNOWN,
-                                 "tok_s": TP2_UNKNOWN}, tp=2, ttft_median_ms=median,
+                                 "tok_s": TP2_UNKNOWN}, tp=2, ttft_median_ms=median, cached_prompts=1,
         )
         for n, ttft, median, itl, tok in ((1, 93.18, 93.18, 58.00, 17.23), (10, 3842.51, 3959.71, 73.04, 130.06))
     ),
