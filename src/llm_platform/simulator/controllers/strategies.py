@@ -128,7 +128,14 @@ def from_plan(
 ) -> Strategy:
     """The ScaledObject the plan renders; `metrics` keeps only those vLLM series' triggers, `prewarm` the crons."""
     triggers: list[Trigger] = [
-        PrometheusTrigger(t.name, SCRAPED_SUM[t.metric], t.threshold, query=t.query, saturation=t.saturation)
+        PrometheusTrigger(
+            t.name,
+            SCRAPED_SUM[t.metric],
+            t.threshold,
+            query=t.query,
+            saturation=t.saturation,
+            smoothing=t.smoothing,
+        )
         for t in scaling.triggers
         if metrics is None or t.metric in metrics
     ]
