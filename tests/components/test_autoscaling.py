@@ -28,11 +28,14 @@ def test_triggers_are_queue_depth_and_kv_cache_as_average_values() -> None:
         ' or on() (vector(0) unless on() (sum(kube_deployment_status_replicas_available{namespace="'
         'model-mistral-7b",deployment="mistral-7b"}) > 0))'
     )
+    # the gauges averaged over a minute at one point per scrape (tests/simulator/test_gauges.py)
     assert queue["metadata"]["query"] == (
-        'sum(vllm:num_requests_waiting{namespace="model-mistral-7b",model_name="mistral-7b"})' + loading
+        'sum(avg_over_time((sum(vllm:num_requests_waiting{namespace="model-mistral-7b",model_name="mistral-7b"}))'
+        "[60s:5s]))" + loading
     )
     assert kv["metadata"]["query"] == (
-        'sum(vllm:kv_cache_usage_perc{namespace="model-mistral-7b",model_name="mistral-7b"})' + loading
+        'sum(avg_over_time((sum(vllm:kv_cache_usage_perc{namespace="model-mistral-7b",model_name="mistral-7b"}))'
+        "[60s:5s]))" + loading
     )
     assert queue["metadata"]["threshold"] == "2" and kv["metadata"]["threshold"] == "0.04"
     for trigger in (queue, kv):

@@ -239,6 +239,14 @@ class SaturationMemory:
 
 
 @dataclass(frozen=True)
+class Smoothing:
+    """A gauge trigger's average (plan.promql.smoothed): over `window_s`, one point every `step_s`."""
+
+    window_s: int
+    step_s: int
+
+
+@dataclass(frozen=True)
 class MetricTrigger:
     """A KEDA Prometheus trigger: `query` summed over the model's pods, divided by replicas by the HPA."""
 
@@ -251,6 +259,7 @@ class MetricTrigger:
     # KEDA activates the target (0 -> 1) while the value is above it (None: KEDA's default, 0)
     activation_threshold: float | None = None
     saturation: SaturationMemory | None = None  # the saturation hold's memory (None for the other triggers)
+    smoothing: Smoothing | None = None  # a gauge averaged over time (None: the query reads the latest scrape)
 
 
 @dataclass(frozen=True)
@@ -315,6 +324,14 @@ def scaling_plan(
     def query(summed: str) -> str:
         return promql.until_a_replica_serves(summed, namespace, names.deployment, multi_node)
 
+    # the queue and the KV fill are instants, averaged over GAUGE_WINDOW_SECONDS at one point per scrape; the
+    # rates (served, arriving) are averages over their window already, the hold remembers, and the wake must
+    # read a held request at once
+    smooth = Smoothing(promql.GAUGE_WINDOW_SECONDS, SCRAPE_INTERVAL_SECONDS)
+
+    def gauge(summed: str) -> str:
+        return query(promql.smoothed(summed, smooth.window_s, smooth.step_s))
+
     return ScalingPlan(
         min_replicas=a.min_replicas,
         max_replicas=a.max_replicas,
@@ -330,14 +347,16 @@ def scaling_plan(
             MetricTrigger(
                 "queue-depth",
                 promql.QUEUE,
-                query(promql.queue_depth(namespace, served_model_name)),
+                gauge(promql.queue_depth(namespace, served_model_name)),
                 a.queue_depth_per_replica,
+                smoothing=smooth,
             ),
             MetricTrigger(
                 "kv-cache-usage",
                 promql.KV_CACHE,
-                query(promql.kv_cache_usage(namespace, served_model_name)),
+                gauge(promql.kv_cache_usage(namespace, served_model_name)),
                 a.kv_cache_usage,
+                smoothing=smooth,
             ),
             MetricTrigger(
                 "saturation-hold",

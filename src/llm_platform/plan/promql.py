@@ -39,6 +39,17 @@ THROUGHPUT_WINDOW_SECONDS = 20
 THROUGHPUT_WINDOW = f"{THROUGHPUT_WINDOW_SECONDS}s"
 
 
+# the window the gauge triggers (queue, KV fill) average over: four syncs of the HPA (kube-controller-manager's
+# `--horizontal-pod-autoscaler-sync-period`, 15 s). The queue and the KV fill are instants: the HPA acts on
+# whatever one scrape read at its sync, scale-up has no stabilization window, so a burst of a few seconds (a
+# queue of 30 at one scrape) asks for the cap at once and the down-stabilization window brings the pool back
+# minutes later, a flap below the cap. Averaged over four syncs, one scrape's burst counts a twelfth of itself
+# (at the PodMonitor's 5 s), while a load that stays shows in full after one window: a minute, a fraction of a
+# replica's cold start, the delay that matters for scaling up
+HPA_SYNC_PERIOD_SECONDS = 15
+GAUGE_WINDOW_SECONDS = 4 * HPA_SYNC_PERIOD_SECONDS
+
+
 # vLLM's fixed histogram buckets at the pinned image (vllm/v1/metrics/buckets.py: TIME_TO_FIRST_TOKEN_BUCKETS,
 # INTER_TOKEN_LATENCY_BUCKETS; the same lists since the V1 engine's loggers.py). An SLO alert can only tell
 # requests apart at these boundaries: inside a bucket, histogram_quantile interpolates linearly and is wrong
@@ -80,6 +91,14 @@ def queue_depth(namespace: str, model_name: str) -> str:
 def kv_cache_usage(namespace: str, model_name: str) -> str:
     """Sum of each replica's KV-cache fill (0..1): divided by replicas, the average fill."""
     return f"sum({KV_CACHE}{selector(namespace, model_name)})"
+
+
+def smoothed(query: str, window_s: int, step_s: int) -> str:
+    """`query` (one label-less series) averaged over the last `window_s`, evaluated every `step_s` (the scrape
+    interval: one point per scrape): a subquery of the sum, so a replica added or removed inside the window
+    counts for the steps it served, not as a whole. Steps with no series (no replica Ready) are left out of the
+    average; with none in the window the result is empty, as `query`'s would be. One series (`sum`, for KEDA)."""
+    return f"sum(avg_over_time(({query})[{window_s}s:{step_s}s]))"
 
 
 def served_throughput(namespace: str, model_name: str) -> str:

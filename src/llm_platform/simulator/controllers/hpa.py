@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from llm_platform.config.schema import ScalingPolicy, ScalingRules
+from llm_platform.plan.promql import HPA_SYNC_PERIOD_SECONDS
 
-SYNC_PERIOD_SECONDS = 15.0  # --horizontal-pod-autoscaler-sync-period default
+SYNC_PERIOD_SECONDS = float(HPA_SYNC_PERIOD_SECONDS)  # --horizontal-pod-autoscaler-sync-period default
 DOWNSCALE_STABILIZATION_SECONDS = 300  # --horizontal-pod-autoscaler-downscale-stabilization default
 SCALE_UP_LIMIT_FACTOR = 2.0  # legacy (behavior == nil) path: max(2 x current, 4)
 SCALE_UP_LIMIT_MINIMUM = 4.0

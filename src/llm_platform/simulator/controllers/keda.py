@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from llm_platform.plan.model import SaturationMemory
+from llm_platform.plan.model import SaturationMemory, Smoothing
+from llm_platform.simulator.controllers import gauges
 from llm_platform.simulator.controllers.hpa import HPA, Behavior
 
 Query = Callable[[str], float | None]  # metric name -> value, None when the query fails
@@ -33,6 +34,12 @@ class PrometheusTrigger:
         ""  # the deployed PromQL whose value `metric` stands for ("" for a hand-written ScaledObject)
     )
     saturation: SaturationMemory | None = None  # the saturation hold's memory (controllers/saturation.py)
+    smoothing: Smoothing | None = None  # `metric` averaged over time (controllers/gauges.py)
+
+    @property
+    def series(self) -> str:
+        """What the query reads: `metric`, or its average over time."""
+        return self.metric if self.smoothing is None else gauges.key(self.metric, self.smoothing)
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,7 @@ class Keda:
         """One scaler query, with KEDA's fallback substitution."""
         if isinstance(trigger, CronTrigger):
             return float(trigger.desired_replicas if self.cron_active(trigger, now) else 1)
-        value = query(trigger.metric)
+        value = query(trigger.series)
         if value is None:
             self.failures[trigger.name] = self.failures.get(trigger.name, 0) + 1
             fb = self.spec.fallback

@@ -137,6 +137,7 @@ def from_plan(
             0.0 if t.activation_threshold is None else t.activation_threshold,  # KEDA's default: 0
             query=t.query,
             saturation=t.saturation,
+            smoothing=t.smoothing,
         )
         for t in scaling.triggers
         if metrics is None or t.metric in metrics

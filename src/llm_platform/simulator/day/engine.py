@@ -33,6 +33,7 @@ from llm_platform.plan.gateway import FlowControlPlan
 from llm_platform.plan.promql import THROUGHPUT_WINDOW_SECONDS
 from llm_platform.simulator.controllers.cron import active_minutes, placeholder_targets
 from llm_platform.simulator.controllers.flap import FLAP_WINDOW_MINUTES, flap_count
+from llm_platform.simulator.controllers.gauges import SmoothedGauge
 from llm_platform.simulator.controllers.hpa import HPA, SYNC_PERIOD_SECONDS, pods_average_value_replicas
 from llm_platform.simulator.controllers.keda import CronTrigger, Keda, PrometheusTrigger
 from llm_platform.simulator.controllers.saturation import SaturationHold
@@ -84,6 +85,7 @@ def simulate(
     hpa: HPA | None = None
     keda: Keda | None = None
     hold: SaturationHold | None = None  # the saturation hold trigger's memory (controllers/saturation.py)
+    smoothed: dict[str, SmoothedGauge] = {}  # gauge triggers' averages over time (controllers/gauges.py)
     poll_every = 0
     if strategy.kind == "hpa-memory":
         hpa = HPA(strategy.min_replicas, strategy.max_replicas, strategy.behavior)
@@ -106,6 +108,11 @@ def simulate(
         poll_every = so.polling_interval
         memory = [t.saturation for t in so.triggers if isinstance(t, PrometheusTrigger) and t.saturation]
         hold = SaturationHold(memory[0]) if memory else None
+        smoothed = {
+            t.series: SmoothedGauge(t.metric, t.smoothing)
+            for t in so.triggers
+            if isinstance(t, PrometheusTrigger) and t.smoothing is not None
+        }
     hpa_phase = float(rng.uniform(0, SYNC_PERIOD_SECONDS))
     next_hpa = hpa_phase
 
@@ -122,6 +129,8 @@ def simulate(
         for start, end in outages:
             if start <= now < end:
                 return None
+        if metric in smoothed:  # empty with no Ready pod in the window: `until_a_replica_serves` reads 0
+            return smoothed[metric].value(now) or 0.0
         return scraped[metric]
 
     ready_s = np.zeros(T, dtype=np.int32)
@@ -180,6 +189,8 @@ def simulate(
                 # `until_a_replica_serves`); the pickers' still count the requests, which wakes a model at zero
                 scraped = {**idle, **gateway}
                 scraped_fb = []
+            for gauge in smoothed.values():
+                gauge.observe(now, scraped[gauge.metric] if ready else None)
         # KEDA executor
         if keda is not None and t % poll_every == 0:
             spec = keda.poll(now, spec, lambda m, _now=now: query(m, _now))
