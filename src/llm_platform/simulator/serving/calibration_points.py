@@ -100,9 +100,12 @@ LITTLE = (
 )
 HOST_BOUND = (
     "a 0.5B model's GPU step is ~5 ms: the API server's per-request and per-token host work (HTTP, tokenization, "
-    "streaming 2,300-3,800 tokens/s) dominates TTFT and grows ITL from 5.1 to 7.1 ms while the GPU step grows "
-    'to 5.8 ms; the model carries 8.6 ms of host work per request (H25, docs "Host overhead"; 7-8B models are '
-    "GPU-bound) and none per streamed token"
+    "streaming 2,300-3,800 tokens/s through one Python process on a g2-standard-4's 4 vCPUs) dominates TTFT and "
+    "grows ITL from 5.1 to 7.1 ms while the GPU step grows to 5.8 ms; the model carries 8.6 ms of host work per "
+    'request (H25, docs "Host overhead"; 7-8B models are GPU-bound) and none per streamed token. Searched, none '
+    "usable: no source gives the V1 API server's CPU time per streamed token or per request on such a host; the "
+    "nearest are one part of it (vllm#52875: 7.5 us to render an SSE frame, 3 % of a core at 3,800 tokens/s) "
+    'and relative gains (vllm#27869: --stream-interval 10, +57 % at C = 1,024 on B200) (docs "Host overhead")'
 )
 BURST_HOST = (
     "the burst's prompts were in the prefix cache (all of them at 20 and 30, the first 100 at 200: "
@@ -127,7 +130,10 @@ CHAT_HOST = (
     "the GPU work of this TTFT is ~20 ms (a 233-token prefill of 8.2B parameters is 3.8 TFLOP, 8 ms at 50 % "
     "MFU, plus a residual step); the rest is API-server work on the chat endpoint (chat template, "
     "tokenization, streaming), which this row measures and H25 on /v1/completions (Llama-3.1-8B, H100, C=1, "
-    "TTFT p50 14 ms, from which the model's 8.6 ms per request comes) does not, so host-bound TTFTs are low"
+    "TTFT p50 14 ms, from which the model's 8.6 ms per request comes) does not. Searched, none usable: the one "
+    "chat-vs-completions figure found (vllm#54628: Qwen2.5-0.5B, laptop RTX 4070 under WSL2, C = 8, server "
+    "TTFT +11.7 and +16.0 ms on /v1/chat/completions) is another host, model and template; carried, it would "
+    'give 35 of the 64 ms (docs "Host overhead")'
 )
 TP2_UNKNOWN = (
     "the run's launch arguments and precision are not published (vllm_capacity_points.md A15): 58 ms per "
