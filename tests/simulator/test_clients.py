@@ -62,24 +62,28 @@ def from_zero(flow_control: FlowControlPlan):
     return traffic, table, strategy, cfg
 
 
-def test_a_shed_retried_after_retry_after_is_served_once_a_replica_is_ready():
-    """With no Ready pod the gateway answers 503 (after its hold) with Retry-After on a model at zero's routes:
-    the SDK sends it again 30 s later, so the requests of the last few minutes before Ready are served on a
-    retry, their TTFT counted from the first send; one-attempt clients fail all of them."""
+def test_a_model_at_zero_holds_up_to_the_bound_and_503s_past_it_and_its_ttl():
+    """With no Ready pod the picker holds up to its bound (16 here) for its TTL (60 s) and they are served once
+    a replica is Ready; what arrives past the bound gets a 503 at once, what is held past the TTL a 503 then,
+    with Retry-After on a model at zero's routes: the SDK sends it again 30 s later. The requests held at
+    Ready are served with waits under the hold, none a retry; one-attempt clients fail every 503'd one."""
     at_zero = FlowControlPlan(5, 0.95, 8, HOLD_S, from_zero_hold_s=HOLD_S)
     traffic, table, strategy, cfg = from_zero(at_zero)
     once = simulate(traffic, table, strategy, replace(cfg, client=VLLM_BENCH))
     sdk = simulate(traffic, table, strategy, cfg)
     ready_at = int(np.argmax(sdk.minute_ready > 0))
     assert 10 <= ready_at == int(np.argmax(once.minute_ready > 0))
-    assert sdk.shed_pct == once.shed_pct > 0
+    assert once.shed_pct > 0 and sdk.shed_pct > 0
     assert once.failed == round(once.shed_pct / 100 * once.requests) and once.retries == 0
-    assert 0 < sdk.failed < once.failed
+    assert sdk.retries > 0 and sdk.failed > 0
     answered(sdk)
     answered(once)
-    late = slice(ready_at - 2, ready_at)  # sent within two minutes before Ready
-    assert (sdk.minute_p95_ttft_ms[late] >= (HOLD_S + 30) * 1000).all(), sdk.minute_p95_ttft_ms[late]
-    assert (once.minute_p95_ttft_ms[late] == 0).all(), "no request of those minutes got a token"
+    late = ready_at - 1  # the minute before Ready: those held are served at Ready and the queue it leaves
+    print(
+        f"p95 TTFT the minute before Ready: >= {HOLD_S + 30:.0f} s -> {sdk.minute_p95_ttft_ms[late] / 1000:.0f} s"
+    )
+    assert 0 < once.minute_p95_ttft_ms[late] < (HOLD_S + 30) * 1000
+    assert sdk.minute_p95_ttft_ms[late] < (HOLD_S + 30) * 1000
 
 
 def test_without_overload_the_clients_change_nothing():
@@ -105,8 +109,9 @@ def test_retries_never_exceed_the_attempts_left_after_each_first_send():
     nothing = simulate(
         traffic, table, keda("zero", Autoscaling(min_replicas=0, max_replicas=2), kv=None), cfg
     )
-    assert nothing.peak_replicas == 0 and nothing.failed == nothing.requests
-    assert 2 * nothing.requests - 10 <= nothing.retries <= 2 * nothing.requests
+    assert nothing.peak_replicas == 0 and nothing.served == 0
+    assert nothing.failed >= nothing.requests - 10  # bar those still held or due when the day ends
+    assert 2 * nothing.requests - 20 <= nothing.retries <= 2 * nothing.requests
     traffic, table, cfg = setup(overload_day(), flow_control=FlowControlPlan(5, 0.95, 8, 0.2))
     for attempts in (1, 2, 4):
         client = Client(120.0, "first-token", attempts)
@@ -134,6 +139,14 @@ def test_the_loop_carries_the_retries_the_requests_make(monkeypatch):
         assert r.retries > 0 and sec.resent.sum() == pytest.approx(r.retries, rel=0.02)
         assert sec.timed_out.sum() == pytest.approx(r.timeouts, rel=0.02, abs=1)
         assert (sec.admitted - sec.timed_out).sum() == pytest.approx(r.served, rel=0.02)
+    # a model at zero: held, evicted at the TTL, 503'd past the bound, re-sent after Retry-After
+    at_zero = FlowControlPlan(5, 0.95, 8, HOLD_S, from_zero_hold_s=HOLD_S)
+    traffic, table, strategy, cfg = from_zero(at_zero)
+    r = simulate(traffic, table, strategy, cfg)
+    sec = seen[-1]
+    assert sec.evicted.sum() > 0
+    assert sec.resent.sum() == pytest.approx(r.retries, rel=0.02)
+    assert (sec.admitted - sec.evicted).sum() == pytest.approx(r.served, rel=0.02)
 
 
 def test_the_day_command_runs_the_sdk_unless_told_otherwise(tmp_path, capsys):

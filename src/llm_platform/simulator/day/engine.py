@@ -14,7 +14,10 @@ Behind the gateway (`SimConfig.flow_control`, the plan's figures) the queue is b
 picker bounds it: vLLM's own waiting stays at most Q per Ready pod (what the queue trigger reads), the picker
 holds the rest up to its bound, and a request that would be held longer than the TTL is shed on arrival (429,
 a miss; in the picker it is shed after the TTL, when it has missed any TTFT objective already). With no Ready
-pod everything is shed (503). The gateway counts arrivals as dispatched (entering service) plus shed.
+pod the picker holds requests up to its bound (llm-d router v0.10.0: an empty pool is saturated, its queue a
+scale-from-zero waiting room) and they are served when a pod is Ready; what is still in the picker at its TTL
+gets a 503, and what arrives past the bound a 503 at once (day/clients.py). The gateway counts arrivals as
+dispatched (entering service) plus shed and evicted.
 
 Clients (`SimConfig.client`, the OpenAI SDK's by default: day/clients.py) give up on a request still queued at
 their timeout and send a timed-out or shed attempt again after their backoff: the retries are arrivals too.
@@ -142,6 +145,7 @@ def simulate(
     admitted_s = np.zeros(T)  # requests let into the queue each second (all of them without the gateway)
     shed_s = np.zeros(T)  # requests the gateway answered 429/503 each second
     room_s = np.full(T, np.inf)  # requests the gateway would let in each second
+    dispatched_s = np.zeros(T)  # the queue's head past the picker (vLLM's Q per Ready pod): never evicted
     fc = cfg.flow_control
     clients = Retries(cfg.client, arrivals_per_s, fc)
 
@@ -217,17 +221,23 @@ def simulate(
             cluster.set_replicas(now, spec)
             ready = cluster.ready
         # serving (fluid, 1 s)
+        if fc is not None and q > 0:  # the picker answers what it held past its TTL
+            dispatched_s[t] = fc.saturation_queue_depth * ready
+            shed_s[t] = evicted = clients.evict(t, q, float(dispatched_s[t]))
+            q -= evicted
         if q > 0:
             q -= clients.time_out(t, q)
         a = arrivals_per_s[t] + clients.resent[t]
         cap = ready * mu
         if fc is not None:  # what this second serves, then vLLM's Q per pod and the picker's hold may wait
-            waiting = fc.saturation_queue_depth * ready + min(fc.held_requests, fc.ttl_seconds * cap)
-            room_s[t] = room = max(0.0, cap + waiting - q)
-            shed_s[t] = a - min(a, room)
-            if shed_s[t] > 0:
-                clients.shed(t, float(shed_s[t]), not ready)
-            a -= shed_s[t]
+            # with a Ready pod, the picker holds what it serves within the TTL; with none, up to its bound
+            held = min(fc.held_requests, fc.ttl_seconds * cap) if ready else fc.held_requests
+            room_s[t] = room = max(0.0, cap + fc.saturation_queue_depth * ready + held - q)
+            rejected = a - min(a, room)
+            if rejected > 0:
+                clients.shed(t, float(rejected), not ready)
+            shed_s[t] += rejected
+            a -= rejected
         admitted_s[t] = a
         clients.enter(a)
         queue_start[t] = q
@@ -242,7 +252,7 @@ def simulate(
         if progress is not None and t % report_every == 0:
             progress(report_every)
 
-    sec = clients.seconds(queue_start, capacity_s, admitted_s, room_s, ready_s)
+    sec = clients.seconds(queue_start, capacity_s, admitted_s, room_s, ready_s, dispatched_s)
     return _summarise(traffic, table, strategy, cfg, rng, cluster, ready_s, desired_s, lam_s, sec, clients)
 
 

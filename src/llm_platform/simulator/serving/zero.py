@@ -7,24 +7,30 @@ minReplicaCount is 0. 1 <-> N is the HPA's and is not modelled here (day/engine.
 the 0 <-> 1 boundary, which decides the floor replica's cost and what happens to requests while at zero.
 
 The activation signal is the gateway's request arrivals, which exist with no pod (the gateway counts them).
-A request arriving at zero is held by the gateway; the replica it wakes is Ready `start_s` after the
+A request arriving at zero is held by the gateway's picker (llm-d router v0.10.0: an empty pool is saturated,
+its flow-control queue a scale-from-zero waiting room); the replica it wakes is Ready `start_s` after the
 executor's activation (the from-zero cold start: a new node, the empty one was consolidated away). A held
 request is served at Ready if it waited at most `hold_s`, else it gets a 503 + `Retry-After` at `hold_s`. The
 hold is the model's from-zero budget capped at what the gateway can keep (plan/zero.py `from_zero_hold_s`,
-HOLD_CAP_S; the picker's flow-control TTL for a model at minReplicas 0).
+HOLD_CAP_S; the picker's flow-control TTL for a model at minReplicas 0). The picker holds at most `bound`
+requests at once (the plan's `FlowControlPlan.held_requests`, its `maxRequests`): one arriving while it is full
+gets that 503 at once (`rejected-no-endpoints`).
 
 The client retries a 503 (`attempts` in all, plan/zero.py RETRY_ATTEMPTS: the OpenAI SDK's default) after
-`retry_after_s`: attempt k is sent at arrival + k x (hold + retry_after) and held again for up to the hold,
-so it is served at Ready if Ready falls in its hold, at its send time if Ready fell in the back-off before it.
-A request served on a retry is `retried` (its wait, from the first send, in `retried_waits` and `held_waits`);
-one whose last attempt also gets the 503 is `lost` (reported apart from SLO misses). A retry is an arrival
-the gateway counts, so it restarts the idle timer like any other.
+`retry_after_s` and is held again (`waiting_room`): below the bound, attempt k is sent at arrival + k x (hold
++ retry_after), so it is served at Ready if Ready falls in its hold, at its send time if Ready fell in the
+back-off before it. A request served on a retry is `retried` (its wait, from the first send, in
+`retried_waits` and `held_waits`); one whose last attempt also gets the 503 is `lost` (reported apart from SLO
+misses). A retry is an arrival the gateway counts, so it restarts the idle timer like any other.
+The day engine (day/engine.py, day/clients.py) runs the same picker with the Ready replicas' finite capacity;
+tests/simulator/test_zero.py checks that the two agree on its held and lost requests.
 With a warm buffer (the pool's headroom placeholders, e.g. in business hours: serving/warm_buffer.py), a wake
 while a placeholder is warm preempts it and is Ready after a warm node's start instead; the hold is unchanged.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,20 +57,12 @@ class ZeroSpec:
     usd_per_hour: float  # one replica's instance price
     retry_after_s: float = RETRY_AFTER_S  # the 503's Retry-After, which the client honours
     attempts: int = RETRY_ATTEMPTS  # sends per request: the first and its retries
+    bound: int | None = None  # requests the picker holds at once (None: no gateway bound)
 
     @property
     def patience_s(self) -> float:
         """The longest a retrying client waits: every attempt held for the hold, the back-offs between."""
         return self.attempts * self.hold_s + (self.attempts - 1) * self.retry_after_s
-
-    def served_after(self, wait: float) -> tuple[float, int] | None:
-        """A request Ready `wait` s after its first send: (its total wait, the attempt that is served, 0 the
-        first), or None when its last attempt is 503'd too."""
-        period = self.hold_s + self.retry_after_s
-        for k in range(self.attempts):
-            if wait <= k * period + self.hold_s:
-                return max(wait, k * period), k
-        return None
 
     @classmethod
     def from_plan(
@@ -83,6 +81,7 @@ class ZeroSpec:
             start_s=from_zero_start_s(plan.cold_start),
             hold_s=from_zero_hold_s(plan.cold_start, s) if hold_s is None else hold_s,
             usd_per_hour=plan.instance.list_usd_per_hour * plan.nodes,
+            bound=plan.flow_control.held_requests if plan.flow_control is not None else None,
         )
 
 
@@ -121,6 +120,41 @@ def _next_tick(t: float, polling_s: float) -> float:
     return math.ceil(t / polling_s) * polling_s
 
 
+def waiting_room(
+    sends: Sequence[float], ready: float, spec: ZeroSpec
+) -> tuple[list[tuple[float, int] | None], list[float]]:
+    """The picker at zero for one wake, each request from its first send (sorted, all before `ready`): (its
+    wait, the attempt served, 0 the first), or None when its last attempt got a 503; and each one's last send
+    (an arrival the gateway counts). An attempt is held while
+    the picker holds fewer than the bound, else 503'd at once; a held one is served at Ready if that is within
+    the hold, else 503'd at the hold's end; a 503 is sent again `retry_after_s` later; an attempt sent at or
+    after Ready is served at once."""
+    out: list[tuple[float, int] | None] = [None] * len(sends)
+    last = list(sends)
+    events = [
+        (t, 1, i, 0) for i, t in enumerate(sends)
+    ]  # (time, kind: 0 a hold ends, 1 a send, request, attempt)
+    heapq.heapify(events)
+    held = 0
+    while events and events[0][0] < ready:
+        now, kind, i, k = heapq.heappop(events)
+        if kind == 1:
+            last[i] = now
+        if kind == 1 and (spec.bound is None or held < spec.bound):
+            held += 1
+            if now + spec.hold_s < ready:  # served at Ready when its hold ends at or after it
+                heapq.heappush(events, (now + spec.hold_s, 0, i, k))
+            else:
+                out[i] = (ready - sends[i], k)
+            continue
+        held -= kind == 0
+        if k + 1 < spec.attempts:  # the 503: at the hold's end, or at once past the bound
+            heapq.heappush(events, (now + spec.retry_after_s, 1, i, k + 1))
+    for now, _, i, k in events:  # sent again at or after Ready
+        out[i], last[i] = (now - sends[i], k), now
+    return out, last
+
+
 def simulate_zero(
     arrivals: Sequence[float] | np.ndarray, spec: ZeroSpec, duration: float, warm: WarmBuffer | None = None
 ) -> ZeroResult:
@@ -147,21 +181,20 @@ def simulate_zero(
             refilled = activated + warm.refill_s
         wakes += 1
         # requests arriving before Ready are held; a 503'd one retries (its last send is activity too)
-        last_send = first
+        start = i
         while i < n and times[i] < ready:
-            held += 1
-            t = float(times[i])
-            served = spec.served_after(ready - t)
+            i += 1
+        sends = times[start:i].tolist()
+        held += len(sends)
+        served_all, last_sends = waiting_room(sends, ready, spec)
+        last_send = max(last_sends, default=first)
+        for served in served_all:
             if served is None:
                 lost += 1
-                last_send = max(last_send, t + (spec.attempts - 1) * (spec.hold_s + spec.retry_after_s))
             else:
-                wait, attempt = served
-                waits.append(wait)
-                if attempt:
-                    retried.append(wait)
-                    last_send = max(last_send, t + wait)
-            i += 1
+                waits.append(served[0])
+                if served[1]:
+                    retried.append(served[0])
         # up: each pass after the last activity + cooldown scales to 0
         last = max(float(times[i - 1]) if i > 0 else first, last_send)
         while True:
