@@ -128,3 +128,25 @@ def test_the_simulator_reads_the_window_from_the_plan() -> None:
         read[205] == read[315] == pytest.approx(24.0 / 12)
     )  # from the step at 200 s to the last that holds it
     assert read[195] == read[320] == 0.0  # before it, and once it is out of the window
+
+
+@pytest.mark.parametrize("smoothing", [Smoothing(60, 5), Smoothing(62, 5)])
+def test_a_gauge_asked_again_within_a_step_answers_as_if_asked_afresh(smoothing: Smoothing) -> None:
+    """KEDA's poll and the HPA's sync ask at several moments of one step; the remembered answer is the one a
+    gauge that never answered before gives, whether scrapes came in between or not (a window of whole steps
+    or not)."""
+    import random
+
+    rng = random.Random(7)
+    asked = SmoothedGauge("waiting_sum", smoothing)
+    scrapes: list[tuple[float, float | None]] = []
+    for t in range(600):
+        if t % 7 == 3:  # scrapes off the subquery's step grid: a new one can come within a step
+            value = None if rng.random() < 0.1 else rng.uniform(0, 20)
+            asked.observe(float(t), value)
+            scrapes.append((float(t), value))
+        if rng.random() < 0.4:
+            fresh = SmoothedGauge("waiting_sum", smoothing)
+            for s in scrapes:
+                fresh.observe(*s)
+            assert asked.value(float(t)) == fresh.value(float(t)), t

@@ -29,9 +29,14 @@ class SmoothedGauge:
     smoothing: Smoothing
     # (scrape time, the sum it read, or None with no Ready pod), oldest first
     scrapes: deque[tuple[float, float | None]] = field(default_factory=deque)
+    # the last answer and the subquery's newest instant it was for: with a window of whole steps the instants
+    # averaged are the newest one's and the ones before it, so the answer changes only with the newest instant
+    # or a new scrape (KEDA's poll and the HPA's sync ask at several moments of one step)
+    _answer: tuple[float, float | None] | None = field(default=None, repr=False)
 
     def observe(self, now: float, value: float | None) -> None:
         self.scrapes.append((now, value))
+        self._answer = None
         # keep the newest scrape at or before the window's first instant: it is what that instant reads
         start = now - self.smoothing.window_s
         while len(self.scrapes) > 1 and self.scrapes[1][0] <= start:
@@ -41,6 +46,15 @@ class SmoothedGauge:
         """The average over the window's instants that read a series; None when none did."""
         step, window = self.smoothing.step_s, self.smoothing.window_s
         instant = math.floor(now / step) * step
+        whole_steps = window % step == 0
+        if whole_steps and self._answer is not None and self._answer[0] == instant:
+            return self._answer[1]
+        answer = self._average(instant, now)
+        self._answer = (instant, answer) if whole_steps else None
+        return answer
+
+    def _average(self, instant: float, now: float) -> float | None:
+        step, window = self.smoothing.step_s, self.smoothing.window_s
         read: list[float] = []
         newest = len(self.scrapes) - 1
         while instant > now - window:

@@ -163,7 +163,8 @@ def simulate(
             window = slice(max(0, t - THROUGHPUT_WINDOW_SECONDS), t)
             # the picker's dispatched + shed counters (plan.promql.gateway_arrivals) and the requests it holds
             # beyond vLLM's Q per pod (flow control's queue size): its series exist with no vLLM pod
-            arrivals = float(served_s[window].sum() + shed_s[window].sum()) / THROUGHPUT_WINDOW_SECONDS
+            completed = served_s[window].sum()
+            arrivals = float(completed + shed_s[window].sum()) / THROUGHPUT_WINDOW_SECONDS
             held = 0.0 if fc is None else max(0.0, q - fc.saturation_queue_depth * ready)
             gateway = {"arrival_rate": arrivals, "wake": held + arrivals}  # promql.wake_signal
             if ready:
@@ -179,7 +180,7 @@ def simulate(
                     "kv_sum": float(kv.sum()),
                     "kv_max": float(kv.max()),
                     # sum(rate(vllm:request_success_total[THROUGHPUT_WINDOW])): completions over the window
-                    "served_rate": float(served_s[window].sum()) / THROUGHPUT_WINDOW_SECONDS,
+                    "served_rate": float(completed) / THROUGHPUT_WINDOW_SECONDS,
                     **gateway,
                 }
                 if hold is not None:
