@@ -5,7 +5,10 @@ by directory.
 
 Prints figures, asserts nothing. CPU time is the steadier figure on a machine shared with other work: wall
 time grows with the load, CPU time barely does; on an idle machine with N cores the wall time approaches
-CPU time / N.
+CPU time / N. A virtual machine's speed also drifts (the same suite took 85 s and 96 s on one VM within an
+hour), so a fixed pure-Python workload that runs none of the project's code is timed before and after the
+suite, and the suite's wall time is also printed in units of it: that ratio compares runs across machines and
+hours.
 
     uv run python benchmarks/test_suite_time.py [--slowest 10] [-- -m "not slow" ...]
 """
@@ -45,6 +48,15 @@ def by_directory(junit: Path) -> list[tuple[float, str]]:
     return sorted(((t, d) for d, t in totals.items()), reverse=True)
 
 
+def yardstick_seconds() -> float:
+    """Wall time of a fixed single-core pure-Python workload (no project code, no numpy threads)."""
+    started = time.perf_counter()
+    total = 0
+    for i in range(4_000_000):
+        total += i * i % 7
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--slowest", type=int, default=10, help="how many of the slowest tests to list")
@@ -54,15 +66,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "junit.xml"
         command = [sys.executable, "-m", "pytest", "-q", f"--junitxml={junit}", *args.pytest_args]
+        yardstick = [yardstick_seconds()]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        yardstick.append(yardstick_seconds())
         summary = (result.stdout.strip().splitlines() or ["(no output)"])[-1]
         user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
         print(f"pytest {' '.join(args.pytest_args)}".rstrip() + f": {summary}")
         print(f"wall {wall:.1f} s, CPU {user + system:.1f} s (user {user:.1f} s + sys {system:.1f} s)")
+        unit = sum(yardstick) / len(yardstick)
+        print(
+            f"yardstick (fixed pure-Python workload) {yardstick[0]:.2f} s before, {yardstick[1]:.2f} s after: "
+            f"the wall time is {wall / unit:.0f} yardsticks"
+        )
         load = os.getloadavg()[0]
         print(f"{os.cpu_count()} cores, load average (1 min) at the end {load:.2f}")
         if junit.exists():
