@@ -97,11 +97,7 @@ def burst(table: ReplicaTable, requests: int, cached: int = 0) -> ClosedLoop:
     for first in range(0, requests, size):
         wave = p[first : first + size]
         per_step = min(float(budget), float(wave.sum()))
-        step = (
-            m.step_overhead_seconds
-            + float(m.allreduce_seconds(per_step))
-            + max(m.weight_read_seconds, per_step * m.seconds_per_token)
-        )
+        step = m.step_seconds(per_step)
         drain = math.ceil(float(wave.sum()) / per_step) * step
         ttft[first : first + len(wave)] = start + drain * np.cumsum(wave) / wave.sum()
         start += drain + (o - 1) * itl

@@ -90,6 +90,16 @@ class ReplicaModel:
         """All-reduce time of a step of `tokens` tokens (0 at TP 1; serving/physics.py)."""
         return step_allreduce_seconds(self.profile, self.gpu, self.tensor_parallel, tokens)
 
+    def step_seconds(self, tokens: float, context_tokens: float = 0.0) -> float:
+        """One engine step carrying `tokens` tokens while its decoders hold `context_tokens` of KV (module doc's
+        roofline), for a step loop or a drain taken step by step (serving/steps.py, serving/benchmark.py)."""
+        return (
+            self.step_overhead_seconds
+            + float(self.allreduce_seconds(tokens))
+            + max(self.weight_read_seconds, tokens * self.seconds_per_token)
+            + self.kv_read_seconds_per_token * context_tokens
+        )
+
     @property
     def bandwidth(self) -> float:
         """Effective bytes/s the replica reads (all tensor-parallel ranks)."""

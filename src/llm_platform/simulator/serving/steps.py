@@ -3,8 +3,8 @@
 The steady-state table (serving/replica.py) answers what a replica does at a rate it holds for long. A
 benchmark client that sends a wave of C prompts, a burst, or a finite run is not a steady state: the running
 set fills and drains within the run. This module runs the same engine on such a run, one step at a time,
-with the same physics per step (ReplicaModel: t_0 + TP all-reduces + max(weight read, tokens x k) + the KV
-read of every decoding sequence's context) and vLLM's scheduler:
+with the same physics per step (ReplicaModel.step_seconds: t_0 + TP all-reduces + max(weight read,
+tokens x k) + the KV read of every decoding sequence's context) and vLLM's scheduler:
 
 - V1 (chunked prefill): every step carries one token for each decoding sequence, then the remaining chunks of
   prompts being prefilled, then waiting prompts FCFS while `max_num_seqs` and the KV cache allow, within the
@@ -74,8 +74,6 @@ def run(model: ReplicaModel, sent: np.ndarray, prompts: np.ndarray, outputs: np.
     hit = model.engine.prefix_hit_rate
     total_blocks = model.kv_capacity_tokens // KV_BLOCK_TOKENS
     free = total_blocks
-    a, k, t0 = model.weight_read_seconds, model.seconds_per_token, model.step_overhead_seconds
-    kv_read = model.kv_read_seconds_per_token
     first = np.full(n, np.nan)
     done = np.full(n, np.nan)
     waiting: deque[_Seq] = deque()
@@ -161,12 +159,7 @@ def run(model: ReplicaModel, sent: np.ndarray, prompts: np.ndarray, outputs: np.
             formed = t
             continue
         context = sum(s.context for s in decoding)
-        step = (
-            t0
-            + float(model.allreduce_seconds(tokens))
-            + max(a, tokens * k)
-            + (0.0 if prefill_step else kv_read * context)
-        )
+        step = model.step_seconds(tokens, 0.0 if prefill_step else context)
         formed, t = t, t + step
         for s in decoding:
             s.context += 1
