@@ -11,6 +11,7 @@ import math
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -306,7 +307,9 @@ def _env(tmp_path: Path, container: dict[str, Any], mounts: dict[str, Path]) -> 
     """The container's own env, its volume paths (`mounts`) moved under tmp_path, and the stand-in `aws`."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "aws").write_text(FAKE_AWS)
+    # this interpreter without site-packages (the stand-in needs only the standard library): a shim that finds
+    # `python3` (pyenv's) costs ~0.1 s a call and the scripts make dozens
+    (bin_dir / "aws").write_text(FAKE_AWS.replace("/usr/bin/env python3", f"{sys.executable} -S", 1))
     (bin_dir / "chown").write_text("#!/bin/sh\nexit 0\n")  # the ownership is the container's concern
     for tool in ("aws", "chown"):
         (bin_dir / tool).chmod(0o755)
