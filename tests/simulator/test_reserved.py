@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from itertools import pairwise
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -81,14 +82,20 @@ def test_reserved_nodes_are_not_spot_interrupted() -> None:
     assert [n.reserved for n in survivors] == [True]
 
 
+def seed_hours(folder: Path, start: int, end: int) -> Path:
+    """The seed day's hours [start, end) as a per-minute rate CSV (minute 0 is `start`:00)."""
+    path = folder / f"seed-{start:02d}-{end:02d}.csv"
+    rate = family.day("seed")[start * 60 : end * 60]
+    path.write_text("minute,requests_per_second\n" + "".join(f"{m},{r}\n" for m, r in enumerate(rate)))
+    return path
+
+
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory: pytest.TempPathFactory) -> StackRun:
     """The reservations fixture's llama-70b (p5, 1-2 replicas, reserved then on-demand) on the seed day's
     05:00-09:00: one replica overnight, then the morning surge at maxReplicas (the sweep's properties need a
     quiet stretch and a peak, not 24 hours; the sweep reports $/day, prepaid is what the 4 hours cost)."""
-    morning = tmp_path_factory.mktemp("traffic") / "seed-05-09.csv"
-    rate = family.day("seed")[5 * 60 : 9 * 60]
-    morning.write_text("minute,requests_per_second\n" + "".join(f"{m},{r}\n" for m, r in enumerate(rate)))
+    morning = seed_hours(tmp_path_factory.mktemp("traffic"), 5, 9)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(loader, "stack_file", lambda stack: FIXTURE)
         return stack_run("reservations", "llama-70b", load(str(morning)))
@@ -175,10 +182,14 @@ def test_a_reserved_only_pool_launches_nothing_beyond_its_reservations() -> None
     assert c.nodepool.live_nodes == 1 and c.pending
 
 
-def test_the_day_with_a_block_ending_at_noon_costs_on_demand_after_it_and_misses_more() -> None:
-    """The reservations fixture's llama-70b (p5, reserved then on-demand) with 2 blocks at $20/h: ending at
-    noon, the day pays half the block, then on-demand p5s after a cold start with SLO misses in the gap."""
-    traffic = load("builtin:seed-day", 0, TokenMix(), 0.1)
+def test_the_day_with_a_block_ending_at_noon_costs_on_demand_after_it_and_misses_more(tmp_path: Path) -> None:
+    """The reservations fixture's llama-70b (p5, reserved then on-demand) with 2 blocks at $20/h on the seed
+    day's 10:00-14:00 at a tenth of its rate: ending at noon, the block is paid to noon, then on-demand p5s
+    after a cold start with SLO misses in the gap. The hours around noon hold the drain (11:20), the cold start
+    and the afternoon on-demand; the night and morning before add nothing to the property."""
+    start = 10 * 3600.0  # the traffic's minute 0 is 10:00: the block's end and drain are offsets from it
+    traffic = load(str(seed_hours(tmp_path, 10, 14)), 0, TokenMix(), 0.1)
+    horizon = traffic.duration
 
     def day(until: float | None) -> tuple[float, float, float]:
         run = stack_run(
@@ -193,12 +204,15 @@ def test_the_day_with_a_block_ending_at_noon_costs_on_demand_after_it_and_misses
         result = simulate(
             s.traffic, s.table, next(x for x in run.strategies if x.name == "stack-config"), s.config
         )
-        return result.gpu_cost_usd_per_day, s.config.capacity.reserved_cost(DAY), result.slo_violation_pct
+        cost = result.gpu_cost_usd_per_day * result.days  # what the 4 hours cost
+        return cost, s.config.capacity.reserved_cost(horizon), result.slo_violation_pct
 
-    all_day, ends_at_noon = day(None), day(NOON)
-    assert all_day == pytest.approx((2 * 20.0 * 24, 2 * 20.0 * 24, 0.0))
+    all_day, ends_at_noon = day(None), day(NOON - start)
+    assert horizon == 4 * 3600
+    assert all_day == pytest.approx((2 * 20.0 * 4, 2 * 20.0 * 4, 0.0))
     cost, prepaid, misses = ends_at_noon
-    assert prepaid == pytest.approx(2 * 20.0 * 12)
+    assert prepaid == pytest.approx(2 * 20.0 * 2)  # 10:00 to noon
     p5 = GPU_INSTANCES["p5.48xlarge"].on_demand_usd_per_hour("us-east-1")
-    assert cost - prepaid >= p5 * (DAY - EXPIRING) / 3600  # at least one on-demand p5 from the drain on
+    on_demand = p5 * (start + horizon - EXPIRING) / 3600  # one on-demand p5 from the drain (11:20) to 14:00
+    assert cost - prepaid >= on_demand  # at least that
     assert misses > 0.0  # the replacements' cold start
