@@ -42,9 +42,9 @@ def shared_days(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("days")
 
 
-def short_day(tmp_path, name: str, surge_at: int) -> str:
-    """A 3-hour day at a prod-sized rate with a surge that outruns a cold start."""
-    rate = np.full(180, 4.0)
+def short_day(tmp_path, name: str, surge_at: int, minutes: int = 180) -> str:
+    """A 3-hour day (or `minutes`) at a prod-sized rate with a 30-minute surge that outruns a cold start."""
+    rate = np.full(minutes, 4.0)
     rate[surge_at : surge_at + 30] = 40.0
     f = tmp_path / f"{name}.csv"
     f.write_text("minute,requests_per_second\n" + "".join(f"{m},{r}\n" for m, r in enumerate(rate)))
@@ -148,8 +148,9 @@ def test_the_tuner_reserves_what_a_cheap_block_rate_pays_for(tmp_path):
 
 
 def test_the_progress_counts_each_candidate_simulated_within_the_bound_said_up_front(tmp_path):
-    # a 30-minute day: the same 52 candidates as on two hours, a third the time
-    tuner = reserved_tuner(tmp_path, 20.0, minutes=30)
+    # a 10-minute day: the same 52 candidates (and the same pick) as on 30 minutes or two hours, the count is
+    # the search's path, not the day's length
+    tuner = reserved_tuner(tmp_path, 20.0, minutes=10)
     scored = []
     tuner.on_scored = lambda: scored.append(1)
     tuner.search(passes=1)
@@ -231,8 +232,8 @@ def test_the_tuner_searches_headroom_and_prints_the_pools_block(tmp_path, shared
 
 
 def test_max_replicas_is_a_knob_when_the_peak_needs_more_with_the_pool_limit_it_takes(tmp_path):
-    rate = np.full(150, 4.0)
-    rate[60:120] = 15.0 * 14  # an hour that needs more replicas than the fixture's maxReplicas
+    rate = np.full(60, 4.0)
+    rate[15:45] = 15.0 * 14  # half an hour that needs more replicas than the fixture's maxReplicas
     day = tmp_path / "peak.csv"
     day.write_text("minute,requests_per_second\n" + "".join(f"{m},{r}\n" for m, r in enumerate(rate)))
     (run,) = runs = [stack_run(STACK, None, load(str(day)))]
@@ -337,7 +338,8 @@ def test_how_fast_a_burst_is_walked_down_is_a_knob(tmp_path):
 
 def test_training_days_scored_in_parallel_give_the_figures_scored_one_by_one(tmp_path):
     """`search` simulates a candidate's training days one process per core: the same costs and misses."""
-    runs = [stack_run(STACK, None, load(short_day(tmp_path, n, at))) for n, at in (("a", 60), ("b", 90))]
+    days = (("a", 15), ("b", 25))  # an hour each: the figures compared are each day's, whatever its length
+    runs = [stack_run(STACK, None, load(short_day(tmp_path, n, at, minutes=60))) for n, at in days]
     tuner = Tuner(runs, 50.0, surge_known=False, stack_max=runs[0].max_replicas, stack_min=1)
     knobs = {**tuner.start(), "prewarm": "none"}
     one_by_one = tuner.score(knobs)
