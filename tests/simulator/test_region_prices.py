@@ -91,10 +91,13 @@ def p5e_stack(tmp_path: Path) -> Path:
 
 
 def test_p5e_is_priced_at_the_block_rate_and_never_buys_beyond_it(tmp_path: Path, traffic: Traffic) -> None:
+    """Static at 2 on one block: whatever the traffic, the second replica waits for a node the pool cannot buy,
+    so three hours of the seed day's morning cost the block's rate per day as the whole day does."""
     stack = p5e_stack(tmp_path)
     with pytest.raises(ValueError, match=r"p5e\.48xlarge is sold only as Capacity Blocks"):
         stack_run(stack, "llama-70b-batch", traffic, reserved_instances=1)  # no block rate given
-    run = stack_run(stack, "llama-70b-batch", traffic, reserved_instances=1, reserved_usd_per_hour=30.0)
+    morning = seed_morning()
+    run = stack_run(stack, "llama-70b-batch", morning, reserved_instances=1, reserved_usd_per_hour=30.0)
     assert run.instance.instance_type == "p5e.48xlarge"
     s = run.setup
     result = simulate(s.traffic, s.table, next(x for x in run.strategies if x.name == "static-2"), s.config)
