@@ -107,6 +107,21 @@ def test_bad_geometry_names_the_field(field: str, value: object, needle: str) ->
     assert needle in str(err.value) and "cfg.json" in str(err.value)
 
 
+@pytest.mark.parametrize("field", geometry.EXPERT_FIELDS)
+def test_a_mixture_of_experts_is_refused_not_read_as_dense(field: str) -> None:
+    """Mixtral-8x7B's config.json has a 7B dense geometry plus `num_local_experts: 8`: read as dense it would be
+    a 7.2B model whose step reads a sixth of its 46.7B weights."""
+    mixtral = {
+        "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "intermediate_size": 14336, "vocab_size": 32000, "num_experts_per_tok": 2, field: 8,
+    }  # fmt: skip
+    with pytest.raises(geometry.GeometryError, match=f"{field} = 8") as err:
+        geometry.from_config(mixtral, "x", source="mixtral.json", params=46.7e9)
+    assert "mixtral.json" in str(err.value) and "mixture-of-experts" in str(err.value)
+    dense = geometry.from_config({**mixtral, field: 1}, "x")
+    assert dense.parameters == pytest.approx(7.24e9, rel=0.01)
+
+
 def test_model_choice_errors() -> None:
     base = ["--instance", "p5.48xlarge", "--input-tokens", "10", "--output-tokens", "10", "--rate", "1"]
     with pytest.raises(ValueError, match="exactly one"):

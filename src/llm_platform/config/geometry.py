@@ -5,7 +5,10 @@ Fields read (transformers' LlamaConfig/Qwen2Config/MistralConfig names): `hidden
 `hidden_size // num_attention_heads`), `intermediate_size`, `vocab_size`, `tie_word_embeddings` (default false) and
 `torch_dtype` (float16/bfloat16 only: the replica model reads 2 bytes per weight). The parameter count is the
 model card's when given (`params`); otherwise it is counted from the geometry of a dense decoder with gated MLP
-(q, k, v, o projections; gate, up, down; embeddings and LM head; norms ignored, < 0.01 %).
+(q, k, v, o projections; gate, up, down; embeddings and LM head; norms ignored, < 0.01 %). A mixture of experts
+(Mixtral's `num_local_experts`, Qwen-MoE's `num_experts`, DeepSeek's `n_routed_experts`) is refused: the replica
+model reads every weight and computes 2 x parameters FLOPs per token, where an MoE's step reads only the experts
+its tokens chose, and counting its geometry as dense would read Mixtral-8x7B as a 7B model.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from llm_platform.config.model_profiles import ModelProfile
 
 DTYPES = ("bfloat16", "float16")
 REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+EXPERT_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts")
 
 
 class GeometryError(ValueError):
@@ -51,6 +55,13 @@ def from_config(
     config: Mapping[str, object], name: str, source: str = "config.json", params: float | None = None
 ) -> ModelProfile:
     """The profile of a model whose `config.json` is `config`; errors name `source` and the field."""
+    for field in EXPERT_FIELDS:
+        experts = config.get(field)
+        if isinstance(experts, int) and not isinstance(experts, bool) and experts > 1:
+            raise GeometryError(
+                f"{source}: {field} = {experts}, a mixture-of-experts model; allowed: a dense decoder (no experts "
+                "field, or 1): the replica model reads every weight each step, which an MoE does not"
+            )
     for field in REQUIRED:
         _int(source, config, field)
     hidden = _int(source, config, "hidden_size")
