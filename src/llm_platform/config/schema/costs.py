@@ -1,0 +1,54 @@
+"""The `costs` block: cost allocation and each model's forecast, tied by a hash to the config it was
+simulated for."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator
+
+from llm_platform.config.schema.base import Environment, Schema
+from llm_platform.config.schema.models import ModelConfig
+from llm_platform.config.schema.pools import GpuNodePool
+
+
+def forecast_config_hash(model: ModelConfig, pool: GpuNodePool, environment: Environment) -> str:
+    """What a cost forecast was simulated for: the model's block, its pool's block and the environment
+    (everything the simulator reads from the stack file for one model), as 12 hex digits. `simulator replay`
+    prints it next to the forecast; a forecast whose hash is not the deployed config's is stale."""
+    doc = {
+        "environment": environment.value,
+        "model": model.model_dump(mode="json", by_alias=True),
+        "pool": pool.model_dump(mode="json", by_alias=True),
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]
+
+
+class CostForecast(Schema):
+    """One model's forecast GPU cost per day, as `simulator replay <stack> --model <model>` prints it for
+    the deployed config (paste the `costs.forecasts` entry it prints): the alert's yardstick."""
+
+    model: str
+    usd_per_day: Annotated[float, Field(gt=0)]
+    config_hash: Annotated[str, Field(pattern=r"^[0-9a-f]{12}$")]
+    source: str = ""  # what day it was replayed on (free text, shown on the dashboard)
+
+    @field_validator("config_hash", mode="before")
+    @classmethod
+    def _quoted(cls, value: Any) -> Any:
+        # YAML reads an unquoted all-digit hash (or one like 12e456789012) as a number, losing its digits
+        if not isinstance(value, str):
+            raise ValueError('12 hex digits as a quoted string, e.g. configHash: "08c40c006c5c"')
+        return value
+
+
+class CostsConfig(Schema):
+    """Cost allocation: OpenCost prices the nodes from the catalogs; recording rules give each model's and
+    each gateway client's actual $/day and $/million tokens; an alert fires when a model's actual cost
+    exceeds its forecast by more than `forecastOverrunShare`."""
+
+    enabled: bool = False
+    forecast_overrun_share: Annotated[float, Field(gt=0, le=10)] = 0.2
+    forecasts: list[CostForecast] = []

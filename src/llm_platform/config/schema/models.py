@@ -1,0 +1,200 @@
+"""The `models` block: each served model (image, parallelism, cache mode, SLO, geometry, LoRA adapters) and
+its autoscaling, with the fewest replicas each environment allows."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, model_validator
+
+from llm_platform.config.adapters import MAX_ADAPTERS
+from llm_platform.config.model_profiles import PROFILES, ModelProfile
+from llm_platform.config.schema.base import Cron, Environment, Schema, Timezone, _dns_label
+from llm_platform.config.versions import VLLM_IMAGE
+
+
+def _power_of_two(value: int) -> int:
+    if value < 1 or value & (value - 1):
+        raise ValueError(f"{value} is not allowed; must be a power of two (1, 2, 4, 8)")
+    return value
+
+
+def _pinned_image(value: str) -> str:
+    repo, _, tag = value.rpartition(":")
+    if "@sha256:" in value:
+        return value
+    if not repo or "/" in tag or tag in ("", "latest") or tag.startswith("latest-"):
+        raise ValueError(f"{value!r} is not pinned; give an explicit version tag such as {VLLM_IMAGE!r}")
+    return value
+
+
+class ScalingPolicy(Schema):
+    type: Literal["Pods", "Percent"]
+    value: int = Field(gt=0)
+    period_seconds: int = Field(gt=0, le=1800)
+
+
+class ScalingRules(Schema):
+    """HPA `behavior.scaleUp` / `scaleDown`; unset fields take the Kubernetes defaults."""
+
+    stabilization_window_seconds: int | None = Field(default=None, ge=0, le=3600)
+    select_policy: Literal["Max", "Min", "Disabled"] | None = None
+    policies: list[ScalingPolicy] | None = None
+
+
+class PrewarmWindow(Schema):
+    """Capacity held ready before a known surge (a KEDA cron trigger)."""
+
+    name: Annotated[str, _dns_label(30)]
+    start: Cron
+    end: Cron
+    timezone: Timezone = "UTC"
+    replicas: int = Field(gt=0)
+
+
+# prod runs every model on at least this many replicas (one node loss or a rollout keeps it up)
+PROD_MIN_REPLICAS = 2
+
+
+def replica_floor(environment: Environment) -> int:
+    """Fewest replicas a model may run in an environment: one (no scale to zero), PROD_MIN_REPLICAS in prod.
+    The stack's rule (schema/stack.py) and the simulator's oracle (a bound the stack would accept) both read it."""
+    return PROD_MIN_REPLICAS if environment is Environment.PROD else 1
+
+
+class Autoscaling(Schema):
+    min_replicas: int = Field(default=1, ge=0)
+    max_replicas: int = Field(default=4, ge=1)
+    queue_depth_per_replica: float = Field(default=5, gt=0)
+    kv_cache_usage: float = Field(default=0.8, gt=0, le=1)
+    # completed requests/s per replica (vLLM's request_success counter): proportional to the load below
+    # saturation and bounded past it (a saturated pool asks for its throughput over this, never the KV
+    # trigger's max); None: no such trigger
+    requests_per_second_per_replica: float | None = Field(default=None, gt=0)
+    polling_interval: int = Field(default=10, gt=0, le=300)
+    # with minReplicas 0, the idle seconds before KEDA scales 1 -> 0 (KEDA 2.20.2 applies cooldownPeriod only to
+    # that step: pkg/scaling/executor/scale_scaledobjects.go); above zero the HPA's scaleDown rules act instead
+    cooldown_period: int = Field(default=300, ge=0)
+    # a prod model may scale to zero only with this explicit opt-in (dev and staging need no opt-in)
+    allow_scale_to_zero: bool = False
+    scale_up: ScalingRules = ScalingRules(
+        stabilization_window_seconds=0,
+        policies=[ScalingPolicy(type="Percent", value=100, period_seconds=15)],
+    )
+    scale_down: ScalingRules = ScalingRules(
+        stabilization_window_seconds=600,
+        policies=[ScalingPolicy(type="Percent", value=10, period_seconds=60)],
+    )
+    prewarm: list[PrewarmWindow] = []
+
+
+class Slo(Schema):
+    ttft_seconds: float = Field(gt=0)
+    itl_seconds: float = Field(gt=0)
+
+
+class ModelGeometry(Schema):
+    """A model the built-in table (config/model_profiles.py) does not know, described from its Hugging Face
+    `config.json` and model card, so the platform (GPU fit, cold start) and the simulator can size it."""
+
+    parameters: float = Field(gt=0)  # total parameter count, e.g. 7.62e9
+    layers: int = Field(gt=0)  # num_hidden_layers
+    kv_heads: int = Field(gt=0)  # num_key_value_heads
+    head_dim: int = Field(gt=0)  # head_dim, else hidden_size / num_attention_heads
+    weight_bits: Literal[4, 8, 16] = 16  # 16: FP16/BF16 checkpoint; 8 or 4: quantized (GPTQ, AWQ)
+    # only for quantized checkpoints, whose embeddings and LM head stay FP16 (0: counted as quantized)
+    hidden_size: int = Field(default=0, ge=0)
+    vocab_size: int = Field(default=0, ge=0)
+    tied_embeddings: bool = False
+
+
+class LoraAdapter(Schema):
+    """A LoRA adapter of the model (config/adapters.py): served by the model's vLLM under its own name."""
+
+    name: Annotated[str, _dns_label(40)]
+    # s3://<bucket>/<prefix> (the adapter's directory) or a Hugging Face repo id <owner>/<name>
+    source: str
+    # a Hub source's pinned commit (40-hex sha); none for an S3 prefix
+    revision: str | None = None
+    rank: Annotated[int, Field(ge=1)]
+
+    @model_validator(mode="after")
+    def _source_rules(self) -> LoraAdapter:
+        from llm_platform.config.adapters import check_adapter_rank, check_adapter_source
+
+        check_adapter_source(self.source, self.revision)
+        check_adapter_rank(self.rank)
+        return self
+
+
+class ModelConfig(Schema):
+    name: Annotated[str, _dns_label(30)]
+    hugging_face_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")]
+    image: Annotated[str, AfterValidator(_pinned_image)] = VLLM_IMAGE
+    node_pool: str
+    tensor_parallel_size: Annotated[int, AfterValidator(_power_of_two)] = 1
+    # multi-node (config/multinode.py): one replica spans this many nodes, tensor parallel within each node
+    # and pipeline parallel across them, as a LeaderWorkerSet group
+    pipeline_parallel_size: int = Field(default=1, ge=1, le=16)
+    max_model_len: int = Field(ge=1)
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, lt=1)
+    cache: Literal["nvme", "fsx", "s3", "hub"]
+    needs_hf_token: bool = False
+    extra_args: list[str] = []
+    autoscaling: Autoscaling = Field(default_factory=Autoscaling)
+    slo: Slo
+    # the gateway's endpoint picker learns which replica holds a prompt prefix from vLLM's own KV-cache
+    # events (ZMQ) and a tokenizer sidecar instead of estimating it; costs are in the README's gateway section
+    precise_prefix_routing: bool = False
+    # for a Hugging Face id the built-in profile table does not know (or to override its entry)
+    geometry: ModelGeometry | None = None
+    # LoRA adapters served on this model's replicas, each routable by its own name (config/adapters.py)
+    adapters: list[LoraAdapter] = Field(default=[], max_length=MAX_ADAPTERS)
+    # vLLM --max-loras: GPU slots for adapters in one batch; default one per adapter
+    adapter_slots: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unsupported_parallelism(cls, data: object) -> object:
+        from llm_platform.config.adapters import RESERVED_LORA_FLAGS
+        from llm_platform.config.multinode import refuse_unsupported_parallelism
+
+        if isinstance(data, dict):
+            for arg in data.get("extraArgs") or []:
+                if str(arg).split("=", 1)[0] in RESERVED_LORA_FLAGS:
+                    raise ValueError(
+                        f"extraArgs: {arg!r} is not allowed: the platform writes vLLM's LoRA flags itself from "
+                        "the model's adapters (and adapterSlots); list the adapters under `adapters:`"
+                    )
+        return refuse_unsupported_parallelism(data)
+
+    @property
+    def served_model_name(self) -> str:
+        return self.name
+
+    @property
+    def replica_gpus(self) -> int:
+        """GPUs of one replica: tensor parallel x pipeline parallel (nodes)."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    @property
+    def multi_node(self) -> bool:
+        return self.pipeline_parallel_size > 1
+
+    @property
+    def profile(self) -> ModelProfile:
+        """The model's geometry: the stack file's `geometry`, else the built-in table (checked at load)."""
+        g = self.geometry
+        if g is None:
+            return PROFILES[self.hugging_face_id]
+        return ModelProfile(
+            self.hugging_face_id,
+            parameters=g.parameters,
+            layers=g.layers,
+            hidden_size=g.hidden_size,
+            kv_heads=g.kv_heads,
+            head_dim=g.head_dim,
+            vocab_size=g.vocab_size,
+            tied_embeddings=g.tied_embeddings,
+            weight_bits=g.weight_bits,
+        )

@@ -1,0 +1,174 @@
+"""The `gpuNodePools` block: each Karpenter GPU NodePool (catalog families and sizes, capacity types, capacity
+reservations) and the warm headroom its placeholder pods hold."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from llm_platform.config.catalog import DEDICATED_FAMILIES, GpuInstance, families, instances
+from llm_platform.config.schema.base import (
+    Cron,
+    Duration,
+    RuleError,
+    Schema,
+    Timezone,
+    _dns_label,
+    did_you_mean,
+)
+
+# `reserved`: On-Demand Capacity Reservations and Capacity Blocks the pool's EC2NodeClass selects
+CapacityType = Literal["reserved", "spot", "on-demand"]
+
+CAPACITY_RESERVATION_ID = re.compile(r"^cr-[0-9a-z]+$")  # the EC2NodeClass CRD's pattern
+
+AWS_ACCOUNT_ID = re.compile(r"^[0-9]{12}$")
+
+MAX_RESERVATION_TERMS = 30  # EC2NodeClass capacityReservationSelectorTerms maxItems
+
+MAX_RESERVATION_TAGS = 20  # maxProperties of one term's tags
+
+
+class CapacityReservationTerm(Schema):
+    """One EC2NodeClass `capacityReservationSelectorTerms` entry: a reservation by id, or every reservation
+    carrying these tags (optionally only those owned by `ownerID`, e.g. shared from another account)."""
+
+    id: str | None = None
+    tags: dict[str, str] | None = None
+    owner_id: str | None = Field(default=None, alias="ownerID")
+
+    def problem(self) -> str | None:
+        """What is wrong with this term, in words, or None."""
+        if (self.id is None) == (self.tags is None):
+            return "give exactly one of `id` (cr-...) or `tags` ({key: value})"
+        if self.id is not None:
+            if not CAPACITY_RESERVATION_ID.match(self.id):
+                return f"id {self.id!r} is not a capacity reservation id; expected cr- then lowercase letters/digits"
+            if self.owner_id is not None:
+                return "ownerID cannot be combined with id (the id already names one reservation)"
+            return None
+        tags = self.tags or {}
+        if not tags or len(tags) > MAX_RESERVATION_TAGS:
+            return f"tags must have 1 to {MAX_RESERVATION_TAGS} entries, got {len(tags)}"
+        if any(k == "" or v == "" for k, v in tags.items()):
+            return "tags keys and values must not be empty ('*' matches any value)"
+        if self.owner_id is not None and not AWS_ACCOUNT_ID.match(self.owner_id):
+            return f"ownerID {self.owner_id!r} is not a 12-digit AWS account id"
+        return None
+
+
+class HeadroomWindow(Schema):
+    """Warm GPUs held during a cron window (a KEDA cron trigger on the pool's placeholder Deployment)."""
+
+    start: Cron
+    end: Cron
+    timezone: Timezone = "UTC"
+    gpus: int = Field(ge=0)
+
+
+class Headroom(Schema):
+    """GPUs kept warm in a pool by low-priority placeholder pods, so a burst shorter than a cold start
+    lands on a running node: `gpus` outside any window, `schedule` windows raise it."""
+
+    gpus: int = Field(default=0, ge=0)
+    schedule: list[HeadroomWindow] = []
+
+    @property
+    def peak_gpus(self) -> int:
+        return max([self.gpus, *(w.gpus for w in self.schedule)])
+
+
+class GpuNodePool(Schema):
+    name: Annotated[str, _dns_label(40)]
+    instance_families: list[str] = Field(min_length=1)
+    instance_sizes: list[str] | None = None
+    capacity_types: list[CapacityType] = Field(default_factory=lambda: ["on-demand"], min_length=1)
+    ami_family: Literal["al2023", "bottlerocket"] = "al2023"
+    gpu_limit: int = Field(gt=0)
+    consolidate_after: Duration = "5m"
+    expire_after: Duration = "720h"
+    mig: bool = False
+    headroom: Headroom | None = None
+    capacity_reservations: list[CapacityReservationTerm] = []
+    # multi-node replicas (config/multinode.py): the one zone of the pool's nodes and its cluster placement group
+    placement_zone: str | None = None
+
+    @model_validator(mode="after")
+    def _families(self) -> GpuNodePool:
+        known = families()
+        for i, family in enumerate(self.instance_families):
+            if family not in known:
+                raise RuleError(
+                    ("instanceFamilies", i), family,
+                    f"is not a catalog instance family{did_you_mean(family, known)}; allowed: {', '.join(known)}",
+                )  # fmt: skip
+        dedicated = DEDICATED_FAMILIES & set(self.instance_families)
+        if dedicated and len(self.instance_families) > 1:
+            raise ValueError(
+                f"gpuNodePools[{self.name}].instanceFamilies {self.instance_families}: "
+                f"{', '.join(sorted(dedicated))} must have a single-family pool of its own"
+            )
+        if not self.instances:
+            raise ValueError(
+                f"gpuNodePools[{self.name}].instanceSizes {self.instance_sizes}: no catalog instance of "
+                f"{self.instance_families} has these sizes"
+            )
+        if self.mig and not dedicated:
+            raise ValueError(
+                f"gpuNodePools[{self.name}].mig: true is allowed only on pools of "
+                f"{', '.join(sorted(DEDICATED_FAMILIES))}"
+            )
+        if len(set(self.capacity_types)) != len(self.capacity_types):
+            raise ValueError(f"gpuNodePools[{self.name}].capacityTypes {self.capacity_types} has duplicates")
+        blocks_only = [i.instance_type for i in self.instances if i.reserved_only]
+        if blocks_only and self.capacity_types != ["reserved"]:
+            raise ValueError(
+                f"gpuNodePools[{self.name}].capacityTypes {self.capacity_types}: {', '.join(blocks_only)} is "
+                "sold only as Capacity Blocks (no on-demand or spot); use capacityTypes: [reserved] with "
+                "capacityReservations selecting the blocks"
+            )
+        self._check_reservations()
+        return self
+
+    def _check_reservations(self) -> None:
+        where = f"gpuNodePools[{self.name}].capacityReservations"
+        terms = self.capacity_reservations
+        if "reserved" in self.capacity_types and not terms:
+            raise ValueError(
+                f"gpuNodePools[{self.name}].capacityTypes {self.capacity_types}: 'reserved' needs "
+                "capacityReservations (ids or tags of the On-Demand Capacity Reservations or Capacity Blocks "
+                "to launch into)"
+            )
+        if terms and "reserved" not in self.capacity_types:
+            raise ValueError(
+                f"{where}: reservations are selected but capacityTypes {self.capacity_types} does not include "
+                "'reserved', so Karpenter would never launch into them; add 'reserved'"
+            )
+        if len(terms) > MAX_RESERVATION_TERMS:
+            raise ValueError(f"{where}: {len(terms)} terms; at most {MAX_RESERVATION_TERMS} are allowed")
+        seen: set[str] = set()
+        for i, term in enumerate(terms):
+            problem = term.problem()
+            if problem:
+                shown = term.model_dump(by_alias=True, exclude_none=True)
+                raise ValueError(f"{where}[{i}] {shown}: {problem}")
+            if term.id in seen:
+                raise ValueError(f"{where}[{i}]: reservation {term.id} is listed twice")
+            if term.id is not None:
+                seen.add(term.id)
+
+    @property
+    def reservation_owner_ids(self) -> list[str]:
+        """Accounts other than the cluster's whose reservations this pool may launch into (RAM-shared)."""
+        return sorted({t.owner_id for t in self.capacity_reservations if t.owner_id is not None})
+
+    @property
+    def instances(self) -> list[GpuInstance]:
+        """The catalog instances this pool may launch, cheapest first."""
+        return instances(self.instance_families, self.instance_sizes)
+
+    @property
+    def max_gpus_per_node(self) -> int:
+        return max(i.gpus for i in self.instances)
