@@ -5,7 +5,7 @@ request), prints the floor's GPU $/day and the requests lost (503 on the client'
 stack's own minReplicas and with minReplicas 0 at the cooldownPeriod the tuner picks, the requests served on a
 retry (503 after the hold, retried after Retry-After: a wake over the 270 s hold cap), the held requests' wait
 p50/max (from the first send) and the longest wait of a retried one, against the hold. A model scales to zero only behind the gateway (whose
-requests wake it: config/schema.py); a stack without it is scored as if `gateway.enabled: true`, and says so.
+requests wake it: config/schema/stack.py); a stack without it is scored as if `gateway.enabled: true`, and says so.
 
 With `--buffer-gpus N`, each day also gets a `+buffer` row: minReplicas 0 with N warm GPUs of the model's pool
 held Monday-Friday 08:30-18:00 UTC by the pool's headroom placeholders (a `headroom.schedule` window, the

@@ -2,7 +2,7 @@
 
 Its args are the stack file's schema: the same keys users write under `llm-platform:` in
 `Pulumi.<stack>.yaml` (`gpuNodePools`, `modelCache`, ... in YAML, TypeScript and Go; snake_case at the top
-level in Python), validated by the same rules (`config/schema.py`) with the same messages, before any
+level in Python), validated by the same rules (`config/schema/`) with the same messages, before any
 resource is registered. The stack program (`__main__.py`) is its first consumer.
 """
 

@@ -1,4 +1,4 @@
-"""config/stack_args.py describes the schema exactly: regenerated from config/schema.py, it is unchanged,
+"""config/stack_args.py describes the schema exactly: regenerated from config/schema/, it is unchanged,
 and every key a stack file may set is a key of its typed args."""
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def test_deploy_runs_only_on_changes_to_the_program() -> None:
         "__main__.py",
         "Pulumi.prod.yaml",
         "src/llm_platform/components/specs/serving.py",
-        "src/llm_platform/config/schema.py",
+        "src/llm_platform/config/schema/stack.py",
         "uv.lock",
     ):
         assert deploys(changed), changed

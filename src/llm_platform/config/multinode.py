@@ -9,7 +9,7 @@ run_headless: "Run headless workers (for multi-node PP/TP)"). Data parallel and 
 different deployment (one engine per DP rank, `--data-parallel-address/--data-parallel-start-rank`, MoE only:
 ParallelConfig.data_parallel_external_lb) that the platform does not render; they are refused here by name.
 
-Called by config/schema.py's validators, so every message names the stack file's field and the numbers.
+Called by the schema's validators (config/schema/), so every message names the stack file's field and the numbers.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The stack file's schema as typed args (camelCase keys, as in `Pulumi.<stack>.yaml`).
 
-Generated from config/schema.py by `python -m llm_platform.tools.stack_args`; do not edit. The schema
+Generated from config/schema/ by `python -m llm_platform.tools.stack_args`; do not edit. The schema
 validates every value; these types describe it to type checkers and to Pulumi's schema inference.
 """
 

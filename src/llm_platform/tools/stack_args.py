@@ -1,4 +1,4 @@
-"""Write `config/stack_args.py`: the stack file's schema (`config/schema.py`) as TypedDicts, the typed args
+"""Write `config/stack_args.py`: the stack file's schema (`config/schema/`) as TypedDicts, the typed args
 of LlmPlatform. Pyright checks a Python program's args against them, and Pulumi's component schema
 inference reads them, so TypeScript, Go and YAML programs get the same keys, types and docs.
 
@@ -141,7 +141,7 @@ def source() -> str:
     header = [
         '"""The stack file\'s schema as typed args (camelCase keys, as in `Pulumi.<stack>.yaml`).',
         "",
-        "Generated from config/schema.py by `python -m llm_platform.tools.stack_args`; do not edit. The schema",
+        "Generated from config/schema/ by `python -m llm_platform.tools.stack_args`; do not edit. The schema",
         "validates every value; these types describe it to type checkers and to Pulumi's schema inference.",
         '"""',
         "",

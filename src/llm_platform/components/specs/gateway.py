@@ -91,7 +91,7 @@ def check_clients(
 ) -> None:
     """Every client has exactly one usable key, no key is shared, no stray key is left over. Messages name
     the client, never the key. The clients themselves (names, rates, unique, at least one) are the
-    schema's to check (config/schema.py GatewayConfig); only the secret is checked here."""
+    schema's to check (config/schema/gateway.py GatewayConfig); only the secret is checked here."""
     names = [c.name for c in clients]
     missing = sorted(set(names) - set(client_keys))
     if missing:

@@ -4,7 +4,7 @@ The seed setup (shared/reference/README.md): Mistral-7B-Instruct 4-bit GPTQ on g
 $1.212/h in us-east-1, the article's region), SLO TTFT < 200 ms and ITL < 30 ms, the seed day. Deployment as the article's optimised architecture:
 weights pre-loaded on local NVMe (hostPath, DaemonSet), vLLM image pre-pulled on every node, Karpenter, on-demand
 g5.2xlarge, PodMonitor every 5 s; the article gives no NodePool, so the platform's default consolidateAfter
-(5m, config/schema.py) applies.
+(5m, config/schema/pools.py) applies.
 
 Strategy B's configuration is not in the article; we take "HPA on GPU memory, target 90% (= vLLM's
 gpu_memory_utilization), maxReplicas 8 (the static count), minReplicas sized by the capacity model for the

@@ -27,7 +27,7 @@ COOLDOWN_GRID_S = (300, 600, 900, 1800, 3600)
 
 
 def allows_zero(config: StackConfig, plan: ModelPlan) -> bool:
-    """The stack's own rules (config/schema.py): only behind the gateway (whose requests wake the model);
+    """The stack's own rules (config/schema/stack.py): only behind the gateway (whose requests wake the model);
     non-prod stacks may, prod only for a model that opts in (`allowScaleToZero`)."""
     if not config.gateway.enabled:
         return False
