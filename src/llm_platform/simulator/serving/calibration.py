@@ -238,7 +238,8 @@ def markdown_table(table_rows: list[dict[str, object]]) -> str:
         if published is None or model is None:
             return "n/a"
         assert isinstance(failed, float)
-        text = f"{'yes' if published else 'no'} ({failed:.0%} failed) / {'yes' if model else 'no'}"
+        share = f"{failed:.1%}" if 0 < failed < 0.01 else f"{failed:.0%}"
+        text = f"{'yes' if published else 'no'} ({share} failed) / {'yes' if model else 'no'}"
         return text if overload_agrees(row) else f"{text} **off**"
 
     lines = [HEADER, "|---|---|---|---|---|---|---|---|---|"]

@@ -1,8 +1,9 @@
 """Held-out H100 SXM points at fixed request rates (calibration table, simulator/serving/calibration.py).
 
 Source: inference-sim/training@ed5c1d2 `default_args/<run>/` (DESIGN.md "Dataset": inference-perf against vLLM
-on H100 SXM; Llama-2-7b at TP1, Llama-2-70b at TP4). Read in each run's directory:
-- `exp-config.yaml`: max_model_len 4096, max_num_batched_tokens 2048, max_num_seqs 128, TP 1 or 4; the rest
+on H100 SXM; Llama-2-7b at TP1, CodeLlama-34b-Instruct at TP2, Llama-2-70b at TP4; not its Mixtral-8x7B TP2 runs:
+the replica model reads and computes a dense model, docs/simulator.md). Read in each run's directory:
+- `exp-config.yaml`: max_model_len 4096, max_num_batched_tokens 2048, max_num_seqs 128, TP 1, 2 or 4; the rest
   vLLM's defaults (prefix caching on, chunked prefill).
 - `results/config.yaml` (the load generator's expanded config): constant arrivals in stages (rate, duration),
   streaming /v1/completions, `ignore_eos` (every request generates `output_len` tokens), `shared_prefix` data
@@ -10,7 +11,7 @@ on H100 SXM; Llama-2-7b at TP1, Llama-2-70b at TP4). Read in each run's director
   tokens, reused for the whole run; `request_timeout: null`.
 - `results/stage_<n>_lifecycle_metrics.json`: per stage, the successes' TTFT mean and median, request latency,
   prompt_len and requests/s, and the failures (the reasoning runs' failures all end at 300.0-301.0 s: the
-  client's timeout).
+  client's timeout; CodeLlama's 4 of 4,800 at 300.1-300.5 s).
 
 Derived (each formula is in the code below):
 - Prefix-cache hits: the 100 prompts are cached after their first use (100 x ~600 tokens fit beside the
@@ -37,7 +38,7 @@ from llm_platform.simulator.serving.replica_config import EngineConfig
 SOURCE = "inference-sim/training@ed5c1d2:default_args/*/results (inference-perf, vLLM, H100 SXM)"
 DISTINCT_PROMPTS = 100  # num_groups x num_prompts_per_group (results/config.yaml)
 _LLAMA2 = {"vocab_size": 32000, "tie_word_embeddings": False, "torch_dtype": "float16"}
-# model_configs/Llama-2-{7b,70b}-hf/config.json in the same repository (meta-llama/Llama-2-*-hf)
+# model_configs/<name>/config.json in the same repository (the Hugging Face model's)
 LLAMA2_7B = geometry.from_config(
     {**_LLAMA2, "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
      "num_key_value_heads": 32, "intermediate_size": 11008},
@@ -48,6 +49,15 @@ LLAMA2_70B = geometry.from_config(
      "num_key_value_heads": 8, "intermediate_size": 28672},
     "meta-llama/Llama-2-70b-hf", source="inference-sim/training model_configs/Llama-2-70b-hf/config.json",
 )  # fmt: skip
+CODELLAMA_34B = geometry.from_config(
+    {**_LLAMA2, "torch_dtype": "bfloat16", "hidden_size": 8192, "num_hidden_layers": 48,
+     "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 22016},
+    "codellama/CodeLlama-34b-Instruct-hf",
+    source="inference-sim/training model_configs/CodeLlama-34b-Instruct-hf/config.json",
+)  # fmt: skip
+# run name in default_args/ -> (the point id's model part, its profile); exp-config.yaml's model
+MODELS = {"llama-2-7b": ("llama2-7b", LLAMA2_7B), "codellama-34b": ("codellama-34b", CODELLAMA_34B),
+          "llama-2-70b": ("llama2-70b", LLAMA2_70B)}  # fmt: skip
 # profile: (system_prompt_len + question_len, output_len, stage duration s) from results/config.yaml
 PROFILES = {
     "general": (100 + 447, 248, 600),
@@ -55,27 +65,43 @@ PROFILES = {
     "roleplay": (150 + 600, 251, 1200),
     "reasoning": (100 + 934, 1448, 1200),
 }
-# (TP, profile, stage, rate, prompt_len mean, TTFT mean ms, TTFT median ms, request latency mean ms,
+# (model, TP, profile, stage, rate, prompt_len mean, TTFT mean ms, TTFT median ms, request latency mean ms,
 #  requests/s, successes, failures, inference-perf time_per_output_token mean ms)
 _RUNS = (
-    (1, "general", 0, 8, 575.5, 27.1, 26.8, 2058, 7.978, 4800, 0, 4.08),
-    (1, "general", 1, 20, 575.5, 51.9, 51.1, 4158, 19.919, 12000, 0, 8.26),
-    (1, "codegen", 0, 5, 591.6, 25.0, 24.3, 1810, 4.987, 3000, 0, 3.60),
-    (1, "codegen", 1, 10, 591.6, 29.5, 28.9, 2216, 9.974, 6000, 0, 4.41),
-    (1, "roleplay", 0, 6, 785.8, 27.1, 26.8, 2071, 5.992, 7200, 0, 4.06),
-    (1, "reasoning", 0, 4, 1082.2, 106644.7, 91288.5, 160063, 0.488, 732, 4068, 18.44),
-    (4, "general", 0, 8, 574.9, 57.4, 55.2, 4678, 7.945, 4800, 0, 9.29),
-    (4, "general", 1, 20, 574.9, 121.3, 68.3, 5577, 19.843, 12000, 0, 10.97),
-    (4, "codegen", 0, 5, 593.5, 53.4, 51.2, 4333, 4.972, 3000, 0, 8.64),
-    (4, "codegen", 1, 10, 593.5, 56.7, 56.6, 4742, 9.927, 6000, 0, 9.46),
-    (4, "roleplay", 0, 6, 787.4, 54.8, 53.5, 4562, 5.979, 7200, 0, 8.96),
-    (4, "reasoning", 0, 4, 1082.9, 118995.8, 109885.9, 161730, 2.133, 3200, 1600, 14.76),
+    ("llama-2-7b", 1, "general", 0, 8, 575.5, 27.1, 26.8, 2058, 7.978, 4800, 0, 4.08),
+    ("llama-2-7b", 1, "general", 1, 20, 575.5, 51.9, 51.1, 4158, 19.919, 12000, 0, 8.26),
+    ("llama-2-7b", 1, "codegen", 0, 5, 591.6, 25.0, 24.3, 1810, 4.987, 3000, 0, 3.60),
+    ("llama-2-7b", 1, "codegen", 1, 10, 591.6, 29.5, 28.9, 2216, 9.974, 6000, 0, 4.41),
+    ("llama-2-7b", 1, "roleplay", 0, 6, 785.8, 27.1, 26.8, 2071, 5.992, 7200, 0, 4.06),
+    ("llama-2-7b", 1, "reasoning", 0, 4, 1082.2, 106644.7, 91288.5, 160063, 0.488, 732, 4068, 18.44),
+    ("llama-2-70b", 4, "general", 0, 8, 574.9, 57.4, 55.2, 4678, 7.945, 4800, 0, 9.29),
+    ("llama-2-70b", 4, "general", 1, 20, 574.9, 121.3, 68.3, 5577, 19.843, 12000, 0, 10.97),
+    ("llama-2-70b", 4, "codegen", 0, 5, 593.5, 53.4, 51.2, 4333, 4.972, 3000, 0, 8.64),
+    ("llama-2-70b", 4, "codegen", 1, 10, 593.5, 56.7, 56.6, 4742, 9.927, 6000, 0, 9.46),
+    ("llama-2-70b", 4, "roleplay", 0, 6, 787.4, 54.8, 53.5, 4562, 5.979, 7200, 0, 8.96),
+    ("llama-2-70b", 4, "reasoning", 0, 4, 1082.9, 118995.8, 109885.9, 161730, 2.133, 3200, 1600, 14.76),
+    ("codellama-34b", 2, "general", 0, 8, 574.2, 46.0, 45.3, 3694, 7.953, 4800, 0, 7.34),
+    ("codellama-34b", 2, "general", 1, 20, 574.2, 53.8, 53.5, 4252, 19.880, 12000, 0, 8.44),
+    ("codellama-34b", 2, "codegen", 0, 5, 593.4, 44.5, 43.7, 3610, 4.972, 3000, 0, 7.20),
+    ("codellama-34b", 2, "codegen", 1, 10, 593.4, 46.1, 46.2, 3779, 9.941, 6000, 0, 7.54),
+    ("codellama-34b", 2, "roleplay", 0, 6, 786.7, 45.7, 44.8, 3670, 5.983, 7200, 0, 7.20),
+    ("codellama-34b", 2, "reasoning", 0, 4, 1081.0, 120170.9, 112410.6, 158991, 3.222, 4796, 4, 13.40),
 )
 OVERLOADED = (
     "the published run is overloaded: requests failed at the client's 300 s timeout, and its TTFT, TPOT and "
     "tok/s are those of the requests that succeeded; the model's are the saturated replica's (its saturation "
     "rate is below the offered rate, `sustainable: false`), so they are not compared"
 )
+MISSED_OVERLOAD = (
+    "the published run is overloaded and the model's replica is not (its overload cell is marked off): both are "
+    "bound by max_num_seqs 128 over a request's 1,447 decode steps, and at the published TPOT that serves "
+    "128 / (1,447 x 26.8 ms) = 3.30 req/s, below the 4 offered (the run served 3.22; its TTFT is 120 s of "
+    "queueing and 4 of 4,800 requests reached the client's 300 s timeout), while the model's TPOT at that "
+    "running set, 22.0 ms (-18 %, within 20 %, like the other reasoning runs' -25 % and -18 %), puts its "
+    "saturation rate at 4.01 req/s, so its TTFT and tok/s are an unqueued replica's"
+)
+# rate points whose published overload the model misses (test_calibration checks the arithmetic above)
+MISSED = {"H100-codellama-34b-tp2-reasoning-R4": MISSED_OVERLOAD}
 TTFT_TAIL = (
     "the published mean is 1.8x the published median (121.3 vs 68.3 ms; p90 250 ms, p99 987 ms; the model's "
     "median is within 20 %). Not the arrivals: inference-perf sent them at a constant rate (`load.type: "
@@ -97,8 +123,9 @@ def tpot_ms(latency_ms: float, ttft_ms: float, output: float) -> float:
     return (latency_ms - ttft_ms) / (output - 1)
 
 
-def _point(run: tuple[int, str, int, int, float, float, float, float, float, int, int, float]) -> Point:
-    tp, name, stage, rate, prompt, ttft, median, latency, rps, ok, failed, _ = run
+def _point(run: tuple[str, int, str, int, int, float, float, float, float, float, int, int, float]) -> Point:
+    model, tp, name, stage, rate, prompt, ttft, median, latency, rps, ok, failed, _ = run
+    label, geometry_ = MODELS[model]
     _, output, duration = PROFILES[name]
     engine = EngineConfig(
         max_num_seqs=128,
@@ -108,14 +135,13 @@ def _point(run: tuple[int, str, int, int, float, float, float, float, float, int
     )
     overloaded = failed > 0
     explained: dict[str, str] = {"ttft": TTFT_TAIL} if median < ttft / 1.5 else {}
+    point_id = f"H100-{label}-tp{tp}-{name}-R{rate}"
     if overloaded:
-        explained = {metric: OVERLOADED for metric in ("ttft", "tpot", "tok_s")}
-    size = "7b" if tp == 1 else "70b"
+        explained = {metric: MISSED.get(point_id, OVERLOADED) for metric in ("ttft", "tpot", "tok_s")}
     return Point(
-        f"H100-llama2-{size}-tp{tp}-{name}-R{rate}", H100, f"meta-llama/Llama-2-{size}-hf", engine, prompt,
-        output, rate, "rate", ttft, tpot_ms(latency, ttft, output), rps * output, SOURCE, explained=explained,
-        tp=tp, ttft_median_ms=median, failed=failed / (ok + failed),
-        geometry=LLAMA2_7B if tp == 1 else LLAMA2_70B,
+        point_id, H100, geometry_.hugging_face_id, engine, prompt, output, rate,
+        "rate", ttft, tpot_ms(latency, ttft, output), rps * output, SOURCE, explained=explained, tp=tp,
+        ttft_median_ms=median, failed=failed / (ok + failed), geometry=geometry_,
     )  # fmt: skip
 
 
