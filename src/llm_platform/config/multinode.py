@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from llm_platform.config.schema import GpuNodePool, ModelConfig
 
-GIB = 2**30
-
 # vLLM options whose multi-node form the platform does not render, by the stack-file key one might write
 UNSUPPORTED_PARALLELISM = {
     "dataParallelSize": "data parallel",
@@ -149,12 +147,11 @@ def check_fits_nodes(at: tuple[str | int, ...], m: ModelConfig, pool: GpuNodePoo
     splits the layers, so the weights and the KV cache of each layer live on one stage), must fit in
     gpuMemoryUtilization of one GPU."""
     from llm_platform.config.schema import RuleError, plural
+    from llm_platform.config.schema.capacity import weights_and_kv_gib
 
     gpus = m.replica_gpus
     gpu = min((i.gpu for i in pool.instances), key=lambda g: g.memory_gib)
-    prof = m.profile
-    weights = prof.weight_bytes / GIB
-    kv = prof.kv_bytes_per_token * m.max_model_len / GIB
+    weights, kv = weights_and_kv_gib(m)
     usable = gpu.memory_gib * m.gpu_memory_utilization
     if (weights + kv) / gpus <= usable:
         return

@@ -34,6 +34,7 @@ from llm_platform.config.schema.capacity import (
     gpus_at_min_replicas,
     replica_gpus,
     served_by,
+    weights_and_kv_gib,
 )
 from llm_platform.config.schema.cluster import (
     MIN_KUBERNETES_MINOR,
@@ -134,4 +135,5 @@ __all__ = [
     "replica_floor",
     "replica_gpus",
     "served_by",
+    "weights_and_kv_gib",
 ]

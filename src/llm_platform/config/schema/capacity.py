@@ -78,6 +78,12 @@ def _check_headroom(where: str, pool: GpuNodePool, models: list[ModelConfig]) ->
 GIB = 2**30
 
 
+def weights_and_kv_gib(m: ModelConfig) -> tuple[float, float]:
+    """GiB of the model's weights and of one maxModelLen sequence's KV cache: the least a replica's GPUs hold."""
+    prof = m.profile
+    return prof.weight_bytes / GIB, prof.kv_bytes_per_token * m.max_model_len / GIB
+
+
 def _check_fits_gpus(at: tuple[str | int, ...], m: ModelConfig, pool: GpuNodePool) -> None:
     """Weights plus the KV cache of one maxModelLen sequence, split over the tensor-parallel GPUs, must fit
     in gpuMemoryUtilization of the smallest GPU the pool may give a replica (vLLM refuses to start otherwise;
@@ -88,14 +94,12 @@ def _check_fits_gpus(at: tuple[str | int, ...], m: ModelConfig, pool: GpuNodePoo
 
         return check_fits_nodes(at, m, pool)
     gpu: GpuModel = min((i.gpu for i in pool.instances if i.gpus >= tp), key=lambda g: g.memory_gib)
-    prof = m.profile
-    weights = prof.weight_bytes / GIB
-    kv = prof.kv_bytes_per_token * m.max_model_len / GIB
+    weights, kv = weights_and_kv_gib(m)
     usable = gpu.memory_gib * m.gpu_memory_utilization
     if (weights + kv) / tp <= usable:
         return
     fitting_tp = next((t for t in (2, 4, 8) if t > tp and (weights + kv) / t <= usable), None)
-    longest = int((usable * tp - weights) * GIB / prof.kv_bytes_per_token)
+    longest = int((usable * tp - weights) * GIB / m.profile.kv_bytes_per_token)
     options = (
         [f"tensorParallelSize {fitting_tp} on a pool with {fitting_tp}-GPU instances"] if fitting_tp else []
     )
