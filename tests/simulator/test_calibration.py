@@ -42,7 +42,6 @@ from llm_platform.simulator.serving.calibration_points import (
     llmperf_spacing_s,
 )
 from llm_platform.simulator.serving.calibration_rates import (
-    MISSED,
     PUBLISHED_TPOT,
     RATE_POINTS,
     hit_rate,
@@ -101,15 +100,14 @@ def test_tpot_within_tolerance_on_three_gpu_types_and_two_tp_sizes():
 
 
 def test_overload_detected_where_published_runs_failed():
-    """The model agrees with every published run on overload but the misses MISSED documents (the issue's target,
-    not met while MISSED is not empty; docs/simulator.md says so): a new disagreement fails, and so does a miss
-    the model now gets right, until its MISSED entry and footnote go."""
+    """The model calls a rate overloaded exactly where the published run had requests fail (the issue's target),
+    including the CodeLlama-34B TP2 reasoning run, which only 4 of 4,800 timeouts mark."""
     rated = [r for r in rows().values() if r["overloaded_published"] is not None]
     assert any(r["overloaded_published"] for r in rated) and any(not r["overloaded_published"] for r in rated)
     disagreements = {
         str(r["id"]): (r["failed_published"], r["overloaded_model"]) for r in rated if not overload_agrees(r)
     }
-    assert set(disagreements) == set(MISSED), disagreements
+    assert not disagreements, disagreements
 
 
 def test_calibration_covers_a10g_l4_a100_and_h100_from_low_load_to_saturation():
@@ -255,19 +253,6 @@ def test_what_the_host_model_leaves_on_the_rate_points():
             assert (2.0 <= gap <= 3.0) if p.tp == 4 else (0.0 <= gap < 2.0), (p.id, gap)
     tail = rows()["H100-llama2-70b-tp4-general-R20"]
     assert isinstance(tail["ttft_median_error"], float) and abs(tail["ttft_median_error"]) <= TOLERANCE
-
-
-def test_a_missed_overload_is_the_running_cap_at_the_published_tpot():
-    """MISSED's claim: the published run's max_num_seqs slots at its own TPOT serve less than the offered rate,
-    while the model's TPOT, within tolerance, puts the model's saturation rate above it."""
-    for point_id in MISSED:
-        point, row = next(p for p in RATE_POINTS if p.id == point_id), rows()[point_id]
-        assert row["overloaded_published"] and not row["overloaded_model"]
-        assert within_tolerance(row, "tpot")
-        assert isinstance(point.tpot_ms, float) and point.engine.max_num_seqs == 128
-        served = 128 / ((point.output_tokens - 1) * point.tpot_ms / 1000)
-        capacity = calibration._table(point).capacity_rps
-        assert served < point.load < capacity, (point_id, served, capacity)
 
 
 def test_prefix_hits_are_whole_blocks_below_the_prompt():

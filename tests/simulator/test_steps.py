@@ -24,9 +24,9 @@ def _model(**engine) -> ReplicaModel:
 def test_one_request_on_an_idle_engine_is_its_prefill_then_its_decode_steps():
     m = _model()
     trace = steps.run(m, np.array([0.0]), np.array([1024.0]), np.array([128]))
-    prefill = m.step_overhead_seconds + max(m.weight_read_seconds, 1024 * m.seconds_per_token)
+    prefill = m.step_overhead_seconds + float(m.linear_seconds(1024))
     assert trace.ttft[0] == pytest.approx(REQUEST_OVERHEAD_SECONDS + prefill)
-    decode = m.step_overhead_seconds + max(m.weight_read_seconds, m.seconds_per_token)
+    decode = m.step_overhead_seconds + float(m.linear_seconds(1))
     kv = m.kv_read_seconds_per_token * sum(1024 + j for j in range(127))
     assert trace.latency[0] - trace.ttft[0] == pytest.approx(127 * decode + kv)
 

@@ -92,16 +92,6 @@ OVERLOADED = (
     "tok/s are those of the requests that succeeded; the model's are the saturated replica's (its saturation "
     "rate is below the offered rate, `sustainable: false`), so they are not compared"
 )
-MISSED_OVERLOAD = (
-    "the published run is overloaded and the model's replica is not (its overload cell is marked off): both are "
-    "bound by max_num_seqs 128 over a request's 1,447 decode steps, and at the published TPOT that serves "
-    "128 / (1,447 x 26.8 ms) = 3.30 req/s, below the 4 offered (the run served 3.22; its TTFT is 120 s of "
-    "queueing and 4 of 4,800 requests reached the client's 300 s timeout), while the model's TPOT at that "
-    "running set, 22.0 ms (-18 %, within 20 %, like the other reasoning runs' -25 % and -18 %), puts its "
-    "saturation rate at 4.01 req/s, so its TTFT and tok/s are an unqueued replica's"
-)
-# rate points whose published overload the model misses (test_calibration checks the arithmetic above)
-MISSED = {"H100-codellama-34b-tp2-reasoning-R4": MISSED_OVERLOAD}
 TTFT_TAIL = (
     "the published mean is 1.8x the published median (121.3 vs 68.3 ms; p90 250 ms, p99 987 ms; the model's "
     "median is within 20 %). Not the arrivals: inference-perf sent them at a constant rate (`load.type: "
@@ -137,7 +127,7 @@ def _point(run: tuple[str, int, str, int, int, float, float, float, float, float
     explained: dict[str, str] = {"ttft": TTFT_TAIL} if median < ttft / 1.5 else {}
     point_id = f"H100-{label}-tp{tp}-{name}-R{rate}"
     if overloaded:
-        explained = {metric: MISSED.get(point_id, OVERLOADED) for metric in ("ttft", "tpot", "tok_s")}
+        explained = dict.fromkeys(("ttft", "tpot", "tok_s"), OVERLOADED)
     return Point(
         point_id, H100, geometry_.hugging_face_id, engine, prompt, output, rate,
         "rate", ttft, tpot_ms(latency, ttft, output), rps * output, SOURCE, explained=explained, tp=tp,

@@ -1,4 +1,13 @@
-"""Per-step costs of tensor parallelism: the all-reduces of a decoder layer over NVLink or PCIe.
+"""Per-step costs a roofline leaves out: the linear layers near the ridge, and with tensor parallelism the
+all-reduces of a decoder layer over NVLink or PCIe.
+
+Linear layers near the ridge. A 16-bit GEMM of M tokens against a weight matrix is neither purely
+bandwidth-bound (time = weight read) nor purely compute-bound below the ridge: the weight read and the
+tensor-core work overlap imperfectly, and vLLM's own GEMM sweeps (benchmarks/kernels/bench_fp8_gemm.py,
+torch-bf16 column, H100) put its time at hypot(weight read, M x FLOPs at the dense peak) within 4 % at
+M = 16-256, where max() is 15-25 % low at M = 256 (`BF16_GEMM_SWEEPS`, tests/simulator/test_physics.py).
+Well past the ridge the prefill MFU the replica is calibrated with bounds it instead. Quantized weights
+run other kernels (Marlin, FP8 CUTLASS) that no sweep here covers: they keep the plain roofline's max().
 
 A tensor-parallel decoder layer all-reduces its activations twice (after the attention output projection and
 after the MLP down projection; Megatron-style row-parallel linears, vllm/model_executor/layers/linear.py
@@ -29,6 +38,25 @@ from llm_platform.config.catalog import GpuModel
 from llm_platform.config.model_profiles import ModelProfile
 
 KNEE_BYTES = 2**20  # 1 MB: largest message of the measured latency-bound sweep
+H100_DENSE_BF16_FLOPS = 989e12  # vllm_capacity_points.md §2
+
+# (source, N, K, {M: TFLOP/s}) of torch-bf16 GEMMs on H100: M = 1 is the weight read, the rest check the form.
+BF16_GEMM_SWEEPS: tuple[tuple[str, int, int, dict[int, float]], ...] = (
+    ("vllm-project/vllm#49363 (gemma-4-31B, H100)", 43008, 5376,
+     {1: 3.072025, 16: 48.328807, 64: 187.994464, 128: 364.745064, 256: 593.264799}),
+    ("vllm-project/vllm#17126 (Llama-3.1-8B; GPU unnamed, 544 TFLOP/s is past an A100's peak)", 6144, 4096,
+     {1: 2.513023, 16: 39.110705, 64: 160.586644, 128: 307.854920, 256: 544.327503}),
+)  # fmt: skip
+
+
+def linear_seconds(
+    read_s: float, peak_compute_s: np.ndarray | float, mfu_compute_s: np.ndarray | float, near_ridge: bool
+) -> np.ndarray:
+    """Linear layers of one step: weight read `read_s`, its tokens' FLOPs at the dense peak and at the prefill
+    MFU (module doc); `near_ridge` False (quantized weights) keeps the roofline's max(read, compute at MFU)."""
+    if not near_ridge:
+        return np.maximum(read_s, mfu_compute_s)
+    return np.maximum(np.hypot(read_s, peak_compute_s), mfu_compute_s)
 
 
 @dataclass(frozen=True)

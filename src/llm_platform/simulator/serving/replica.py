@@ -2,7 +2,9 @@
 
 Every engine step runs the model once over the step's tokens. Its time is a roofline per kernel class:
 - the linear layers read every weight byte once and do 2 x parameters FLOPs per token, so they take
-  max(W / (BW * eta), tokens * k), k = 2 * params / (tensor FLOPs * MFU);
+  max(W / (BW * eta), tokens * k), k = 2 * params / (tensor FLOPs * MFU); with 16-bit weights the read
+  and the compute at peak overlap imperfectly near the ridge: max(hypot(W / (BW * eta), tokens * k_peak),
+  tokens * k) (serving/physics.py `linear_seconds`, from vLLM's GEMM sweeps);
 - attention reads the KV cache of every running sequence: context tokens x KV bytes / (BW * eta);
 - a fixed CPU/launch overhead per step (scheduler, sampler, CUDA-graph launch);
 - with tensor parallelism, 2 all-reduces per layer over NVLink or PCIe (serving/physics.py).
@@ -31,7 +33,7 @@ import numpy as np
 from llm_platform.config.catalog import GpuModel
 from llm_platform.config.model_profiles import ModelProfile
 from llm_platform.simulator.serving.lora import LoraCost
-from llm_platform.simulator.serving.physics import step_allreduce_seconds
+from llm_platform.simulator.serving.physics import linear_seconds, step_allreduce_seconds
 from llm_platform.simulator.serving.replica_config import (
     ASYNC_SCHEDULING_LAG_STEPS,
     CALIBRATION,
@@ -96,7 +98,7 @@ class ReplicaModel:
         return (
             self.step_overhead_seconds
             + float(self.allreduce_seconds(tokens))
-            + max(self.weight_read_seconds, tokens * self.seconds_per_token)
+            + float(self.linear_seconds(tokens))
             + self.kv_read_seconds_per_token * context_tokens
         )
 
@@ -132,6 +134,20 @@ class ReplicaModel:
         """k: compute time of one token through the linear layers at the prefill MFU."""
         flops = self.tensor_parallel * self.gpu.fp16_tflops * 1e12 * self.cal.prefill_mfu
         return self.profile.flops_per_token / flops
+
+    @property
+    def peak_seconds_per_token(self) -> float:
+        """Compute time of one token through the linear layers at the dense tensor peak."""
+        return self.profile.flops_per_token / (self.tensor_parallel * self.gpu.fp16_tflops * 1e12)
+
+    def linear_seconds(self, tokens: np.ndarray | float) -> np.ndarray:
+        """The linear layers of a step carrying `tokens` tokens (module doc; serving/physics.py)."""
+        return linear_seconds(
+            self.weight_read_seconds,
+            tokens * self.peak_seconds_per_token,
+            tokens * self.seconds_per_token,
+            near_ridge=self.profile.weight_bits == 16,
+        )
 
     @property
     def kv_capacity_tokens(self) -> int:
@@ -178,6 +194,7 @@ def _solve(model: ReplicaModel, stats: TokenStats, lam: np.ndarray, recompute: f
     """Fixed point R = lam * o * ITL(R) for each rate in `lam` (see module doc)."""
     _, budget = model.limits
     a = model.weight_read_seconds
+    linear = model.linear_seconds
     b = model.kv_read_seconds_per_token * stats.mean_decode_context
     k = model.seconds_per_token
     t0 = model.step_overhead_seconds
@@ -193,12 +210,12 @@ def _solve(model: ReplicaModel, stats: TokenStats, lam: np.ndarray, recompute: f
     def evaluate(r: np.ndarray, full: bool = True):
         chunk = np.maximum(budget - r, 1.0) if chunked else np.full_like(r, float(budget))
         base = t0 + b * r
-        t_d = (base + allreduce(r) if allreduce else base) + np.maximum(a, r * k)
+        t_d = (base + allreduce(r) if allreduce else base) + linear(r)
         prompt = np.minimum(p, chunk) if chunked else p
         fixed = base + allreduce(prompt + r if chunked else p) if allreduce else base
         n_chunks = np.maximum(1.0, p / chunk)
         if chunked:
-            t_p1 = fixed + np.maximum(a, (prompt + r) * k)
+            t_p1 = fixed + linear(prompt + r)
             lam_chunks = lam * n_chunks
             single = lam_chunks * t_p1 <= 1.0
             t_pb = np.where(drains, np.maximum(fixed + a, (fixed + r * k) / (1 - lam_pk)), np.inf)
@@ -211,7 +228,7 @@ def _solve(model: ReplicaModel, stats: TokenStats, lam: np.ndarray, recompute: f
             ok = np.where(single, True, lam * p * t_pb <= chunk)
             rho = np.minimum(lam_chunks * t_p, 0.999)
         else:
-            t_p1 = fixed - b * r + np.maximum(a, p * k)
+            t_p1 = fixed - b * r + linear(p)
             busy_p = lam * t_p1
             itl = np.where(busy_p < 1, t_d / (1 - busy_p), np.inf)
             if not full:
@@ -318,11 +335,11 @@ class ReplicaTable:
         """Own prefill time of each prompt: its chunks' steps, sharing each step with the decoders."""
         m = self.model
         p = input_tokens * (1 - m.engine.prefix_hit_rate)
-        k, a = m.seconds_per_token, m.weight_read_seconds
         if not m.engine.chunked_prefill:
-            return m.step_overhead_seconds + m.allreduce_seconds(p) + np.maximum(a, p * k)
+            return m.step_overhead_seconds + m.allreduce_seconds(p) + m.linear_seconds(p)
         n = np.maximum(1.0, np.ceil(p / state["chunk"]))
-        return n * state["fixed"] + np.maximum(n * a, p * k + n * state["decode_compute"])
+        decoders = state["decode_compute"] / m.seconds_per_token
+        return n * (state["fixed"] + m.linear_seconds(p / n + decoders))
 
     def ttft_seconds(self, input_tokens: np.ndarray, state: dict[str, np.ndarray], rng: np.random.Generator):
         """Sampled TTFTs of requests admitted in the given states (no queueing beyond the replica)."""
