@@ -42,10 +42,13 @@ from llm_platform.simulator.serving.calibration_points import (
     llmperf_spacing_s,
 )
 from llm_platform.simulator.serving.calibration_rates import (
+    INFERENCE_PERF,
     PUBLISHED_TPOT,
     RATE_POINTS,
     hit_rate,
 )
+from llm_platform.simulator.serving.calibration_runs import RUN_METRICS, published_tpot_rps
+from llm_platform.simulator.serving.overload import VLLM_BENCH, simulate
 from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
 from llm_platform.simulator.serving.replica_config import (
     CALIBRATION,
@@ -253,6 +256,34 @@ def test_what_the_host_model_leaves_on_the_rate_points():
             assert (2.0 <= gap <= 3.0) if p.tp == 4 else (0.0 <= gap < 2.0), (p.id, gap)
     tail = rows()["H100-llama2-70b-tp4-general-R20"]
     assert isinstance(tail["ttft_median_error"], float) and abs(tail["ttft_median_error"]) <= TOLERANCE
+
+
+def test_the_published_overloaded_runs_are_replayed_with_their_client():
+    """Every rate run that had requests fail is replayed request by request with inference-perf's one 300 s
+    attempt. A figure off by more than the tolerance carries why_off, whose claim holds: the published TPOT's
+    running cap serves less than the model's saturation rate, which is below the offered rate. The KV-bound
+    Llama-2-7b run (32 KV heads: its cache, not max_num_seqs, limits the running set) agrees on every figure."""
+    runs = {p.id: (p, rows()[p.id]["run"]) for p in RATE_POINTS if p.failed}
+    assert len(runs) == 3
+    for point_id, (point, run) in runs.items():
+        assert isinstance(run, dict)
+        errors = [run[f"{m}_error"] for m in RUN_METRICS]
+        off = any(abs(e) > TOLERANCE for e in errors)
+        assert bool(run["why_off"]) == off, point_id
+        if off:
+            assert published_tpot_rps(point) < run["saturation_rps"] < point.load, point_id
+    seven = runs["H100-llama2-7b-tp1-reasoning-R4"][1]
+    assert isinstance(seven, dict) and seven["succeeded_model"] < 0.2 * seven["requests"]
+    assert all(abs(seven[f"{m}_error"]) <= TOLERANCE for m in RUN_METRICS)
+
+
+def test_the_clients_timeout_is_what_fails_an_overloaded_run():
+    """The same 7B run with `vllm bench serve`'s 6 h timeout fails nothing: its requests wait instead."""
+    point = next(p for p in RATE_POINTS if p.id == "H100-llama2-7b-tp1-reasoning-R4")
+    assert point.requests is not None
+    arrivals = np.arange(point.requests) / point.load
+    patient = simulate(calibration._table(point), arrivals, np.array([point.output_tokens]), VLLM_BENCH)
+    assert patient.failed == 0 and patient.ttft_s.max() > INFERENCE_PERF.timeout_s
 
 
 def test_prefix_hits_are_whole_blocks_below_the_prompt():

@@ -6,7 +6,8 @@ sweeps (serving/calibration_points.py) and held-out H100 runs at fixed request r
 (serving/calibration_rates.py), solved with the same benchmark shapes `simulator capacity` uses
 (serving/benchmark.py: closed_loop, burst, open_loop). Metrics: TTFT mean and median, TPOT (ITL where a source
 gives only that) and output tok/s; for rate points also whether the run was overloaded (published: requests
-failed; model: the rate is above the replica's saturation rate).
+failed; model: the rate is above the replica's saturation rate), and for those the published overloaded runs
+replayed request by request with the run's client (serving/calibration_runs.py).
 
 `python -m llm_platform.simulator calibrate` prints the table docs/simulator.md carries between its
 `calibrate:begin`/`calibrate:end` markers (`--write-docs` rewrites it there); tests/simulator/test_calibration.py
@@ -33,17 +34,18 @@ from llm_platform.simulator.serving.calibration_points import (
     LLMPERF_SPACING_S,
     METRICS,
     SWEEP_POINTS,
+    TOLERANCE,
     Metric,
     Point,
 )
 from llm_platform.simulator.serving.calibration_rates import RATE_POINTS
+from llm_platform.simulator.serving.calibration_runs import overload_run, run_table
 from llm_platform.simulator.serving.replica import (
     ReplicaModel,
     ReplicaTable,
     TokenStats,
 )
 
-TOLERANCE = 0.20
 POINTS: tuple[Point, ...] = (*SWEEP_POINTS, *RATE_POINTS)
 SAMPLES = 4000  # TTFT samples per point (fixed prompts: the spread is the queue's)
 BEGIN, END = "<!-- calibrate:begin -->", "<!-- calibrate:end -->"
@@ -197,6 +199,9 @@ def rows() -> list[dict[str, object]]:
         little = little_tok_s(p)
         row["tok_s_little"] = None if little is None else round(little, 1)
         row["explained"] = explained
+        tpot, row["run"] = got["tpot"], None
+        if p.kind == "rate" and p.failed and isinstance(tpot, float):  # a published overloaded run
+            row["run"] = overload_run(p, _table(p), tpot)
         out.append(row)
     return out
 
@@ -250,6 +255,7 @@ def markdown_table(table_rows: list[dict[str, object]]) -> str:
         )
     lines.append("")
     lines += [f"[{n}] {text}." for text, n in notes.items()]
+    lines += run_table(table_rows)
     sources = sorted({str(r["source"]) for r in table_rows})
     lines.append("")
     lines += [f"- Source: {src}" for src in sources]

@@ -72,6 +72,7 @@ class Point:
     failed: float | None = None
     geometry: ModelProfile | None = None  # a model given by its config.json fields (not in model_profiles.py)
     cached_prompts: int = 0  # bursts: prompts in the prefix cache when the burst starts (`cached_prompts`)
+    requests: int | None = None  # rate points: the requests the run sent (successes and failures)
 
     @property
     def profile(self) -> ModelProfile:

@@ -33,9 +33,15 @@ from llm_platform.config import geometry
 from llm_platform.config.catalog import H100
 from llm_platform.simulator.serving.benchmark import cached_tokens
 from llm_platform.simulator.serving.calibration_points import Point
+from llm_platform.simulator.serving.overload import Client
 from llm_platform.simulator.serving.replica_config import EngineConfig
 
 SOURCE = "inference-sim/training@ed5c1d2:default_args/*/results (inference-perf, vLLM, H100 SXM)"
+# The runs' client: with `request_timeout: null` inference-perf's aiohttp session keeps aiohttp's DEFAULT_TIMEOUT,
+# ClientTimeout(total=5 * 60) (kubernetes-sigs/inference-perf inference_perf/client/modelserver/openai_client.py:
+# `aiohttp.helpers.sentinel` when no timeout; aio-libs/aiohttp aiohttp/client.py), one attempt, no retry; the
+# runs' failures end at 300.0-301.0 s. 224 workers x 100 concurrent requests bound nothing at these rates.
+INFERENCE_PERF = Client(timeout_s=300.0)
 DISTINCT_PROMPTS = 100  # num_groups x num_prompts_per_group (results/config.yaml)
 _LLAMA2 = {"vocab_size": 32000, "tie_word_embeddings": False, "torch_dtype": "float16"}
 # model_configs/<name>/config.json in the same repository (the Hugging Face model's)
@@ -131,7 +137,7 @@ def _point(run: tuple[str, int, str, int, int, float, float, float, float, float
     return Point(
         point_id, H100, geometry_.hugging_face_id, engine, prompt, output, rate,
         "rate", ttft, tpot_ms(latency, ttft, output), rps * output, SOURCE, explained=explained, tp=tp,
-        ttft_median_ms=median, failed=failed / (ok + failed), geometry=geometry_,
+        ttft_median_ms=median, failed=failed / (ok + failed), geometry=geometry_, requests=ok + failed,
     )  # fmt: skip
 
 
