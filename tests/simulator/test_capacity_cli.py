@@ -122,6 +122,46 @@ def test_a_mixture_of_experts_is_refused_not_read_as_dense(field: str) -> None:
     assert dense.parameters == pytest.approx(7.24e9, rel=0.01)
 
 
+MISTRAL_7B = {
+    "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "intermediate_size": 14336, "vocab_size": 32000, "torch_dtype": "float16",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "quantization",
+    [
+        # TheBloke/Mistral-7B-Instruct-v0.2-GPTQ config.json (main branch)
+        {"bits": 4, "group_size": 128, "damp_percent": 0.1, "desc_act": True, "quant_method": "gptq"},
+        # an AutoAWQ checkpoint's (GEMM kernels)
+        {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"},
+    ],
+)
+def test_a_4_bit_checkpoint_reads_its_quantized_weights(quantization: dict[str, object]) -> None:
+    """The GPTQ/AWQ config.json keeps torch_dtype float16: read as 16-bit it would be 14.5 GB of weights
+    where the checkpoint's model.safetensors is 4.16 GB (the catalog's GPTQ profile)."""
+    cfg = {**MISTRAL_7B, "quantization_config": quantization}
+    quantized = geometry.from_config(cfg, "x", params=7.24e9)
+    seed = PROFILES["TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"]
+    assert quantized.weight_bits == 4 and quantized.weight_bytes == pytest.approx(seed.weight_bytes, rel=0.01)
+    assert geometry.from_config(MISTRAL_7B, "x", params=7.24e9).weight_bytes > 3 * quantized.weight_bytes
+
+
+@pytest.mark.parametrize(
+    ("quantization", "needle"),
+    [
+        ({"quant_method": "fp8", "activation_scheme": "dynamic"}, "quant_method = 'fp8'"),
+        ({"quant_method": "compressed-tensors", "format": "float-quantized"}, "allowed: gptq, awq"),
+        ({"quant_method": "gptq", "bits": 3, "group_size": 128}, "bits = 3; allowed: 4, 8"),
+        ({"quant_method": "awq", "bits": 4, "group_size": 0}, "group_size = 0"),
+    ],
+)
+def test_an_unknown_quantization_is_refused_not_read_as_16_bit(quantization: dict[str, object], needle: str):
+    with pytest.raises(geometry.GeometryError, match="quantization_config") as err:
+        geometry.from_config({**MISTRAL_7B, "quantization_config": quantization}, "x", source="q.json")
+    assert needle in str(err.value) and "q.json" in str(err.value)
+
+
 def test_model_choice_errors() -> None:
     base = ["--instance", "p5.48xlarge", "--input-tokens", "10", "--output-tokens", "10", "--rate", "1"]
     with pytest.raises(ValueError, match="exactly one"):

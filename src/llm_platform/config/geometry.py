@@ -3,7 +3,8 @@
 Fields read (transformers' LlamaConfig/Qwen2Config/MistralConfig names): `hidden_size`, `num_hidden_layers`,
 `num_attention_heads`, `num_key_value_heads` (default: `num_attention_heads`, i.e. MHA), `head_dim` (default:
 `hidden_size // num_attention_heads`), `intermediate_size`, `vocab_size`, `tie_word_embeddings` (default false) and
-`torch_dtype` (float16/bfloat16 only: the replica model reads 2 bytes per weight). The parameter count is the
+`torch_dtype` (float16/bfloat16) and `quantization_config` (GPTQ and AWQ at 4 or 8 bits: `bits`, `group_size`,
+-1 for one group per input row; other methods are refused). The parameter count is the
 model card's when given (`params`); otherwise it is counted from the geometry of a dense decoder with gated MLP
 (q, k, v, o projections; gate, up, down; embeddings and LM head; norms ignored, < 0.01 %). A mixture of experts
 (Mixtral's `num_local_experts`, Qwen-MoE's `num_experts`, DeepSeek's `n_routed_experts`) is refused: the replica
@@ -22,6 +23,11 @@ from llm_platform.config.model_profiles import ModelProfile
 DTYPES = ("bfloat16", "float16")
 REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
 EXPERT_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts")
+QUANT_METHODS = (
+    "gptq",
+    "awq",
+)  # integer weights, FP16 scales and zero points per group (ModelProfile.weight_bytes)
+QUANT_BITS = (4, 8)
 
 
 class GeometryError(ValueError):
@@ -87,7 +93,40 @@ def from_config(
             )
         intermediate = _int(source, config, "intermediate_size")
         params = counted_parameters(hidden, layers, heads, kv_heads, head_dim, intermediate, vocab, tied)
-    return ModelProfile(name, params, layers, hidden, kv_heads, head_dim, vocab, tied_embeddings=tied)
+    bits, group = _quantization(source, config, hidden)
+    return ModelProfile(
+        name, params, layers, hidden, kv_heads, head_dim, vocab, tied_embeddings=tied, weight_bits=bits,
+        group_size=group,
+    )  # fmt: skip
+
+
+def _quantization(source: str, config: Mapping[str, object], hidden: int) -> tuple[int, int]:
+    """(weight bits, group size) of a checkpoint: 16-bit without `quantization_config`; GPTQ/AWQ's `bits` and
+    `group_size` (-1: one group per input row, counted as hidden_size weights); any other method is refused
+    rather than read as 16-bit weights, which would overstate a 4-bit model's weight read four times."""
+    quant = config.get("quantization_config")
+    if quant is None:
+        return 16, 128
+    field = "quantization_config"
+    if not isinstance(quant, Mapping):
+        raise GeometryError(
+            f"{source}: {field} = {quant!r}; allowed: an object with quant_method, bits, group_size"
+        )
+    method = quant.get("quant_method")
+    if method not in QUANT_METHODS:
+        raise GeometryError(
+            f"{source}: {field}.quant_method = {method!r}; allowed: {', '.join(QUANT_METHODS)} (the replica model "
+            "knows integer weights with FP16 group scales; FP8 and other formats change the kernels and FLOPs)"
+        )
+    bits = quant.get("bits", quant.get("w_bit"))
+    if not isinstance(bits, int) or isinstance(bits, bool) or bits not in QUANT_BITS:
+        raise GeometryError(f"{source}: {field}.bits = {bits!r}; allowed: {', '.join(map(str, QUANT_BITS))}")
+    group = quant.get("group_size", quant.get("q_group_size", 128))
+    if group == -1:
+        return bits, hidden
+    if isinstance(group, bool) or not isinstance(group, int) or group < 1:
+        raise GeometryError(f"{source}: {field}.group_size = {group!r}; allowed: a whole number >= 1, or -1")
+    return bits, group
 
 
 def from_file(path: str, params: float | None = None) -> ModelProfile:
