@@ -6,7 +6,8 @@ bandwidth-bound (time = weight read) nor purely compute-bound below the ridge: t
 tensor-core work overlap imperfectly, and vLLM's own GEMM sweeps (benchmarks/kernels/bench_fp8_gemm.py,
 torch-bf16 column, H100) put its time at hypot(weight read, M x FLOPs at the dense peak) within 4 % at
 M = 16-256, where max() is 15-25 % low at M = 256 (`BF16_GEMM_SWEEPS`, tests/simulator/test_physics.py).
-Well past the ridge the prefill MFU the replica is calibrated with bounds it instead. Quantized weights
+Well past the ridge the prefill MFU the replica is calibrated with bounds it instead. Applied
+to every GPU's 16-bit GEMMs (Unverified off H100: no sweep of the A10G, L4, L40S or A100 is in the reference set). Quantized weights
 run other kernels (Marlin, FP8 CUTLASS) that no sweep here covers: they keep the plain roofline's max().
 
 A tensor-parallel decoder layer all-reduces its activations twice (after the attention output projection and
