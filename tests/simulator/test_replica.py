@@ -144,5 +144,6 @@ def test_memory_signal_is_flat():
 def test_tensor_parallel_70b_fits_on_p4d_not_on_one_gpu():
     big = profile("meta-llama/Llama-3.1-70B-Instruct")
     assert ReplicaModel(big, A100_40, tensor_parallel=8).kv_capacity_tokens > 100_000
-    with pytest.raises(ValueError, match="does not fit"):
+    with pytest.raises(ValueError, match="does not fit") as err:
         _ = ReplicaModel(big, A100_40, tensor_parallel=1).kv_capacity_tokens
+    assert "141.2 GB of weights" in str(err.value) and "allowed: more GPUs per replica" in str(err.value)

@@ -157,7 +157,9 @@ class ReplicaModel:
         if free <= 0:
             raise ValueError(
                 f"{self.profile.hugging_face_id} does not fit on {self.tensor_parallel} x {self.gpu.name} at "
-                f"gpu_memory_utilization {self.engine.gpu_memory_utilization}"
+                f"gpu_memory_utilization {self.engine.gpu_memory_utilization}: {self.profile.weights_gb:.1f} GB "
+                f"of weights, {self.tensor_parallel * per_gpu * 2**30 / 1e9:.1f} GB for them and the KV cache; "
+                "allowed: more GPUs per replica (tensor parallelism), a larger GPU or a quantized checkpoint"
             )
         blocks = int(free // (self.profile.kv_bytes_per_token * KV_BLOCK_TOKENS))
         return blocks * KV_BLOCK_TOKENS
