@@ -7,7 +7,7 @@ import pytest
 
 from llm_platform.config.catalog import H100
 from llm_platform.config.model_profiles import profile
-from llm_platform.simulator.serving.physics import BF16_GEMM_SWEEPS, H100_DENSE_BF16_FLOPS, linear_seconds
+from llm_platform.simulator.serving.physics import BF16_GEMM_SWEEPS, linear_seconds
 from llm_platform.simulator.serving.replica import ReplicaModel
 
 
@@ -21,7 +21,7 @@ def test_a_bf16_gemm_near_the_ridge_takes_the_hypot_of_read_and_peak_compute(sou
     hypot is within 4 % at every M up to 256, where the roofline's max() is 15 % or more short."""
     measured = _sweep_seconds(n, k, tflops)
     read = measured[1]
-    peak = {m: 2 * m * n * k / H100_DENSE_BF16_FLOPS for m in measured}
+    peak = {m: 2 * m * n * k / (H100.fp16_tflops * 1e12) for m in measured}
     for m, seconds in measured.items():
         near = float(linear_seconds(read, peak[m], 0.0, near_ridge=True))
         assert near == pytest.approx(seconds, rel=0.04), (source, m)

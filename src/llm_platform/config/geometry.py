@@ -118,10 +118,10 @@ def _quantization(source: str, config: Mapping[str, object], hidden: int) -> tup
             f"{source}: {field}.quant_method = {method!r}; allowed: {', '.join(QUANT_METHODS)} (the replica model "
             "knows integer weights with FP16 group scales; FP8 and other formats change the kernels and FLOPs)"
         )
-    bits = quant.get("bits", quant.get("w_bit"))
+    bits = quant.get("bits")
     if not isinstance(bits, int) or isinstance(bits, bool) or bits not in QUANT_BITS:
         raise GeometryError(f"{source}: {field}.bits = {bits!r}; allowed: {', '.join(map(str, QUANT_BITS))}")
-    group = quant.get("group_size", quant.get("q_group_size", 128))
+    group = quant.get("group_size", 128)
     if group == -1:
         return bits, hidden
     if isinstance(group, bool) or not isinstance(group, int) or group < 1:

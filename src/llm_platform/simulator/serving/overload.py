@@ -156,7 +156,7 @@ class _Engine:
         prefill = table.prefill_seconds(np.full(len(lam), table.stats.mean_input), s)
         m = table.model
         p = table.stats.mean_input * (1 - m.engine.prefix_hit_rate)
-        step = s["fixed"] + m.linear_seconds(s["chunk"] + s["decode_compute"] / m.seconds_per_token)
+        step = s["fixed"] + m.linear_seconds(s["chunk"] + s["decoders"])
         batched = np.minimum(prefill, p / s["chunk"] * step) if m.engine.chunked_prefill else prefill
         occupancy = lam * (prefill + (table.stats.mean_output - 1) * s["itl"])
         slots = max(1, round(float(occupancy[-1])))

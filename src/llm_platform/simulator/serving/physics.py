@@ -39,7 +39,6 @@ from llm_platform.config.catalog import GpuModel
 from llm_platform.config.model_profiles import ModelProfile
 
 KNEE_BYTES = 2**20  # 1 MB: largest message of the measured latency-bound sweep
-H100_DENSE_BF16_FLOPS = 989e12  # vllm_capacity_points.md §2
 
 # (source, N, K, {M: TFLOP/s}) of torch-bf16 GEMMs on H100: M = 1 is the weight read, the rest check the form.
 BF16_GEMM_SWEEPS: tuple[tuple[str, int, int, dict[int, float]], ...] = (

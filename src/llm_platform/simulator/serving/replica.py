@@ -130,15 +130,14 @@ class ReplicaModel:
         return self.profile.kv_bytes_per_token / self.bandwidth
 
     @property
-    def seconds_per_token(self) -> float:
-        """k: compute time of one token through the linear layers at the prefill MFU."""
-        flops = self.tensor_parallel * self.gpu.fp16_tflops * 1e12 * self.cal.prefill_mfu
-        return self.profile.flops_per_token / flops
-
-    @property
     def peak_seconds_per_token(self) -> float:
         """Compute time of one token through the linear layers at the dense tensor peak."""
         return self.profile.flops_per_token / (self.tensor_parallel * self.gpu.fp16_tflops * 1e12)
+
+    @property
+    def seconds_per_token(self) -> float:
+        """k: compute time of one token through the linear layers at the prefill MFU."""
+        return self.peak_seconds_per_token / self.cal.prefill_mfu
 
     def linear_seconds(self, tokens: np.ndarray | float) -> np.ndarray:
         """The linear layers of a step carrying `tokens` tokens (module doc; serving/physics.py)."""
@@ -183,7 +182,7 @@ class _State:
     rho_prefill: np.ndarray  # fraction of time a prompt is being prefilled
     step: np.ndarray  # mean step time (residual seen by an arrival)
     fixed: np.ndarray  # per prefill-carrying step: overhead + KV reads of the decoders
-    decode_compute: np.ndarray  # R*k: the decoders' share of a step's compute
+    decoders: np.ndarray  # R: the decoding sequences every step carries beside its prompt chunks
     chunk: np.ndarray  # prompt tokens one step can take
     busy: np.ndarray  # fraction of time the engine is stepping
     feasible: np.ndarray
@@ -240,7 +239,7 @@ def _solve(model: ReplicaModel, stats: TokenStats, lam: np.ndarray, recompute: f
             ok = busy_p < 1
             rho = np.minimum(busy_p, 0.999)
         step = np.where(r > 0, busy_p * t_p + (1 - busy_p) * t_d, t_p)
-        return itl, rho, step, fixed, r * k, chunk, ok, n_p, t_p, t_d
+        return itl, rho, step, fixed, r, chunk, ok, n_p, t_p, t_d
 
     r = np.zeros_like(lam)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -253,9 +252,9 @@ def _solve(model: ReplicaModel, stats: TokenStats, lam: np.ndarray, recompute: f
                 r = r_new
                 break
             r = r_new
-        itl, rho, step, fixed, dcomp, chunk, ok, n_p, t_p, t_d = evaluate(r)
+        itl, rho, step, fixed, decoders, chunk, ok, n_p, t_p, t_d = evaluate(r)
     busy = np.minimum(1.0, lam * (o * itl + p * k) + (r > 0))
-    return _State(r, itl, rho, step, fixed, dcomp, chunk, busy, ok & np.isfinite(itl), n_p, t_p, t_d)
+    return _State(r, itl, rho, step, fixed, decoders, chunk, busy, ok & np.isfinite(itl), n_p, t_p, t_d)
 
 
 @dataclass(frozen=True)
@@ -273,7 +272,7 @@ class ReplicaTable:
     rho_prefill: np.ndarray
     step: np.ndarray
     fixed: np.ndarray
-    decode_compute: np.ndarray
+    decoders: np.ndarray
     chunk: np.ndarray
     kv_usage: np.ndarray = field(repr=False)
     prefill_steps: np.ndarray = field(repr=False)
@@ -303,7 +302,7 @@ class ReplicaTable:
         table = cls(
             model, stats, mu, r_cap, kv_bound, lam, running, last(s.itl, sat.itl),
             last(s.rho_prefill, sat.rho_prefill), last(s.step, sat.step), last(s.fixed, sat.fixed),
-            last(s.decode_compute, sat.decode_compute), last(s.chunk, sat.chunk), kv,
+            last(s.decoders, sat.decoders), last(s.chunk, sat.chunk), kv,
             last(s.prefill_steps, sat.prefill_steps), last(s.prefill_step, sat.prefill_step),
             last(s.decode_step, sat.decode_step), recompute,
         )  # fmt: skip
@@ -329,7 +328,7 @@ class ReplicaTable:
     def at(self, lam: np.ndarray | float) -> dict[str, np.ndarray]:
         """Interpolated steady state at per-replica admitted rates (clipped to capacity)."""
         x = np.clip(np.asarray(lam, dtype=np.float64), 0.0, self.capacity_rps)
-        names = ("running", "itl", "rho_prefill", "step", "fixed", "decode_compute", "chunk", "kv_usage",
+        names = ("running", "itl", "rho_prefill", "step", "fixed", "decoders", "chunk", "kv_usage",
                  "prefill_steps", "prefill_step", "decode_step")  # fmt: skip
         return {n: np.interp(x, self.lam, getattr(self, n)) for n in names}
 
@@ -340,8 +339,7 @@ class ReplicaTable:
         if not m.engine.chunked_prefill:
             return m.step_overhead_seconds + m.allreduce_seconds(p) + m.linear_seconds(p)
         n = np.maximum(1.0, np.ceil(p / state["chunk"]))
-        decoders = state["decode_compute"] / m.seconds_per_token
-        return n * (state["fixed"] + m.linear_seconds(p / n + decoders))
+        return n * (state["fixed"] + m.linear_seconds(p / n + state["decoders"]))
 
     def ttft_seconds(self, input_tokens: np.ndarray, state: dict[str, np.ndarray], rng: np.random.Generator):
         """Sampled TTFTs of requests admitted in the given states (no queueing beyond the replica)."""
