@@ -7,8 +7,9 @@ with the field path, the bad value and what is allowed.
 
 One module per block of the stack file, so each stays readable on its own: `base` (the base model, RuleError,
 the checked string types), `cluster`, `pools` (gpuNodePools, headroom), `models` (models, autoscaling),
-`model_cache`, `gateway`, `alerting`, `costs`, `capacity` (a pool's GPUs against its models) and `stack`
-(StackConfig, ServingConfig and the rules across blocks). Import from here: every name is re-exported.
+`model_cache`, `gateway`, `alerting`, `costs`, `capacity` (a pool's GPUs against its models), `serving` (the rules
+of the models, their pools, the model cache and the gateway) and `stack` (StackConfig, ServingConfig and the
+rules across blocks). Import from here: every name is re-exported.
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ from llm_platform.config.schema.pools import (
     Headroom,
     HeadroomWindow,
 )
-from llm_platform.config.schema.stack import ServingConfig, StackConfig, check_scale_to_zero
+from llm_platform.config.schema.serving import ServingBlocks, check_scale_to_zero
+from llm_platform.config.schema.stack import ServingConfig, StackConfig
 
 __all__ = [
     "AWS_ACCOUNT_ID",
@@ -120,6 +122,7 @@ __all__ = [
     "ScalingPolicy",
     "ScalingRules",
     "Schema",
+    "ServingBlocks",
     "ServingConfig",
     "Slo",
     "StackConfig",

@@ -4,21 +4,18 @@ the cost forecasts."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from pydantic import Field, ValidationInfo, model_validator
 
 from llm_platform.config.catalog import KNOWN_REGIONS
-from llm_platform.config.model_profiles import PROFILES
 from llm_platform.config.schema.alerting import AlertingConfig
-from llm_platform.config.schema.base import Environment, RuleError, Schema, _unique, plural
-from llm_platform.config.schema.capacity import _check_fits_gpus, _check_headroom, _check_pool_limit
+from llm_platform.config.schema.base import Environment, RuleError, Schema
 from llm_platform.config.schema.cluster import ClusterConfig
 from llm_platform.config.schema.costs import CostsConfig, forecast_config_hash
 from llm_platform.config.schema.gateway import GatewayConfig
 from llm_platform.config.schema.model_cache import ModelCacheConfig
-from llm_platform.config.schema.models import PROD_MIN_REPLICAS, Autoscaling, ModelConfig, replica_floor
+from llm_platform.config.schema.models import ModelConfig
 from llm_platform.config.schema.pools import GpuNodePool
+from llm_platform.config.schema.serving import _serving_rules
 
 
 class StackConfig(Schema):
@@ -149,127 +146,3 @@ class ServingConfig(Schema):
             gateway_known="gateway" in self.model_fields_set,
         )
         return self
-
-
-def _serving_rules(
-    c: StackConfig | ServingConfig,
-    *,
-    has_bucket: bool,
-    zones: Sequence[str] | None = None,
-    gateway_known: bool = True,
-) -> None:
-    """The rules of the models, the pools they run on, the model cache and the gateway: the one definition
-    StackConfig and ServingConfig share. `has_bucket`: the stack has the model bucket (not an existing
-    cluster's). `zones`: the cluster's availability zones (None on its own: a multi-node pool's
-    `placementZone` is then the only zone it knows)."""
-    from llm_platform.config.adapters import check_adapters
-    from llm_platform.config.multinode import check_multi_node_model, check_multi_node_pools
-
-    _unique(("gpuNodePools",), [p.name for p in c.gpu_node_pools])
-    _unique(("models",), [m.name for m in c.models])
-    check_adapters(c.models)
-    pools = {p.name: p for p in c.gpu_node_pools}
-    prod = c.environment is Environment.PROD
-    for i, m in enumerate(c.models):
-        at = ("models", i)
-        pool = pools.get(m.node_pool)
-        if pool is None:
-            raise RuleError((*at, "nodePool"), m.node_pool, f"does not exist; allowed: {', '.join(pools)}")
-        if m.tensor_parallel_size > pool.max_gpus_per_node:
-            raise RuleError(
-                (*at, "tensorParallelSize"),
-                m.tensor_parallel_size,
-                f"is larger than the {plural(pool.max_gpus_per_node, 'GPU')} of the largest instance "
-                f"pool {pool.name!r} allows ({pool.instances[-1].instance_type}); tensor parallelism must "
-                "stay within one node",
-            )
-        if m.geometry is None and m.hugging_face_id not in PROFILES:
-            raise RuleError(
-                (*at, "huggingFaceId"),
-                m.hugging_face_id,
-                "has no built-in geometry (config/model_profiles.py), so its GPU fit and start time "
-                "cannot be sized; describe it from its config.json under the model's `geometry:` "
-                "{parameters, layers, kvHeads, headDim, weightBits}; built-in: "
-                + ", ".join(sorted(PROFILES)),
-            )
-        _check_fits_gpus(at, m, pool)
-        if m.multi_node:
-            known = zones if zones is not None else [z for z in [pool.placement_zone] if z]
-            check_multi_node_model(at, m, pool, c.gpu_node_pools.index(pool), known)
-        a = m.autoscaling
-        if a.min_replicas > a.max_replicas:
-            raise RuleError(
-                (*at, "autoscaling", "minReplicas"),
-                a.min_replicas,
-                f"is larger than maxReplicas {a.max_replicas}",
-            )
-        for j, w in enumerate(a.prewarm):
-            if not a.min_replicas <= w.replicas <= a.max_replicas:
-                raise RuleError(
-                    (*at, "autoscaling", "prewarm", j, "replicas"),
-                    w.replicas,
-                    f"must be between minReplicas {a.min_replicas} and maxReplicas {a.max_replicas}",
-                )
-        if a.min_replicas == 0:
-            check_scale_to_zero(at, a, c, gateway_known=gateway_known)
-        elif a.min_replicas < replica_floor(c.environment):
-            raise RuleError(
-                (*at, "autoscaling", "minReplicas"),
-                a.min_replicas,
-                f"is not allowed in prod; use at least {PROD_MIN_REPLICAS} so one node loss or rollout "
-                "keeps the model up",
-            )
-        if m.cache == "hub" and c.environment is not Environment.DEV:
-            raise RuleError(
-                (*at, "cache"),
-                m.cache,
-                f"is allowed in dev only ({c.environment.value} would download weights from the "
-                "Hugging Face Hub at every scale-out); use nvme, fsx or s3",
-            )
-        if not has_bucket and m.cache != "hub":
-            raise RuleError(
-                (*at, "cache"),
-                m.cache,
-                "needs the model bucket, which an 'existing' cluster does not get (that mode creates no "
-                "AWS resources); allowed there: 'hub'",
-            )
-        if m.cache == "fsx" and c.model_cache.fsx is None:
-            raise RuleError((*at, "cache"), m.cache, "needs modelCache.fsx settings, which are missing")
-    for i, pool in enumerate(c.gpu_node_pools):
-        _check_pool_limit(("gpuNodePools", i), pool, c.models)
-    check_multi_node_pools(c.gpu_node_pools, c.models)
-    for i, pool in enumerate(c.gpu_node_pools):
-        if pool.headroom is not None:
-            _check_headroom(f"gpuNodePools[{i}] ({pool.name}).headroom", pool, c.models)
-    if c.gateway.enabled and not c.models:
-        raise ValueError("gateway.enabled: true needs at least one model to route to")
-    if prod and c.gateway.enabled and c.gateway.certificate_arn is None:
-        raise ValueError(
-            "gateway.certificateArn: prod serves its gateway over TLS; give an ACM certificate ARN"
-        )
-    fsx = c.model_cache.fsx
-    if prod and fsx is not None and fsx.deployment_type != "PERSISTENT_2":
-        raise ValueError(
-            f"modelCache.fsx.deploymentType: {fsx.deployment_type} is not allowed in prod; use PERSISTENT_2"
-        )
-
-
-def check_scale_to_zero(
-    at: tuple[str | int, ...], a: Autoscaling, c: StackConfig | ServingConfig, *, gateway_known: bool = True
-) -> None:
-    """minReplicas 0: only behind the gateway (the only signal that exists while no vLLM pod does is the
-    requests reaching the endpoint picker), and in prod only with `allowScaleToZero: true`."""
-    if gateway_known and not c.gateway.enabled:
-        raise RuleError(
-            (*at, "autoscaling", "minReplicas"),
-            a.min_replicas,
-            "needs the gateway (gateway.enabled: true): with no vLLM pod only the endpoint picker sees the "
-            "request that must wake the model; allowed without it: 1 or more",
-        )
-    if c.environment is Environment.PROD and not a.allow_scale_to_zero:
-        raise RuleError(
-            (*at, "autoscaling", "minReplicas"),
-            a.min_replicas,
-            f"is not allowed in prod unless the model opts in with autoscaling.allowScaleToZero: true "
-            f"(its first request after idle waits a cold start); otherwise use at least {PROD_MIN_REPLICAS}",
-        )
