@@ -57,46 +57,62 @@ def max_loras(model: ModelConfig) -> int:
 
 
 def check_adapter_source(source: str, revision: str | None) -> None:
-    """One adapter's source and revision (field validators of LoraAdapter raise these as ValueErrors)."""
+    """One adapter's source and revision (LoraAdapter's validator raises these RuleErrors at its fields)."""
+    from llm_platform.config.schema import RuleError
+
     if is_s3(source):
         if not S3_SOURCE.match(source):
-            raise ValueError(
-                f"source {source!r} is not an S3 prefix; use s3://<bucket>/<prefix> (the adapter's directory, "
-                "with adapter_config.json and the adapter weights)"
+            raise RuleError(
+                ("source",),
+                source,
+                "is not an S3 prefix; allowed: s3://<bucket>/<prefix> (the adapter's directory, with "
+                "adapter_config.json and the adapter weights)",
             )
         if revision is not None:
-            raise ValueError(
-                f"revision {revision!r} is only for Hugging Face sources; an S3 prefix has no commit: version "
-                "the prefix itself (s3://bucket/adapter/v3) and remove revision"
+            raise RuleError(
+                ("revision",),
+                revision,
+                "is only for Hugging Face sources; an S3 prefix has no commit: version the prefix itself "
+                "(s3://bucket/adapter/v3); allowed: remove revision",
             )
         return
     if not HUB_SOURCE.match(source):
-        raise ValueError(
-            f"source {source!r} is neither an S3 prefix (s3://<bucket>/<prefix>) nor a Hugging Face repo id "
-            "(<owner>/<name>)"
+        raise RuleError(
+            ("source",),
+            source,
+            "is neither an S3 prefix nor a Hugging Face repo id; allowed: s3://<bucket>/<prefix> or <owner>/<name>",
         )
     if revision is None or not HUB_REVISION.match(revision):
-        raise ValueError(
-            f"revision {revision!r}: a Hugging Face source needs its pinned commit, the 40-hex sha of the "
-            f"repo's commit (huggingface.co/{source}/commits/main), so every sync copies the same files"
+        raise RuleError(
+            ("revision",),
+            revision,
+            "is not a pinned commit: a Hugging Face source needs the 40-hex sha of the repo's commit "
+            f"(huggingface.co/{source}/commits/main), so every sync copies the same files; allowed: 40 "
+            "lowercase hex digits",
         )
 
 
 def check_adapter_rank(rank: int) -> int:
+    from llm_platform.config.schema import RuleError
+
     if rank > VLLM_MAX_LORA_RANKS[-1]:
-        raise ValueError(
-            f"rank {rank} is above vLLM's largest --max-lora-rank {VLLM_MAX_LORA_RANKS[-1]}; allowed: 1 to "
+        raise RuleError(
+            ("rank",),
+            rank,
+            f"is above vLLM's largest --max-lora-rank {VLLM_MAX_LORA_RANKS[-1]}; allowed: 1 to "
             f"{VLLM_MAX_LORA_RANKS[-1]} (vLLM's --max-lora-rank choices: "
-            f"{', '.join(map(str, VLLM_MAX_LORA_RANKS))}; the platform rounds up to the next)"
+            f"{', '.join(map(str, VLLM_MAX_LORA_RANKS))}; the platform rounds up to the next)",
         )
     return rank
 
 
 def check_adapters(models: Sequence[ModelConfig]) -> None:
     """Across models: adapter names are model names at the gateway and vLLM, so unique and distinct from every
-    model's name; slots within the list; adapters need the model bucket (not `cache: hub`)."""
-    from llm_platform.config.schema import RuleError
+    model's name; slots within the list; adapters need the model bucket (not `cache: hub`). Every broken rule
+    is raised (RuleErrors)."""
+    from llm_platform.config.schema import Problems, RuleError
 
+    problems = Problems()
     model_names = {m.name: i for i, m in enumerate(models)}
     seen: dict[str, str] = {}
     for i, m in enumerate(models):
@@ -104,34 +120,46 @@ def check_adapters(models: Sequence[ModelConfig]) -> None:
         for j, a in enumerate(m.adapters):
             where = (*at, "adapters", j, "name")
             if a.name in model_names:
-                raise RuleError(
-                    where,
-                    a.name,
-                    f"is the name of models[{model_names[a.name]}]; a client selects an adapter by its name as "
-                    "the request's model, so adapter names must differ from every model's name",
+                problems.errors.append(
+                    RuleError(
+                        where,
+                        a.name,
+                        f"is the name of models[{model_names[a.name]}]; a client selects an adapter by its name "
+                        "as the request's model, so adapter names must differ from every model's name",
+                    )
                 )
-            if a.name in seen:
-                raise RuleError(
-                    where,
-                    a.name,
-                    f"is already an adapter of model {seen[a.name]!r}; adapter names must be unique",
+            elif a.name in seen:
+                problems.errors.append(
+                    RuleError(
+                        where,
+                        a.name,
+                        f"is already an adapter of model {seen[a.name]!r}; adapter names must be unique",
+                    )
                 )
-            seen[a.name] = m.name
-        if m.adapter_slots is not None and not m.adapters:
-            raise RuleError(
-                (*at, "adapterSlots"), m.adapter_slots, "needs adapters; remove it or list adapters"
-            )
-        if m.adapters and m.adapter_slots is not None and m.adapter_slots > len(m.adapters):
-            raise RuleError(
-                (*at, "adapterSlots"),
-                m.adapter_slots,
-                f"is more than the model's {len(m.adapters)} adapters; vLLM would reserve GPU memory for slots "
-                f"no adapter fills; allowed: 1 to {len(m.adapters)}",
-            )
-        if m.adapters and m.cache == "hub":
-            raise RuleError(
-                (*at, "cache"),
-                m.cache,
-                "cannot serve adapters: they are synced like weights through the model bucket (at their pinned "
-                "revision) and 'hub' has no bucket copy; use nvme, fsx or s3, or remove adapters",
-            )
+            seen.setdefault(a.name, m.name)
+        with problems.check():
+            _check_slots_and_cache(at, m)
+    problems.raise_all()
+
+
+def _check_slots_and_cache(at: tuple[str | int, ...], m: ModelConfig) -> None:
+    from llm_platform.config.schema import RuleError
+
+    if m.adapter_slots is not None and not m.adapters:
+        raise RuleError(
+            (*at, "adapterSlots"), m.adapter_slots, "needs adapters; allowed: remove it, or list adapters"
+        )
+    if m.adapters and m.adapter_slots is not None and m.adapter_slots > len(m.adapters):
+        raise RuleError(
+            (*at, "adapterSlots"),
+            m.adapter_slots,
+            f"is more than the model's {len(m.adapters)} adapters; vLLM would reserve GPU memory for slots "
+            f"no adapter fills; allowed: 1 to {len(m.adapters)}",
+        )
+    if m.adapters and m.cache == "hub":
+        raise RuleError(
+            (*at, "cache"),
+            m.cache,
+            "cannot serve adapters: they are synced like weights through the model bucket (at their pinned "
+            "revision) and 'hub' has no bucket copy; use nvme, fsx or s3, or remove adapters",
+        )

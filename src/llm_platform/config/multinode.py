@@ -46,22 +46,29 @@ RESERVED_FLAGS = {
 
 def refuse_unsupported_parallelism(data: object) -> object:
     """A model block naming data or expert parallelism: say why it is refused and what is allowed."""
+    from llm_platform.config.schema import RuleError
+
     if isinstance(data, dict):
-        for arg in data.get("extraArgs") or []:
+        args = data.get("extraArgs")
+        for i, arg in enumerate(args if isinstance(args, list) else []):
             flag = str(arg).split("=", 1)[0]
             if flag in RESERVED_FLAGS:
-                raise ValueError(
-                    f"extraArgs: {arg!r} is not allowed: the platform writes vLLM's parallelism and multi-node "
-                    f"launch flags itself from the model's fields; use {RESERVED_FLAGS[flag]}"
+                raise RuleError(
+                    ("extraArgs", i),
+                    arg,
+                    "is not allowed: the platform writes vLLM's parallelism and multi-node launch flags itself "
+                    f"from the model's fields; allowed instead: {RESERVED_FLAGS[flag]}",
                 )
         for key, kind in UNSUPPORTED_PARALLELISM.items():
             if key in data:
-                raise ValueError(
-                    f"{key}: {data[key]!r} is not allowed: the platform renders multi-node replicas as tensor "
+                raise RuleError(
+                    (key,),
+                    data[key],
+                    "is not allowed: the platform renders multi-node replicas as tensor "
                     "parallel within a node and pipeline parallel across nodes (pipelineParallelSize); vLLM's "
                     f"multi-node {kind} (one engine per data-parallel rank, MoE models only, its own "
                     "--data-parallel-address/--data-parallel-start-rank launch and load balancing) is not "
-                    "rendered. Allowed: tensorParallelSize and pipelineParallelSize"
+                    "rendered. Allowed: tensorParallelSize and pipelineParallelSize",
                 )
     return data
 

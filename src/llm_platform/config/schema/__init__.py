@@ -22,7 +22,9 @@ from llm_platform.config.schema.base import (
     Cron,
     Duration,
     Environment,
+    Problems,
     RuleError,
+    RuleErrors,
     Schema,
     Timezone,
     did_you_mean,
@@ -77,7 +79,7 @@ from llm_platform.config.schema.pools import (
     HeadroomWindow,
 )
 from llm_platform.config.schema.serving import ServingBlocks, check_scale_to_zero
-from llm_platform.config.schema.stack import ServingConfig, StackConfig
+from llm_platform.config.schema.stack import STACK_RULES, ServingConfig, StackConfig, StackRule
 
 __all__ = [
     "AWS_ACCOUNT_ID",
@@ -92,6 +94,7 @@ __all__ = [
     "MIN_KUBERNETES_MINOR",
     "PROD_MIN_REPLICAS",
     "REMOVED_GATEWAY_KEYS",
+    "STACK_RULES",
     "AddonCapacityType",
     "AddonNodes",
     "AlertingConfig",
@@ -116,8 +119,10 @@ __all__ = [
     "ModelConfig",
     "ModelGeometry",
     "PrewarmWindow",
+    "Problems",
     "QuotaStoreConfig",
     "RuleError",
+    "RuleErrors",
     "S3BucketConfig",
     "ScalingPolicy",
     "ScalingRules",
@@ -126,6 +131,7 @@ __all__ = [
     "ServingConfig",
     "Slo",
     "StackConfig",
+    "StackRule",
     "SystemNodes",
     "Timezone",
     "check_scale_to_zero",

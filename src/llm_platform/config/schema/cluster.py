@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from llm_platform.config.cpu_catalog import CpuInstance, cpu_families, cpu_instances, cpu_sizes
-from llm_platform.config.schema.base import Duration, RuleError, Schema, _dns_label
+from llm_platform.config.schema.base import Duration, Problems, RuleError, Schema, _dns_label
 
 
 def _version_text(value: Any) -> Any:
@@ -57,9 +57,7 @@ class SystemNodes(Schema):
     @model_validator(mode="after")
     def _bounds(self) -> SystemNodes:
         if self.min > self.max:
-            raise ValueError(
-                f"cluster.systemNodes.min: {self.min} is larger than cluster.systemNodes.max {self.max}"
-            )
+            raise RuleError(("min",), self.min, f"is larger than max {self.max}; allowed: 1 to {self.max}")
         return self
 
 
@@ -141,10 +139,24 @@ class ClusterConfig(Schema):
 
     @model_validator(mode="after")
     def _shape(self) -> ClusterConfig:
-        if len(set(self.availability_zones)) != len(self.availability_zones):
-            raise ValueError(f"cluster.availabilityZones {self.availability_zones} has duplicates")
+        problems = Problems()
+        zones = self.availability_zones
+        for i, zone in enumerate(zones):
+            if zone in zones[:i]:
+                problems.errors.append(
+                    RuleError(("availabilityZones", i), zone, "is listed twice; allowed: distinct zones")
+                )
         if self.vpc_cidr.prefixlen > 20:
-            raise ValueError(f"cluster.vpcCidr {self.vpc_cidr} is too small; use a /16 to /20")
+            problems.errors.append(
+                RuleError(("vpcCidr",), str(self.vpc_cidr), "is too small; allowed: a /16 to /20 network")
+            )
         if self.mode == "existing" and not self.kubeconfig:
-            raise ValueError("cluster.kubeconfig is required when cluster.mode is 'existing'")
+            problems.errors.append(
+                RuleError(
+                    ("kubeconfig",),
+                    self.kubeconfig,
+                    "is required when cluster.mode is 'existing'; allowed: the path of a kubeconfig file",
+                )
+            )
+        problems.raise_all()
         return self

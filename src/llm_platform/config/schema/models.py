@@ -9,7 +9,15 @@ from pydantic import AfterValidator, Field, model_validator
 
 from llm_platform.config.adapters import MAX_ADAPTERS
 from llm_platform.config.model_profiles import PROFILES, ModelProfile
-from llm_platform.config.schema.base import Cron, Environment, Schema, Timezone, _dns_label
+from llm_platform.config.schema.base import (
+    Cron,
+    Environment,
+    Problems,
+    RuleError,
+    Schema,
+    Timezone,
+    _dns_label,
+)
 from llm_platform.config.versions import VLLM_IMAGE
 
 
@@ -122,8 +130,12 @@ class LoraAdapter(Schema):
     def _source_rules(self) -> LoraAdapter:
         from llm_platform.config.adapters import check_adapter_rank, check_adapter_source
 
-        check_adapter_source(self.source, self.revision)
-        check_adapter_rank(self.rank)
+        problems = Problems()
+        with problems.check():
+            check_adapter_source(self.source, self.revision)
+        with problems.check():
+            check_adapter_rank(self.rank)
+        problems.raise_all()
         return self
 
 
@@ -159,13 +171,15 @@ class ModelConfig(Schema):
         from llm_platform.config.adapters import RESERVED_LORA_FLAGS
         from llm_platform.config.multinode import refuse_unsupported_parallelism
 
-        if isinstance(data, dict):
-            for arg in data.get("extraArgs") or []:
-                if str(arg).split("=", 1)[0] in RESERVED_LORA_FLAGS:
-                    raise ValueError(
-                        f"extraArgs: {arg!r} is not allowed: the platform writes vLLM's LoRA flags itself from "
-                        "the model's adapters (and adapterSlots); list the adapters under `adapters:`"
-                    )
+        args = data.get("extraArgs") if isinstance(data, dict) else None
+        for i, arg in enumerate(args if isinstance(args, list) else []):
+            if str(arg).split("=", 1)[0] in RESERVED_LORA_FLAGS:
+                raise RuleError(
+                    ("extraArgs", i),
+                    arg,
+                    "is not allowed: the platform writes vLLM's LoRA flags itself from the model's adapters "
+                    "(and adapterSlots); allowed: list the adapters under `adapters:`",
+                )
         return refuse_unsupported_parallelism(data)
 
     @property

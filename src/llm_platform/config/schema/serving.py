@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from llm_platform.config.model_profiles import PROFILES
-from llm_platform.config.schema.base import Environment, RuleError, _unique, plural
+from llm_platform.config.schema.base import Environment, Problems, RuleError, _unique, plural
 from llm_platform.config.schema.capacity import _check_fits_gpus, _check_headroom, _check_pool_limit
 from llm_platform.config.schema.gateway import GatewayConfig
 from llm_platform.config.schema.model_cache import ModelCacheConfig
@@ -38,98 +38,155 @@ def _serving_rules(
     gateway_known: bool = True,
 ) -> None:
     """The rules of the models, the pools they run on, the model cache and the gateway: the one definition
-    StackConfig and ServingConfig share. `has_bucket`: the stack has the model bucket (not an existing
-    cluster's). `zones`: the cluster's availability zones (None on its own: a multi-node pool's
-    `placementZone` is then the only zone it knows)."""
+    StackConfig and ServingConfig share; every broken one is raised (RuleErrors). `has_bucket`: the stack
+    has the model bucket (not an existing cluster's). `zones`: the cluster's availability zones (None on its
+    own: a multi-node pool's `placementZone` is then the only zone it knows)."""
     from llm_platform.config.adapters import check_adapters
-    from llm_platform.config.multinode import check_multi_node_model, check_multi_node_pools
+    from llm_platform.config.multinode import check_multi_node_pools
 
-    _unique(("gpuNodePools",), [p.name for p in c.gpu_node_pools])
-    _unique(("models",), [m.name for m in c.models])
-    check_adapters(c.models)
+    problems = Problems()
+    with problems.check():
+        _unique(("gpuNodePools",), [p.name for p in c.gpu_node_pools])
+    with problems.check():
+        _unique(("models",), [m.name for m in c.models])
+    with problems.check():
+        check_adapters(c.models)
     pools = {p.name: p for p in c.gpu_node_pools}
-    prod = c.environment is Environment.PROD
     for i, m in enumerate(c.models):
         at = ("models", i)
         pool = pools.get(m.node_pool)
-        if pool is None:
-            raise RuleError((*at, "nodePool"), m.node_pool, f"does not exist; allowed: {', '.join(pools)}")
-        if m.tensor_parallel_size > pool.max_gpus_per_node:
-            raise RuleError(
-                (*at, "tensorParallelSize"),
-                m.tensor_parallel_size,
-                f"is larger than the {plural(pool.max_gpus_per_node, 'GPU')} of the largest instance "
-                f"pool {pool.name!r} allows ({pool.instances[-1].instance_type}); tensor parallelism must "
-                "stay within one node",
-            )
-        if m.geometry is None and m.hugging_face_id not in PROFILES:
-            raise RuleError(
-                (*at, "huggingFaceId"),
-                m.hugging_face_id,
-                "has no built-in geometry (config/model_profiles.py), so its GPU fit and start time "
-                "cannot be sized; describe it from its config.json under the model's `geometry:` "
-                "{parameters, layers, kvHeads, headDim, weightBits}; built-in: "
-                + ", ".join(sorted(PROFILES)),
-            )
-        _check_fits_gpus(at, m, pool)
-        if m.multi_node:
-            known = zones if zones is not None else [z for z in [pool.placement_zone] if z]
-            check_multi_node_model(at, m, pool, c.gpu_node_pools.index(pool), known)
-        a = m.autoscaling
-        if a.min_replicas > a.max_replicas:
-            raise RuleError(
-                (*at, "autoscaling", "minReplicas"),
-                a.min_replicas,
-                f"is larger than maxReplicas {a.max_replicas}",
-            )
-        for j, w in enumerate(a.prewarm):
-            if not a.min_replicas <= w.replicas <= a.max_replicas:
+        with problems.check():
+            if pool is None:
                 raise RuleError(
-                    (*at, "autoscaling", "prewarm", j, "replicas"),
-                    w.replicas,
-                    f"must be between minReplicas {a.min_replicas} and maxReplicas {a.max_replicas}",
+                    (*at, "nodePool"), m.node_pool, f"does not exist; allowed: {', '.join(pools)}"
                 )
-        if a.min_replicas == 0:
-            check_scale_to_zero(at, a, c, gateway_known=gateway_known)
-        elif a.min_replicas < replica_floor(c.environment):
-            raise RuleError(
-                (*at, "autoscaling", "minReplicas"),
-                a.min_replicas,
-                f"is not allowed in prod; use at least {PROD_MIN_REPLICAS} so one node loss or rollout "
-                "keeps the model up",
-            )
-        if m.cache == "hub" and c.environment is not Environment.DEV:
-            raise RuleError(
-                (*at, "cache"),
-                m.cache,
-                f"is allowed in dev only ({c.environment.value} would download weights from the "
-                "Hugging Face Hub at every scale-out); use nvme, fsx or s3",
-            )
-        if not has_bucket and m.cache != "hub":
-            raise RuleError(
-                (*at, "cache"),
-                m.cache,
-                "needs the model bucket, which an 'existing' cluster does not get (that mode creates no "
-                "AWS resources); allowed there: 'hub'",
-            )
-        if m.cache == "fsx" and c.model_cache.fsx is None:
-            raise RuleError((*at, "cache"), m.cache, "needs modelCache.fsx settings, which are missing")
+            _model_on_pool(c, at, m, pool, zones)
+        with problems.check():
+            _autoscaling_rules(c, at, m.autoscaling, gateway_known)
+        with problems.check():
+            _cache_rules(c, at, m, has_bucket)
     for i, pool in enumerate(c.gpu_node_pools):
-        _check_pool_limit(("gpuNodePools", i), pool, c.models)
-    check_multi_node_pools(c.gpu_node_pools, c.models)
+        with problems.check():
+            _check_pool_limit(("gpuNodePools", i), pool, c.models)
+    with problems.check():
+        check_multi_node_pools(c.gpu_node_pools, c.models)
     for i, pool in enumerate(c.gpu_node_pools):
         if pool.headroom is not None:
-            _check_headroom(f"gpuNodePools[{i}] ({pool.name}).headroom", pool, c.models)
+            with problems.check():
+                _check_headroom(("gpuNodePools", i, "headroom"), pool, c.models)
+    _gateway_and_cache_rules(c, problems)
+    problems.raise_all()
+
+
+def _model_on_pool(
+    c: ServingBlocks,
+    at: tuple[str | int, ...],
+    m: ModelConfig,
+    pool: GpuNodePool,
+    zones: Sequence[str] | None,
+) -> None:
+    """A model against its pool, each rule needing the one before it: parallelism within a node, a known
+    geometry, weights and KV cache within the GPUs, a multi-node replica's network and zone."""
+    from llm_platform.config.multinode import check_multi_node_model
+
+    if m.tensor_parallel_size > pool.max_gpus_per_node:
+        raise RuleError(
+            (*at, "tensorParallelSize"),
+            m.tensor_parallel_size,
+            f"is larger than the {plural(pool.max_gpus_per_node, 'GPU')} of the largest instance "
+            f"pool {pool.name!r} allows ({pool.instances[-1].instance_type}); tensor parallelism must "
+            f"stay within one node; allowed: 1 to {pool.max_gpus_per_node}, a power of two",
+        )
+    if m.geometry is None and m.hugging_face_id not in PROFILES:
+        raise RuleError(
+            (*at, "huggingFaceId"),
+            m.hugging_face_id,
+            "has no built-in geometry (config/model_profiles.py), so its GPU fit and start time "
+            "cannot be sized; describe it from its config.json under the model's `geometry:` "
+            "{parameters, layers, kvHeads, headDim, weightBits}; built-in: " + ", ".join(sorted(PROFILES)),
+        )
+    _check_fits_gpus(at, m, pool)
+    if m.multi_node:
+        known = zones if zones is not None else [z for z in [pool.placement_zone] if z]
+        check_multi_node_model(at, m, pool, c.gpu_node_pools.index(pool), known)
+
+
+def _autoscaling_rules(
+    c: ServingBlocks, at: tuple[str | int, ...], a: Autoscaling, gateway_known: bool
+) -> None:
+    if a.min_replicas > a.max_replicas:
+        raise RuleError(
+            (*at, "autoscaling", "minReplicas"),
+            a.min_replicas,
+            f"is larger than maxReplicas {a.max_replicas}; allowed: 0 to {a.max_replicas}",
+        )
+    for j, w in enumerate(a.prewarm):
+        if not a.min_replicas <= w.replicas <= a.max_replicas:
+            raise RuleError(
+                (*at, "autoscaling", "prewarm", j, "replicas"),
+                w.replicas,
+                f"must be between minReplicas {a.min_replicas} and maxReplicas {a.max_replicas}",
+            )
+    if a.min_replicas == 0:
+        check_scale_to_zero(at, a, c, gateway_known=gateway_known)
+    elif a.min_replicas < replica_floor(c.environment):
+        raise RuleError(
+            (*at, "autoscaling", "minReplicas"),
+            a.min_replicas,
+            f"is not allowed in prod; use at least {PROD_MIN_REPLICAS} so one node loss or rollout "
+            "keeps the model up",
+        )
+
+
+def _cache_rules(c: ServingBlocks, at: tuple[str | int, ...], m: ModelConfig, has_bucket: bool) -> None:
+    if m.cache == "hub" and c.environment is not Environment.DEV:
+        raise RuleError(
+            (*at, "cache"),
+            m.cache,
+            f"is allowed in dev only ({c.environment.value} would download weights from the "
+            "Hugging Face Hub at every scale-out); use nvme, fsx or s3",
+        )
+    if not has_bucket and m.cache != "hub":
+        raise RuleError(
+            (*at, "cache"),
+            m.cache,
+            "needs the model bucket, which an 'existing' cluster does not get (that mode creates no "
+            "AWS resources); allowed there: 'hub'",
+        )
+    if m.cache == "fsx" and c.model_cache.fsx is None:
+        raise RuleError(
+            (*at, "cache"),
+            m.cache,
+            "needs modelCache.fsx settings, which are missing; allowed: add modelCache.fsx, or nvme or s3",
+        )
+
+
+def _gateway_and_cache_rules(c: ServingBlocks, problems: Problems) -> None:
+    prod = c.environment is Environment.PROD
     if c.gateway.enabled and not c.models:
-        raise ValueError("gateway.enabled: true needs at least one model to route to")
+        problems.errors.append(
+            RuleError(
+                ("gateway", "enabled"),
+                True,
+                "needs at least one model to route to; allowed: false, or add a model",
+            )
+        )
     if prod and c.gateway.enabled and c.gateway.certificate_arn is None:
-        raise ValueError(
-            "gateway.certificateArn: prod serves its gateway over TLS; give an ACM certificate ARN"
+        problems.errors.append(
+            RuleError(
+                ("gateway", "certificateArn"),
+                None,
+                "is required in prod, which serves its gateway over TLS; give an ACM certificate ARN",
+            )
         )
     fsx = c.model_cache.fsx
     if prod and fsx is not None and fsx.deployment_type != "PERSISTENT_2":
-        raise ValueError(
-            f"modelCache.fsx.deploymentType: {fsx.deployment_type} is not allowed in prod; use PERSISTENT_2"
+        problems.errors.append(
+            RuleError(
+                ("modelCache", "fsx", "deploymentType"),
+                fsx.deployment_type,
+                "is not allowed in prod; allowed: PERSISTENT_2",
+            )
         )
 
 
