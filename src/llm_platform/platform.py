@@ -6,6 +6,7 @@ level in Python), validated by the same rules (`config/schema/`) with the same m
 resource is registered. The stack program (`__main__.py`) is its first consumer.
 """
 
+from collections.abc import Callable
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
@@ -33,9 +34,8 @@ from llm_platform.components.multinode import EfaNetwork, EfaNetworkArgs, MultiN
 from llm_platform.components.network import Network, NetworkArgs
 from llm_platform.components.observability import Observability, ObservabilityArgs
 from llm_platform.components.specs.observability import STORAGE_CLASS
-from llm_platform.config.errors import ConfigError
-from llm_platform.config.loader import parse
-from llm_platform.config.schema import StackConfig
+from llm_platform.config.loader import ConfigCheck, parse
+from llm_platform.config.schema import RuleError, StackConfig
 from llm_platform.config.stack_args import (
     AlertingSettings,
     ClusterSettings,
@@ -57,6 +57,7 @@ __all__ = [
     "config_of",
     "needed_secrets",
     "platform_args",
+    "secrets_check",
 ]
 
 TYPE = "llm-platform:index:LlmPlatform"
@@ -110,17 +111,81 @@ SECRET_ARGS = {
 }
 
 
-def _check_cost_pricing(config: StackConfig, region: str | None) -> None:
+def _cost_pricing(config: StackConfig, region: str | None) -> list[ValueError]:
     """costs.enabled prices every node from the catalogs in the stack's region: known before any resource."""
     from llm_platform.components.specs.costs import PricingError, cpu_ram_prices, instance_prices
 
+    if not config.costs.enabled:
+        return []
     if not region:
-        raise ConfigError("costs.enabled: OpenCost prices nodes in the stack's AWS region; set aws:region")
+        return [
+            RuleError(
+                ("costs", "enabled"),
+                True,
+                "needs the stack's AWS region: OpenCost prices nodes there; allowed: set aws:region, or false",
+            )
+        ]
+    problems: list[ValueError] = []
     try:
         cpu_ram_prices(region)
-        instance_prices(config.gpu_node_pools, region)
     except PricingError as exc:
-        raise ConfigError(str(exc)) from None
+        problems.append(RuleError(("costs", "enabled"), True, f"cannot price nodes: {_unprefixed(exc)}"))
+    for i, pool in enumerate(config.gpu_node_pools):
+        try:
+            instance_prices([pool], region)
+        except PricingError as exc:
+            problems.append(
+                RuleError(
+                    ("gpuNodePools", i, "instanceFamilies"),
+                    pool.instance_families,
+                    f"cannot be priced with costs.enabled: {_unprefixed(exc)}",
+                )
+            )
+    return problems
+
+
+def _unprefixed(exc: Exception) -> str:
+    return str(exc).removeprefix("costs.enabled: ")
+
+
+def _eks_region(config: StackConfig, region: str | None) -> list[ValueError]:
+    if config.cluster.mode == "eks" and not region:
+        return [
+            RuleError(
+                ("cluster", "mode"),
+                "eks",
+                "needs the stack's AWS region, which is not set; allowed: set aws:region (or the AWS "
+                "provider's region), or mode existing",
+            )
+        ]
+    return []
+
+
+def _missing_secrets(config: StackConfig, is_set: Callable[[str], bool]) -> list[ValueError]:
+    """The Pulumi secrets (stack-file names) the config needs that `is_set` says are not set."""
+    needed = needed_secrets(config)
+    return [
+        RuleError(
+            (secret,), None, f"required by this config, not set (pulumi config set --secret {secret} ...)"
+        )
+        for secret in SECRET_ARGS
+        if secret in needed and not is_set(secret)
+    ]
+
+
+def secrets_check(is_set: Callable[[str], bool]) -> ConfigCheck:
+    """The check `parse` runs that every secret the config needs is set (stack-file names)."""
+    return ConfigCheck(("models", "gateway", "alerting"), lambda config: _missing_secrets(config, is_set))
+
+
+def _platform_checks(args: LlmPlatformArgs, region: str | None) -> list[ConfigCheck]:
+    """What LlmPlatform checks beyond the schema before any resource, reported with the schema's problems:
+    the secrets its config needs are given, its nodes have prices (costs), the eks mode has a region."""
+    return [
+        secrets_check(lambda secret: args.get(SECRET_ARGS[secret]) is not None),
+        ConfigCheck(("costs", "gpuNodePools"), lambda config: _cost_pricing(config, region)),
+        ConfigCheck(("cluster",), lambda config: _eks_region(config, region)),
+    ]
 
 
 def needed_secrets(config: StackConfig) -> set[str]:
@@ -179,10 +244,7 @@ class LlmPlatform(pulumi.ComponentResource):
     def __init__(self, name: str, args: LlmPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # bad input stops here, before any resource exists: field, value and what is allowed
         region = args.get("region") or pulumi.Config("aws").get("region")
-        config = parse(config_of(args), region=region)
-        _require_secrets(config, args)
-        if config.costs.enabled:
-            _check_cost_pricing(config, region)
+        config = parse(config_of(args), region=region, checks=_platform_checks(args, region))
         plan = resolve(config, pulumi.get_stack())
         super().__init__(TYPE, name, None, opts)
         self._compose(plan, args, region)
@@ -229,8 +291,7 @@ class LlmPlatform(pulumi.ComponentResource):
         gateway_after: list[pulumi.Resource] = []  # what the gateway's load balancer needs first
         outputs: dict[str, pulumi.Input[Any]] = {}
         if eks_mode:
-            if not region:
-                raise ConfigError("aws:region: not set; the eks mode needs the stack's AWS region")
+            assert region, "_platform_checks refuses the eks mode without a region"
             # one AWS provider: the stack's region, and its tags on every AWS resource the program creates
             aws_provider = aws.Provider(
                 f"{cluster_cfg.name}-aws",
@@ -484,17 +545,4 @@ class LlmPlatform(pulumi.ComponentResource):
                 "modelBucket": self.model_bucket,
                 "gatewayNamespace": self.gateway_namespace,
             }
-        )
-
-
-def _require_secrets(config: StackConfig, args: LlmPlatformArgs) -> None:
-    """The secrets the config needs, named as the stack file's Pulumi secrets, before any resource exists."""
-    needed = needed_secrets(config)
-    missing = [secret for secret, key in SECRET_ARGS.items() if secret in needed and args.get(key) is None]
-    if missing:
-        raise ConfigError(
-            "; ".join(
-                f"{secret}: required by this config, not set (pulumi config set --secret {secret} ...)"
-                for secret in missing
-            )
         )

@@ -240,8 +240,9 @@ def load_stack(stack: Stack) -> StackConfig:
     return parse(ours, source, region=raw_stack_config(stack).get("aws:region"))
 
 
-def load_from_pulumi() -> StackConfig:
-    """Validated config of the stack `pulumi preview`/`up` runs, every `llm-platform:` key of it included.
+def load_from_pulumi(checks: Sequence[ConfigCheck] = ()) -> StackConfig:
+    """Validated config of the stack `pulumi preview`/`up` runs, every `llm-platform:` key of it included;
+    `checks` (e.g. the secrets it needs are set) are reported with the schema's problems.
 
     A bad config stops the program before any resource with the problems and no traceback
     (`pulumi.RunError`); run outside the Pulumi CLI, it prints how to run it and exits 2.
@@ -255,7 +256,7 @@ def load_from_pulumi() -> StackConfig:
     stack = pulumi.get_stack()
     raw = values_from_pulumi()
     try:
-        return parse(raw, _source_of(stack, raw), region=pulumi.Config("aws").get("region"))
+        return parse(raw, _source_of(stack, raw), region=pulumi.Config("aws").get("region"), checks=checks)
     except ConfigError as exc:
         raise pulumi.RunError(f"invalid config for stack {stack!r}, nothing was deployed:\n{exc}") from None
 
