@@ -200,6 +200,10 @@ PATTERN_WORDS = {
     r"^(latest|v[0-9]{8})$": "'latest' (dev only) or a pinned AL2023 AMI version v<YYYYMMDD>, e.g. 'v20250715'",
     r"^(latest|v[0-9]+\.[0-9]+\.[0-9]+)$": "'latest' (dev only) or a pinned Bottlerocket version, e.g. 'v1.42.0'",
     r"^1\.[0-9]{2}$": 'a Kubernetes minor version in quotes, e.g. "1.34"',
+    r"^[#@]?[a-z0-9][a-z0-9._-]{0,79}$": (
+        "a Slack channel or user such as '#llm-alerts': lowercase letters, digits, '.', '_' and '-', at most 80, "
+        "after an optional # or @"
+    ),
     r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$": "an IAM role ARN, arn:aws:iam::<12-digit account>:role/<name>",
     r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/.+$": (
         "an ACM certificate ARN, arn:aws:acm:<region>:<12-digit account>:certificate/<id>"
@@ -255,7 +259,8 @@ def _line(err: Any, raw: dict[str, Any], source: StackSource | None) -> str:
     msg = _allowed_in_words(err, msg, written)
     if msg.startswith(value):  # the validator's message already names the value (`'x' is not a duration`)
         return f"{_at(source, loc)}{path_of(loc, raw)}: {msg}"
-    return f"{_at(source, loc)}{path_of(loc, raw)}: {value} is not allowed: {msg}"
+    joint = "; " if msg.startswith("allowed:") else ": "
+    return f"{_at(source, loc)}{path_of(loc, raw)}: {value} is not allowed{joint}{msg}"
 
 
 def _allowed_in_words(err: Any, msg: str, written: str | None) -> str:
@@ -272,7 +277,7 @@ def _allowed_in_words(err: Any, msg: str, written: str | None) -> str:
             f'{msg}; YAML reads the unquoted {text} as {kind}: quote it to keep it text, e.g. {key}: "{text}"'
         )
     if err["type"] in _SHAPES:
-        return f"{msg}: {_SHAPES[err['type']]}"
+        return f"{msg}; {_SHAPES[err['type']]}"
     return msg
 
 

@@ -81,8 +81,8 @@ def _check_headroom(at: tuple[str | int, ...], pool: GpuNodePool, models: list[M
         raise RuleError(
             (*at, *peak),
             headroom.peak_gpus,
-            f"warm GPUs plus the {at_minimum} GPUs the pool's models hold at minReplicas ({held}) exceed "
-            f"gpuLimit {pool.gpu_limit}; the placeholders could never all run. Allowed: at most "
+            f"warm GPUs plus the {plural(at_minimum, 'GPU')} the pool's models hold at minReplicas ({held}) "
+            f"exceed gpuLimit {pool.gpu_limit}; the placeholders could never all run; allowed: at most "
             f"{max(0, pool.gpu_limit - at_minimum)} warm GPUs, or raise gpuLimit",
         )
 
