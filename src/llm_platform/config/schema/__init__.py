@@ -40,6 +40,7 @@ from llm_platform.config.schema.capacity import (
     weights_and_kv_gib,
 )
 from llm_platform.config.schema.cluster import (
+    CLUSTER_NAME_WHY,
     MIN_KUBERNETES_MINOR,
     AddonCapacityType,
     AddonNodes,
@@ -84,6 +85,7 @@ from llm_platform.config.schema.stack import STACK_RULES, ServingConfig, StackCo
 __all__ = [
     "AWS_ACCOUNT_ID",
     "CAPACITY_RESERVATION_ID",
+    "CLUSTER_NAME_WHY",
     "CRON",
     "DNS_LABEL",
     "DURATION",

@@ -89,12 +89,14 @@ def did_you_mean(word: str, choices: Sequence[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _dns_label(max_len: int):
+def _dns_label(max_len: int, why: str = ""):
+    """A name of lowercase letters, digits and '-'; `why`: where `max_len` comes from, said in the message."""
+
     def check(value: str) -> str:
         if len(value) > max_len or not DNS_LABEL.match(value):
             raise ValueError(
                 f"{value!r} is not allowed: use lowercase letters, digits and '-', starting with a letter, "
-                f"at most {max_len} characters"
+                f"at most {max_len} characters{f' ({why})' if why else ''}"
             )
         return value
 

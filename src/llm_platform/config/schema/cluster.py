@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from llm_platform.config.cpu_catalog import CpuInstance, cpu_families, cpu_instances, cpu_sizes
+from llm_platform.config.names import CLUSTER_NAME_MAX, CLUSTER_NAMES, tightest
 from llm_platform.config.schema.base import Duration, Problems, RuleError, Schema, _dns_label
 
 
@@ -41,6 +42,10 @@ def _supported_version(value: str) -> str:
             f'use "1.{MIN_KUBERNETES_MINOR}" or later',
         )
     return value
+
+
+# where cluster.name's limit comes from (config/names.py): the name built from it with the least room
+CLUSTER_NAME_WHY = f"the longest name built from it, the {tightest(CLUSTER_NAMES).what}, allows {tightest(CLUSTER_NAMES).limit}"
 
 
 class SystemNodes(Schema):
@@ -118,7 +123,7 @@ class AmiVersions(Schema):
 
 class ClusterConfig(Schema):
     mode: Literal["eks", "existing"] = "eks"
-    name: Annotated[str, _dns_label(40)]
+    name: Annotated[str, _dns_label(CLUSTER_NAME_MAX, CLUSTER_NAME_WHY)]
     kubernetes_version: Annotated[
         str,
         BeforeValidator(_version_text),
