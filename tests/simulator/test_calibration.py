@@ -75,7 +75,9 @@ def _calm(row: dict[str, object]) -> bool:
 def test_the_doc_carries_the_table_the_command_prints() -> None:
     doc = SIMULATOR_MD.read_text()
     table = calibration.markdown_table(list(rows().values()))
-    assert with_table(doc, table) == doc, f"docs/simulator/calibration.md's calibration table is stale: run `{COMMAND}`"
+    assert with_table(doc, table) == doc, (
+        f"docs/simulator/calibration.md's calibration table is stale: run `{COMMAND}`"
+    )
 
 
 @pytest.mark.parametrize("point", POINTS, ids=[p.id for p in POINTS])
