@@ -144,7 +144,7 @@ class ModelConfig(Schema):
     autoscaling: Autoscaling = Field(default_factory=Autoscaling)
     slo: Slo
     # the gateway's endpoint picker learns which replica holds a prompt prefix from vLLM's own KV-cache
-    # events (ZMQ) and a tokenizer sidecar instead of estimating it; costs are in the README's gateway section
+    # events (ZMQ) and a tokenizer sidecar instead of estimating it; costs are in docs/gateway.md
     precise_prefix_routing: bool = False
     # for a Hugging Face id the built-in profile table does not know (or to override its entry)
     geometry: ModelGeometry | None = None
