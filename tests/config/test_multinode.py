@@ -1,5 +1,5 @@
 """Multi-node replicas in the stack schema: what a model spanning nodes needs of its pool, refused before any
-resource with the field, the value and the numbers (config/multinode.py)."""
+resource with the field, the value and the numbers (config/schema/multinode.py)."""
 
 from __future__ import annotations
 

@@ -248,7 +248,7 @@ class ModelGeometrySettings(TypedDict):
 
 
 class LoraAdapterSettings(TypedDict):
-    """A LoRA adapter of the model (config/adapters.py): served by the model's vLLM under its own name."""
+    """A LoRA adapter of the model (config/schema/adapters.py): served by the model's vLLM under its own name."""
 
     name: str
     source: str

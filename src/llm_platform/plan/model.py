@@ -431,7 +431,7 @@ class ModelPlan:
     loader_uses_hf_token: bool
     # the vLLM container itself downloads from the Hub (cache `hub`); offline caches never get the token
     serving_uses_hf_token: bool
-    # multi-node (config/multinode.py): the nodes one replica spans (pipelineParallelSize), `gpus` on each
+    # multi-node (config/schema/multinode.py): the nodes one replica spans (pipelineParallelSize), `gpus` on each
     nodes: int = 1
     # LoRA adapters (plan/lora.py); None without adapters
     lora: LoraPlan | None = None

@@ -23,7 +23,7 @@ def uses_reservations(pool: GpuNodePool) -> bool:
 
 def efa_pool(pool: GpuNodePool) -> bool:
     """The pool serves a multi-node model (the schema requires its `placementZone` then, and only then): EFA
-    interfaces, one zone, its cluster placement group (config/multinode.py)."""
+    interfaces, one zone, its cluster placement group (config/schema/multinode.py)."""
     return pool.placement_zone is not None
 
 

@@ -92,7 +92,7 @@ class GpuNodePool(Schema):
     mig: bool = False
     headroom: Headroom | None = None
     capacity_reservations: list[CapacityReservationTerm] = []
-    # multi-node replicas (config/multinode.py): the one zone of the pool's nodes and its cluster placement group
+    # multi-node replicas (config/schema/multinode.py): the one zone of the pool's nodes and its cluster placement group
     placement_zone: str | None = None
 
     @model_validator(mode="after")
