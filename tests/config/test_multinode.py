@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.loader import parse
+from llm_platform.facts.catalog import GPU_INSTANCES
 from tests.conftest import config_error, load_fixture, stack_values
 
 

@@ -1,13 +1,13 @@
 """A model's cold-start budget as the plan carries it: pod-needs-a-GPU to pod-Ready on a new node and on a
 warm one, and the startup probe sized from it. `plan/model.py` resolves it (`cold_start_budget`) from the facts
-(config/cold_start.py); the from-zero hold (plan/zero.py), the renderers and the simulator read it."""
+(facts/cold_start.py); the from-zero hold (plan/zero.py), the renderers and the simulator read it."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from llm_platform.config.cold_start import ColdStart
+from llm_platform.facts.cold_start import ColdStart
 
 # the startup probe's period; it allows three times the expected warm-node start before a restart
 STARTUP_PROBE_PERIOD_SECONDS = 10
@@ -17,7 +17,7 @@ UNKNOWN_MODEL_START_SECONDS = 600.0
 
 @dataclass(frozen=True)
 class ColdStartBudget:
-    """Pod-needs-a-GPU to pod-Ready, on a new node and on a warm one (config/cold_start.py's phases)."""
+    """Pod-needs-a-GPU to pod-Ready, on a new node and on a warm one (facts/cold_start.py's phases)."""
 
     new_node: ColdStart | None  # None when the model's geometry is unknown
     warm_node: ColdStart | None

@@ -12,14 +12,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llm_platform.config.catalog import GpuInstance
-from llm_platform.config.cold_start import (
-    CACHE_BEHAVIOUR,
-    CacheBehaviour,
-    CacheMode,
-    ImageMode,
-    cold_start,
-)
 from llm_platform.config.schema import (
     Autoscaling,
     GatewayConfig,
@@ -27,6 +19,14 @@ from llm_platform.config.schema import (
     ModelConfig,
     duration_seconds,
     gpus_at_max_replicas,
+)
+from llm_platform.facts.catalog import GpuInstance
+from llm_platform.facts.cold_start import (
+    CACHE_BEHAVIOUR,
+    CacheBehaviour,
+    CacheMode,
+    ImageMode,
+    cold_start,
 )
 from llm_platform.plan import naming, promql
 from llm_platform.plan.cold_start import ColdStartBudget
@@ -50,7 +50,7 @@ FAST_IMAGE_PULL_AMI_FAMILIES = frozenset({"al2023"})
 
 
 def image_pull_mode(ami_family: str) -> ImageMode:
-    """How a new GPU node of this AMI family pulls the vLLM image (config/cold_start.py's modes)."""
+    """How a new GPU node of this AMI family pulls the vLLM image (facts/cold_start.py's modes)."""
     return "soci" if ami_family in FAST_IMAGE_PULL_AMI_FAMILIES else "registry"
 
 

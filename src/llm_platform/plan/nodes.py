@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llm_platform.config.cpu_catalog import CpuInstance
 from llm_platform.config.schema import AddonNodes, GpuNodePool
+from llm_platform.facts.cpu_catalog import CpuInstance
 
 # the Karpenter NodePool and EC2NodeClass of the add-on nodes
 ADDON_POOL = "addons"

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from llm_platform.config.catalog import GpuModel
 from llm_platform.config.schema.base import RuleError, plural
 from llm_platform.config.schema.models import ModelConfig
 from llm_platform.config.schema.pools import GpuNodePool
+from llm_platform.facts.catalog import GpuModel
 
 
 def served_by(pool: GpuNodePool, models: Sequence[ModelConfig]) -> list[ModelConfig]:

@@ -8,10 +8,10 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from llm_platform.config.model_profiles import PROFILES, ModelProfile
 from llm_platform.config.schema.adapters import MAX_ADAPTERS, RESERVED_LORA_FLAGS, LoraAdapter
 from llm_platform.config.schema.base import Cron, Environment, RuleError, Schema, Timezone, _dns_label
 from llm_platform.config.versions import VLLM_IMAGE
+from llm_platform.facts.model_profiles import PROFILES, ModelProfile
 
 
 def _power_of_two(value: int) -> int:
@@ -95,7 +95,7 @@ class Slo(Schema):
 
 
 class ModelGeometry(Schema):
-    """A model the built-in table (config/model_profiles.py) does not know, described from its Hugging Face
+    """A model the built-in table (facts/model_profiles.py) does not know, described from its Hugging Face
     `config.json` and model card, so the platform (GPU fit, cold start) and the simulator can size it."""
 
     parameters: float = Field(gt=0)  # total parameter count, e.g. 7.62e9

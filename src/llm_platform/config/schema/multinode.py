@@ -44,7 +44,7 @@ def check_multi_node_model(
         raise RuleError(
             (*at, "nodePool"),
             m.node_pool,
-            f"admits {', '.join(without)}, which has no EFA interface (config/catalog.py EFA_INTERFACES); "
+            f"admits {', '.join(without)}, which has no EFA interface (facts/catalog.py EFA_INTERFACES); "
             "NCCL between the nodes of a multi-node replica needs EFA; allowed: a pool of "
             "p4d, p4de, p5, p5e, p5en or p6-b200",
         )

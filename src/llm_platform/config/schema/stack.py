@@ -8,8 +8,6 @@ from collections.abc import Sequence
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from llm_platform.config.catalog import KNOWN_REGIONS
-from llm_platform.config.model_profiles import PROFILES
 from llm_platform.config.schema.alerting import AlertingConfig
 from llm_platform.config.schema.base import Environment, RuleError, Schema, _unique, plural
 from llm_platform.config.schema.capacity import _check_fits_gpus, _check_headroom, _check_pool_limit
@@ -30,6 +28,8 @@ from llm_platform.config.schema.multinode import (
     check_multi_node_pools,
 )
 from llm_platform.config.schema.pools import GpuNodePool
+from llm_platform.facts.catalog import KNOWN_REGIONS
+from llm_platform.facts.model_profiles import PROFILES
 
 
 class StackConfig(Schema):
@@ -195,7 +195,7 @@ def _serving_rules(
             raise RuleError(
                 (*at, "huggingFaceId"),
                 m.hugging_face_id,
-                "has no built-in geometry (config/model_profiles.py), so its GPU fit and start time "
+                "has no built-in geometry (facts/model_profiles.py), so its GPU fit and start time "
                 "cannot be sized; describe it from its config.json under the model's `geometry:` "
                 "{parameters, layers, kvHeads, headDim, weightBits}; built-in: "
                 + ", ".join(sorted(PROFILES)),

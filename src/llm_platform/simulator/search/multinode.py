@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from types import MappingProxyType
 
-from llm_platform.config.catalog import GpuInstance
+from llm_platform.facts.catalog import GpuInstance
 from llm_platform.plan import ModelPlan
 
 
