@@ -19,7 +19,7 @@ import json
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from llm_platform.config.versions import AWS_CLI_IMAGE
+from llm_platform.facts.versions import AWS_CLI_IMAGE
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.lora import LoraPlan
 from llm_platform.plan.naming import READY_MARKER, restricted_container

@@ -36,8 +36,8 @@ from llm_platform.components.specs.common import (
 from llm_platform.components.specs.model_cache import cache_wiring
 from llm_platform.components.specs.serving import replica_resources
 from llm_platform.config.schema import GpuNodePool
-from llm_platform.config.versions import PAUSE_IMAGE
 from llm_platform.facts.cold_start import KARPENTER_LAUNCH_SECONDS
+from llm_platform.facts.versions import PAUSE_IMAGE
 from llm_platform.plan import HeadroomPlan, PoolPlan
 from llm_platform.plan.naming import HEADROOM_NAMESPACE, restricted_container
 

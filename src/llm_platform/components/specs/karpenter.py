@@ -14,7 +14,7 @@ from typing import Any
 from llm_platform.components.specs import reservations
 from llm_platform.components.specs.common import GPU_TAINT, POOL_LABEL, SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
 from llm_platform.config.schema import GpuNodePool
-from llm_platform.config.versions import LUSTRE_CLIENT_PACKAGE
+from llm_platform.facts.versions import LUSTRE_CLIENT_PACKAGE
 from llm_platform.plan import NodeClassPlan
 from llm_platform.plan.naming import KARPENTER_NAMESPACE
 from llm_platform.plan.nodes import (

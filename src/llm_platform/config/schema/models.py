@@ -10,8 +10,8 @@ from pydantic import AfterValidator, Field, model_validator
 
 from llm_platform.config.schema.adapters import MAX_ADAPTERS, RESERVED_LORA_FLAGS, LoraAdapter
 from llm_platform.config.schema.base import Cron, Environment, RuleError, Schema, Timezone, _dns_label
-from llm_platform.config.versions import VLLM_IMAGE
 from llm_platform.facts.model_profiles import PROFILES, ModelProfile
+from llm_platform.facts.versions import VLLM_IMAGE
 
 
 def _power_of_two(value: int) -> int:
