@@ -1,5 +1,6 @@
 """The whole package's import graph has no circle: read from the source with ast, so imports inside functions
-and under TYPE_CHECKING count too (a circle kept alive by function-level imports is still a circle). A new
+and under TYPE_CHECKING count too (a circle kept alive by function-level imports is still a circle). The facts
+(`llm_platform.facts`: catalogs, profiles, pins, cold start, geometry) are the floor below the schema. A new
 circle fails here naming its modules."""
 
 from __future__ import annotations
@@ -45,3 +46,12 @@ def test_a_circle_through_a_function_level_import_would_be_found(tmp_path: Path)
     known = package_modules("pkg", pkg)
     with pytest.raises(AssertionError, match=r"import cycle in pkg: .*pkg\.(a|b)"):
         import_order("pkg", import_graph("pkg", known))
+
+
+def test_the_facts_import_nothing_above_them() -> None:
+    """Catalogs, profiles, pins, cold start and geometry are the floor: they import only each other."""
+    edges = graph()
+    facts = {m for m in edges if m == f"{PACKAGE}.facts" or m.startswith(f"{PACKAGE}.facts.")}
+    assert facts, "no facts package"
+    above = {f"{m} -> {d}" for m in facts for d in edges[m] if d not in facts}
+    assert above == set()
