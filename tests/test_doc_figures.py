@@ -162,7 +162,7 @@ MULTINODE = "-m llm_platform.simulator --stack tests/fixtures/stacks/Pulumi.mult
 def test_the_multi_node_cost_is_the_simulators() -> None:
     """The docs' multi-node figures (Capacity): one replica's hourly price from the catalog (2 x p5.48xlarge) and the
     day at the fixture's traffic from the simulator."""
-    from llm_platform.config.catalog import instance
+    from llm_platform.facts.catalog import instance
 
     node = instance("p5.48xlarge").on_demand_usd_per_hour("us-east-1")
     row = rows(MULTINODE)["stack-config"]

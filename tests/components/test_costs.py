@@ -12,9 +12,9 @@ import pytest
 from llm_platform.components.specs import costs
 from llm_platform.components.specs.alerts import VALUE
 from llm_platform.components.specs.common import ADDON_NODE_LABEL
-from llm_platform.config.catalog import GPU_INSTANCES
-from llm_platform.config.cpu_catalog import CPU_INSTANCES
 from llm_platform.config.loader import load_stack
+from llm_platform.facts.catalog import GPU_INSTANCES
+from llm_platform.facts.cpu_catalog import CPU_INSTANCES
 from llm_platform.plan import resolve
 from llm_platform.plan.naming import MONITORING_NAMESPACE
 from llm_platform.tools import render

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_platform.config.catalog import H100
 from llm_platform.config.loader import ROOT
-from llm_platform.config.model_profiles import profile
+from llm_platform.facts.catalog import H100
+from llm_platform.facts.model_profiles import profile
 from llm_platform.simulator.serving import calibration, steps
 from llm_platform.simulator.serving.benchmark import burst, cached_tokens
 from llm_platform.simulator.serving.calibration import (
@@ -178,7 +178,7 @@ def test_a100_burst_cache_hits_are_the_ones_vllm_logged():
 
 
 def test_a_burst_prefills_only_what_the_cache_misses():
-    from llm_platform.config.catalog import A100_80
+    from llm_platform.facts.catalog import A100_80
 
     model = ReplicaModel(profile("Qwen/Qwen2-7B-Instruct"), A100_80, 1, EngineConfig(max_model_len=4096))
     table = model.table(TokenStats.fixed(1024, 256))
@@ -313,8 +313,8 @@ def test_write_docs_replaces_only_the_marked_block(tmp_path: Path):
 
 
 def test_a_burst_beyond_the_running_cap_waits_for_the_waves_before_it():
-    from llm_platform.config.catalog import A100_80
-    from llm_platform.config.model_profiles import profile
+    from llm_platform.facts.catalog import A100_80
+    from llm_platform.facts.model_profiles import profile
     from llm_platform.simulator.serving.benchmark import burst
     from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
     from llm_platform.simulator.serving.replica_config import EngineConfig

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from llm_platform.config.catalog import GPU_INSTANCES
-from llm_platform.config.cold_start import (
+from llm_platform.facts.catalog import GPU_INSTANCES
+from llm_platform.facts.cold_start import (
     CACHE_MODES,
     ENGINE_INIT_CACHED_SECONDS,
     ENGINE_INIT_COLD_SECONDS,

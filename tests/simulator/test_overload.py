@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from llm_platform.config.catalog import A100_80, H100
-from llm_platform.config.model_profiles import profile
+from llm_platform.facts.catalog import A100_80, H100
+from llm_platform.facts.model_profiles import profile
 from llm_platform.simulator.serving.overload import (
     OPENAI_SDK,
     VLLM_BENCH,

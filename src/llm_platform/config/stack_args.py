@@ -227,7 +227,7 @@ class SloSettings(TypedDict):
 
 
 class ModelGeometrySettings(TypedDict):
-    """A model the built-in table (config/model_profiles.py) does not know, described from its Hugging Face `config.json` and model card, so the platform (GPU fit, cold start) and the simulator can size it."""
+    """A model the built-in table (facts/model_profiles.py) does not know, described from its Hugging Face `config.json` and model card, so the platform (GPU fit, cold start) and the simulator can size it."""
 
     parameters: float
     """> 0."""
@@ -248,7 +248,7 @@ class ModelGeometrySettings(TypedDict):
 
 
 class LoraAdapterSettings(TypedDict):
-    """A LoRA adapter of the model (config/adapters.py): served by the model's vLLM under its own name."""
+    """A LoRA adapter of the model (config/schema/adapters.py): served by the model's vLLM under its own name."""
 
     name: str
     source: str

@@ -29,8 +29,8 @@ Derived (each formula is in the code below):
 
 from __future__ import annotations
 
-from llm_platform.config import geometry
-from llm_platform.config.catalog import H100
+from llm_platform.facts import geometry
+from llm_platform.facts.catalog import H100
 from llm_platform.simulator.serving.benchmark import cached_tokens
 from llm_platform.simulator.serving.calibration_points import Point
 from llm_platform.simulator.serving.overload import Client

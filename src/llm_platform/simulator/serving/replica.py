@@ -30,8 +30,8 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from llm_platform.config.catalog import GpuModel
-from llm_platform.config.model_profiles import ModelProfile
+from llm_platform.facts.catalog import GpuModel
+from llm_platform.facts.model_profiles import ModelProfile
 from llm_platform.simulator.serving.lora import LoraCost
 from llm_platform.simulator.serving.physics import linear_seconds, step_allreduce_seconds
 from llm_platform.simulator.serving.replica_config import (

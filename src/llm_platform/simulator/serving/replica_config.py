@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_platform.config.catalog import GpuModel
+from llm_platform.facts.catalog import GpuModel
 
 # Host overhead, sources and what is measured vs assumed: docs/simulator/calibration.md "Host overhead". Neither constant
 # grows with TP (at TP > 1 one shared-memory broadcast of the scheduler output per step, vllm#9856/#5399:
