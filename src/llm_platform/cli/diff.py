@@ -36,6 +36,22 @@ def shown(value: Any, width: int = 90) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def shown_pair(before: Any, after: Any, width: int = 90) -> tuple[str, str]:
+    """Both values of a changed field on one line each; two long strings start at their first difference."""
+    old, new = shown(before, 10**6), shown(after, 10**6)
+    if max(len(old), len(new)) > width and isinstance(before, str) and isinstance(after, str):
+        same = next(
+            (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new))
+        )
+        cut = max(same - 20, 0)
+        if cut > 0:
+            old, new = "…" + old[cut:], "…" + new[cut:]
+    return (
+        old if len(old) <= width else old[: width - 1] + "…",
+        new if len(new) <= width else new[: width - 1] + "…",
+    )
+
+
 @dataclass
 class Changed:
     label: str

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_platform.cli.diff import Comparison, shown
+from llm_platform.cli.diff import Comparison, shown_pair
 
 MARKER = "<!-- llm-platform-plan:{stack} -->"  # the comment the workflow finds and updates
 MAX_OBJECTS = 40  # changed objects listed in full; GitHub refuses a comment over 65,536 characters
@@ -62,7 +62,8 @@ def _field_lines(cmp: Comparison, limit_objects: int | None) -> list[str]:
     for c in changed:
         lines.append(f"~ {c.label}")
         for path, before, after in c.fields[:MAX_FIELDS]:
-            lines.append(f"    {path}: {shown(before)} -> {shown(after)}")
+            old, new = shown_pair(before, after)
+            lines.append(f"    {path}: {old} -> {new}")
         if len(c.fields) > MAX_FIELDS:
             lines.append(f"    ... and {len(c.fields) - MAX_FIELDS} more fields")
     if len(cmp.changed) > len(changed):
