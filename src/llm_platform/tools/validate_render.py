@@ -1,4 +1,4 @@
-"""`python -m llm_platform.tools.validate_render <stack>`: every Kubernetes object of a stack's render against the schema
+"""`python -m llm_platform.tools.validate_render <stack> [--json]`: every Kubernetes object of a stack's render against the schema
 the cluster will enforce, with nothing but the repository and its pinned versions.
 
 - Custom resources (Karpenter, KEDA, Prometheus Operator, Gateway API, InferencePool, Envoy Gateway, Envoy AI
@@ -25,6 +25,7 @@ import copy
 import functools
 import gzip
 import hashlib
+import json
 import re
 import sys
 import urllib.request
@@ -352,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         "--download", action="store_true",
         help=f"first refresh the bundled CRDs ({cli.shown_path(BUNDLED)}) from upstream at the pinned tags",
     )  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="the counts and problems as JSON on stdout")
     args = parser.parse_args(argv)
     name = stack_name(args.stack)
     if args.download:
@@ -373,9 +375,16 @@ def main(argv: list[str] | None = None) -> int:
     version = load_stack(args.stack).cluster.kubernetes_version
     docs = [d for d in yaml.load_all(manifests.read_text(), Loader=SAFE_LOADER) if d]
     found = problems(docs, crds, version)
+    custom = sum((str(d.get("apiVersion")), str(d.get("kind"))) in crds for d in docs)
+    if args.json:
+        print(
+            json.dumps(
+                {"stack": name, "objects": len(docs), "against_crds": custom, "problems": found}, indent=2
+            )
+        )
+        return 1 if found else 0
     for line in found:
         print(line)
-    custom = sum((str(d.get("apiVersion")), str(d.get("kind"))) in crds for d in docs)
     print(
         f"{name}: {len(docs)} objects, {custom} against the pinned CRDs, {len(docs) - custom} with "
         f"kubernetes-validate {version} (strict): {len(found)} problems"

@@ -59,7 +59,7 @@ from llm_platform.config.schema.cluster import (
     ClusterConfig,
     SystemNodes,
 )
-from llm_platform.config.schema.costs import CostForecast, CostsConfig, forecast_config_hash
+from llm_platform.config.schema.costs import CostForecast, CostsConfig, ExpectedTraffic, forecast_config_hash
 from llm_platform.config.schema.gateway import (
     REMOVED_GATEWAY_KEYS,
     GatewayClient,
@@ -134,6 +134,7 @@ __all__ = [
     "Cron",
     "Duration",
     "Environment",
+    "ExpectedTraffic",
     "FsxConfig",
     "GatewayClient",
     "GatewayConfig",

@@ -133,6 +133,14 @@ def _cost_rules(c: StackConfig) -> None:
                 f"forecast; rerun `simulator replay <stack> --model {m.name} --prometheus <url> --date <day>` "
                 "(or --export <file>) and paste the costs.forecasts entry it prints",
             )
+    seen = set()
+    for i, t in enumerate(c.costs.expected_traffic):
+        at = ("costs", "expectedTraffic", i, "model")
+        if t.model in seen:
+            raise RuleError(at, t.model, "has an expected traffic day already; one per model")
+        seen.add(t.model)
+        if t.model not in models:
+            raise RuleError(at, t.model, f"is not a model of the stack; allowed: {', '.join(models)}")
     if c.costs.forecasts and not c.costs.enabled:
         raise RuleError(
             ("costs", "enabled"), False, "forecasts are compared with OpenCost's figures: set true"
