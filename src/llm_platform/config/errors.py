@@ -200,6 +200,7 @@ PATTERN_WORDS = {
     r"^(latest|v[0-9]{8})$": "'latest' (dev only) or a pinned AL2023 AMI version v<YYYYMMDD>, e.g. 'v20250715'",
     r"^(latest|v[0-9]+\.[0-9]+\.[0-9]+)$": "'latest' (dev only) or a pinned Bottlerocket version, e.g. 'v1.42.0'",
     r"^1\.[0-9]{2}$": 'a Kubernetes minor version in quotes, e.g. "1.34"',
+    r"^(builtin:seed-day|.+\.(csv|json))$": "'builtin:seed-day' or the path of a traffic day's .csv or .json file",
     r"^[#@]?[a-z0-9][a-z0-9._-]{0,79}$": (
         "a Slack channel or user such as '#llm-alerts': lowercase letters, digits, '.', '_' and '-', at most 80, "
         "after an optional # or @"

@@ -6,13 +6,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from llm_platform.config.model_profiles import PROFILES
 from llm_platform.config.schema.base import Environment, Problems, RuleError, _unique, plural
 from llm_platform.config.schema.capacity import _check_fits_gpus, _check_headroom, _check_pool_limit
 from llm_platform.config.schema.gateway import GatewayConfig
 from llm_platform.config.schema.model_cache import ModelCacheConfig
-from llm_platform.config.schema.models import PROD_MIN_REPLICAS, Autoscaling, ModelConfig, replica_floor
+from llm_platform.config.schema.models import (
+    PROD_MIN_REPLICAS,
+    Autoscaling,
+    ModelConfig,
+    check_adapters,
+    replica_floor,
+)
+from llm_platform.config.schema.multinode import (
+    check_fits_nodes,
+    check_multi_node_model,
+    check_multi_node_pools,
+)
 from llm_platform.config.schema.pools import GpuNodePool
+from llm_platform.facts.model_profiles import PROFILES
 
 
 class ServingBlocks(Protocol):
@@ -41,9 +52,6 @@ def _serving_rules(
     StackConfig and ServingConfig share; every broken one is raised (RuleErrors). `has_bucket`: the stack
     has the model bucket (not an existing cluster's). `zones`: the cluster's availability zones (None on its
     own: a multi-node pool's `placementZone` is then the only zone it knows)."""
-    from llm_platform.config.adapters import check_adapters
-    from llm_platform.config.multinode import check_multi_node_pools
-
     problems = Problems()
     with problems.check():
         _unique(("gpuNodePools",), [p.name for p in c.gpu_node_pools])
@@ -87,8 +95,6 @@ def _model_on_pool(
 ) -> None:
     """A model against its pool, each rule needing the one before it: parallelism within a node, a known
     geometry, weights and KV cache within the GPUs, a multi-node replica's network and zone."""
-    from llm_platform.config.multinode import check_multi_node_model
-
     if m.tensor_parallel_size > pool.max_gpus_per_node:
         raise RuleError(
             (*at, "tensorParallelSize"),
@@ -101,11 +107,14 @@ def _model_on_pool(
         raise RuleError(
             (*at, "huggingFaceId"),
             m.hugging_face_id,
-            "has no built-in geometry (config/model_profiles.py), so its GPU fit and start time "
+            "has no built-in geometry (facts/model_profiles.py), so its GPU fit and start time "
             "cannot be sized; describe it from its config.json under the model's `geometry:` "
             "{parameters, layers, kvHeads, headDim, weightBits}; built-in: " + ", ".join(sorted(PROFILES)),
         )
-    _check_fits_gpus(at, m, pool)
+    if m.multi_node:
+        check_fits_nodes(at, m, pool)
+    else:
+        _check_fits_gpus(at, m, pool)
     if m.multi_node:
         known = zones if zones is not None else [z for z in [pool.placement_zone] if z]
         check_multi_node_model(at, m, pool, c.gpu_node_pools.index(pool), known)

@@ -10,7 +10,6 @@ from typing import Any
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from llm_platform.config.catalog import KNOWN_REGIONS
 from llm_platform.config.schema.alerting import AlertingConfig
 from llm_platform.config.schema.base import Environment, Problems, RuleError, Schema
 from llm_platform.config.schema.cluster import ClusterConfig
@@ -20,6 +19,7 @@ from llm_platform.config.schema.model_cache import ModelCacheConfig
 from llm_platform.config.schema.models import ModelConfig
 from llm_platform.config.schema.pools import GpuNodePool
 from llm_platform.config.schema.serving import _serving_rules
+from llm_platform.facts.catalog import KNOWN_REGIONS
 
 
 class StackConfig(Schema):
@@ -138,6 +138,28 @@ def _cost_rules(c: StackConfig, problems: Problems, context: dict[str, Any]) -> 
     for i, f in enumerate(c.costs.forecasts):
         with problems.check():
             _forecast_rules(c, ("costs", "forecasts", i), f, models, seen)
+    seen = set()
+    for i, t in enumerate(c.costs.expected_traffic):
+        at = ("costs", "expectedTraffic", i, "model")
+        if t.model in seen:
+            others = [m for m in models if m not in seen]
+            problems.errors.append(
+                RuleError(
+                    at,
+                    t.model,
+                    "has an expected traffic day already; one per model; allowed: "
+                    + (
+                        ", ".join(others)
+                        if others
+                        else "no other model (every model has one): remove this entry"
+                    ),
+                )
+            )
+        elif t.model not in models:
+            problems.errors.append(
+                RuleError(at, t.model, f"is not a model of the stack; allowed: {', '.join(models)}")
+            )
+        seen.add(t.model)
     if c.costs.forecasts and not c.costs.enabled:
         problems.errors.append(
             RuleError(
