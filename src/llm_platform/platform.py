@@ -6,7 +6,6 @@ level in Python), validated by the same rules (`config/schema/`) with the same m
 resource is registered. The stack program (`__main__.py`) is its first consumer.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
@@ -35,8 +34,8 @@ from llm_platform.components.multinode import EfaNetwork, EfaNetworkArgs, MultiN
 from llm_platform.components.network import Network, NetworkArgs
 from llm_platform.components.observability import Observability, ObservabilityArgs
 from llm_platform.components.specs.observability import STORAGE_CLASS
-from llm_platform.config.loader import ConfigCheck, parse
-from llm_platform.config.schema import RuleError, StackConfig
+from llm_platform.config.loader import parse
+from llm_platform.config.schema import StackConfig
 from llm_platform.config.stack_args import (
     AlertingSettings,
     ClusterSettings,
@@ -49,6 +48,7 @@ from llm_platform.config.stack_args import (
 from llm_platform.plan import Plan, resolve
 from llm_platform.plan.nodes import efa_pool
 from llm_platform.plan.stack import SERVING_KEYS
+from llm_platform.platform_checks import SECRET_ARGS, needed_secrets, platform_checks, secrets_check
 
 __all__ = [
     "SECRET_ARGS",
@@ -102,103 +102,6 @@ class LlmPlatformArgs(TypedDict):
 
 # the stack file's keys, as users write them (the schema's aliases), for the snake_case keys of LlmPlatformArgs
 _STACK_KEYS = {name: field.alias or name for name, field in StackConfig.model_fields.items()}
-# the stack file's Pulumi secrets, for the keys of LlmPlatformArgs that take them
-SECRET_ARGS = {
-    "grafanaAdminPassword": "grafana_admin_password",
-    "apiKey": "api_key",
-    "huggingFaceToken": "hugging_face_token",
-    "gatewayClientKeys": "gateway_client_keys",
-    "alertReceiver": "alert_receiver",
-}
-
-
-def _cost_pricing(config: StackConfig, region: str | None) -> list[ValueError]:
-    """costs.enabled prices every node from the catalogs in the stack's region: known before any resource."""
-    from llm_platform.components.specs.costs import PricingError, cpu_ram_prices, instance_prices
-
-    if not config.costs.enabled:
-        return []
-    if not region:
-        return [
-            RuleError(
-                ("costs", "enabled"),
-                True,
-                "needs the stack's AWS region: OpenCost prices nodes there; allowed: set aws:region, or false",
-            )
-        ]
-    problems: list[ValueError] = []
-    try:
-        cpu_ram_prices(region)
-    except PricingError as exc:
-        problems.append(RuleError(("costs", "enabled"), True, f"cannot price nodes: {_unprefixed(exc)}"))
-    for i, pool in enumerate(config.gpu_node_pools):
-        try:
-            instance_prices([pool], region)
-        except PricingError as exc:
-            problems.append(
-                RuleError(
-                    ("gpuNodePools", i, "instanceFamilies"),
-                    pool.instance_families,
-                    f"cannot be priced with costs.enabled: {_unprefixed(exc)}",
-                )
-            )
-    return problems
-
-
-def _unprefixed(exc: Exception) -> str:
-    return str(exc).removeprefix("costs.enabled: ")
-
-
-def _eks_region(config: StackConfig, region: str | None) -> list[ValueError]:
-    if config.cluster.mode == "eks" and not region:
-        return [
-            RuleError(
-                ("cluster", "mode"),
-                "eks",
-                "needs the stack's AWS region, which is not set; allowed: set aws:region (or the AWS "
-                "provider's region), or mode existing",
-            )
-        ]
-    return []
-
-
-def _missing_secrets(config: StackConfig, is_set: Callable[[str], bool]) -> list[ValueError]:
-    """The Pulumi secrets (stack-file names) the config needs that `is_set` says are not set."""
-    needed = needed_secrets(config)
-    return [
-        RuleError(
-            (secret,), None, f"required by this config, not set (pulumi config set --secret {secret} ...)"
-        )
-        for secret in SECRET_ARGS
-        if secret in needed and not is_set(secret)
-    ]
-
-
-def secrets_check(is_set: Callable[[str], bool]) -> ConfigCheck:
-    """The check `parse` runs that every secret the config needs is set (stack-file names)."""
-    return ConfigCheck(("models", "gateway", "alerting"), lambda config: _missing_secrets(config, is_set))
-
-
-def _platform_checks(args: LlmPlatformArgs, region: str | None) -> list[ConfigCheck]:
-    """What LlmPlatform checks beyond the schema before any resource, reported with the schema's problems:
-    the secrets its config needs are given, its nodes have prices (costs), the eks mode has a region."""
-    return [
-        secrets_check(lambda secret: args.get(SECRET_ARGS[secret]) is not None),
-        ConfigCheck(("costs", "gpuNodePools"), lambda config: _cost_pricing(config, region)),
-        ConfigCheck(("cluster",), lambda config: _eks_region(config, region)),
-    ]
-
-
-def needed_secrets(config: StackConfig) -> set[str]:
-    """The Pulumi secrets (stack-file names) a config cannot do without."""
-    needed = {
-        "grafanaAdminPassword": True,
-        "apiKey": bool(config.models),
-        "huggingFaceToken": any(m.needs_hf_token for m in config.models),
-        "gatewayClientKeys": config.gateway.enabled,
-        "alertReceiver": config.alerting.receiver != "none",
-    }
-    return {secret for secret, required in needed.items() if required}
 
 
 def platform_args(values: dict[str, Any], **secrets: Any) -> LlmPlatformArgs:
@@ -258,7 +161,7 @@ class LlmPlatform(pulumi.ComponentResource):
     def __init__(self, name: str, args: LlmPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # bad input stops here, before any resource exists: field, value and what is allowed
         region = args.get("region") or pulumi.Config("aws").get("region")
-        config = parse(config_of(args), region=region, checks=_platform_checks(args, region))
+        config = parse(config_of(args), region=region, checks=platform_checks(args, region))
         plan = resolve(config, pulumi.get_stack())
         super().__init__(TYPE, name, None, opts)
         self._compose(plan, args, region)
@@ -335,7 +238,7 @@ class LlmPlatform(pulumi.ComponentResource):
     def _eks(self, region: str | None) -> _Inside:
         """The VPC and the EKS cluster, Karpenter and the add-on nodes, monitoring, the model cache, the GPU
         pools and (with the gateway) the load balancer controller."""
-        assert region, "_platform_checks refuses the eks mode without a region"
+        assert region, "platform_checks refuses the eks mode without a region"
         plan = self._plan
         name = plan.cluster.name
         # one AWS provider: the stack's region, and its tags on every AWS resource the program creates
