@@ -55,3 +55,12 @@ def test_a_secret_the_values_need_is_asked_for_by_its_stack_file_name() -> None:
     del args["api_key"]  # type: ignore[misc]
     with pytest.raises(ConfigError, match="apiKey: required"):
         evaluate(lambda: LlmPlatform("llm-dev", args))
+
+
+def test_the_package_is_marked_typed_for_type_checkers() -> None:
+    """PEP 561: without `py.typed` in the installed package, mypy skips it (`import-untyped`) and every
+    annotation of the public API is lost to a user's type checker (tests/package/installed_wheel.py checks
+    the built wheel ships it)."""
+    from pathlib import Path
+
+    assert (Path(llm_platform.__file__).parent / "py.typed").is_file()
