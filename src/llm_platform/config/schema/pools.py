@@ -115,6 +115,7 @@ class GpuNodePool(Schema):
                 f"gpuNodePools[{self.name}].instanceSizes {self.instance_sizes}: no catalog instance of "
                 f"{self.instance_families} has these sizes"
             )
+        self._every_size_sold()
         if self.mig and not dedicated:
             raise ValueError(
                 f"gpuNodePools[{self.name}].mig: true is allowed only on pools of "
@@ -131,6 +132,23 @@ class GpuNodePool(Schema):
             )
         self._check_reservations()
         return self
+
+    def _every_size_sold(self) -> None:
+        """Each requested size of each family is a catalog instance: the NodePool admits only the catalog's
+        instance types, so a size missing from it (g6e has no 2xlarge there) would be dropped unseen."""
+        have = {(i.family, i.size) for i in instances(self.instance_families)}
+        for i, size in enumerate(self.instance_sizes or []):
+            missing = [f"{family}.{size}" for family in self.instance_families if (family, size) not in have]
+            if missing:
+                allowed = "; ".join(
+                    f"{family}: {', '.join(sorted({s for f, s in have if f == family}, key=_size_order))}"
+                    for family in self.instance_families
+                )
+                raise RuleError(
+                    ("instanceSizes", i), size,
+                    f"is not allowed: the catalog has no {', '.join(missing)}, so the pool would never launch "
+                    f"it; sizes in the catalog: {allowed}",
+                )  # fmt: skip
 
     def _check_reservations(self) -> None:
         where = f"gpuNodePools[{self.name}].capacityReservations"
@@ -172,3 +190,8 @@ class GpuNodePool(Schema):
     @property
     def max_gpus_per_node(self) -> int:
         return max(i.gpus for i in self.instances)
+
+
+def _size_order(size: str) -> int:
+    """`xlarge` 1, `2xlarge` 2, `48xlarge` 48: sizes in the order AWS lists them."""
+    return int(size.removesuffix("xlarge") or 1) if size.endswith("xlarge") else 0
