@@ -54,6 +54,7 @@ __all__ = [
     "TYPE",
     "LlmPlatform",
     "LlmPlatformArgs",
+    "MissingSecrets",
     "config_of",
     "needed_secrets",
     "platform_args",
@@ -487,14 +488,25 @@ class LlmPlatform(pulumi.ComponentResource):
         )
 
 
+class MissingSecrets(ConfigError):
+    """Secrets the config needs that the caller did not pass, worded for a Python caller (`api_key=`);
+    `secrets` are their stack-file names (`apiKey`), which the component provider's inputs also use."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        self.secrets = secrets
+        super().__init__(
+            "; ".join(
+                f"{SECRET_ARGS[secret]}=: required by this config, not set; pass it in LlmPlatformArgs "
+                "(a secret: pulumi.Output.secret(...) or pulumi.Config().require_secret(...))"
+                for secret in secrets
+            )
+        )
+
+
 def _require_secrets(config: StackConfig, args: LlmPlatformArgs) -> None:
-    """The secrets the config needs, named as the stack file's Pulumi secrets, before any resource exists."""
+    """The secrets the config needs, named as the caller passes them, before any resource exists. (The stack
+    program asks for each by its stack-file key first: `pulumi.Config.require_secret`.)"""
     needed = needed_secrets(config)
     missing = [secret for secret, key in SECRET_ARGS.items() if secret in needed and args.get(key) is None]
     if missing:
-        raise ConfigError(
-            "; ".join(
-                f"{secret}: required by this config, not set (pulumi config set --secret {secret} ...)"
-                for secret in missing
-            )
-        )
+        raise MissingSecrets(missing)

@@ -50,11 +50,21 @@ def test_bad_values_stop_before_any_resource_with_the_stack_file_message() -> No
         evaluate(lambda: LlmPlatform("llm-dev", test_args(values)))
 
 
-def test_a_secret_the_values_need_is_asked_for_by_its_stack_file_name() -> None:
-    args = test_args(example_values())
+def test_a_secret_the_values_need_is_asked_for_by_its_python_argument_name() -> None:
+    """A Python caller passes `api_key=`, `hugging_face_token=`: the message names those, not the stack
+    file's `apiKey` (the stack program asks for its secrets by their stack-file keys itself)."""
+    values = example_values()
+    values["models"][0]["needsHfToken"] = True
+    args = test_args(values)
     del args["api_key"]  # type: ignore[misc]
-    with pytest.raises(ConfigError, match="apiKey: required"):
+    del args["hugging_face_token"]  # type: ignore[misc]
+    with pytest.raises(ConfigError) as error:
         evaluate(lambda: LlmPlatform("llm-dev", args))
+    assert str(error.value).startswith(
+        "api_key=: required by this config, not set; pass it in LlmPlatformArgs"
+    )
+    assert "; hugging_face_token=: required by this config" in str(error.value)
+    assert "apiKey" not in str(error.value) and "huggingFaceToken" not in str(error.value)
 
 
 def test_the_package_is_marked_typed_for_type_checkers() -> None:
@@ -64,3 +74,24 @@ def test_the_package_is_marked_typed_for_type_checkers() -> None:
     from pathlib import Path
 
     assert (Path(llm_platform.__file__).parent / "py.typed").is_file()
+
+
+def test_the_stack_program_asks_for_a_missing_secret_by_its_stack_file_key() -> None:
+    """From a stack file, the secret is a Pulumi config key: the message names `llm-platform:apiKey` and the
+    command that sets it, not the Python argument."""
+    from pathlib import Path
+
+    from llm_platform.tools import mocks
+    from llm_platform.tools.render import stack_config
+
+    stack = Path(__file__).resolve().parents[1] / "fixtures" / "stacks" / "Pulumi.dev.yaml"
+    config, secret_keys = stack_config(stack)
+    del config["llm-platform:apiKey"]
+    _, loop = mocks.install("dev", config, secret_keys)
+    try:
+        with pytest.raises(Exception, match=r"llm-platform:apiKey") as error:
+            mocks.run_main()
+    finally:
+        mocks.uninstall(loop)
+    assert "pulumi config set --secret llm-platform:apiKey" in str(error.value)
+    assert "api_key" not in str(error.value)
