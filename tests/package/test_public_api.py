@@ -34,9 +34,9 @@ def test_the_top_level_component_builds_the_platform_from_stack_file_values() ->
     assert [d.inputs["metadata"]["namespace"] for d in deployments] == ["model-qwen-1-5b"]
     top = [r for r in recorded.created if r.parent_urn == platform[0].urn and r.typ != "pulumi:providers:aws"]
     assert {r.typ for r in top} >= {
-        "llm-platform:network:Network",
-        "llm-platform:cluster:EksCluster",
-        "llm-platform:inference:InferenceService",
+        "llm-platform:index:Network",
+        "llm-platform:index:EksCluster",
+        "llm-platform:index:InferenceService",
     }
     # every child was a top-level resource of the stack program: it aliases the URN it had there
     for r in top:

@@ -43,3 +43,21 @@ def child_options(
     else:
         waits = list(inherited)  # type: ignore[arg-type]
     return pulumi.ResourceOptions(parent=parent, depends_on=[*waits, *depends_on])
+
+
+def typed_options(opts: pulumi.ResourceOptions | None, former_type: str) -> pulumi.ResourceOptions:
+    """`opts` for a component that registered as `former_type` (`llm-platform:<module>:<Name>`) before it
+    took `llm-platform:index:<Name>`: aliases that keep an existing stack's component, and so its children,
+    from being replaced.
+
+    The engine resolves each alias on its own and joins none of them (pulumi pkg/resource/deploy/
+    step_generator.go, generateAliases), so an alias `opts` already carries (LlmPlatform's children: no
+    parent, as they were the stack program's top-level resources) gets a twin with the former type too. A
+    child needs nothing: the engine aliases it under the old URN its parent was matched through."""
+    given = [a for a in (opts.aliases or []) if isinstance(a, pulumi.Alias)] if opts else []
+    former = [pulumi.Alias(type_=former_type)] + [
+        pulumi.Alias(name=a.name, type_=former_type, parent=a.parent, stack=a.stack, project=a.project)
+        for a in given
+        if a.type_ is ... or a.type_ is None
+    ]
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=former))
