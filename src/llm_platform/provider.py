@@ -14,8 +14,13 @@ import sys
 from typing import Any
 
 import pulumi
-from pulumi.provider.experimental import component_provider_host
+from pulumi.errors import InputPropertyError
+from pulumi.output import Inputs
+from pulumi.provider import main as serve
+from pulumi.provider.experimental.analyzer import PropertyDefinition
 from pulumi.provider.experimental.component import ComponentProvider
+from pulumi.provider.provider import ConstructResult
+from pulumi.provider.server import ComponentInitError
 
 from llm_platform import __version__
 from llm_platform.components.autoscaling import ModelAutoscaling
@@ -30,7 +35,8 @@ from llm_platform.components.load_balancer import LoadBalancerController
 from llm_platform.components.model_cache import ModelCache
 from llm_platform.components.network import Network
 from llm_platform.components.observability import Observability
-from llm_platform.platform import LlmPlatform
+from llm_platform.config.errors import ConfigError, unknown_key
+from llm_platform.platform import LlmPlatform, MissingSecrets
 
 __all__ = ["COMPONENTS", "PACKAGE", "main", "provider", "schema"]
 
@@ -54,9 +60,59 @@ COMPONENTS: list[type[pulumi.ComponentResource]] = [
 ]
 
 
+class LlmPlatformProvider(ComponentProvider):
+    """The SDK's component provider, holding the raw properties to the rules Python callers get.
+
+    The SDK maps only the properties the schema names and drops any other silently
+    (`models[0].autoscaling.maxReplica: 5` was accepted and ignored). Here a key the schema does not name is
+    refused as in Python: inside a stack file's block (camelCase TypedDicts, checked by the stack file's
+    schema when the component is built) it is passed on, so the schema refuses it with its own message
+    (`models[0] (chat).autoscaling.maxReplica: unknown key (did you mean 'maxReplicas'?); allowed: ...`);
+    elsewhere it is refused here, in the same words."""
+
+    def construct(
+        self, name: str, resource_type: str, inputs: Inputs, options: pulumi.ResourceOptions | None = None
+    ) -> ConstructResult:
+        try:
+            return super().construct(name, resource_type, inputs, options)
+        except ComponentInitError as error:
+            if isinstance(error.inner, MissingSecrets):  # named as this program's inputs are: `apiKey`
+                raise ComponentInitError(
+                    ConfigError(
+                        "; ".join(
+                            f"{secret}: required by this config, not set; pass it as a secret input of "
+                            f"{resource_type}"
+                            for secret in error.inner.secrets
+                        )
+                    )
+                ) from None
+            raise
+
+    def map_input_properties(
+        self,
+        inputs: Inputs,
+        properties: dict[str, PropertyDefinition],
+        mapping: dict[str, str],
+        component_name: str,
+        property_path: str,
+    ) -> Inputs:
+        mapped = dict(
+            super().map_input_properties(inputs, properties, mapping, component_name, property_path)
+        )
+        unknown = [key for key in inputs if key not in properties] if isinstance(inputs, dict) else []
+        stack_file_block = all(schema_name == py_name for schema_name, py_name in mapping.items())
+        for key in unknown:
+            if stack_file_block:
+                mapped[key] = inputs[key]  # the stack file's schema refuses it, with its message
+                continue
+            path = f"{property_path}.{key}" if property_path else key
+            raise InputPropertyError(path, unknown_key(path, key, sorted(properties)))
+        return mapped
+
+
 def provider() -> ComponentProvider:
     """The provider the plugin serves: its schema and its construct path."""
-    return ComponentProvider(COMPONENTS, PACKAGE, version=__version__)
+    return LlmPlatformProvider(COMPONENTS, PACKAGE, version=__version__)
 
 
 def schema() -> dict[str, Any]:
@@ -64,8 +120,10 @@ def schema() -> dict[str, Any]:
 
 
 def main() -> None:
-    """Serve the components to the Pulumi engine (the plugin's entry point)."""
-    component_provider_host(COMPONENTS, PACKAGE, version=__version__)
+    """Serve the components to the Pulumi engine (the plugin's entry point): what the SDK's
+    `component_provider_host` does, with this package's provider. The first argument is the plugin's
+    directory, then the engine's address and flags."""
+    serve(provider(), sys.argv[1:])
 
 
 if __name__ == "__main__":
