@@ -11,6 +11,7 @@ LlmPlatform and the components it composes, for a program that builds only some 
 
 import json
 import sys
+from importlib import import_module
 from typing import Any
 
 import pulumi
@@ -22,41 +23,17 @@ from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.provider import ConstructResult
 from pulumi.provider.server import ComponentInitError
 
+import llm_platform
 from llm_platform import __version__
-from llm_platform.components.autoscaling import ModelAutoscaling
-from llm_platform.components.cluster import EksCluster, ExistingCluster
-from llm_platform.components.gateway import Gateway
-from llm_platform.components.gpu_operator import GpuOperator
-from llm_platform.components.headroom import GpuHeadroom
-from llm_platform.components.inference import InferenceService
-from llm_platform.components.karpenter import GpuNodePools, Karpenter
-from llm_platform.components.keda import Keda
-from llm_platform.components.load_balancer import LoadBalancerController
-from llm_platform.components.model_cache import ModelCache
-from llm_platform.components.network import Network
-from llm_platform.components.observability import Observability
 from llm_platform.config.errors import ConfigError, unknown_key
-from llm_platform.platform import LlmPlatform, MissingSecrets
+from llm_platform.platform import MissingSecrets
 
 __all__ = ["COMPONENTS", "PACKAGE", "main", "provider", "schema"]
 
 PACKAGE = "llm-platform"
+# the package's public components (llm_platform.COMPONENTS), in its order: one list for the API and the schema
 COMPONENTS: list[type[pulumi.ComponentResource]] = [
-    LlmPlatform,
-    Network,
-    EksCluster,
-    ExistingCluster,
-    Karpenter,
-    GpuNodePools,
-    GpuOperator,
-    Observability,
-    Keda,
-    ModelCache,
-    GpuHeadroom,
-    InferenceService,
-    ModelAutoscaling,
-    Gateway,
-    LoadBalancerController,
+    getattr(import_module(module), name) for name, module in llm_platform.COMPONENTS.items()
 ]
 
 

@@ -95,3 +95,23 @@ def test_the_stack_program_asks_for_a_missing_secret_by_its_stack_file_key() -> 
         mocks.uninstall(loop)
     assert "pulumi config set --secret llm-platform:apiKey" in str(error.value)
     assert "api_key" not in str(error.value)
+
+
+def test_one_list_of_components_makes_the_api_the_lazy_exports_and_the_provider() -> None:
+    """llm_platform.COMPONENTS: each is public with its Args, imported on first use, served by the provider
+    under its schema token; and type checkers see the same public names (the TYPE_CHECKING imports)."""
+    import ast
+    from pathlib import Path
+
+    from llm_platform.provider import COMPONENTS, schema
+
+    names = list(llm_platform.COMPONENTS)
+    assert [c.__name__ for c in COMPONENTS] == names
+    assert {t.rsplit(":", 1)[-1] for t in schema()["resources"]} == set(names)
+    for name in names:
+        assert {name, f"{name}Args"} <= set(llm_platform.__all__)
+        assert getattr(llm_platform, name).__module__ == llm_platform.COMPONENTS[name]
+    tree = ast.parse(Path(llm_platform.__file__).read_text())
+    (checking,) = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"]
+    seen = {a.asname for i in checking.body if isinstance(i, ast.ImportFrom) for a in i.names}
+    assert seen == set(llm_platform.__all__) - {"__version__"}
