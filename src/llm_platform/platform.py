@@ -40,6 +40,8 @@ from llm_platform.config.stack_args import (
     AlertingSettings,
     ClusterSettings,
     CostsSettings,
+    Environment,
+    EnvironmentValue,
     GatewaySettings,
     GpuNodePoolSettings,
     ModelCacheSettings,
@@ -70,7 +72,7 @@ class LlmPlatformArgs(TypedDict):
     The blocks are typed as the stack file's schema describes them (`config/stack_args.py`, camelCase keys);
     the schema's rules validate them when the component is built."""
 
-    environment: str
+    environment: EnvironmentValue
     """dev, staging or prod."""
     cluster: ClusterSettings
     """The stack file's `cluster` block (mode eks or existing, name, zones, system nodes, ...)."""
@@ -198,7 +200,7 @@ class LlmPlatform(pulumi.ComponentResource):
         return Observability(
             f"{plan.cluster.name}-monitoring",
             ObservabilityArgs(
-                environment=plan.environment,
+                environment=Environment(plan.environment),
                 grafana_admin_password=args["grafana_admin_password"],
                 create_storage_class=plan.eks,
                 alerting=args.get("alerting") or {},

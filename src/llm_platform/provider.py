@@ -11,6 +11,7 @@ LlmPlatform and the components it composes, for a program that builds only some 
 
 import json
 import sys
+from dataclasses import replace
 from importlib import import_module
 from typing import Any
 
@@ -18,7 +19,7 @@ import pulumi
 from pulumi.errors import InputPropertyError
 from pulumi.output import Inputs
 from pulumi.provider import main as serve
-from pulumi.provider.experimental.analyzer import PropertyDefinition
+from pulumi.provider.experimental.analyzer import PropertyDefinition, PropertyType
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.provider import ConstructResult
 
@@ -44,7 +45,12 @@ class LlmPlatformProvider(ComponentProvider):
     refused as in Python: inside a stack file's block (camelCase TypedDicts, checked by the stack file's
     schema when the component is built) it is passed on, so the schema refuses it with its own message
     (`models[0] (chat).autoscaling.maxReplica: unknown key (did you mean 'maxReplicas'?); allowed: ...`);
-    elsewhere it is refused here, in the same words."""
+    elsewhere it is refused here, in the same words.
+
+    An enum-typed property (`cluster.mode`, `models[].cache`, `environment`, ...) is passed on as the string
+    it was sent as, like a stack file's value: the schema checks it with its own message (the SDK would turn
+    it into the Python enum with a message of its own, and map each item of an array of enums as an object,
+    `capacityTypes: [spot]` reaching the component as `[{}]`)."""
 
     def construct(
         self, name: str, resource_type: str, inputs: Inputs, options: pulumi.ResourceOptions | None = None
@@ -62,9 +68,8 @@ class LlmPlatformProvider(ComponentProvider):
         component_name: str,
         property_path: str,
     ) -> Inputs:
-        mapped = dict(
-            super().map_input_properties(inputs, properties, mapping, component_name, property_path)
-        )
+        as_sent = {key: self._enum_as_string(prop) for key, prop in properties.items()}
+        mapped = dict(super().map_input_properties(inputs, as_sent, mapping, component_name, property_path))
         unknown = [key for key in inputs if key not in properties] if isinstance(inputs, dict) else []
         stack_file_block = all(schema_name == py_name for schema_name, py_name in mapping.items())
         for key in unknown:
@@ -74,6 +79,18 @@ class LlmPlatformProvider(ComponentProvider):
             path = f"{property_path}.{key}" if property_path else key
             raise InputPropertyError(path, unknown_key(path, key, sorted(properties)))
         return mapped
+
+    def _enum_as_string(self, prop: PropertyDefinition) -> PropertyDefinition:
+        """`prop` with a reference to one of the package's enums (itself, its items or its values) made a
+        plain string."""
+        if prop.ref:
+            type_def = self.get_type_definition(prop)
+            return replace(prop, ref=None, type=PropertyType.STRING) if type_def and type_def.enum else prop
+        if prop.items:
+            return replace(prop, items=self._enum_as_string(prop.items))
+        if prop.additional_properties:
+            return replace(prop, additional_properties=self._enum_as_string(prop.additional_properties))
+        return prop
 
 
 def provider() -> ComponentProvider:

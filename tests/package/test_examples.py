@@ -53,6 +53,9 @@ def _value_problems(value: Any, spec: dict, types: dict, at: str) -> list[str]:
         ref = spec["$ref"].removeprefix("#/types/")
         if ref.startswith("pulumi.json#"):
             return []
+        if "enum" in types[ref]:
+            allowed = [v["value"] for v in types[ref]["enum"]]
+            return [] if value in allowed else [f"{at}: {value!r} is not one of {allowed} ({ref})"]
         if not isinstance(value, dict):
             return [f"{at}: {type(value).__name__} where the schema says an object ({ref})"]
         kind = types[ref]
@@ -166,6 +169,10 @@ def test_the_checks_catch_what_a_stale_example_would_get_wrong() -> None:
     ) == [
         "gpuNodePools[0].instanceFamily: not an input of " + TOKEN,
         "gpuNodePools[0].gpuLimit: str where the schema says integer",
+    ]
+    assert schema_problems({**good, "gpuNodePools": [{**pool, "capacityTypes": ["spot", "ondemand"]}]}) == [
+        "gpuNodePools[0].capacityTypes[1]: 'ondemand' is not one of ['reserved', 'spot', 'on-demand']"
+        " (llm-platform:index:GpuNodePoolCapacityType)"
     ]
     with pytest.raises(ValueError, match="gpuLimit"):
         accepted({**good, "gpuNodePools": [{**good["gpuNodePools"][0], "gpuLimit": -1}]})

@@ -9,6 +9,7 @@ from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import alerts
 from llm_platform.components.specs import autoscaling as spec
 from llm_platform.config.stack_args import (
+    EnvironmentValue,
     GatewaySettings,
     GpuNodePoolSettings,
     ModelCacheSettings,
@@ -21,7 +22,7 @@ class ModelAutoscalingArgs(TypedDict):
     """The model to scale: the stack file's entry for it and the blocks its plan depends on (camelCase keys,
     checked by the stack's rules), as InferenceServiceArgs carries them."""
 
-    environment: str
+    environment: EnvironmentValue
     """dev, staging or prod."""
     model: ModelSettings
     """The stack file's `models` entry of the model (its `autoscaling` and `slo` above all)."""

@@ -15,6 +15,7 @@ from llm_platform.config.loader import parse_block
 from llm_platform.config.schema import CostsConfig
 from llm_platform.config.stack_args import (
     CostsSettings,
+    EnvironmentValue,
     GatewaySettings,
     GpuNodePoolSettings,
     ModelCacheSettings,
@@ -35,7 +36,7 @@ class CostAllocationArgs(TypedDict):
     """The AWS region whose catalog prices price the nodes."""
     costs: CostsSettings
     """The stack file's `costs`: the forecasts and the overrun share the alert allows."""
-    environment: str
+    environment: EnvironmentValue
     """dev, staging or prod."""
     gpu_node_pools: list[GpuNodePoolSettings]
     """The stack file's `gpuNodePools`: the instance types whose prices the rules carry."""

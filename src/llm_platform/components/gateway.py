@@ -20,6 +20,7 @@ from llm_platform.components.specs.dashboards import dashboard_configmap
 from llm_platform.config.errors import ConfigError
 from llm_platform.config.schema import QuotaStoreConfig
 from llm_platform.config.stack_args import (
+    EnvironmentValue,
     GatewaySettings,
     GpuNodePoolSettings,
     ModelCacheSettings,
@@ -42,7 +43,7 @@ class GatewayArgs(TypedDict):
     """The gateway as the stack file's `gateway` block says, in front of the stack's models (the stack
     file's blocks, camelCase keys, checked by the stack's rules), and the keys."""
 
-    environment: str
+    environment: EnvironmentValue
     """dev, staging or prod."""
     gateway: GatewaySettings
     """The stack file's `gateway`: its clients and rate limits, internal or public, certificate, replicas."""

@@ -12,6 +12,7 @@ from llm_platform.components.specs import dashboards
 from llm_platform.components.specs import headroom as spec
 from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.config.stack_args import (
+    EnvironmentValue,
     GpuNodePoolSettings,
     ModelCacheSettings,
     ModelSettings,
@@ -24,7 +25,7 @@ class GpuHeadroomArgs(TypedDict):
     """The GPU pools and the models they serve (the stack file's blocks, camelCase keys, checked by the
     stack's rules): each pool's `headroom` sizes its placeholders by the models on it."""
 
-    environment: str
+    environment: EnvironmentValue
     """dev, staging or prod."""
     gpu_node_pools: list[GpuNodePoolSettings]
     """The stack file's `gpuNodePools`, with their `headroom` blocks."""

@@ -17,6 +17,7 @@ from llm_platform.components.specs import multinode as multinode_spec
 from llm_platform.components.specs import serving as spec
 from llm_platform.components.specs.common import secret
 from llm_platform.config.stack_args import (
+    EnvironmentValue,
     GatewaySettings,
     GpuNodePoolSettings,
     ModelCacheSettings,
@@ -30,7 +31,7 @@ class InferenceServiceArgs(TypedDict):
     """One model served by vLLM: the stack file's entry for it and the blocks its plan depends on (camelCase
     keys, checked by the stack's rules), the secrets, and where its weights come from."""
 
-    environment: str
+    environment: EnvironmentValue
     """dev, staging or prod (replica floors, allowed caches, labels)."""
     model: ModelSettings
     """The stack file's `models` entry of the model: Hugging Face id, nodePool, cache, autoscaling, SLO."""

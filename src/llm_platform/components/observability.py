@@ -13,7 +13,7 @@ from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.components.specs.gateway_monitoring import epp_dashboard
 from llm_platform.config.loader import parse_block
 from llm_platform.config.schema import AlertingConfig
-from llm_platform.config.stack_args import AlertingSettings
+from llm_platform.config.stack_args import AlertingSettings, EnvironmentValue
 from llm_platform.facts.versions import KUBE_PROMETHEUS_STACK_REPO, KUBE_PROMETHEUS_STACK_VERSION
 from llm_platform.plan.naming import MONITORING_NAMESPACE
 from llm_platform.plan.stack import PROMETHEUS_SIZING
@@ -23,7 +23,7 @@ class ObservabilityArgs(TypedDict):
     """kube-prometheus-stack sized for the environment, alerting as the stack file's `alerting` block says
     (camelCase keys, checked by the schema), and the secrets."""
 
-    environment: str
+    environment: EnvironmentValue
     """dev, staging or prod: Prometheus' retention, volume and replicas (plan.stack.PROMETHEUS_SIZING)."""
     grafana_admin_password: pulumi.Input[str]
     """Grafana's admin password (a secret)."""

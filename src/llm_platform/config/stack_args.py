@@ -4,25 +4,46 @@ Generated from config/schema/ by `python -m llm_platform.tools.stack_args`; do n
 validates every value; these types describe it to type checkers and to Pulumi's schema inference.
 """
 
-from typing import NotRequired, TypedDict
+from enum import StrEnum
+from typing import TYPE_CHECKING, Literal, NotRequired, TypeAlias, TypedDict
+
+from llm_platform.config.schema.base import Environment
 
 __all__ = [
+    "AddonNodesCapacityType",
+    "AddonNodesCapacityTypeValue",
     "AddonNodesSettings",
+    "AlertingReceiver",
+    "AlertingReceiverValue",
     "AlertingSettings",
     "AmiVersionsSettings",
     "AutoscalingSettings",
     "CapacityReservationTermSettings",
+    "ClusterMode",
+    "ClusterModeValue",
     "ClusterSettings",
     "CostForecastSettings",
     "CostsSettings",
+    "Environment",
+    "EnvironmentValue",
     "ExpectedTrafficSettings",
+    "FsxDeploymentType",
+    "FsxDeploymentTypeValue",
     "FsxSettings",
     "GatewayClientSettings",
+    "GatewayClientTokenKind",
+    "GatewayClientTokenKindValue",
     "GatewaySettings",
+    "GpuNodePoolAmiFamily",
+    "GpuNodePoolAmiFamilyValue",
+    "GpuNodePoolCapacityType",
+    "GpuNodePoolCapacityTypeValue",
     "GpuNodePoolSettings",
     "HeadroomSettings",
     "HeadroomWindowSettings",
     "LoraAdapterSettings",
+    "ModelCacheKind",
+    "ModelCacheKindValue",
     "ModelCacheSettings",
     "ModelGeometrySettings",
     "ModelSettings",
@@ -30,10 +51,122 @@ __all__ = [
     "QuotaStoreSettings",
     "S3BucketSettings",
     "ScalingPolicySettings",
+    "ScalingPolicyType",
+    "ScalingPolicyTypeValue",
+    "ScalingRulesSelectPolicy",
+    "ScalingRulesSelectPolicyValue",
     "ScalingRulesSettings",
     "SloSettings",
     "SystemNodesSettings",
 ]
+
+
+class AddonNodesCapacityType(StrEnum):
+    """The values of AddonNodesSettings.capacityTypes."""
+
+    SPOT = "spot"
+    ON_DEMAND = "on-demand"
+
+
+class AlertingReceiver(StrEnum):
+    """The values of AlertingSettings.receiver."""
+
+    NONE = "none"
+    SLACK = "slack"
+    PAGERDUTY = "pagerduty"
+    WEBHOOK = "webhook"
+
+
+class ClusterMode(StrEnum):
+    """The values of ClusterSettings.mode."""
+
+    EKS = "eks"
+    EXISTING = "existing"
+
+
+class FsxDeploymentType(StrEnum):
+    """The values of FsxSettings.deploymentType."""
+
+    SCRATCH_2 = "SCRATCH_2"
+    PERSISTENT_2 = "PERSISTENT_2"
+
+
+class GatewayClientTokenKind(StrEnum):
+    """The values of GatewayClientSettings.tokenKind."""
+
+    INPUT = "input"
+    OUTPUT = "output"
+    TOTAL = "total"
+
+
+class GpuNodePoolAmiFamily(StrEnum):
+    """The values of GpuNodePoolSettings.amiFamily."""
+
+    AL2023 = "al2023"
+    BOTTLEROCKET = "bottlerocket"
+
+
+class GpuNodePoolCapacityType(StrEnum):
+    """The values of GpuNodePoolSettings.capacityTypes."""
+
+    RESERVED = "reserved"
+    SPOT = "spot"
+    ON_DEMAND = "on-demand"
+
+
+class ModelCacheKind(StrEnum):
+    """The values of ModelSettings.cache."""
+
+    NVME = "nvme"
+    FSX = "fsx"
+    S3 = "s3"
+    HUB = "hub"
+
+
+class ScalingPolicyType(StrEnum):
+    """The values of ScalingPolicySettings.type."""
+
+    PODS = "Pods"
+    PERCENT = "Percent"
+
+
+class ScalingRulesSelectPolicy(StrEnum):
+    """The values of ScalingRulesSettings.selectPolicy."""
+
+    MAX = "Max"
+    MIN = "Min"
+    DISABLED = "Disabled"
+
+
+# A field that takes an enum takes its members or their values as plain strings (`ClusterMode.EKS` or
+# "eks"). At runtime its type is the enum alone: Pulumi's schema inference reads these annotations, takes
+# no unions, and publishes each enum as an enum type of the provider's schema.
+if TYPE_CHECKING:
+    AddonNodesCapacityTypeValue: TypeAlias = AddonNodesCapacityType | Literal["spot", "on-demand"]
+    AlertingReceiverValue: TypeAlias = AlertingReceiver | Literal["none", "slack", "pagerduty", "webhook"]
+    ClusterModeValue: TypeAlias = ClusterMode | Literal["eks", "existing"]
+    EnvironmentValue: TypeAlias = Environment | Literal["dev", "staging", "prod"]
+    FsxDeploymentTypeValue: TypeAlias = FsxDeploymentType | Literal["SCRATCH_2", "PERSISTENT_2"]
+    GatewayClientTokenKindValue: TypeAlias = GatewayClientTokenKind | Literal["input", "output", "total"]
+    GpuNodePoolAmiFamilyValue: TypeAlias = GpuNodePoolAmiFamily | Literal["al2023", "bottlerocket"]
+    GpuNodePoolCapacityTypeValue: TypeAlias = (
+        GpuNodePoolCapacityType | Literal["reserved", "spot", "on-demand"]
+    )
+    ModelCacheKindValue: TypeAlias = ModelCacheKind | Literal["nvme", "fsx", "s3", "hub"]
+    ScalingPolicyTypeValue: TypeAlias = ScalingPolicyType | Literal["Pods", "Percent"]
+    ScalingRulesSelectPolicyValue: TypeAlias = ScalingRulesSelectPolicy | Literal["Max", "Min", "Disabled"]
+else:
+    AddonNodesCapacityTypeValue = AddonNodesCapacityType
+    AlertingReceiverValue = AlertingReceiver
+    ClusterModeValue = ClusterMode
+    EnvironmentValue = Environment
+    FsxDeploymentTypeValue = FsxDeploymentType
+    GatewayClientTokenKindValue = GatewayClientTokenKind
+    GpuNodePoolAmiFamilyValue = GpuNodePoolAmiFamily
+    GpuNodePoolCapacityTypeValue = GpuNodePoolCapacityType
+    ModelCacheKindValue = ModelCacheKind
+    ScalingPolicyTypeValue = ScalingPolicyType
+    ScalingRulesSelectPolicyValue = ScalingRulesSelectPolicy
 
 
 class SystemNodesSettings(TypedDict):
@@ -56,7 +189,7 @@ class AddonNodesSettings(TypedDict):
     """at least 1 items; default ['m7i', 'm6i', 'm6a']."""
     instanceSizes: NotRequired[list[str]]
     """at least 1 items; default ['large', 'xlarge', '2xlarge']."""
-    capacityTypes: NotRequired[list[str]]
+    capacityTypes: NotRequired[list[AddonNodesCapacityTypeValue]]
     """one of 'spot', 'on-demand'; at least 1 items."""
     cpuLimit: NotRequired[int]
     """> 0; default 32."""
@@ -84,7 +217,7 @@ class AmiVersionsSettings(TypedDict):
 class ClusterSettings(TypedDict):
     """The stack file's ClusterConfig."""
 
-    mode: NotRequired[str]
+    mode: NotRequired[ClusterModeValue]
     """one of 'eks', 'existing'; default 'eks'."""
     name: str
     kubernetesVersion: NotRequired[str]
@@ -142,9 +275,9 @@ class GpuNodePoolSettings(TypedDict):
     instanceFamilies: list[str]
     """at least 1 items."""
     instanceSizes: NotRequired[list[str]]
-    capacityTypes: NotRequired[list[str]]
+    capacityTypes: NotRequired[list[GpuNodePoolCapacityTypeValue]]
     """one of 'reserved', 'spot', 'on-demand'; at least 1 items; default ['on-demand']."""
-    amiFamily: NotRequired[str]
+    amiFamily: NotRequired[GpuNodePoolAmiFamilyValue]
     """one of 'al2023', 'bottlerocket'; default 'al2023'."""
     gpuLimit: int
     """> 0."""
@@ -162,7 +295,7 @@ class GpuNodePoolSettings(TypedDict):
 class ScalingPolicySettings(TypedDict):
     """The stack file's ScalingPolicy."""
 
-    type: str
+    type: ScalingPolicyTypeValue
     """one of 'Pods', 'Percent'."""
     value: int
     """> 0."""
@@ -175,7 +308,7 @@ class ScalingRulesSettings(TypedDict):
 
     stabilizationWindowSeconds: NotRequired[int]
     """>= 0; <= 3600."""
-    selectPolicy: NotRequired[str]
+    selectPolicy: NotRequired[ScalingRulesSelectPolicyValue]
     """one of 'Max', 'Min', 'Disabled'."""
     policies: NotRequired[list[ScalingPolicySettings]]
 
@@ -275,7 +408,7 @@ class ModelSettings(TypedDict):
     """>= 1."""
     gpuMemoryUtilization: NotRequired[float]
     """> 0; < 1; default 0.9."""
-    cache: str
+    cache: ModelCacheKindValue
     """one of 'nvme', 'fsx', 's3', 'hub'."""
     needsHfToken: NotRequired[bool]
     """default False."""
@@ -306,7 +439,7 @@ class FsxSettings(TypedDict):
 
     storageCapacityGiB: NotRequired[int]
     """default 1200."""
-    deploymentType: NotRequired[str]
+    deploymentType: NotRequired[FsxDeploymentTypeValue]
     """one of 'SCRATCH_2', 'PERSISTENT_2'; default 'PERSISTENT_2'."""
     perUnitStorageThroughput: NotRequired[int]
     """default 250."""
@@ -333,7 +466,7 @@ class GatewayClientSettings(TypedDict):
     """> 0."""
     tokensPerDay: NotRequired[int]
     """> 0."""
-    tokenKind: NotRequired[str]
+    tokenKind: NotRequired[GatewayClientTokenKindValue]
     """one of 'input', 'output', 'total'; default 'total'."""
 
 
@@ -365,7 +498,7 @@ class GatewaySettings(TypedDict):
 class AlertingSettings(TypedDict):
     """Where Alertmanager sends the platform's alerts. The receiver's URL (Slack incoming webhook, generic webhook, e.g. an SNS HTTPS subscription bridge) or PagerDuty routing key is the `alertReceiver` Pulumi secret; it reaches Alertmanager as a mounted Secret file, never as plain Helm values."""
 
-    receiver: NotRequired[str]
+    receiver: NotRequired[AlertingReceiverValue]
     """one of 'none', 'slack', 'pagerduty', 'webhook'; default 'none'."""
     slackChannel: NotRequired[str]
     sendResolved: NotRequired[bool]

@@ -149,6 +149,8 @@ Timezone = Annotated[str, AfterValidator(_timezone)]
 
 
 class Environment(StrEnum):
+    """The stack's environment: dev, staging or prod (replica floors, allowed caches, Prometheus sizing)."""
+
     DEV = "dev"
     STAGING = "staging"
     PROD = "prod"
