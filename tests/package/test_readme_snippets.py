@@ -4,13 +4,16 @@ the stack file's rules."""
 
 from __future__ import annotations
 
+import inspect
 import re
 
+import pulumi_kubernetes as k8s
 import yaml
 
+from llm_platform.provider import schema
 from llm_platform.testing import evaluate
 from tests import docs
-from tests.package.test_examples import TOKEN, Expression, accepted, schema_problems
+from tests.package.test_examples import TOKEN, Expression, _problems, accepted, schema_problems
 
 SECTION = docs.section("Use it from your own program")
 
@@ -59,3 +62,32 @@ def test_the_yaml_program_satisfies_the_schema_and_the_rules() -> None:
         }
         assert schema_problems(properties) == []
         accepted(properties)
+
+
+def test_the_yaml_program_on_an_existing_cluster_passes_its_own_provider_on() -> None:
+    program = yaml.safe_load(next(b for b in blocks("yaml") if "index:ExistingCluster" in b))
+    package = schema()
+    resources = program["resources"]
+    for resource in resources.values():
+        if not resource["type"].startswith("llm-platform:"):
+            continue
+        spec = package["resources"][resource["type"]]
+        properties = {
+            k: Expression(v) if isinstance(v, str) and v.startswith("${") else v
+            for k, v in resource["properties"].items()
+        }
+        assert (
+            _problems(properties, spec["inputProperties"], spec["requiredInputs"], package["types"], "") == []
+        )
+    # the Kubernetes provider is built from ExistingCluster's outputs, with the settings its own provider has
+    k8s_provider = resources["k8s"]
+    assert k8s_provider["type"] == "pulumi:providers:kubernetes"
+    outputs = package["resources"]["llm-platform:index:ExistingCluster"]["properties"]
+    for value in k8s_provider["properties"].values():
+        if isinstance(value, str) and value.startswith("${cluster."):
+            assert value.removeprefix("${cluster.").removesuffix("}") in outputs, value
+    taken = inspect.signature(k8s.Provider._internal_init).parameters
+    for key in k8s_provider["properties"]:
+        assert re.sub(r"([A-Z])", r"_\1", key).lower() in taken, key
+    assert k8s_provider["properties"]["enableServerSideApply"] is True
+    assert all(r["options"]["provider"] == "${k8s}" for r in resources.values() if "options" in r)

@@ -198,16 +198,25 @@ class ExistingClusterArgs(TypedDict):
 
     cluster_name: str
     """A name for it (the Kubernetes provider's cluster identifier)."""
-    kubeconfig: str
-    """The kubeconfig: its contents or a path to it."""
+    kubeconfig: pulumi.Input[str]
+    """The kubeconfig: its contents or a path to it. An Output will do (a config secret, another stack's
+    output through a StackReference); it is kept secret in state either way."""
     context: NotRequired[str]
     """The kubeconfig context to use; default: its current context."""
 
 
 class ExistingCluster(pulumi.ComponentResource):
-    """A cluster someone else runs: only the Kubernetes provider, no AWS resource at all."""
+    """A cluster someone else runs: only the Kubernetes provider, no AWS resource at all.
+
+    A Python program passes `provider` on (`ResourceOptions(providers=[cluster.provider])`). A TypeScript,
+    Go, C#, Java or YAML program gets `provider` back as an Output of a provider reference, and a resource's
+    `provider`/`providers` option takes a provider resource, not an Output (TypeScript: TS2345); it builds
+    its own `kubernetes` Provider from the `kubeconfig` output (a secret) with this one's settings: the same
+    `context`, `clusterIdentifier: clusterName` and `enableServerSideApply: true` (docs/library.md)."""
 
     cluster_name: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    """The kubeconfig it was given, as a secret: what another language's program builds its Provider from."""
     provider: k8s.Provider
 
     def __init__(
@@ -219,13 +228,15 @@ class ExistingCluster(pulumi.ComponentResource):
             None,
             typed_options(opts, "llm-platform:cluster:ExistingCluster"),
         )
+        # a kubeconfig holds credentials: secret in this component's outputs and in the provider's state
+        self.kubeconfig = pulumi.Output.secret(args["kubeconfig"])
         self.provider = k8s.Provider(
             f"{name}-k8s",
-            kubeconfig=args["kubeconfig"],
+            kubeconfig=self.kubeconfig,
             context=args.get("context"),
             cluster_identifier=args["cluster_name"],
             enable_server_side_apply=True,
             opts=child_options(self, opts),
         )
         self.cluster_name = pulumi.Output.from_input(args["cluster_name"])
-        self.register_outputs({"clusterName": self.cluster_name})
+        self.register_outputs({"clusterName": self.cluster_name, "kubeconfig": self.kubeconfig})
