@@ -60,7 +60,7 @@ def test_through_the_provider_a_secret_kubeconfig_comes_back_secret() -> None:
 
     def program() -> None:
         result = provider().construct("team", TOKEN, {**sent, "kubeconfig": pulumi.Output.secret(KUBECONFIG)})
-        _secret_flag(result.state["kubeconfig"], flags)
+        _secret_flag(pulumi.Output.from_input(result.state["kubeconfig"]), flags)
         pulumi.Output.from_input(result.state["kubeconfig"]).apply(values.append)
 
     recorded = evaluate(program)
