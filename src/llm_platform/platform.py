@@ -12,8 +12,6 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 import pulumi_aws as aws
 
-from llm_platform import addons
-from llm_platform.addons import resolve_ref
 from llm_platform.components.addon import HelmAddon, HelmAddonArgs
 from llm_platform.components.autoscaling import ModelAutoscaling, ModelAutoscalingArgs
 from llm_platform.components.cluster import EksCluster, EksClusterArgs, ExistingCluster, ExistingClusterArgs
@@ -49,6 +47,8 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
+from llm_platform.facts import addons
+from llm_platform.facts.addons import resolve_ref
 from llm_platform.plan import Plan, resolve
 from llm_platform.plan.nodes import efa_pool
 from llm_platform.plan.stack import SERVING_KEYS
@@ -101,7 +101,7 @@ class LlmPlatformArgs(TypedDict):
     alert_receiver: NotRequired[pulumi.Input[str]]
     """The alert receiver's URL or key (a secret); required unless alerting.receiver is none."""
     addon_versions: NotRequired[dict[str, str]]
-    """Chart versions by add-on name (`llm_platform.addons`) in place of the pinned ones, for the add-ons
+    """Chart versions by add-on name (`llm_platform.facts.addons`) in place of the pinned ones, for the add-ons
     `LlmPlatform` installs from their records; the CRD files the render validator checks stay the pinned ones."""
 
 
@@ -465,7 +465,7 @@ class LlmPlatform(pulumi.ComponentResource):
         return keda, headroom
 
     def _record_addons(self, inside: _Inside) -> None:
-        """Every add-on record without a component of its own that the stack runs (llm_platform/addons.py), in
+        """Every add-on record without a component of its own that the stack runs (llm_platform/facts/addons.py), in
         the records' order, each after the add-ons its `after` names."""
         plan = self._plan
         versions = self._args.get("addon_versions") or {}

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from llm_platform import addons
-from llm_platform.addons import ADDONS, Addon, Chart, CrdFile, resolve_ref
 from llm_platform.components.addon import HelmAddon, HelmAddonArgs
 from llm_platform.config.loader import ROOT
+from llm_platform.facts import addons
+from llm_platform.facts.addons import ADDONS, Addon, Chart, CrdFile, resolve_ref
 from llm_platform.plan import Plan
 from llm_platform.tools import render
 from llm_platform.tools.mocks import Registered

@@ -93,7 +93,7 @@ def test_core_objects_are_checked_strictly_at_the_stack_version() -> None:
 
 def test_a_kind_without_a_schema_is_a_problem() -> None:
     assert problems([widget(size=1)], {}, "1.34") == [
-        "Widget n/w: no schema for example.com/v1 Widget: add its CRD file to its add-on record (llm_platform/addons.py)"
+        "Widget n/w: no schema for example.com/v1 Widget: add its CRD file to its add-on record (llm_platform/facts/addons.py)"
     ]
 
 
@@ -109,7 +109,7 @@ def test_every_kind_the_platform_renders_has_a_schema() -> None:
 
 
 def test_the_pinned_urls_follow_the_pinned_versions() -> None:
-    from llm_platform.config import versions
+    from llm_platform.facts import versions
 
     urls = {s.kind: s.url for s in CRD_SOURCES}
     assert f"/aws/karpenter-provider-aws/v{versions.KARPENTER_VERSION}/" in urls["NodePool"]

@@ -1,4 +1,4 @@
-"""A Helm add-on installed straight from its record (llm_platform/addons.py): its namespace and its charts'
+"""A Helm add-on installed straight from its record (llm_platform/facts/addons.py): its namespace and its charts'
 releases, in order, with the values its builder makes of the stack's plan. `LlmPlatform` installs this way every
 record that has no component of its own."""
 
@@ -11,10 +11,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from llm_platform.addons import Addon, resolve_ref, version_of
 from llm_platform.components import child_options
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs.common import namespace_manifest
+from llm_platform.facts.addons import Addon, resolve_ref, version_of
 from llm_platform.plan import Plan
 
 TYPE = "llm-platform:index:HelmAddon"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_platform.addons import (
+from llm_platform.facts.addons import (
     AI_GATEWAY,
     ENVOY_GATEWAY,
     GPU_OPERATOR,
@@ -19,7 +19,7 @@ from llm_platform.addons import (
 
 # ----------------------------------------------------------------------------------------- namespaces
 
-# the add-ons' namespaces are their records' (llm_platform/addons.py)
+# the add-ons' namespaces are their records' (llm_platform/facts/addons.py)
 MONITORING_NAMESPACE = KUBE_PROMETHEUS_STACK.namespace  # also Grafana, the platform's rules and dashboards
 GATEWAY_NAMESPACE = ENVOY_GATEWAY.namespace  # also the Envoy proxies, the Gateway and its policies
 AI_GATEWAY_NAMESPACE = AI_GATEWAY.namespace

@@ -1,17 +1,17 @@
-"""`python -m llm_platform.tools.validate_render <stack>`: every Kubernetes object of a stack's render against the schema
+"""`python -m llm_platform.tools.validate_render <stack> [--json]`: every Kubernetes object of a stack's render against the schema
 the cluster will enforce, with nothing but the repository and its pinned versions.
 
 - Custom resources (Karpenter, KEDA, Prometheus Operator, Gateway API, InferencePool, Envoy Gateway, Envoy AI
-  Gateway, LeaderWorkerSet) against the openAPIV3Schema of their CRD at the version `config/versions.py` pins, as the API
+  Gateway, LeaderWorkerSet) against the openAPIV3Schema of their CRD at the version `facts/versions.py` pins, as the API
   server applies it: schema defaults filled in first, then every field checked; a field the schema does not
   know is a problem (the API server would prune it silently). CEL rules (`x-kubernetes-validations`) are not
   evaluated.
 - Core objects with kubernetes-validate (strict) at the stack's `cluster.kubernetesVersion`.
-- An object of a kind neither knows is a problem: add its CRD file to its add-on's record (`crd_files`, llm_platform/addons.py).
+- An object of a kind neither knows is a problem: add its CRD file to its add-on's record (`crd_files`, llm_platform/facts/addons.py).
 
 The CRDs ship with the package (`tools/crds/`, gzipped upstream bytes and `SOURCES.txt`, the URL each came
 from), so the check needs no network: each is read only if its sha256 is the pin below and it came from the
-tag `config/versions.py` pins (a version bump without a refresh is refused). `--download` refreshes them:
+tag `facts/versions.py` pins (a version bump without a refresh is refused). `--download` refreshes them:
 fetches every pinned CRD from its upstream repository at the pinned tag and refuses one whose sha256 differs
 from the pin. `--crds DIR` reads plain `<file>.yaml` files from a folder instead, unverified (a CRD read
 before its pin is updated). Helm values are not checked here (that needs each chart's default values:
@@ -25,6 +25,7 @@ import copy
 import functools
 import gzip
 import hashlib
+import json
 import re
 import sys
 import urllib.request
@@ -38,9 +39,9 @@ import kubernetes_validate
 import kubernetes_validate.utils
 import yaml
 
-from llm_platform import addons
-from llm_platform.addons import Addon
 from llm_platform.config.loader import load_stack, stack_name
+from llm_platform.facts import addons
+from llm_platform.facts.addons import Addon
 from llm_platform.tools import cli
 
 # kubernetes-validate reads and parses a kind's schema and the 1.5 MB `_definitions.json` again for every object
@@ -71,7 +72,7 @@ class CrdSource:
 
 
 def crd_sources(records: Iterable[Addon] | None = None) -> tuple[CrdSource, ...]:
-    """The CRD files of every add-on record (llm_platform/addons.py): the CRDs the platform's objects use. A
+    """The CRD files of every add-on record (llm_platform/facts/addons.py): the CRDs the platform's objects use. A
     version bump there changes the tag; the download then refuses the new file until its sha256 is updated,
     after reading the CRD's changes."""
     return tuple(
@@ -106,7 +107,7 @@ def fetch(source: CrdSource) -> bytes:
     if digest != source.sha256:
         raise CrdUnavailable(
             f"{source.url}: sha256 {digest}, pinned {source.sha256}; after a version bump, read the CRD's "
-            "changes and update the pin in its add-on record (llm_platform/addons.py)"
+            "changes and update the pin in its add-on record (llm_platform/facts/addons.py)"
         )
     return body
 
@@ -139,7 +140,7 @@ def bundled_bytes(source: CrdSource, folder: Path = BUNDLED) -> bytes:
     if by_file.get(source.file) != source.url:
         came_from = by_file.get(source.file, "nowhere recorded")
         raise CrdUnavailable(
-            f"{cli.shown_path(path)} came from {came_from}, not {source.url} (llm_platform/addons.py); {refresh_hint}"
+            f"{cli.shown_path(path)} came from {came_from}, not {source.url} (llm_platform/facts/addons.py); {refresh_hint}"
         )
     body = gzip.decompress(path.read_bytes())
     digest = hashlib.sha256(body).hexdigest()
@@ -284,7 +285,7 @@ def problems(
             kubernetes_validate.validate(doc, version, strict=True)
         except kubernetes_validate.SchemaNotFoundError:
             found.append(
-                f"{_name(doc)}: no schema for {key[0]} {key[1]}: add its CRD file to its add-on record (llm_platform/addons.py)"
+                f"{_name(doc)}: no schema for {key[0]} {key[1]}: add its CRD file to its add-on record (llm_platform/facts/addons.py)"
             )
         except kubernetes_validate.ValidationError as error:
             path = ".".join(str(p) for p in error.path) or "(object)"
@@ -309,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         "--download", action="store_true",
         help=f"first refresh the bundled CRDs ({cli.shown_path(BUNDLED)}) from upstream at the pinned tags",
     )  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="the counts and problems as JSON on stdout")
     args = parser.parse_args(argv)
     name = stack_name(args.stack)
     if args.download:
@@ -330,9 +332,16 @@ def main(argv: list[str] | None = None) -> int:
     version = load_stack(args.stack).cluster.kubernetes_version
     docs = [d for d in yaml.load_all(manifests.read_text(), Loader=SAFE_LOADER) if d]
     found = problems(docs, crds, version)
+    custom = sum((str(d.get("apiVersion")), str(d.get("kind"))) in crds for d in docs)
+    if args.json:
+        print(
+            json.dumps(
+                {"stack": name, "objects": len(docs), "against_crds": custom, "problems": found}, indent=2
+            )
+        )
+        return 1 if found else 0
     for line in found:
         print(line)
-    custom = sum((str(d.get("apiVersion")), str(d.get("kind"))) in crds for d in docs)
     print(
         f"{name}: {len(docs)} objects, {custom} against the pinned CRDs, {len(docs) - custom} with "
         f"kubernetes-validate {version} (strict): {len(found)} problems"

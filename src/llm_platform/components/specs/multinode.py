@@ -23,11 +23,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from llm_platform.addons import EFA_DEVICE_PLUGIN, LWS
 from llm_platform.components.specs import serving
 from llm_platform.components.specs.common import GPU_TOLERATION, addon_placement
 from llm_platform.components.specs.model_cache import CacheWiring
-from llm_platform.config.multinode import efa_requests
+from llm_platform.config.schema import GpuNodePool, ModelConfig
+from llm_platform.facts.addons import EFA_DEVICE_PLUGIN, LWS
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.naming import model_selector
 
@@ -45,6 +45,12 @@ EFA_ENV = (
     ("GLOO_SOCKET_IFNAME", "eth0"),
     ("NCCL_DEBUG", "WARN"),
 )
+
+
+def efa_requests(m: ModelConfig, pool: GpuNodePool) -> dict[str, Any]:
+    """What each pod of a multi-node replica requests of its node: every EFA interface it has."""
+    (count,) = {i.efa_interfaces for i in pool.instances}
+    return {"vpc.amazonaws.com/efa": str(count)}
 
 
 def multinode_args(m: ModelPlan, rank: str, *, headless: bool) -> list[str]:
@@ -173,7 +179,7 @@ def worker_disruption_budget(m: ModelPlan) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------ controllers (Helm values)
 
-LWS_NAMESPACE = LWS.namespace  # the chart's documented namespace (its record, llm_platform/addons.py)
+LWS_NAMESPACE = LWS.namespace  # the chart's documented namespace (its record, llm_platform/facts/addons.py)
 EFA_NAMESPACE = EFA_DEVICE_PLUGIN.namespace  # a node-critical DaemonSet like the VPC CNI
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_platform import addons
+from llm_platform.facts import addons
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.view import RenderView
 
@@ -16,7 +16,7 @@ CHECK = "ordering"
 
 
 def crd_charts() -> dict[str, tuple[str, ...]]:
-    """API group -> the charts that install its CRDs, as the add-on records (llm_platform/addons.py) say; read
+    """API group -> the charts that install its CRDs, as the add-on records (llm_platform/facts/addons.py) say; read
     anew on each call."""
     out: dict[str, tuple[str, ...]] = {}
     for record in addons.ADDONS:

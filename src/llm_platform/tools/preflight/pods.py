@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_platform import addons
-from llm_platform.addons import resolve_ref
+from llm_platform.facts import addons
+from llm_platform.facts.addons import resolve_ref
 from llm_platform.tools.preflight.view import Release, RenderView
 
 EFA = "vpc.amazonaws.com/efa"  # the EFA device plugin's resource (multi-node replicas)
@@ -485,7 +485,7 @@ def _opencost(r: Release) -> list[PodTemplate]:
 
 def chart_models() -> dict[str, Callable[[Release], list[PodTemplate]] | None]:
     """Chart name -> the model of its release's pods (None: the chart runs no pods of its own, CRDs only), as
-    the add-on records (llm_platform/addons.py) name them; read anew on each call."""
+    the add-on records (llm_platform/facts/addons.py) name them; read anew on each call."""
     return {
         chart.name: resolve_ref(chart.pods) if chart.pods else None
         for record in addons.ADDONS

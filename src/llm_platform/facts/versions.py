@@ -1,10 +1,10 @@
-"""Pinned upstream versions, one place to bump them (see the README's upgrade runbook).
+"""Pinned upstream versions, one place to bump them (see the upgrades runbook, docs/operations.md).
 
 Source: ../shared/reference/README.md ("Pinned upstream versions").
 """
 
-# The Helm add-ons' charts and versions are their records' (llm_platform/addons.py), named here as before
-from llm_platform.addons import (
+# The Helm add-ons' charts and versions are their records' (llm_platform/facts/addons.py), named here as before
+from llm_platform.facts.addons import (
     AI_GATEWAY,
     AWS_LOAD_BALANCER_CONTROLLER,
     EFA_DEVICE_PLUGIN,
@@ -34,6 +34,8 @@ AWS_LOAD_BALANCER_CONTROLLER_REPO = AWS_LOAD_BALANCER_CONTROLLER.chart.repo
 AWS_LOAD_BALANCER_CONTROLLER_VERSION = AWS_LOAD_BALANCER_CONTROLLER.chart.version
 ENVOY_GATEWAY_CHART_REPO = ENVOY_GATEWAY.chart.chart.rsplit("/", 1)[0]  # also AI Gateway's
 ENVOY_GATEWAY_VERSION, ENVOY_AI_GATEWAY_VERSION = ENVOY_GATEWAY.version, AI_GATEWAY.version
+# the Gateway API CRDs gateway-crds-helm installs (crds.gatewayAPI.channel=standard): the tag of their files
+GATEWAY_API_VERSION = ENVOY_GATEWAY.crd_files[0].tag
 LLM_D_ROUTER_CHART_REPO = ENDPOINT_PICKER.chart.chart.rsplit("/", 1)[0]
 LLM_D_ROUTER_VERSION = ENDPOINT_PICKER.version  # chart llm-d-router-gateway and the EPP image below
 LWS_CHART, LWS_VERSION = LWS.chart.chart, LWS.version

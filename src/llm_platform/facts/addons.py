@@ -1,7 +1,7 @@
 """One record per Helm add-on: its charts (repository, pinned default version), namespace, the CRDs it provides,
 where preflight's model of its pods and its values builder live, and what it must come after.
 
-Everything that needs a fact about an add-on reads it here: the pins (`config/versions.py` re-exports the
+Everything that needs a fact about an add-on reads it here: the pins (`facts/versions.py` re-exports the
 versions), the namespaces (`plan/naming.py`), preflight's pod model (`tools/preflight/pods.py`) and CRD
 ordering table (`tools/preflight/ordering.py`), the render validator's CRD files (`tools/validate_render.py`)
 and the components that install them; `LlmPlatform` installs every record without a component of its own
@@ -134,7 +134,7 @@ GATEWAY_API_VERSION = "v1.5.1"  # installed by gateway-crds-helm (crds.gatewayAP
 ENVOY_GATEWAY_VERSION = "v1.8.3"  # charts gateway-crds-helm and gateway-helm
 ENVOY_AI_GATEWAY_VERSION = "v1.1.0"  # charts ai-gateway-crds-helm and ai-gateway-helm
 GATEWAY_API_INFERENCE_EXTENSION_VERSION = "v1.6.0"  # the InferencePool CRD (inference.networking.k8s.io/v1)
-LLM_D_ROUTER_VERSION = "v0.10.0"  # chart llm-d-router-gateway and the EPP image (config/versions.py)
+LLM_D_ROUTER_VERSION = "v0.10.0"  # chart llm-d-router-gateway and the EPP image (facts/versions.py)
 LWS_VERSION = "0.10.0"
 
 KARPENTER = Addon(
