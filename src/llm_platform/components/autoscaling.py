@@ -14,6 +14,7 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
+from llm_platform.plan import ModelPlan
 from llm_platform.plan.stack import model_plan
 
 
@@ -43,10 +44,17 @@ class ModelAutoscaling(pulumi.ComponentResource):
     replica ceiling. Give it `depends_on` the KEDA and kube-prometheus-stack releases (their CRDs)."""
 
     def __init__(
-        self, name: str, args: ModelAutoscalingArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        args: ModelAutoscalingArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        plan: ModelPlan | None = None,
     ) -> None:
+        """`plan`: the model's plan, already resolved from these args (`LlmPlatform` passes its own); without
+        it the args are validated and resolved here."""
         # the plan's cache facts (bucket or not) never reach the ScaledObject or the alerts
-        model = model_plan(args)  # bad input stops before any resource
+        model = plan if plan is not None else model_plan(args)  # bad input stops before any resource
         super().__init__(
             "llm-platform:index:ModelAutoscaling",
             name,

@@ -1,6 +1,7 @@
 """GPU headroom: the serving and placeholder PriorityClasses, and per pool the placeholders that keep
 warm GPU nodes up (resized on a schedule by KEDA)."""
 
+from collections.abc import Sequence
 from typing import NotRequired, TypedDict
 
 import pulumi
@@ -16,6 +17,7 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
+from llm_platform.plan.headroom import PoolPlan
 from llm_platform.plan.naming import HEADROOM_NAMESPACE, MONITORING_NAMESPACE
 from llm_platform.plan.stack import serving_plans
 
@@ -47,9 +49,21 @@ class GpuHeadroom(pulumi.ComponentResource):
     the placeholder PriorityClass, a placeholder Deployment per pool and a KEDA cron ScaledObject when the
     headroom has a schedule."""
 
-    def __init__(self, name: str, args: GpuHeadroomArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: GpuHeadroomArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        pools: Sequence[PoolPlan] | None = None,
+    ) -> None:
+        """`pools`: every GPU pool's plan, already resolved from these args (`LlmPlatform` passes its own);
+        without it the args are validated and resolved here."""
         # bad input stops before any resource
-        _, pool_plans = serving_plans(args, has_bucket=args.get("has_model_bucket", True))
+        if pools is not None:
+            pool_plans = tuple(pools)
+        else:
+            _, pool_plans = serving_plans(args, has_bucket=args.get("has_model_bucket", True))
         super().__init__(
             "llm-platform:index:GpuHeadroom",
             name,

@@ -22,6 +22,7 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
+from llm_platform.plan import ModelPlan
 from llm_platform.plan.naming import API_KEY_SECRET_KEY, HF_TOKEN_SECRET_KEY
 from llm_platform.plan.stack import model_plan
 
@@ -70,12 +71,16 @@ class InferenceService(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
         *,
         after: list[pulumi.Resource] | None = None,
+        plan: ModelPlan | None = None,
     ) -> None:
         """`after`: what the workload waits for beyond the model's own objects (a multi-node model: the LWS
-        controller); a keyword, not an arg, so the provider schema never sees a resource type."""
+        controller); a keyword, not an arg, so the provider schema never sees a resource type. `plan`: the
+        model's plan, already resolved from these args (`LlmPlatform` passes its own); without it the args
+        are validated and resolved here."""
         weights = args.get("weights")
         self._after = list(after or [])
-        model = model_plan(args, has_bucket=weights is not None)  # bad input stops before any resource
+        # bad input stops before any resource
+        model = plan if plan is not None else model_plan(args, has_bucket=weights is not None)
         super().__init__(
             "llm-platform:index:InferenceService",
             name,

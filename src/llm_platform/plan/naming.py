@@ -8,21 +8,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_platform.facts.addons import (
+    AI_GATEWAY,
+    ENVOY_GATEWAY,
+    GPU_OPERATOR,
+    KARPENTER,
+    KEDA,
+    KUBE_PROMETHEUS_STACK,
+)
+
 # ----------------------------------------------------------------------------------------- namespaces
 
-MONITORING_NAMESPACE = "monitoring"  # kube-prometheus-stack, Grafana, the platform's rules and dashboards
-GATEWAY_NAMESPACE = (
-    "llm-gateway"  # Envoy Gateway's controller, the Envoy proxies, the Gateway and its policies
-)
-AI_GATEWAY_NAMESPACE = "envoy-ai-gateway-system"  # the Envoy AI Gateway controller
-KEDA_NAMESPACE = "keda"
-KARPENTER_NAMESPACE = "karpenter"
-GPU_OPERATOR_NAMESPACE = "gpu-operator"
+# the add-ons' namespaces are their records' (llm_platform/facts/addons.py)
+MONITORING_NAMESPACE = KUBE_PROMETHEUS_STACK.namespace  # also Grafana, the platform's rules and dashboards
+GATEWAY_NAMESPACE = ENVOY_GATEWAY.namespace  # also the Envoy proxies, the Gateway and its policies
+AI_GATEWAY_NAMESPACE = AI_GATEWAY.namespace
+KEDA_NAMESPACE = KEDA.namespace
+KARPENTER_NAMESPACE = KARPENTER.namespace
+GPU_OPERATOR_NAMESPACE = GPU_OPERATOR.namespace
 HEADROOM_NAMESPACE = "llm-headroom"  # the warm-GPU placeholders of every pool
 KUBE_SYSTEM_NAMESPACE = "kube-system"  # the AWS Load Balancer Controller and the FSx CSI driver
 
 # kube-prometheus-stack's Helm release: its Prometheus Service is `<release>-prometheus` on port 9090
-PROMETHEUS_RELEASE = "kube-prometheus-stack"
+PROMETHEUS_RELEASE = KUBE_PROMETHEUS_STACK.chart.release
 PROMETHEUS_URL = f"http://{PROMETHEUS_RELEASE}-prometheus.{MONITORING_NAMESPACE}.svc.cluster.local:9090"
 
 

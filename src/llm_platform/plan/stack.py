@@ -1,7 +1,11 @@
 """A stack's resolved plan: `resolve(StackConfig) -> Plan`, pure (no Pulumi, no I/O).
 
-`__main__.py` resolves the plan and hands each component its slice; the offline tools and the simulator
-read the same plan, so what they check or predict is what is deployed.
+`__main__.py` validates the stack file and builds one `LlmPlatform`, which resolves the plan once
+(`resolve`) and hands each child the slice it needs: a model's `ModelPlan` to its InferenceService and
+ModelAutoscaling, the pools' plans to GpuHeadroom, the plan to the Gateway and CostAllocation. A component
+built on its own (no `LlmPlatform`) validates and resolves its own args here instead (`serving_config`,
+`serving_plans`, `model_plan`). The offline tools and the simulator read the same plan, so what they check or
+predict is what is deployed.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from llm_platform.components.specs import serving
 from llm_platform.components.specs.common import GPU_TOLERATION, addon_placement
 from llm_platform.components.specs.model_cache import CacheWiring
 from llm_platform.config.schema import GpuNodePool, ModelConfig
+from llm_platform.facts.addons import EFA_DEVICE_PLUGIN, LWS
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.naming import model_selector
 
@@ -178,8 +179,8 @@ def worker_disruption_budget(m: ModelPlan) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------ controllers (Helm values)
 
-LWS_NAMESPACE = "lws-system"  # the chart's documented namespace (lws v0.10.0 installation docs)
-EFA_NAMESPACE = "kube-system"  # the EFA device plugin, a node-critical DaemonSet like the VPC CNI
+LWS_NAMESPACE = LWS.namespace  # the chart's documented namespace (its record, llm_platform/facts/addons.py)
+EFA_NAMESPACE = EFA_DEVICE_PLUGIN.namespace  # a node-critical DaemonSet like the VPC CNI
 
 
 def lws_values() -> dict[str, Any]:
