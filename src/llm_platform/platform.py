@@ -11,6 +11,7 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 import pulumi_aws as aws
 
+from llm_platform.components import given_provider
 from llm_platform.components.autoscaling import ModelAutoscaling, ModelAutoscalingArgs
 from llm_platform.components.cluster import EksCluster, EksClusterArgs, ExistingCluster, ExistingClusterArgs
 from llm_platform.components.costs import CostAllocation, CostAllocationArgs
@@ -157,6 +158,12 @@ class LlmPlatform(pulumi.ComponentResource):
     Children are named from `cluster.name`, as the stack program always named them, and alias the URNs they
     had as the program's top-level resources, so an existing stack adopting the component sees no
     replacement.
+
+    Providers: an `aws` provider given in `opts.providers` (or `opts.provider`), an assume-role one for
+    instance, is the one every AWS resource uses (its region should be `region`'s; its default_tags, not the
+    stack's, tag what it creates); without one the component builds its own in the stack's region with the
+    stack's tags. With `cluster.mode: existing`, a `kubernetes` provider given the same way is the one every
+    in-cluster resource uses instead of one built from `cluster.kubeconfig`.
     """
 
     cluster_name: pulumi.Output[str]
@@ -185,6 +192,8 @@ class LlmPlatform(pulumi.ComponentResource):
             _check_cost_pricing(config, region)
         plan = resolve(config, pulumi.get_stack())
         super().__init__(TYPE, name, None, opts)
+        self._given_aws = given_provider(opts, "aws")
+        self._given_kubernetes = given_provider(opts, "kubernetes")
         self._compose(plan, args, region)
 
     def _compose(self, plan: Plan, args: LlmPlatformArgs, region: str | None) -> None:
@@ -231,8 +240,8 @@ class LlmPlatform(pulumi.ComponentResource):
         if eks_mode:
             if not region:
                 raise ConfigError("aws:region: not set; the eks mode needs the stack's AWS region")
-            # one AWS provider: the stack's region, and its tags on every AWS resource the program creates
-            aws_provider = aws.Provider(
+            # one AWS provider: the caller's, else the stack's region and its tags on every AWS resource
+            aws_provider = self._given_aws or aws.Provider(
                 f"{cluster_cfg.name}-aws",
                 region=region,
                 default_tags=aws.ProviderDefaultTagsArgs(tags=stack_tags),
@@ -371,7 +380,7 @@ class LlmPlatform(pulumi.ComponentResource):
                 ),
                 opts=top,
             )
-            in_cluster = pulumi.ResourceOptions(providers=[cluster.provider])
+            in_cluster = pulumi.ResourceOptions(providers=[self._given_kubernetes or cluster.provider])
             observability = monitoring(in_cluster)
             after_monitoring = pulumi.ResourceOptions.merge(
                 in_cluster, pulumi.ResourceOptions(depends_on=[observability])
@@ -431,7 +440,9 @@ class LlmPlatform(pulumi.ComponentResource):
                 name = entry["name"]
                 service = InferenceService(
                     f"{cluster_cfg.name}-{name}",
-                    InferenceServiceArgs(**serving, model=entry, **secrets),
+                    InferenceServiceArgs(
+                        **serving, model=entry, priority_class=headroom.serving_priority_class_name, **secrets
+                    ),
                     opts=child(serving_opts),
                     after=multi_node_after if name in multi_node_models else [],
                 )

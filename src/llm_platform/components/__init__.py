@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pulumi
 
 
@@ -18,3 +21,15 @@ def child_options(
     else:
         waits = list(inherited)  # type: ignore[arg-type]
     return pulumi.ResourceOptions(parent=parent, depends_on=[*waits, *depends_on])
+
+
+def given_provider(opts: pulumi.ResourceOptions | None, package: str) -> pulumi.ProviderResource | None:
+    """The `package` provider (`aws`, `kubernetes`) the caller gave in `opts.provider` or `opts.providers`."""
+    if opts is None:
+        return None
+    given: list[Any] = [opts.provider] if opts.provider is not None else []
+    if isinstance(opts.providers, Mapping):
+        given += list(opts.providers.values())
+    elif opts.providers:
+        given += list(opts.providers)
+    return next((p for p in given if isinstance(p, pulumi.ProviderResource) and p.package == package), None)
