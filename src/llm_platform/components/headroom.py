@@ -54,7 +54,8 @@ class GpuHeadroom(pulumi.ComponentResource):
     pool that serves a model, and, for pools with `headroom`, the placeholder PriorityClass, a placeholder
     Deployment per pool and a KEDA cron ScaledObject when the headroom has a schedule.
 
-    Cluster prerequisites: the GPU pools' NodePools (`GpuNodePools`, same `prefix`); KEDA's CRDs when a
+    Cluster prerequisites: GPU nodes labelled `llm-platform/gpu-pool: <pool>` (`<prefix>-<pool>` with a
+    prefix) and tainted `nvidia.com/gpu: NoSchedule` (`GpuNodePools` makes them); KEDA's CRDs when a
     headroom has a schedule and the Prometheus Operator's CRDs and Grafana's dashboard sidecar in
     `monitoring` when a pool has headroom (pass the releases as `keda` and `monitoring` to wait for them)."""
 
