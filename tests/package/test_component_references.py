@@ -101,7 +101,10 @@ ALONE: dict[str, tuple[type, Callable[[pulumi.ResourceOptions], object]]] = {
         ),
     ),
     "Keda": (Keda, lambda o: Keda("keda", KedaArgs(), opts=o)),
-    "GpuOperator": (GpuOperator, lambda o: GpuOperator("gpu-operator", GpuOperatorArgs(mig_in_use=False), opts=o)),
+    "GpuOperator": (
+        GpuOperator,
+        lambda o: GpuOperator("gpu-operator", GpuOperatorArgs(mig_in_use=False), opts=o),
+    ),
 }
 
 
@@ -180,7 +183,7 @@ def unresolved(recorded: PlatformMocks, docstring: str, elsewhere: dict[str, str
             problems.append(f"{kind(r)} {r.inputs['metadata']['name']}: does not wait for {what} {key}")
 
     for r in objects:
-        namespace = r.inputs["metadata"].get("namespace", "")
+        namespace: str = r.inputs["metadata"].get("namespace") or ""
         prerequisite = f"`{namespace}`" in documented  # a namespace the docstring names as the cluster's
         if namespace and namespace not in BUILT_IN_NAMESPACES | releases and not prerequisite:
             made_before(r, ("Namespace", "", namespace), "namespace")
