@@ -81,15 +81,18 @@ class ModelNames:
     sync_service_account: str
     fsx_volume: str
     fsx_claim: str
+    # the NodePool of the model's pool: the `llm-platform/gpu-pool` label value its pods select
+    node_pool: str
 
 
-def model_names(model_name: str) -> ModelNames:
-    namespace = naming.model_namespace(model_name)
+def model_names(model_name: str, pool_name: str, prefix: str = "") -> ModelNames:
+    """`prefix`: the team's on a shared cluster (plan.naming.scoped); none for the platform's own names."""
+    namespace = naming.model_namespace(model_name, prefix)
     return ModelNames(
         namespace=namespace,
         deployment=model_name,
         service=model_name,
-        service_host=naming.model_service_host(model_name),
+        service_host=naming.model_service_host(model_name, prefix),
         pod_monitor=model_name,
         pod_disruption_budget=model_name,
         network_policy=f"{model_name}-ingress",
@@ -105,6 +108,7 @@ def model_names(model_name: str) -> ModelNames:
         sync_service_account=naming.SYNC_SERVICE_ACCOUNT,
         fsx_volume=f"{namespace}-fsx",
         fsx_claim=f"{model_name}-fsx",
+        node_pool=naming.node_pool_name(pool_name, prefix),
     )
 
 
@@ -223,6 +227,7 @@ def scaling_plan(
     autoscaling: Autoscaling,
     behind_gateway: bool = False,
     multi_node: bool = False,
+    prometheus_url: str = naming.PROMETHEUS_URL,
 ) -> ScalingPlan:
     """Resolve an `autoscaling` block (a stack's, or one the simulator proposes) for one model.
     `requestsPerSecondPerReplica` sizes by the load: behind the gateway its arrivals (served or shed), else
@@ -246,7 +251,7 @@ def scaling_plan(
         polling_interval_s=a.polling_interval,
         cooldown_period_s=a.cooldown_period,
         scrape_interval_s=SCRAPE_INTERVAL_SECONDS,
-        prometheus_url=naming.PROMETHEUS_URL,
+        prometheus_url=prometheus_url,
         # a missing series is an error (and triggers the fallback), never a silent 0
         ignore_null_values=False,
         fallback_replicas=fallback_replicas(a),
@@ -377,11 +382,16 @@ def resolve_model(
     stack_models: Sequence[ModelConfig] | None = None,
     has_bucket: bool = True,
     gateway: GatewayConfig | None = None,
+    *,
+    prefix: str = "",
+    prometheus_url: str = naming.PROMETHEUS_URL,
 ) -> ModelPlan:
     """`stack_models`: every model of the stack (they share pool limits); by default the model alone.
     `has_bucket`: the stack creates the model bucket (an EKS stack; an existing cluster has none).
-    `gateway`: the stack's; an enabled one puts its bounded queue in front of the model."""
-    names = model_names(model.name)
+    `gateway`: the stack's; an enabled one puts its bounded queue in front of the model.
+    `prefix`: the team's on a shared cluster (its namespace and NodePool names); `prometheus_url`: the
+    Prometheus the scaling triggers query (default: the platform's kube-prometheus-stack)."""
+    names = model_names(model.name, pool.name, prefix)
     gpus = model.tensor_parallel_size
     instance = pod_instance(pool, gpus)
     image_pull = image_pull_mode(pool.ami_family)
@@ -393,7 +403,12 @@ def resolve_model(
     )
     budget = cold_start_budget(model, instance, image_pull, cache)
     scaling = scaling_plan(
-        names, model.served_model_name, model.autoscaling, queue is not None, model.multi_node
+        names,
+        model.served_model_name,
+        model.autoscaling,
+        queue is not None,
+        model.multi_node,
+        prometheus_url=prometheus_url,
     )
     if queue is not None and model.autoscaling.min_replicas == 0:
         queue = at_zero(queue, from_zero_hold_s(budget, scaling))

@@ -86,12 +86,21 @@ def worker_labels(m: ModelPlan, environment: str) -> dict[str, str]:
 
 
 def leader_worker_set(
-    m: ModelPlan, *, environment: str, wiring: CacheWiring, mounts_hf_token: bool
+    m: ModelPlan,
+    *,
+    environment: str,
+    wiring: CacheWiring,
+    mounts_hf_token: bool,
+    priority_class: str | None = serving.SERVING_PRIORITY_CLASS,
 ) -> dict[str, Any]:
     """The model's LeaderWorkerSet, from the single-node Deployment's pod template (same image, cache wiring,
     secrets, probes on the leader) plus the multi-node launch and EFA."""
     deployment = serving.deployment(
-        m, environment=environment, wiring=wiring, mounts_hf_token=mounts_hf_token
+        m,
+        environment=environment,
+        wiring=wiring,
+        mounts_hf_token=mounts_hf_token,
+        priority_class=priority_class,
     )
     template = deployment["spec"]["template"]
     template["spec"].pop("topologySpreadConstraints")  # one pod per node, nodes in one zone by the pool
