@@ -344,6 +344,10 @@ def test_the_held_timeout_alert_fires_on_a_timeout_not_on_no_series_nor_on_norma
             [normal, {"series": series("RejectedNoEndpoints", "epp-b"), "values": "_x5 1x10"}],
             {"4m": [], "7m": fires("1")},
         ),
+        case(  # the client (or Envoy) ended the stream while the request was held: it was not served either
+            [normal, {"series": series("EvictedContextCancelled"), "values": "_x8 1x12"}],
+            {"7m": [], "9m": fires("1")},
+        ),
         case(  # shed while saturated with replicas up: another alert's business (InferenceGatewayShedding)
             [normal, {"series": series("RejectedCapacity"), "values": "0+1x30"}],
             {"10m": [], "20m": []},

@@ -117,10 +117,13 @@ def epp_alert_rules(model: ModelPlan) -> list[dict[str, Any]]:
 
 
 # what a request held for a model at zero ends in when no replica came up in time: evicted at its TTL (the hold:
-# 503 with the pool still empty, 429 if it came up but is saturated), or refused for want of an endpoint with the
-# queue full (503) (flow-control outcomes: llm-d router v0.10.0 pkg/epp/flowcontrol/types/outcomes.go, counted by
-# pkg/epp/flowcontrol/controller/controller.go in llm_d_epp_flow_control_requests_total{outcome})
-HELD_TIMEOUT_OUTCOMES = "EvictedTTL|RejectedNoEndpoints"
+# 503 with the pool still empty, 429 if it came up but is saturated), refused for want of an endpoint with the
+# queue full (503), or evicted because its stream ended while held (the client gave up, or Envoy ended it: the
+# picker's request context is cancelled, internal/item.go `inferOutcome` maps context.Canceled to
+# EvictedContextCancelled, a TTL deadline to EvictedTTL) (flow-control outcomes: llm-d router v0.10.0
+# pkg/epp/flowcontrol/types/outcomes.go `String`, counted by pkg/epp/flowcontrol/controller/controller.go
+# `EnqueueAndWait` in llm_d_epp_flow_control_requests_total{outcome})
+HELD_TIMEOUT_OUTCOMES = "EvictedTTL|RejectedNoEndpoints|EvictedContextCancelled"
 
 
 def held_timeouts(namespace: str, pool: str, window: str = WINDOW) -> str:
@@ -148,8 +151,9 @@ def _held_timeout_rule(model: ModelPlan, labels: dict[str, str]) -> list[dict[st
             "warning",
             labels,
             f"A request held for {pool} (scaled to zero) timed out",
-            f"{VALUE} requests over {WINDOW} waited for a replica of {pool} and were answered 503 (with "
-            "Retry-After) or 429: the start from zero took longer than the hold.",
+            f"{VALUE} requests over {WINDOW} waited for a replica of {pool} and were not served: answered 503 "
+            "(with Retry-After) or 429 when the start from zero took longer than the hold, or their stream "
+            "ended while held (EvictedContextCancelled: the client's own timeout or Envoy's).",
             f"kubectl -n {ns} get pods,events; check the GPU node launch (Karpenter), the image pull and "
             "the weight load against the model's cold-start budget.",
         )
@@ -317,7 +321,8 @@ def zero_dashboard(models: list[ModelPlan]) -> dict[str, Any]:
             unit="reqps",
             description=(
                 "Held past the hold (EvictedTTL) or refused with the queue full and no endpoint "
-                "(RejectedNoEndpoints): the client got 503 with Retry-After. Alert InferenceGatewayHeldRequestTimedOut."
+                "(RejectedNoEndpoints): the client got 503 with Retry-After; or the client or Envoy ended the "
+                "stream while it was held (EvictedContextCancelled). Alert InferenceGatewayHeldRequestTimedOut."
             ),
         ),
         dashboards._panel(
