@@ -75,7 +75,12 @@ from llm_platform.config.schema.pools import (
     Headroom,
     HeadroomWindow,
 )
-from llm_platform.config.schema.stack import ServingConfig, StackConfig, check_scale_to_zero
+from llm_platform.config.schema.stack import (
+    ServingConfig,
+    StackConfig,
+    check_scale_to_zero,
+    scale_to_zero_allowed,
+)
 
 __all__ = [
     "AWS_ACCOUNT_ID",
@@ -134,6 +139,7 @@ __all__ = [
     "plural",
     "replica_floor",
     "replica_gpus",
+    "scale_to_zero_allowed",
     "served_by",
     "weights_and_kv_gib",
 ]

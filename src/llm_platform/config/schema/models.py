@@ -56,9 +56,12 @@ class PrewarmWindow(Schema):
 PROD_MIN_REPLICAS = 2
 
 
-def replica_floor(environment: Environment) -> int:
-    """Fewest replicas a model may run in an environment: one (no scale to zero), PROD_MIN_REPLICAS in prod.
-    The stack's rule (schema/stack.py) and the simulator's oracle (a bound the stack would accept) both read it."""
+def replica_floor(environment: Environment, scale_to_zero: bool = False) -> int:
+    """Fewest replicas a model may run in an environment: 0 where the stack lets it scale to zero
+    (`scale_to_zero`: schema/stack.py `scale_to_zero_allowed`), else one, PROD_MIN_REPLICAS in prod. The stack's
+    rule (schema/stack.py) and the simulator's oracle (a bound the stack would accept) both read it."""
+    if scale_to_zero:
+        return 0
     return PROD_MIN_REPLICAS if environment is Environment.PROD else 1
 
 

@@ -254,6 +254,13 @@ def _serving_rules(
         )
 
 
+def scale_to_zero_allowed(c: StackConfig | ServingConfig, a: Autoscaling) -> bool:
+    """Whether the stack's rules let a model with autoscaling `a` run at minReplicas 0: the conditions
+    `check_scale_to_zero` refuses it without (the gateway, and in prod the model's opt-in). The simulator's
+    oracle reads it through `replica_floor` (a bound at 0 only where the stack would accept minReplicas 0)."""
+    return c.gateway.enabled and (c.environment is not Environment.PROD or a.allow_scale_to_zero)
+
+
 def check_scale_to_zero(
     at: tuple[str | int, ...], a: Autoscaling, c: StackConfig | ServingConfig, *, gateway_known: bool = True
 ) -> None:
