@@ -281,7 +281,7 @@ class ScalingPlan:
     scrape_interval_s: int
     prometheus_url: str
     ignore_null_values: bool
-    fallback_replicas: int
+    fallback_replicas: int | None  # None: no `fallback` (a model at minReplicas 0: `fallback_replicas`)
     fallback_failure_threshold: int
     triggers: tuple[MetricTrigger, ...]
     prewarm: tuple[PrewarmTrigger, ...]
@@ -301,11 +301,22 @@ WAKE_REQUESTS_PER_REPLICA = 1000.0
 SATURATION_HOLD_PER_REPLICA = 0.9
 
 
-def fallback_replicas(autoscaling: Autoscaling) -> int:
+def fallback_replicas(autoscaling: Autoscaling) -> int | None:
     """While the metrics are missing although replicas serve (Prometheus down, a renamed vLLM metric), hold
     half the ceiling. KEDA's fallback replaces the failing triggers' value after `failureThreshold` errors;
     it never applies while no replica is available, because the queries then read 0 (see
-    `promql.until_a_replica_serves`): a first rollout stays at minReplicas while its pods load."""
+    `promql.until_a_replica_serves`): a first rollout stays at minReplicas while its pods load.
+
+    None (no fallback) for a model at minReplicas 0: KEDA 2.20.2 counts a trigger in fallback as active
+    (pkg/scaling/scale_handler.go getScalerState: `isActiveOrFallback := fallbackActive || isMetricActive`,
+    with the error cleared by pkg/fallback/fallback.go GetMetricsWithFallback once failures exceed the
+    threshold), and an active ScaledObject at 0 replicas is scaled from zero (pkg/scaling/executor/
+    scale_scaledobjects.go RequestScale, `currentReplicas == 0`), then the HPA lands on the fallback count: a
+    Prometheus outage would wake the model to half its ceiling. Without a fallback the errors leave it where
+    it is (RequestScale's `isError && Fallback == nil` case: neither woken nor scaled to zero), and above zero
+    the HPA keeps its replicas while no metric answers."""
+    if autoscaling.min_replicas == 0:
+        return None
     return max(autoscaling.min_replicas, math.ceil(autoscaling.max_replicas / 2))
 
 
