@@ -33,7 +33,7 @@ from llm_platform.config.schema import (
     gpus_at_max_replicas,
 )
 from llm_platform.plan import naming, promql
-from llm_platform.plan.gateway import FlowControlPlan, at_zero, flow_control
+from llm_platform.plan.gateway import FlowControlPlan, at_zero, flow_control, wake_rate
 from llm_platform.plan.lora import LoraPlan, lora_plan
 from llm_platform.plan.zero import from_zero_hold_s
 
@@ -498,8 +498,8 @@ def resolve_model(
     scaling = scaling_plan(
         names, model.served_model_name, model.autoscaling, queue is not None, model.multi_node
     )
-    if queue is not None and model.autoscaling.min_replicas == 0:
-        queue = at_zero(queue, from_zero_hold_s(budget, scaling))
+    if queue is not None and gateway is not None and model.autoscaling.min_replicas == 0:
+        queue = at_zero(queue, from_zero_hold_s(budget, scaling), wake_rate(model.autoscaling, gateway))
     return ModelPlan(
         model=model,
         names=names,

@@ -80,6 +80,10 @@ class Autoscaling(Schema):
     cooldown_period: int = Field(default=300, ge=0)
     # a prod model may scale to zero only with this explicit opt-in (dev and staging need no opt-in)
     allow_scale_to_zero: bool = False
+    # with minReplicas 0: the requests/s the model is expected to receive while at zero; the gateway holds a
+    # wake's arrivals (this x the from-zero hold, with a margin: plan/gateway.py `at_zero`). Unset: the most
+    # the gateway admits, its clients' requestsPerMinute together
+    wake_requests_per_second: float | None = Field(default=None, gt=0)
     scale_up: ScalingRules = ScalingRules(
         stabilization_window_seconds=0,
         policies=[ScalingPolicy(type="Percent", value=100, period_seconds=15)],
