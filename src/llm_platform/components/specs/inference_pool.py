@@ -389,13 +389,17 @@ def path_prefix(model: ModelPlan) -> str:
     return f"/{model.name}/v1"
 
 
+def path_route_name(model: ModelPlan) -> str:
+    return f"{model.name}-by-path"
+
+
 def path_route(model: ModelPlan) -> dict[str, Any]:
     """Compatibility with today's base URLs: `/<model>/v1/...` -> `/v1/...` on the same pool. Only the
     OpenAI API under /v1 is reachable; vLLM's /metrics and /health stay private."""
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "HTTPRoute",
-        "metadata": {"name": f"{model.name}-by-path", "namespace": model.names.namespace},
+        "metadata": {"name": path_route_name(model), "namespace": model.names.namespace},
         "spec": {
             "parentRefs": _gateway_parent(),
             "rules": [
