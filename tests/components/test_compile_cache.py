@@ -22,14 +22,14 @@ import yaml
 from llm_platform.components.specs import compile_cache
 from llm_platform.components.specs import model_cache as spec
 from llm_platform.components.specs.serving import deployment
-from llm_platform.config.cold_start import (
+from llm_platform.config.loader import PROJECT, parse
+from llm_platform.facts.cold_start import (
     COMPILE_CACHE_GB,
     ENGINE_INIT_CACHED_SECONDS,
     ENGINE_INIT_COLD_SECONDS,
     S3_GB_PER_S,
     network_gb_per_s,
 )
-from llm_platform.config.loader import PROJECT, parse
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.model import resolve_model
 from tests.conftest import fixture_stack, load_fixture

@@ -13,9 +13,9 @@ import yaml
 from llm_platform.components.specs import headroom as spec
 from llm_platform.components.specs.model_cache import cache_wiring, nvme_daemonset
 from llm_platform.components.specs.serving import deployment
-from llm_platform.config.cold_start import PREEMPTION_SECONDS
 from llm_platform.config.loader import PROJECT, ROOT, parse
 from llm_platform.config.schema import StackConfig
+from llm_platform.facts.cold_start import PREEMPTION_SECONDS
 from llm_platform.plan import PoolPlan
 from llm_platform.plan.naming import HEADROOM_NAMESPACE
 from llm_platform.tools import render

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from llm_platform.components.specs import compile_cache, model_cache, serving
-from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.loader import parse
+from llm_platform.facts.catalog import GPU_INSTANCES
 from llm_platform.plan.model import resolve_model
 from tests.conftest import load_fixture, stack_values
 from tests.plans import model_plan as _model

@@ -1,4 +1,4 @@
-"""LoRA adapters in the stack schema (config/adapters.py): each bad list is refused before any resource, naming
+"""LoRA adapters in the stack schema (config/schema/adapters.py): each bad list is refused before any resource, naming
 the field, the value and what is allowed."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from llm_platform.config.adapters import VLLM_MAX_LORA_RANKS, max_lora_rank, max_loras
+from llm_platform.config.schema import VLLM_MAX_LORA_RANKS, max_lora_rank
+from llm_platform.plan.lora import max_loras
 from tests.conftest import config_error, load_fixture, stack_values
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from llm_platform.config.catalog import GPU_INSTANCES, instance
-from llm_platform.config.cold_start import KARPENTER_LAUNCH_SECONDS, cold_start
+from llm_platform.facts.catalog import GPU_INSTANCES, instance
+from llm_platform.facts.cold_start import KARPENTER_LAUNCH_SECONDS, cold_start
 from policy.llm_platform_policies.objects import MAX_GPUS_PER_NODE
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from llm_platform.config.catalog import families
 from llm_platform.config.loader import ROOT, load_stack, parse
+from llm_platform.facts.catalog import families
 from llm_platform.tools import render
 from tests.conftest import config_error, fixture_stack, stack_values
 

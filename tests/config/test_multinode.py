@@ -1,5 +1,5 @@
 """Multi-node replicas in the stack schema: what a model spanning nodes needs of its pool, refused before any
-resource with the field, the value and the numbers (config/multinode.py)."""
+resource with the field, the value and the numbers (config/schema/multinode.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.loader import parse
+from llm_platform.facts.catalog import GPU_INSTANCES
 from tests.conftest import config_error, load_fixture, stack_values
 
 

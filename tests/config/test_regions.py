@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from llm_platform.config.catalog import GPU_INSTANCES, KNOWN_REGIONS
 from llm_platform.config.loader import ConfigError, parse
+from llm_platform.facts.catalog import GPU_INSTANCES, KNOWN_REGIONS
 from tests.conftest import stack_values
 
 

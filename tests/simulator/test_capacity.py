@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llm_platform.config.catalog import GPU_INSTANCES
+from llm_platform.facts.catalog import GPU_INSTANCES
 from llm_platform.simulator.serving.capacity import Cluster
 from llm_platform.simulator.serving.capacity_config import CapacityConfig, billed_seconds, instance_cost
 from llm_platform.simulator.serving.nodepool import POD_DRAIN_SECONDS

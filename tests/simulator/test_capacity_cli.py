@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from llm_platform.config import geometry
-from llm_platform.config.catalog import GPU_INSTANCES
-from llm_platform.config.model_profiles import PROFILES
+from llm_platform.facts import geometry
+from llm_platform.facts.catalog import GPU_INSTANCES
+from llm_platform.facts.model_profiles import PROFILES
 from llm_platform.simulator.commands import capacity_cmd
 from llm_platform.simulator.commands.token_dist import token_dist
 from llm_platform.simulator.serving.benchmark import arrival_state

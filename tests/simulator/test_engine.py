@@ -7,9 +7,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from llm_platform.config.catalog import GPU_INSTANCES
-from llm_platform.config.model_profiles import profile
 from llm_platform.config.schema import Autoscaling, PrewarmWindow, ScalingRules, Slo
+from llm_platform.facts.catalog import GPU_INSTANCES
+from llm_platform.facts.model_profiles import profile
 from llm_platform.simulator.controllers.strategies import hpa_gpu_memory, keda, static
 from llm_platform.simulator.day.engine import SimConfig, simulate
 from llm_platform.simulator.serving.capacity_config import CapacityConfig

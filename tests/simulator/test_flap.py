@@ -78,7 +78,7 @@ def test_the_rendered_saturation_hold_stops_a_pool_at_its_cap_from_flapping() ->
 
 
 def test_the_hold_remembers_the_last_saturation_for_its_window() -> None:
-    from llm_platform.plan.model import SaturationMemory
+    from llm_platform.plan.scaling import SaturationMemory
     from llm_platform.simulator.controllers.saturation import SaturationHold
 
     hold = SaturationHold(SaturationMemory(queue_per_replica=5, kv_per_replica=0.5, window_s=600, step_s=30))

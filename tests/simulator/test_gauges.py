@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from llm_platform.plan import promql
-from llm_platform.plan.model import SCRAPE_INTERVAL_SECONDS, Smoothing
+from llm_platform.plan.model import SCRAPE_INTERVAL_SECONDS
+from llm_platform.plan.scaling import Smoothing
 from llm_platform.simulator.controllers.gauges import SmoothedGauge
 from llm_platform.simulator.controllers.keda import PrometheusTrigger
 from llm_platform.simulator.controllers.strategies import from_plan

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from llm_platform.config.catalog import GPU_INSTANCES
-from llm_platform.config.cold_start import PREEMPTION_SECONDS
-from llm_platform.config.model_profiles import profile
 from llm_platform.config.schema import Autoscaling, Slo
+from llm_platform.facts.catalog import GPU_INSTANCES
+from llm_platform.facts.cold_start import PREEMPTION_SECONDS
+from llm_platform.facts.model_profiles import profile
 from llm_platform.plan import HeadroomPlan, HeadroomWindowPlan
 from llm_platform.simulator.controllers.cron import placeholder_targets
 from llm_platform.simulator.controllers.strategies import keda

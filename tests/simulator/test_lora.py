@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from llm_platform.config.model_profiles import PROFILES
+from llm_platform.facts.model_profiles import PROFILES
 from llm_platform.plan import resolve
 from llm_platform.simulator.serving.lora import LORA_STEP_SECONDS, LoraCost, adapter_params_per_rank
 from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
@@ -31,7 +31,7 @@ def test_plan_sizes_the_cost() -> None:
 
 
 def test_lora_slows_every_step_and_lowers_capacity() -> None:
-    from llm_platform.config.catalog import GPU_INSTANCES
+    from llm_platform.facts.catalog import GPU_INSTANCES
 
     gpu = GPU_INSTANCES["g6e.xlarge"].gpu
     stats = TokenStats.fixed(500, 150)

@@ -3,7 +3,7 @@ one unit of N x GPUs and N x the price, each node fetches the whole checkpoint a
 
 from __future__ import annotations
 
-from llm_platform.config.cold_start import cold_start
+from llm_platform.facts.cold_start import cold_start
 from llm_platform.simulator.search.multinode import replica_instance, reserved_groups
 from tests.plans import model_plan
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llm_platform.config.catalog import H100
-from llm_platform.config.model_profiles import profile
+from llm_platform.facts.catalog import H100
+from llm_platform.facts.model_profiles import profile
 from llm_platform.simulator.serving.physics import BF16_GEMM_SWEEPS, linear_seconds
 from llm_platform.simulator.serving.replica import ReplicaModel
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from llm_platform.config.cpu_catalog import CPU_INSTANCES
+from llm_platform.facts.cpu_catalog import CPU_INSTANCES
 from llm_platform.simulator.controllers.platform_nodes import PlatformNodes, platform_nodes
 from tests.conftest import fixture_stack
 from tests.stacks.test_add_a_model import with_more_models

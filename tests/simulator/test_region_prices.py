@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.loader import ROOT, ConfigError
+from llm_platform.facts.catalog import GPU_INSTANCES
 from llm_platform.simulator.day.engine import simulate
 from llm_platform.simulator.search.scenarios import oracle_for
 from llm_platform.simulator.search.stacks import StackRun, stack_run

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llm_platform.config.catalog import A10G, A100_40, H100, L4
-from llm_platform.config.model_profiles import UnknownModelError, profile
+from llm_platform.facts.catalog import A10G, A100_40, H100, L4
+from llm_platform.facts.model_profiles import UnknownModelError, profile
 from llm_platform.simulator.serving.benchmark import closed_loop
 from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
 from llm_platform.simulator.serving.replica_config import EngineConfig

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from llm_platform.config import loader
-from llm_platform.config.catalog import GPU_INSTANCES
 from llm_platform.config.loader import ROOT
+from llm_platform.facts.catalog import GPU_INSTANCES
 from llm_platform.simulator.day.engine import simulate
 from llm_platform.simulator.search import reservations
 from llm_platform.simulator.search.stacks import StackRun, stack_run

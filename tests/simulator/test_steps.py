@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from llm_platform.config.catalog import A10G, H100
-from llm_platform.config.model_profiles import profile
+from llm_platform.facts.catalog import A10G, H100
+from llm_platform.facts.model_profiles import profile
 from llm_platform.simulator.serving import steps
 from llm_platform.simulator.serving.benchmark import llmperf_requests, llmperf_waves
 from llm_platform.simulator.serving.replica import ReplicaModel

@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from llm_platform.config.catalog import instance
-from llm_platform.config.model_profiles import profile
 from llm_platform.config.schema import Slo
+from llm_platform.facts.catalog import instance
+from llm_platform.facts.model_profiles import profile
 from llm_platform.simulator.search.scenarios import recommend
 from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
 from llm_platform.simulator.serving.replica_config import EngineConfig

@@ -49,7 +49,7 @@ def test_an_unknown_stack_lists_the_stacks(capsys, main, argv: list[str]) -> Non
 
 
 BAD_ARGUMENTS = {
-    "render without --out": (render.main, ["dev"]),
+    "render without a stack": (render.main, []),  # --out defaults to build/<stack>
     "render --out without a value": (render.main, ["dev", "--out"]),
     "security_scan without a stack": (security_scan.main, []),
     "security_scan --bogus": (security_scan.main, ["dev", "--bogus"]),

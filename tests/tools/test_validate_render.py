@@ -109,7 +109,7 @@ def test_every_kind_the_platform_renders_has_a_schema() -> None:
 
 
 def test_the_pinned_urls_follow_the_pinned_versions() -> None:
-    from llm_platform.config import versions
+    from llm_platform.facts import versions
 
     urls = {s.kind: s.url for s in CRD_SOURCES}
     assert f"/aws/karpenter-provider-aws/v{versions.KARPENTER_VERSION}/" in urls["NodePool"]

@@ -20,7 +20,7 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
-from llm_platform.config.versions import OPENCOST_REPO, OPENCOST_VERSION
+from llm_platform.facts.versions import OPENCOST_REPO, OPENCOST_VERSION
 from llm_platform.plan.naming import MONITORING_NAMESPACE
 from llm_platform.plan.stack import resolve_serving, serving_config
 

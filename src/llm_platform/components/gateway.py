@@ -25,7 +25,7 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
-from llm_platform.config.versions import (
+from llm_platform.facts.versions import (
     ENVOY_AI_GATEWAY_VERSION,
     ENVOY_GATEWAY_CHART_REPO,
     ENVOY_GATEWAY_VERSION,

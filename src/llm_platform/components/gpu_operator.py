@@ -9,7 +9,7 @@ from llm_platform.components import child_options
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import gpu_operator as spec
 from llm_platform.components.specs.common import namespace_manifest
-from llm_platform.config.versions import GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION, NFD_REPO, NFD_VERSION
+from llm_platform.facts.versions import GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION, NFD_REPO, NFD_VERSION
 from llm_platform.plan.naming import GPU_OPERATOR_NAMESPACE
 
 

@@ -19,7 +19,7 @@ from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.config.loader import parse_block
 from llm_platform.config.schema import AmiVersions, GpuNodePool
 from llm_platform.config.stack_args import AmiVersionsSettings, GpuNodePoolSettings
-from llm_platform.config.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
+from llm_platform.facts.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
 from llm_platform.plan.naming import KARPENTER_NAMESPACE
 from llm_platform.plan.nodes import AddonPoolPlan, efa_pool, pool_node_class_name, uses_reservations
 from llm_platform.plan.stack import node_class_plans

@@ -9,12 +9,12 @@ from llm_platform.components import child_options
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import keda as spec
 from llm_platform.components.specs.common import namespace_manifest
-from llm_platform.config.versions import KEDA_REPO, KEDA_VERSION
+from llm_platform.facts.versions import KEDA_REPO, KEDA_VERSION
 from llm_platform.plan.naming import KEDA_NAMESPACE
 
 
 class KedaArgs(TypedDict):
-    """KEDA takes no settings (`KedaArgs()`): its version is pinned (config/versions.py), its namespace is
+    """KEDA takes no settings (`KedaArgs()`): its version is pinned (facts/versions.py), its namespace is
     the platform's (`keda`), it runs on the add-on nodes and Prometheus scrapes it (ServiceMonitors)."""
 
 

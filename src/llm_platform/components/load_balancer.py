@@ -9,7 +9,7 @@ import pulumi_kubernetes as k8s
 from llm_platform.components import child_options
 from llm_platform.components.identity import account_policy, service_account_identity
 from llm_platform.components.specs import load_balancer as spec
-from llm_platform.config.versions import (
+from llm_platform.facts.versions import (
     AWS_LOAD_BALANCER_CONTROLLER_REPO,
     AWS_LOAD_BALANCER_CONTROLLER_VERSION,
 )

@@ -14,7 +14,7 @@ from llm_platform.config.errors import ConfigError
 from llm_platform.config.loader import parse_block
 from llm_platform.config.schema import FsxConfig, ModelCacheConfig
 from llm_platform.config.stack_args import ModelCacheSettings
-from llm_platform.config.versions import FSX_CSI_REPO, FSX_CSI_VERSION, FSX_LUSTRE_VERSION
+from llm_platform.facts.versions import FSX_CSI_REPO, FSX_CSI_VERSION, FSX_LUSTRE_VERSION
 from llm_platform.plan.naming import KUBE_SYSTEM_NAMESPACE
 
 

@@ -5,7 +5,7 @@
   and to the group itself), put on the EC2NodeClasses of EFA pools; and one cluster placement group per EFA pool
   that does not launch into Capacity Blocks (plan.nodes.placement_group).
 - `MultiNodeControllers` (Kubernetes): the LeaderWorkerSet controller and the EFA device plugin, each from its
-  pinned chart (config/versions.py).
+  pinned chart (facts/versions.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import multinode as spec
 from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.config.schema import GpuNodePool
-from llm_platform.config.versions import (
+from llm_platform.facts.versions import (
     EFA_DEVICE_PLUGIN_REPO,
     EFA_DEVICE_PLUGIN_VERSION,
     LWS_CHART,

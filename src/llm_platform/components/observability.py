@@ -14,7 +14,7 @@ from llm_platform.components.specs.gateway_monitoring import epp_dashboard
 from llm_platform.config.loader import parse_block
 from llm_platform.config.schema import AlertingConfig
 from llm_platform.config.stack_args import AlertingSettings
-from llm_platform.config.versions import KUBE_PROMETHEUS_STACK_REPO, KUBE_PROMETHEUS_STACK_VERSION
+from llm_platform.facts.versions import KUBE_PROMETHEUS_STACK_REPO, KUBE_PROMETHEUS_STACK_VERSION
 from llm_platform.plan.naming import MONITORING_NAMESPACE
 from llm_platform.plan.stack import PROMETHEUS_SIZING
 

@@ -169,7 +169,7 @@ def raw_stack_config(stack: Stack) -> dict[str, Any]:
 
 
 def stack_region(stack: Stack) -> str:
-    """The stack file's `aws:region`: where its nodes run and what they cost (config/catalog.py prices)."""
+    """The stack file's `aws:region`: where its nodes run and what they cost (facts/catalog.py prices)."""
     region = raw_stack_config(stack).get("aws:region")
     if not isinstance(region, str) or not region:
         raise ConfigError(

@@ -15,6 +15,7 @@ __all__ = [
     "ClusterSettings",
     "CostForecastSettings",
     "CostsSettings",
+    "ExpectedTrafficSettings",
     "FsxSettings",
     "GatewayClientSettings",
     "GatewaySettings",
@@ -229,7 +230,7 @@ class SloSettings(TypedDict):
 
 
 class ModelGeometrySettings(TypedDict):
-    """A model the built-in table (config/model_profiles.py) does not know, described from its Hugging Face `config.json` and model card, so the platform (GPU fit, cold start) and the simulator can size it."""
+    """A model the built-in table (facts/model_profiles.py) does not know, described from its Hugging Face `config.json` and model card, so the platform (GPU fit, cold start) and the simulator can size it."""
 
     parameters: float
     """> 0."""
@@ -250,7 +251,7 @@ class ModelGeometrySettings(TypedDict):
 
 
 class LoraAdapterSettings(TypedDict):
-    """A LoRA adapter of the model (config/adapters.py): served by the model's vLLM under its own name."""
+    """A LoRA adapter of the model (config/schema/adapters.py): served by the model's vLLM under its own name."""
 
     name: str
     source: str
@@ -385,6 +386,16 @@ class CostForecastSettings(TypedDict):
     """default ''."""
 
 
+class ExpectedTrafficSettings(TypedDict):
+    """The traffic day `llm-platform plan` forecasts one model's $/day and SLO misses on: the built-in seed day or a day of its own (a CSV or a Prometheus query_range export, its path relative to the stack file), its request rate times `scale`. A model without an entry is planned on the seed day at 1x, and the plan says so."""
+
+    model: str
+    day: NotRequired[str]
+    """matches ^(builtin:seed-day|.+\\.(csv|json))$; default 'builtin:seed-day'."""
+    scale: NotRequired[float]
+    """> 0; <= 1000; default 1.0."""
+
+
 class CostsSettings(TypedDict):
     """Cost allocation: OpenCost prices the nodes from the catalogs; recording rules give each model's and each gateway client's actual $/day and $/million tokens; an alert fires when a model's actual cost exceeds its forecast by more than `forecastOverrunShare`."""
 
@@ -393,3 +404,4 @@ class CostsSettings(TypedDict):
     forecastOverrunShare: NotRequired[float]
     """> 0; <= 10; default 0.2."""
     forecasts: NotRequired[list[CostForecastSettings]]
+    expectedTraffic: NotRequired[list[ExpectedTrafficSettings]]

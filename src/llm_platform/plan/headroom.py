@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llm_platform.config.catalog import GpuInstance
-from llm_platform.config.cold_start import KARPENTER_LAUNCH_SECONDS, PREEMPTION_SECONDS, headroom_start
 from llm_platform.config.schema import GpuNodePool, Headroom, gpus_at_max_replicas, replica_gpus
+from llm_platform.facts.catalog import GpuInstance
+from llm_platform.facts.cold_start import KARPENTER_LAUNCH_SECONDS, PREEMPTION_SECONDS, headroom_start
 from llm_platform.plan.model import ModelPlan, pod_instance
 
 

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_platform.config.adapters import is_s3, max_lora_rank, max_loras
 from llm_platform.config.schema import ModelConfig
+from llm_platform.config.schema.adapters import is_s3, max_lora_rank
 from llm_platform.plan import naming
+
+
+def max_loras(model: ModelConfig) -> int:
+    """vLLM's `--max-loras`: GPU slots, one per adapter unless `adapterSlots` sets fewer."""
+    return model.adapter_slots or len(model.adapters)
 
 
 @dataclass(frozen=True)

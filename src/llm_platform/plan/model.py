@@ -11,40 +11,34 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
-from llm_platform.config.catalog import GpuInstance
-from llm_platform.config.cold_start import (
-    CACHE_BEHAVIOUR,
-    CacheBehaviour,
-    CacheMode,
-    ColdStart,
-    ImageMode,
-    cold_start,
-)
 from llm_platform.config.schema import (
     Autoscaling,
     GatewayConfig,
     GpuNodePool,
     ModelConfig,
-    PrewarmWindow,
-    ScalingRules,
     duration_seconds,
     gpus_at_max_replicas,
 )
+from llm_platform.facts.catalog import GpuInstance
+from llm_platform.facts.cold_start import (
+    CACHE_BEHAVIOUR,
+    CacheBehaviour,
+    CacheMode,
+    ImageMode,
+    cold_start,
+)
 from llm_platform.plan import naming, promql
+from llm_platform.plan.cold_start import ColdStartBudget
 from llm_platform.plan.gateway import FlowControlPlan, at_zero, flow_control, wake_rate
 from llm_platform.plan.lora import LoraPlan, lora_plan
+from llm_platform.plan.scaling import MetricTrigger, PrewarmTrigger, SaturationMemory, ScalingPlan, Smoothing
 from llm_platform.plan.zero import from_zero_hold_s
 
 # Prometheus scrapes every vLLM pod this often (PodMonitor): KEDA's decisions are only as fresh as the scrape
 SCRAPE_INTERVAL_SECONDS = 5
 # KEDA substitutes `fallback.replicas` after this many consecutive failed queries of a trigger
 FALLBACK_FAILURE_THRESHOLD = 3
-# the startup probe's period; it allows three times the expected warm-node start before a restart
-STARTUP_PROBE_PERIOD_SECONDS = 10
-# a model the profile catalog does not know: assume a 70B-class start (weights, engine warm-up) on a warm node
-UNKNOWN_MODEL_START_SECONDS = 600.0
 
 # Where Karpenter's `instanceStorePolicy: RAID0` mounts the NVMe array: AL2023's nodeadm mounts it at
 # /mnt/k8s-disks/0 (and bind-mounts containerd and kubelet there); Bottlerocket's ephemeral-storage
@@ -56,7 +50,7 @@ FAST_IMAGE_PULL_AMI_FAMILIES = frozenset({"al2023"})
 
 
 def image_pull_mode(ami_family: str) -> ImageMode:
-    """How a new GPU node of this AMI family pulls the vLLM image (config/cold_start.py's modes)."""
+    """How a new GPU node of this AMI family pulls the vLLM image (facts/cold_start.py's modes)."""
     return "soci" if ami_family in FAST_IMAGE_PULL_AMI_FAMILIES else "registry"
 
 
@@ -188,28 +182,6 @@ def cache_plan(model: ModelConfig, pool: GpuNodePool, gpus: int, has_bucket: boo
     )
 
 
-@dataclass(frozen=True)
-class ColdStartBudget:
-    """Pod-needs-a-GPU to pod-Ready, on a new node and on a warm one (config/cold_start.py's phases)."""
-
-    new_node: ColdStart | None  # None when the model's geometry is unknown
-    warm_node: ColdStart | None
-    weights_gb: float | None
-
-    @property
-    def warm_node_seconds(self) -> float:
-        return self.warm_node.total if self.warm_node is not None else UNKNOWN_MODEL_START_SECONDS
-
-    @property
-    def startup_failure_threshold(self) -> int:
-        """Allow three times the expected warm-node start (weights, engine warm-up) before restarting."""
-        return max(30, math.ceil(3 * self.warm_node_seconds / STARTUP_PROBE_PERIOD_SECONDS))
-
-    @property
-    def startup_probe_seconds(self) -> int:
-        return self.startup_failure_threshold * STARTUP_PROBE_PERIOD_SECONDS
-
-
 def cold_start_budget(
     model: ModelConfig, instance: GpuInstance, image_pull: ImageMode, cache: CachePlan
 ) -> ColdStartBudget:
@@ -223,70 +195,6 @@ def cold_start_budget(
         warm_node=cold_start(model.cache, instance, weights_gb, False, image_pull, persisted, nodes),
         weights_gb=weights_gb,
     )
-
-
-@dataclass(frozen=True)
-class SaturationMemory:
-    """What the saturation hold's query remembers (plan.promql.saturation_hold): the per-replica throughput of
-    the latest subquery step, within `window_s`, at which at least `queue_per_replica` requests waited per
-    available replica or the KV fill per available replica was past `kv_per_replica` x (1 + `tolerance`)."""
-
-    queue_per_replica: float
-    kv_per_replica: float
-    tolerance: float = promql.HPA_TOLERANCE
-    window_s: int = promql.SATURATION_MEMORY_SECONDS
-    step_s: int = promql.SATURATION_STEP_SECONDS
-
-
-@dataclass(frozen=True)
-class Smoothing:
-    """A gauge trigger's average (plan.promql.smoothed): over `window_s`, one point every `step_s`."""
-
-    window_s: int
-    step_s: int
-
-
-@dataclass(frozen=True)
-class MetricTrigger:
-    """A KEDA Prometheus trigger: `query` summed over the model's pods, divided by replicas by the HPA."""
-
-    name: str
-    metric: str  # the series the query sums (plan.promql), or promql.SATURATION_HOLD / WAKE_SIGNAL
-    query: str
-    threshold: float
-    metric_type: Literal["AverageValue"] = "AverageValue"
-    type: Literal["prometheus"] = "prometheus"
-    # KEDA activates the target (0 -> 1) while the value is above it (None: KEDA's default, 0)
-    activation_threshold: float | None = None
-    saturation: SaturationMemory | None = None  # the saturation hold's memory (None for the other triggers)
-    smoothing: Smoothing | None = None  # a gauge averaged over time (None: the query reads the latest scrape)
-
-
-@dataclass(frozen=True)
-class PrewarmTrigger:
-    """A KEDA cron trigger holding `replicas` ready between `start` and `end`."""
-
-    name: str
-    window: PrewarmWindow
-
-
-@dataclass(frozen=True)
-class ScalingPlan:
-    """The scaling intent as KEDA, the HPA and Prometheus will run it."""
-
-    min_replicas: int
-    max_replicas: int
-    polling_interval_s: int
-    cooldown_period_s: int
-    scrape_interval_s: int
-    prometheus_url: str
-    ignore_null_values: bool
-    fallback_replicas: int | None  # None: no `fallback` (a model at minReplicas 0: `fallback_replicas`)
-    fallback_failure_threshold: int
-    triggers: tuple[MetricTrigger, ...]
-    prewarm: tuple[PrewarmTrigger, ...]
-    scale_up: ScalingRules
-    scale_down: ScalingRules
 
 
 # scale from zero: the wake trigger reads the requests the endpoint pickers hold or counted (promql.wake_signal);
@@ -442,7 +350,7 @@ class ModelPlan:
     loader_uses_hf_token: bool
     # the vLLM container itself downloads from the Hub (cache `hub`); offline caches never get the token
     serving_uses_hf_token: bool
-    # multi-node (config/multinode.py): the nodes one replica spans (pipelineParallelSize), `gpus` on each
+    # multi-node (config/schema/multinode.py): the nodes one replica spans (pipelineParallelSize), `gpus` on each
     nodes: int = 1
     # LoRA adapters (plan/lora.py); None without adapters
     lora: LoraPlan | None = None

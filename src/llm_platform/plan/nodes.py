@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llm_platform.config.cpu_catalog import CpuInstance
 from llm_platform.config.schema import AddonNodes, GpuNodePool
+from llm_platform.facts.cpu_catalog import CpuInstance
 
 # the Karpenter NodePool and EC2NodeClass of the add-on nodes
 ADDON_POOL = "addons"
@@ -23,7 +23,7 @@ def uses_reservations(pool: GpuNodePool) -> bool:
 
 def efa_pool(pool: GpuNodePool) -> bool:
     """The pool serves a multi-node model (the schema requires its `placementZone` then, and only then): EFA
-    interfaces, one zone, its cluster placement group (config/multinode.py)."""
+    interfaces, one zone, its cluster placement group (config/schema/multinode.py)."""
     return pool.placement_zone is not None
 
 

@@ -28,10 +28,9 @@ default); preflight warns about it (tools/preflight/zero.py).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from llm_platform.plan.model import ColdStartBudget, ScalingPlan
+from llm_platform.plan.cold_start import ColdStartBudget
+from llm_platform.plan.scaling import ScalingPlan
 
 HOLD_STEP_S = 30.0  # the hold is rounded up to the next 30 s
 RETRY_AFTER_S = 30  # the `Retry-After` of a 503 on a model at zero's routes (whole seconds, RFC 9110 10.2.3)

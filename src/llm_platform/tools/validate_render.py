@@ -1,8 +1,8 @@
-"""`python -m llm_platform.tools.validate_render <stack>`: every Kubernetes object of a stack's render against the schema
+"""`python -m llm_platform.tools.validate_render <stack> [--json]`: every Kubernetes object of a stack's render against the schema
 the cluster will enforce, with nothing but the repository and its pinned versions.
 
 - Custom resources (Karpenter, KEDA, Prometheus Operator, Gateway API, InferencePool, Envoy Gateway, Envoy AI
-  Gateway, LeaderWorkerSet) against the openAPIV3Schema of their CRD at the version `config/versions.py` pins, as the API
+  Gateway, LeaderWorkerSet) against the openAPIV3Schema of their CRD at the version `facts/versions.py` pins, as the API
   server applies it: schema defaults filled in first, then every field checked; a field the schema does not
   know is a problem (the API server would prune it silently). CEL rules (`x-kubernetes-validations`) are not
   evaluated.
@@ -11,7 +11,7 @@ the cluster will enforce, with nothing but the repository and its pinned version
 
 The CRDs ship with the package (`tools/crds/`, gzipped upstream bytes and `SOURCES.txt`, the URL each came
 from), so the check needs no network: each is read only if its sha256 is the pin below and it came from the
-tag `config/versions.py` pins (a version bump without a refresh is refused). `--download` refreshes them:
+tag `facts/versions.py` pins (a version bump without a refresh is refused). `--download` refreshes them:
 fetches every pinned CRD from its upstream repository at the pinned tag and refuses one whose sha256 differs
 from the pin. `--crds DIR` reads plain `<file>.yaml` files from a folder instead, unverified (a CRD read
 before its pin is updated). Helm values are not checked here (that needs each chart's default values:
@@ -25,6 +25,7 @@ import copy
 import functools
 import gzip
 import hashlib
+import json
 import re
 import sys
 import urllib.request
@@ -39,7 +40,7 @@ import kubernetes_validate.utils
 import yaml
 
 from llm_platform.config.loader import load_stack, stack_name
-from llm_platform.config.versions import (
+from llm_platform.facts.versions import (
     ENVOY_AI_GATEWAY_VERSION,
     ENVOY_GATEWAY_VERSION,
     GATEWAY_API_INFERENCE_EXTENSION_VERSION,
@@ -89,7 +90,7 @@ def _sources(repo: str, version: str, folder: str, files: dict[str, tuple[str, s
     ]
 
 
-# The CRDs the platform's objects use. A version bump in config/versions.py changes the tag; the download then
+# The CRDs the platform's objects use. A version bump in facts/versions.py changes the tag; the download then
 # refuses the new file until its sha256 here is updated, after reading the CRD's changes.
 CRD_SOURCES: tuple[CrdSource, ...] = (
     *_sources("aws/karpenter-provider-aws", KARPENTER_VERSION, "pkg/apis/crds", {
@@ -184,7 +185,7 @@ def bundled_bytes(source: CrdSource, folder: Path = BUNDLED) -> bytes:
     if by_file.get(source.file) != source.url:
         came_from = by_file.get(source.file, "nowhere recorded")
         raise CrdUnavailable(
-            f"{cli.shown_path(path)} came from {came_from}, not {source.url} (config/versions.py); {refresh_hint}"
+            f"{cli.shown_path(path)} came from {came_from}, not {source.url} (facts/versions.py); {refresh_hint}"
         )
     body = gzip.decompress(path.read_bytes())
     digest = hashlib.sha256(body).hexdigest()
@@ -352,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         "--download", action="store_true",
         help=f"first refresh the bundled CRDs ({cli.shown_path(BUNDLED)}) from upstream at the pinned tags",
     )  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="the counts and problems as JSON on stdout")
     args = parser.parse_args(argv)
     name = stack_name(args.stack)
     if args.download:
@@ -373,9 +375,16 @@ def main(argv: list[str] | None = None) -> int:
     version = load_stack(args.stack).cluster.kubernetes_version
     docs = [d for d in yaml.load_all(manifests.read_text(), Loader=SAFE_LOADER) if d]
     found = problems(docs, crds, version)
+    custom = sum((str(d.get("apiVersion")), str(d.get("kind"))) in crds for d in docs)
+    if args.json:
+        print(
+            json.dumps(
+                {"stack": name, "objects": len(docs), "against_crds": custom, "problems": found}, indent=2
+            )
+        )
+        return 1 if found else 0
     for line in found:
         print(line)
-    custom = sum((str(d.get("apiVersion")), str(d.get("kind"))) in crds for d in docs)
     print(
         f"{name}: {len(docs)} objects, {custom} against the pinned CRDs, {len(docs) - custom} with "
         f"kubernetes-validate {version} (strict): {len(found)} problems"

@@ -1,4 +1,4 @@
-"""A model's LoRA adapters (config/adapters.py, plan/lora.py): synced like its weights, registered with vLLM.
+"""A model's LoRA adapters (config/schema/adapters.py, plan/lora.py): synced like its weights, registered with vLLM.
 
 S3 is the source of truth, as for weights: the model's loader Job copies every adapter, from the Hugging Face Hub
 at its pinned commit or from its S3 prefix, to `s3://<bucket>/models/_adapters/<model>/<adapter>/` and writes a
@@ -19,7 +19,7 @@ import json
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from llm_platform.config.versions import AWS_CLI_IMAGE
+from llm_platform.facts.versions import AWS_CLI_IMAGE
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.lora import LoraPlan
 from llm_platform.plan.naming import READY_MARKER, restricted_container

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from llm_platform.config.cold_start import COMPILE_CACHE_GB, S3_GB_PER_S, network_gb_per_s
-from llm_platform.config.versions import AWS_CLI_IMAGE
+from llm_platform.facts.cold_start import COMPILE_CACHE_GB, S3_GB_PER_S, network_gb_per_s
+from llm_platform.facts.versions import AWS_CLI_IMAGE
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.naming import READY_MARKER, restricted_container
 

@@ -29,9 +29,9 @@ import numpy as np
 
 from llm_platform.components.specs.alerts import VALUE
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION
-from llm_platform.config.catalog import GpuInstance
-from llm_platform.config.cpu_catalog import CPU_INSTANCES
 from llm_platform.config.schema import CostsConfig, GpuNodePool
+from llm_platform.facts.catalog import GpuInstance
+from llm_platform.facts.cpu_catalog import CPU_INSTANCES
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.naming import MONITORING_NAMESPACE, PROMETHEUS_RELEASE
 
@@ -75,7 +75,7 @@ def cpu_ram_prices(region: str) -> tuple[float, float]:
     rows = [r for r in rows if r[2] == r[2]]  # NaN: no price in region
     if not rows:
         raise PricingError(
-            f"costs.enabled: config/cpu_catalog.py has no CPU prices for region {region!r}; "
+            f"costs.enabled: facts/cpu_catalog.py has no CPU prices for region {region!r}; "
             "OpenCost's CPU and memory prices come from it (priced: us-east-1)"
         )
     a = np.array([[v, g] for v, g, _ in rows], dtype=float)
@@ -119,7 +119,7 @@ def custom_pricing(pools: Sequence[GpuNodePool], region: str) -> dict[str, str]:
     ]
     gpu = sum(per_gpu) / len(per_gpu) if per_gpu else 0.0
     return {
-        "description": f"llm-platform catalogs, {region} on-demand (config/catalog.py, config/cpu_catalog.py)",
+        "description": f"llm-platform catalogs, {region} on-demand (facts/catalog.py, facts/cpu_catalog.py)",
         "CPU": f"{cpu:.6f}",
         "spotCPU": f"{cpu:.6f}",
         "RAM": f"{ram:.6f}",

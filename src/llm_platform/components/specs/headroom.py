@@ -35,9 +35,9 @@ from llm_platform.components.specs.common import (
 )
 from llm_platform.components.specs.model_cache import cache_wiring
 from llm_platform.components.specs.serving import replica_resources
-from llm_platform.config.cold_start import KARPENTER_LAUNCH_SECONDS
 from llm_platform.config.schema import GpuNodePool
-from llm_platform.config.versions import PAUSE_IMAGE
+from llm_platform.facts.cold_start import KARPENTER_LAUNCH_SECONDS
+from llm_platform.facts.versions import PAUSE_IMAGE
 from llm_platform.plan import HeadroomPlan, PoolPlan
 from llm_platform.plan.naming import HEADROOM_NAMESPACE, restricted_container
 
@@ -306,13 +306,13 @@ def prepull_daemonset(p: PoolPlan) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------- alerting
 
 RULE_NAME = "gpu-headroom"
-RUNBOOK = "README.md#warm-gpu-headroom-bursts-shorter-than-a-cold-start"
+RUNBOOK = "docs/capacity.md#warm-gpu-headroom-bursts-shorter-than-a-cold-start"
 # beyond the node launch itself: pulling the pause image and the placeholder's scheduling
 EMPTY_SLACK_SECONDS = 60
 
 
 def node_launch_seconds(pool: GpuNodePool) -> float:
-    """Pending placeholder to Ready node of the pool's slowest instance (config/catalog.py)."""
+    """Pending placeholder to Ready node of the pool's slowest instance (facts/catalog.py)."""
     return KARPENTER_LAUNCH_SECONDS + max(i.node_ready_seconds for i in pool.instances)
 
 

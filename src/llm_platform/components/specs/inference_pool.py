@@ -31,7 +31,7 @@ import yaml
 from llm_platform.components.specs import gateway as gw
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, secret
 from llm_platform.components.specs.serving import KV_EVENTS_PORT, PORT
-from llm_platform.config.versions import (
+from llm_platform.facts.versions import (
     LLM_D_EPP_IMAGE_REGISTRY,
     LLM_D_EPP_IMAGE_REPOSITORY,
     LLM_D_ROUTER_VERSION,

@@ -14,7 +14,7 @@ from typing import Any
 from llm_platform.components.specs import reservations
 from llm_platform.components.specs.common import GPU_TAINT, POOL_LABEL, SYSTEM_NODE_LABEL, SYSTEM_TOLERATION
 from llm_platform.config.schema import GpuNodePool
-from llm_platform.config.versions import LUSTRE_CLIENT_PACKAGE
+from llm_platform.facts.versions import LUSTRE_CLIENT_PACKAGE
 from llm_platform.plan import NodeClassPlan
 from llm_platform.plan.naming import KARPENTER_NAMESPACE
 from llm_platform.plan.nodes import (
@@ -434,7 +434,7 @@ def efa_interfaces(count: int) -> list[dict[str, Any]]:
 
 def efa_node_class(pool: GpuNodePool, cluster_name: str) -> dict[str, Any]:
     """What an EFA pool's EC2NodeClass adds: its interfaces (the catalog's count) and its placement group."""
-    (count,) = {i.efa_interfaces for i in pool.instances}  # one count per pool (config/multinode.py)
+    (count,) = {i.efa_interfaces for i in pool.instances}  # one count per pool (config/schema/multinode.py)
     out: dict[str, Any] = {"networkInterfaces": efa_interfaces(count)}
     group = placement_group(pool, cluster_name)
     if group is not None:

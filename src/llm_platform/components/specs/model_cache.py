@@ -29,7 +29,7 @@ from llm_platform.components.specs.compile_cache import (
     compile_cache_containers,
     compile_cache_env,
 )
-from llm_platform.config.versions import (
+from llm_platform.facts.versions import (
     AWS_CLI_IMAGE,
     LOADER_BOTO3_VERSION,
     LOADER_HUGGINGFACE_HUB_VERSION,

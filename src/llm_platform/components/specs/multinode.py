@@ -26,7 +26,7 @@ from typing import Any
 from llm_platform.components.specs import serving
 from llm_platform.components.specs.common import GPU_TOLERATION, addon_placement
 from llm_platform.components.specs.model_cache import CacheWiring
-from llm_platform.config.multinode import efa_requests
+from llm_platform.config.schema import GpuNodePool, ModelConfig
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.naming import model_selector
 
@@ -44,6 +44,12 @@ EFA_ENV = (
     ("GLOO_SOCKET_IFNAME", "eth0"),
     ("NCCL_DEBUG", "WARN"),
 )
+
+
+def efa_requests(m: ModelConfig, pool: GpuNodePool) -> dict[str, Any]:
+    """What each pod of a multi-node replica requests of its node: every EFA interface it has."""
+    (count,) = {i.efa_interfaces for i in pool.instances}
+    return {"vpc.amazonaws.com/efa": str(count)}
 
 
 def multinode_args(m: ModelPlan, rank: str, *, headless: bool) -> list[str]:

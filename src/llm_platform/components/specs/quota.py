@@ -39,7 +39,7 @@ from typing import Any
 
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, secret
 from llm_platform.config.schema import GatewayClient, QuotaStoreConfig
-from llm_platform.config.versions import VALKEY_IMAGE, VALKEY_UID
+from llm_platform.facts.versions import VALKEY_IMAGE, VALKEY_UID
 from llm_platform.plan.naming import GATEWAY_NAMESPACE
 
 STORE = "ratelimit-valkey"

@@ -21,10 +21,10 @@ from llm_platform.components.specs.compile_cache import (
 )
 from llm_platform.components.specs.gateway import proxy_peer
 from llm_platform.components.specs.model_cache import CacheWiring
-from llm_platform.config.catalog import GpuInstance
 from llm_platform.config.schema import ModelConfig
+from llm_platform.facts.catalog import GpuInstance
 from llm_platform.plan import ModelPlan
-from llm_platform.plan.model import STARTUP_PROBE_PERIOD_SECONDS
+from llm_platform.plan.cold_start import STARTUP_PROBE_PERIOD_SECONDS
 from llm_platform.plan.naming import (
     API_KEY_SECRET_KEY,
     HF_TOKEN_SECRET_KEY,

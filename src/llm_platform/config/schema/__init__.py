@@ -6,13 +6,28 @@ pool's largest instance, prod-only rules) lives in `StackConfig`'s validators, s
 with the field path, the bad value and what is allowed.
 
 One module per block of the stack file, so each stays readable on its own: `base` (the base model, RuleError,
-the checked string types), `cluster`, `pools` (gpuNodePools, headroom), `models` (models, autoscaling),
-`model_cache`, `gateway`, `alerting`, `costs`, `capacity` (a pool's GPUs against its models) and `stack`
-(StackConfig, ServingConfig and the rules across blocks). Import from here: every name is re-exported.
+the checked string types), `cluster`, `pools` (gpuNodePools, headroom), `adapters` (a model's LoRA adapters),
+`models` (models, autoscaling), `model_cache`, `gateway`, `alerting`, `costs`, `capacity` (a pool's GPUs against
+its models), `multinode` (models larger than one node against their pool) and `stack` (StackConfig,
+ServingConfig and the rules across blocks). No module imports the package or one that imports it back
+(tests/test_import_graph.py). Import from here: every name is re-exported.
 """
 
 from __future__ import annotations
 
+from llm_platform.config.schema.adapters import (
+    HUB_REVISION,
+    HUB_SOURCE,
+    MAX_ADAPTERS,
+    RESERVED_LORA_FLAGS,
+    S3_SOURCE,
+    VLLM_MAX_LORA_RANKS,
+    LoraAdapter,
+    check_adapter_rank,
+    check_adapter_source,
+    is_s3,
+    max_lora_rank,
+)
 from llm_platform.config.schema.alerting import AlertingConfig
 from llm_platform.config.schema.base import (
     CRON,
@@ -44,7 +59,7 @@ from llm_platform.config.schema.cluster import (
     ClusterConfig,
     SystemNodes,
 )
-from llm_platform.config.schema.costs import CostForecast, CostsConfig, forecast_config_hash
+from llm_platform.config.schema.costs import CostForecast, CostsConfig, ExpectedTraffic, forecast_config_hash
 from llm_platform.config.schema.gateway import (
     REMOVED_GATEWAY_KEYS,
     GatewayClient,
@@ -54,15 +69,23 @@ from llm_platform.config.schema.gateway import (
 from llm_platform.config.schema.model_cache import FSX_THROUGHPUT, FsxConfig, ModelCacheConfig, S3BucketConfig
 from llm_platform.config.schema.models import (
     PROD_MIN_REPLICAS,
+    RESERVED_FLAGS,
+    UNSUPPORTED_PARALLELISM,
     Autoscaling,
-    LoraAdapter,
     ModelConfig,
     ModelGeometry,
     PrewarmWindow,
     ScalingPolicy,
     ScalingRules,
     Slo,
+    check_adapters,
+    refuse_unsupported_parallelism,
     replica_floor,
+)
+from llm_platform.config.schema.multinode import (
+    check_fits_nodes,
+    check_multi_node_model,
+    check_multi_node_pools,
 )
 from llm_platform.config.schema.pools import (
     AWS_ACCOUNT_ID,
@@ -90,11 +113,19 @@ __all__ = [
     "DURATION",
     "FSX_THROUGHPUT",
     "GIB",
+    "HUB_REVISION",
+    "HUB_SOURCE",
+    "MAX_ADAPTERS",
     "MAX_RESERVATION_TAGS",
     "MAX_RESERVATION_TERMS",
     "MIN_KUBERNETES_MINOR",
     "PROD_MIN_REPLICAS",
     "REMOVED_GATEWAY_KEYS",
+    "RESERVED_FLAGS",
+    "RESERVED_LORA_FLAGS",
+    "S3_SOURCE",
+    "UNSUPPORTED_PARALLELISM",
+    "VLLM_MAX_LORA_RANKS",
     "AddonCapacityType",
     "AddonNodes",
     "AlertingConfig",
@@ -108,6 +139,7 @@ __all__ = [
     "Cron",
     "Duration",
     "Environment",
+    "ExpectedTraffic",
     "FsxConfig",
     "GatewayClient",
     "GatewayConfig",
@@ -130,13 +162,22 @@ __all__ = [
     "StackConfig",
     "SystemNodes",
     "Timezone",
+    "check_adapter_rank",
+    "check_adapter_source",
+    "check_adapters",
+    "check_fits_nodes",
+    "check_multi_node_model",
+    "check_multi_node_pools",
     "check_scale_to_zero",
     "did_you_mean",
     "duration_seconds",
     "forecast_config_hash",
     "gpus_at_max_replicas",
     "gpus_at_min_replicas",
+    "is_s3",
+    "max_lora_rank",
     "plural",
+    "refuse_unsupported_parallelism",
     "replica_floor",
     "replica_gpus",
     "scale_to_zero_allowed",

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from llm_platform.config.catalog import GpuModel
 from llm_platform.config.schema.base import RuleError, plural
 from llm_platform.config.schema.models import ModelConfig
 from llm_platform.config.schema.pools import GpuNodePool
+from llm_platform.facts.catalog import GpuModel
 
 
 def served_by(pool: GpuNodePool, models: Sequence[ModelConfig]) -> list[ModelConfig]:
@@ -87,12 +87,9 @@ def weights_and_kv_gib(m: ModelConfig) -> tuple[float, float]:
 def _check_fits_gpus(at: tuple[str | int, ...], m: ModelConfig, pool: GpuNodePool) -> None:
     """Weights plus the KV cache of one maxModelLen sequence, split over the tensor-parallel GPUs, must fit
     in gpuMemoryUtilization of the smallest GPU the pool may give a replica (vLLM refuses to start otherwise;
-    activations and CUDA graphs need a little more, so this is the floor)."""
+    activations and CUDA graphs need a little more, so this is the floor). A multi-node replica's fit is
+    config/schema/multinode.py `check_fits_nodes`."""
     tp = m.tensor_parallel_size
-    if m.multi_node:
-        from llm_platform.config.multinode import check_fits_nodes
-
-        return check_fits_nodes(at, m, pool)
     gpu: GpuModel = min((i.gpu for i in pool.instances if i.gpus >= tp), key=lambda g: g.memory_gib)
     weights, kv = weights_and_kv_gib(m)
     usable = gpu.memory_gib * m.gpu_memory_utilization

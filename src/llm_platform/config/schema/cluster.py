@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from llm_platform.config.cpu_catalog import CpuInstance, cpu_families, cpu_instances, cpu_sizes
 from llm_platform.config.schema.base import Duration, RuleError, Schema, _dns_label
+from llm_platform.facts.cpu_catalog import CpuInstance, cpu_families, cpu_instances, cpu_sizes
 
 
 def _version_text(value: Any) -> Any:
@@ -93,7 +93,7 @@ class AddonNodes(Schema):
                 raise RuleError(
                     ("instanceFamilies", i),
                     family,
-                    f"is not in the CPU catalog (config/cpu_catalog.py); allowed: {', '.join(known)}",
+                    f"is not in the CPU catalog (facts/cpu_catalog.py); allowed: {', '.join(known)}",
                 )
         for i, size in enumerate(self.instance_sizes):
             if size not in sizes:

@@ -3,14 +3,15 @@ its autoscaling, with the fewest replicas each environment allows."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from llm_platform.config.adapters import MAX_ADAPTERS
-from llm_platform.config.model_profiles import PROFILES, ModelProfile
-from llm_platform.config.schema.base import Cron, Environment, Schema, Timezone, _dns_label
-from llm_platform.config.versions import VLLM_IMAGE
+from llm_platform.config.schema.adapters import MAX_ADAPTERS, RESERVED_LORA_FLAGS, LoraAdapter
+from llm_platform.config.schema.base import Cron, Environment, RuleError, Schema, Timezone, _dns_label
+from llm_platform.facts.model_profiles import PROFILES, ModelProfile
+from llm_platform.facts.versions import VLLM_IMAGE
 
 
 def _power_of_two(value: int) -> int:
@@ -101,7 +102,7 @@ class Slo(Schema):
 
 
 class ModelGeometry(Schema):
-    """A model the built-in table (config/model_profiles.py) does not know, described from its Hugging Face
+    """A model the built-in table (facts/model_profiles.py) does not know, described from its Hugging Face
     `config.json` and model card, so the platform (GPU fit, cold start) and the simulator can size it."""
 
     parameters: float = Field(gt=0)  # total parameter count, e.g. 7.62e9
@@ -115,23 +116,50 @@ class ModelGeometry(Schema):
     tied_embeddings: bool = False
 
 
-class LoraAdapter(Schema):
-    """A LoRA adapter of the model (config/adapters.py): served by the model's vLLM under its own name."""
+# vLLM options whose multi-node form the platform does not render, by the stack-file key one might write
+UNSUPPORTED_PARALLELISM = {
+    "dataParallelSize": "data parallel",
+    "dataParallelSizeLocal": "data parallel",
+    "expertParallelSize": "expert parallel",
+    "enableExpertParallel": "expert parallel",
+}
 
-    name: Annotated[str, _dns_label(40)]
-    # s3://<bucket>/<prefix> (the adapter's directory) or a Hugging Face repo id <owner>/<name>
-    source: str
-    # a Hub source's pinned commit (40-hex sha); none for an S3 prefix
-    revision: str | None = None
-    rank: Annotated[int, Field(ge=1)]
 
-    @model_validator(mode="after")
-    def _source_rules(self) -> LoraAdapter:
-        from llm_platform.config.adapters import check_adapter_rank, check_adapter_source
+# vLLM flags the platform writes itself for a replica's parallelism and launch (or does not render): in a model's
+# extraArgs they would contradict its GPU and EFA requests or the LeaderWorkerSet's ranks
+RESERVED_FLAGS = {
+    "--pipeline-parallel-size": "pipelineParallelSize",
+    "--nnodes": "pipelineParallelSize",
+    "--node-rank": "pipelineParallelSize",
+    "--master-addr": "pipelineParallelSize",
+    "--master-port": "pipelineParallelSize",
+    "--headless": "pipelineParallelSize",
+    "--distributed-executor-backend": "pipelineParallelSize",
+    "--data-parallel-size": "nothing: data parallel is not rendered",
+    "--enable-expert-parallel": "nothing: expert parallel is not rendered",
+}
 
-        check_adapter_source(self.source, self.revision)
-        check_adapter_rank(self.rank)
-        return self
+
+def refuse_unsupported_parallelism(data: object) -> object:
+    """A model block naming data or expert parallelism: say why it is refused and what is allowed."""
+    if isinstance(data, dict):
+        for arg in data.get("extraArgs") or []:
+            flag = str(arg).split("=", 1)[0]
+            if flag in RESERVED_FLAGS:
+                raise ValueError(
+                    f"extraArgs: {arg!r} is not allowed: the platform writes vLLM's parallelism and multi-node "
+                    f"launch flags itself from the model's fields; use {RESERVED_FLAGS[flag]}"
+                )
+        for key, kind in UNSUPPORTED_PARALLELISM.items():
+            if key in data:
+                raise ValueError(
+                    f"{key}: {data[key]!r} is not allowed: the platform renders multi-node replicas as tensor "
+                    "parallel within a node and pipeline parallel across nodes (pipelineParallelSize); vLLM's "
+                    f"multi-node {kind} (one engine per data-parallel rank, MoE models only, its own "
+                    "--data-parallel-address/--data-parallel-start-rank launch and load balancing) is not "
+                    "rendered. Allowed: tensorParallelSize and pipelineParallelSize"
+                )
+    return data
 
 
 class ModelConfig(Schema):
@@ -140,7 +168,7 @@ class ModelConfig(Schema):
     image: Annotated[str, AfterValidator(_pinned_image)] = VLLM_IMAGE
     node_pool: str
     tensor_parallel_size: Annotated[int, AfterValidator(_power_of_two)] = 1
-    # multi-node (config/multinode.py): one replica spans this many nodes, tensor parallel within each node
+    # multi-node (config/schema/multinode.py): one replica spans this many nodes, tensor parallel within each node
     # and pipeline parallel across them, as a LeaderWorkerSet group
     pipeline_parallel_size: int = Field(default=1, ge=1, le=16)
     max_model_len: int = Field(ge=1)
@@ -151,11 +179,11 @@ class ModelConfig(Schema):
     autoscaling: Autoscaling = Field(default_factory=Autoscaling)
     slo: Slo
     # the gateway's endpoint picker learns which replica holds a prompt prefix from vLLM's own KV-cache
-    # events (ZMQ) and a tokenizer sidecar instead of estimating it; costs are in the README's gateway section
+    # events (ZMQ) and a tokenizer sidecar instead of estimating it; costs are in docs/gateway.md
     precise_prefix_routing: bool = False
     # for a Hugging Face id the built-in profile table does not know (or to override its entry)
     geometry: ModelGeometry | None = None
-    # LoRA adapters served on this model's replicas, each routable by its own name (config/adapters.py)
+    # LoRA adapters served on this model's replicas, each routable by its own name (config/schema/adapters.py)
     adapters: list[LoraAdapter] = Field(default=[], max_length=MAX_ADAPTERS)
     # vLLM --max-loras: GPU slots for adapters in one batch; default one per adapter
     adapter_slots: int | None = Field(default=None, ge=1)
@@ -163,9 +191,6 @@ class ModelConfig(Schema):
     @model_validator(mode="before")
     @classmethod
     def _unsupported_parallelism(cls, data: object) -> object:
-        from llm_platform.config.adapters import RESERVED_LORA_FLAGS
-        from llm_platform.config.multinode import refuse_unsupported_parallelism
-
         if isinstance(data, dict):
             for arg in data.get("extraArgs") or []:
                 if str(arg).split("=", 1)[0] in RESERVED_LORA_FLAGS:
@@ -205,3 +230,46 @@ class ModelConfig(Schema):
             tied_embeddings=g.tied_embeddings,
             weight_bits=g.weight_bits,
         )
+
+
+def check_adapters(models: Sequence[ModelConfig]) -> None:
+    """Across models: adapter names are model names at the gateway and vLLM, so unique and distinct from every
+    model's name; slots within the list; adapters need the model bucket (not `cache: hub`)."""
+    model_names = {m.name: i for i, m in enumerate(models)}
+    seen: dict[str, str] = {}
+    for i, m in enumerate(models):
+        at = ("models", i)
+        for j, a in enumerate(m.adapters):
+            where = (*at, "adapters", j, "name")
+            if a.name in model_names:
+                raise RuleError(
+                    where,
+                    a.name,
+                    f"is the name of models[{model_names[a.name]}]; a client selects an adapter by its name as "
+                    "the request's model, so adapter names must differ from every model's name",
+                )
+            if a.name in seen:
+                raise RuleError(
+                    where,
+                    a.name,
+                    f"is already an adapter of model {seen[a.name]!r}; adapter names must be unique",
+                )
+            seen[a.name] = m.name
+        if m.adapter_slots is not None and not m.adapters:
+            raise RuleError(
+                (*at, "adapterSlots"), m.adapter_slots, "needs adapters; remove it or list adapters"
+            )
+        if m.adapters and m.adapter_slots is not None and m.adapter_slots > len(m.adapters):
+            raise RuleError(
+                (*at, "adapterSlots"),
+                m.adapter_slots,
+                f"is more than the model's {len(m.adapters)} adapters; vLLM would reserve GPU memory for slots "
+                f"no adapter fills; allowed: 1 to {len(m.adapters)}",
+            )
+        if m.adapters and m.cache == "hub":
+            raise RuleError(
+                (*at, "cache"),
+                m.cache,
+                "cannot serve adapters: they are synced like weights through the model bucket (at their pinned "
+                "revision) and 'hub' has no bucket copy; use nvme, fsx or s3, or remove adapters",
+            )

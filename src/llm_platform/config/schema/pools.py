@@ -8,7 +8,6 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from llm_platform.config.catalog import DEDICATED_FAMILIES, GpuInstance, families, instances
 from llm_platform.config.schema.base import (
     Cron,
     Duration,
@@ -18,6 +17,7 @@ from llm_platform.config.schema.base import (
     _dns_label,
     did_you_mean,
 )
+from llm_platform.facts.catalog import DEDICATED_FAMILIES, GpuInstance, families, instances
 
 # `reserved`: On-Demand Capacity Reservations and Capacity Blocks the pool's EC2NodeClass selects
 CapacityType = Literal["reserved", "spot", "on-demand"]
@@ -92,7 +92,7 @@ class GpuNodePool(Schema):
     mig: bool = False
     headroom: Headroom | None = None
     capacity_reservations: list[CapacityReservationTerm] = []
-    # multi-node replicas (config/multinode.py): the one zone of the pool's nodes and its cluster placement group
+    # multi-node replicas (config/schema/multinode.py): the one zone of the pool's nodes and its cluster placement group
     placement_zone: str | None = None
 
     @model_validator(mode="after")

@@ -8,8 +8,6 @@ from collections.abc import Sequence
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from llm_platform.config.catalog import KNOWN_REGIONS
-from llm_platform.config.model_profiles import PROFILES
 from llm_platform.config.schema.alerting import AlertingConfig
 from llm_platform.config.schema.base import Environment, RuleError, Schema, _unique, plural
 from llm_platform.config.schema.capacity import _check_fits_gpus, _check_headroom, _check_pool_limit
@@ -17,8 +15,21 @@ from llm_platform.config.schema.cluster import ClusterConfig
 from llm_platform.config.schema.costs import CostsConfig, forecast_config_hash
 from llm_platform.config.schema.gateway import GatewayConfig
 from llm_platform.config.schema.model_cache import ModelCacheConfig
-from llm_platform.config.schema.models import PROD_MIN_REPLICAS, Autoscaling, ModelConfig, replica_floor
+from llm_platform.config.schema.models import (
+    PROD_MIN_REPLICAS,
+    Autoscaling,
+    ModelConfig,
+    check_adapters,
+    replica_floor,
+)
+from llm_platform.config.schema.multinode import (
+    check_fits_nodes,
+    check_multi_node_model,
+    check_multi_node_pools,
+)
 from llm_platform.config.schema.pools import GpuNodePool
+from llm_platform.facts.catalog import KNOWN_REGIONS
+from llm_platform.facts.model_profiles import PROFILES
 
 
 class StackConfig(Schema):
@@ -122,6 +133,14 @@ def _cost_rules(c: StackConfig) -> None:
                 f"forecast; rerun `simulator replay <stack> --model {m.name} --prometheus <url> --date <day>` "
                 "(or --export <file>) and paste the costs.forecasts entry it prints",
             )
+    seen = set()
+    for i, t in enumerate(c.costs.expected_traffic):
+        at = ("costs", "expectedTraffic", i, "model")
+        if t.model in seen:
+            raise RuleError(at, t.model, "has an expected traffic day already; one per model")
+        seen.add(t.model)
+        if t.model not in models:
+            raise RuleError(at, t.model, f"is not a model of the stack; allowed: {', '.join(models)}")
     if c.costs.forecasts and not c.costs.enabled:
         raise RuleError(
             ("costs", "enabled"), False, "forecasts are compared with OpenCost's figures: set true"
@@ -162,9 +181,6 @@ def _serving_rules(
     StackConfig and ServingConfig share. `has_bucket`: the stack has the model bucket (not an existing
     cluster's). `zones`: the cluster's availability zones (None on its own: a multi-node pool's
     `placementZone` is then the only zone it knows)."""
-    from llm_platform.config.adapters import check_adapters
-    from llm_platform.config.multinode import check_multi_node_model, check_multi_node_pools
-
     _unique(("gpuNodePools",), [p.name for p in c.gpu_node_pools])
     _unique(("models",), [m.name for m in c.models])
     check_adapters(c.models)
@@ -187,12 +203,15 @@ def _serving_rules(
             raise RuleError(
                 (*at, "huggingFaceId"),
                 m.hugging_face_id,
-                "has no built-in geometry (config/model_profiles.py), so its GPU fit and start time "
+                "has no built-in geometry (facts/model_profiles.py), so its GPU fit and start time "
                 "cannot be sized; describe it from its config.json under the model's `geometry:` "
                 "{parameters, layers, kvHeads, headDim, weightBits}; built-in: "
                 + ", ".join(sorted(PROFILES)),
             )
-        _check_fits_gpus(at, m, pool)
+        if m.multi_node:
+            check_fits_nodes(at, m, pool)
+        else:
+            _check_fits_gpus(at, m, pool)
         if m.multi_node:
             known = zones if zones is not None else [z for z in [pool.placement_zone] if z]
             check_multi_node_model(at, m, pool, c.gpu_node_pools.index(pool), known)

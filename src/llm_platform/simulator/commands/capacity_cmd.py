@@ -1,9 +1,9 @@
 """`python -m llm_platform.simulator capacity`: one replica at a closed-loop concurrency or an open-loop request
 rate, from the day simulation's model. The model is a known Hugging Face id (`--model`), a `config.json`
 (`--geometry FILE`) or its fields on the command line (`--hidden-size ...`); all three become the same
-ModelProfile (config/geometry.py) the day simulation uses.
+ModelProfile (facts/geometry.py) the day simulation uses.
 
-`python -m llm_platform.simulator calibrate` prints the calibration table (simulator/serving/calibration.py) that docs/simulator.md
+`python -m llm_platform.simulator calibrate` prints the calibration table (simulator/serving/calibration.py) that docs/simulator/calibration.md
 carries: published measurements against this same model.
 """
 
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_platform.config import geometry
-from llm_platform.config.catalog import GPU_INSTANCES
-from llm_platform.config.model_profiles import ModelProfile, profile
+from llm_platform.facts import geometry
+from llm_platform.facts.catalog import GPU_INSTANCES
+from llm_platform.facts.model_profiles import ModelProfile, profile
 from llm_platform.simulator.commands import overload_args as overload
 from llm_platform.simulator.commands.args import (
     fraction,
@@ -43,7 +43,7 @@ from llm_platform.tools.cli import ArgumentParser
 def parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="python -m llm_platform.simulator capacity", description=__doc__)
     model = p.add_argument_group("model (one of --model, --geometry, or the config.json fields)")
-    model.add_argument("--model", help="Hugging Face id (config/model_profiles.py)")
+    model.add_argument("--model", help="Hugging Face id (facts/model_profiles.py)")
     model.add_argument("--geometry", metavar="FILE", help="the model's Hugging Face config.json")
     for flag, field in GEOMETRY_FLAGS.items():
         model.add_argument(f"--{flag}", type=positive_int, help=f"config.json {field}")
@@ -52,7 +52,7 @@ def parser() -> argparse.ArgumentParser:
     model.add_argument(
         "--params", type=positive_float, help="parameter count (default: counted from geometry)"
     )
-    p.add_argument("--instance", required=True, help="EC2 instance type (config/catalog.py)")
+    p.add_argument("--instance", required=True, help="EC2 instance type (facts/catalog.py)")
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel size (GPUs per replica)")
     p.add_argument(
         "--input-tokens", type=token_dist, required=True, help="prompt tokens: N or a distribution"
@@ -298,9 +298,9 @@ def calibrate(argv: Sequence[str]) -> int:
     out.add_argument(
         "--write-docs",
         nargs="?",
-        const=str(ROOT / "docs" / "simulator.md"),
+        const=str(ROOT / "docs" / "simulator" / "calibration.md"),
         metavar="FILE",
-        help="rewrite the table between the calibrate markers of FILE (default: docs/simulator.md)",
+        help="rewrite the table between the calibrate markers of FILE (default: docs/simulator/calibration.md)",
     )
     args = p.parse_args(argv)
     table_rows = calibration.rows()

@@ -15,6 +15,7 @@ from llm_platform.config.loader import ConfigError, Stack, stack_arg
 from llm_platform.simulator.commands import capacity_cmd, report
 from llm_platform.simulator.commands.day_args import PROG, STACK_ONLY, parser
 from llm_platform.simulator.commands.day_args import mix as mix_of
+from llm_platform.simulator.commands.day_args import parse as day_parse
 from llm_platform.simulator.commands.overload_args import CLIENTS
 from llm_platform.simulator.controllers.platform_nodes import platform_nodes
 from llm_platform.simulator.controllers.strategies import Strategy
@@ -133,7 +134,7 @@ def _with_client(setup: Setup, client: str) -> Setup:
 
 
 def _day(argv: Sequence[str]) -> int:
-    args = parser().parse_args(argv)
+    args = day_parse(parser(), argv)
     quiet = args.json or not sys.stderr.isatty()
     try:
         _check_flags(args)

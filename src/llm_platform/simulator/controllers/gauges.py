@@ -15,7 +15,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from llm_platform.plan.model import Smoothing
+from llm_platform.plan.scaling import Smoothing
 
 
 def key(metric: str, smoothing: Smoothing) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from llm_platform.plan.model import SaturationMemory, Smoothing
+from llm_platform.plan.scaling import SaturationMemory, Smoothing
 from llm_platform.simulator.controllers import gauges
 from llm_platform.simulator.controllers.hpa import HPA, Behavior
 

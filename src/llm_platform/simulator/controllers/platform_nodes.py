@@ -15,8 +15,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from llm_platform.config.cpu_catalog import CPU_INSTANCES
 from llm_platform.config.loader import Stack, stack_region
+from llm_platform.facts.cpu_catalog import CPU_INSTANCES
 from llm_platform.tools import render
 from llm_platform.tools.preflight.pods import program_pods, release_pods
 from llm_platform.tools.preflight.room import pack
@@ -49,7 +49,7 @@ class PlatformNodes:
         if math.isnan(system) or math.isnan(addons):
             return (
                 f"platform CPU nodes: system group {self.system[1]} x {self.system[0]}, add-on pool {shape}; "
-                f"no known price in {self.region} (config/cpu_catalog.py)"
+                f"no known price in {self.region} (facts/cpu_catalog.py)"
             )
         priced = f"spot at {spot_discount:.0%} off" if self.spot else "on-demand"
         return (

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_platform.plan.model import SaturationMemory
+from llm_platform.plan.scaling import SaturationMemory
 
 
 @dataclass

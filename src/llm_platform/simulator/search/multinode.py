@@ -1,4 +1,4 @@
-"""A multi-node replica in the simulator (config/multinode.py): its N nodes as one unit of capacity.
+"""A multi-node replica in the simulator (config/schema/multinode.py): its N nodes as one unit of capacity.
 
 The group launches together and serves only when all its nodes are up, so the simulator schedules it as one
 "node" of N x the instance: N x the GPUs (the replica model's tensor x pipeline parallel GPUs), N x the
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from types import MappingProxyType
 
-from llm_platform.config.catalog import GpuInstance
+from llm_platform.facts.catalog import GpuInstance
 from llm_platform.plan import ModelPlan
 
 

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_platform.config.catalog import GPU_INSTANCES
-from llm_platform.config.model_profiles import profile
 from llm_platform.config.schema import (
     Autoscaling,
     PrewarmWindow,
@@ -29,6 +27,8 @@ from llm_platform.config.schema import (
     ScalingRules,
     Slo,
 )
+from llm_platform.facts.catalog import GPU_INSTANCES
+from llm_platform.facts.model_profiles import profile
 from llm_platform.simulator.controllers.strategies import (
     Strategy,
     hpa_gpu_memory,

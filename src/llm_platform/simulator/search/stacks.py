@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from llm_platform.config.catalog import GpuInstance
-from llm_platform.config.cold_start import ImageMode
 from llm_platform.config.schema import (
     Autoscaling,
     GpuNodePool,
@@ -17,6 +15,8 @@ from llm_platform.config.schema import (
     replica_floor,
     scale_to_zero_allowed,
 )
+from llm_platform.facts.catalog import GpuInstance
+from llm_platform.facts.cold_start import ImageMode
 from llm_platform.plan import ModelPlan, Plan, PoolPlan, resolve
 from llm_platform.plan.nodes import DISRUPTION_BUDGET_PERCENT
 from llm_platform.simulator.controllers.strategies import (

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from llm_platform.config.catalog import A10G, A100_40, A100_80, H100, L4, GpuModel
-from llm_platform.config.model_profiles import ModelProfile, profile
+from llm_platform.facts.catalog import A10G, A100_40, A100_80, H100, L4, GpuModel
+from llm_platform.facts.model_profiles import ModelProfile, profile
 from llm_platform.simulator.serving.replica_config import EngineConfig
 
 TOLERANCE = 0.20

@@ -2,7 +2,7 @@
 when it is Ready, GPU headroom, and what scale-down deletes.
 
 - A pod that needs a GPU binds to a Ready node with a free GPU (warm: image and node caches present), else to
-  a node Karpenter is already launching, else Karpenter launches one (config/cold_start.py gives launch, boot,
+  a node Karpenter is already launching, else Karpenter launches one (facts/cold_start.py gives launch, boot,
   pull, load and init times).
 - Scale-down deletes pods in the ReplicaSet's order (unbound, then not Ready, then the newest Ready); the GPU
   is free after the pod drains, and a node left empty is Karpenter's to consolidate.
@@ -23,7 +23,7 @@ from itertools import count
 
 import numpy as np
 
-from llm_platform.config.cold_start import PREEMPTION_SECONDS
+from llm_platform.facts.cold_start import PREEMPTION_SECONDS
 from llm_platform.simulator.serving.capacity_config import CapacityConfig, start_times
 from llm_platform.simulator.serving.nodepool import POD_DRAIN_SECONDS, Events, Node, NodePool, Pod
 

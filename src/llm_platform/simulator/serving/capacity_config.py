@@ -1,14 +1,14 @@
 """What the day's capacity is made of, before any pod moves: the pool's instance, cache and pricing as the plan
 resolves them (CapacityConfig), EC2's per-second billing, and how long a replica takes to start on each kind of
-node (StartTimes, from config/cold_start.py). serving/capacity.py's Cluster runs the day on them; the oracle,
+node (StartTimes, from facts/cold_start.py). serving/capacity.py's Cluster runs the day on them; the oracle,
 the tuner and `--explain` read them without a Cluster."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llm_platform.config.catalog import GpuInstance
-from llm_platform.config.cold_start import (
+from llm_platform.facts.catalog import GpuInstance
+from llm_platform.facts.cold_start import (
     PREEMPTION_SECONDS,
     CacheMode,
     ImageMode,
@@ -103,7 +103,7 @@ class CapacityConfig:
 
 @dataclass(frozen=True)
 class StartTimes:
-    """Seconds from a replica needing a GPU to Ready, per where it lands (config/cold_start.py's phases)."""
+    """Seconds from a replica needing a GPU to Ready, per where it lands (facts/cold_start.py's phases)."""
 
     node_ready: float  # Karpenter launch + EC2 boot until the GPU is allocatable
     image_wait: float  # the image pull (or the NVMe weight sync, whichever is longer) on a new node

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_platform.config.model_profiles import ModelProfile
+from llm_platform.facts.model_profiles import ModelProfile
 from llm_platform.plan.lora import LoraPlan
 
 LORA_STEP_SECONDS = 0.002  # Punica (arXiv:2310.18547): ~2 ms per token over the backbone

@@ -2,7 +2,7 @@
 
 - Karpenter launches the cheapest allowed catalog instance for a pod that finds no slot (serving/capacity.py
   binds the pods); it is Ready after launch and boot, its image (and NVMe weights) `max(image pull, prefetch)`
-  later (config/cold_start.py).
+  later (facts/cold_start.py).
 - An empty node is deleted `consolidateAfter` later if still empty (Karpenter's empty-node consolidation), by
   the disruption controller's next pass (every 10 s), at most the pool's disruption budget per pass:
   ceil(budget % x the Ready nodes) (kubernetes-sigs/karpenter `BuildDisruptionBudgetMapping`; an empty node's

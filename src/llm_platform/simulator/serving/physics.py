@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_platform.config.catalog import GpuModel
-from llm_platform.config.model_profiles import ModelProfile
+from llm_platform.facts.catalog import GpuModel
+from llm_platform.facts.model_profiles import ModelProfile
 
 KNEE_BYTES = 2**20  # 1 MB: largest message of the measured latency-bound sweep
 

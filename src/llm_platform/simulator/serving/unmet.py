@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from llm_platform.config.catalog import GPU_INSTANCES, GpuInstance, GpuModel
 from llm_platform.config.schema import Slo
+from llm_platform.facts.catalog import GPU_INSTANCES, GpuInstance, GpuModel
 from llm_platform.plan.promql import ITL, TTFT, bucket_at_or_above
 from llm_platform.simulator.serving.replica import ReplicaModel, ReplicaTable
 from llm_platform.simulator.traffic.traffic import Traffic

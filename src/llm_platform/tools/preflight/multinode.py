@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_platform.config.catalog import GPU_INSTANCES
+from llm_platform.facts.catalog import GPU_INSTANCES
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.iam import _policies_of, granted, references  # pyright: ignore[reportPrivateUsage]
 from llm_platform.tools.preflight.nodes import requirement_values
@@ -136,7 +136,7 @@ def _efa(view: RenderView, lws: Manifest, pool: Manifest, node_class: Manifest |
         have = GPU_INSTANCES[t].efa_interfaces if t in GPU_INSTANCES else 0
         if have < attached:
             out.append(Finding("blocker", CHECK, pool.ref, "spec.template.spec.requirements",
-                               f"admits {t}, which has {have} EFA interfaces (config/catalog.py) where the class "
+                               f"admits {t}, which has {have} EFA interfaces (facts/catalog.py) where the class "
                                f"attaches {attached}: Karpenter never launches it (compatibility check 5)"))  # fmt: skip
     plugin = next((r for r in view.releases.values() if r.chart == EFA_PLUGIN), None)
     if plugin is None:

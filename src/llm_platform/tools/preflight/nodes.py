@@ -1,7 +1,7 @@
 """What a node of each kind offers pods: allocatable CPU, memory, ephemeral storage, GPUs and pod slots,
 its labels, taints and zones. System nodes come from the managed node group (instance type, disk size);
 NodePool nodes from each NodePool's requirements, expanded to the catalog instances they admit (GPU pools:
-config/catalog.py, disk the instance store; the add-on pool: config/cpu_catalog.py, disk its EC2NodeClass'
+facts/catalog.py, disk the instance store; the add-on pool: facts/cpu_catalog.py, disk its EC2NodeClass'
 root volume).
 
 Allocatable follows the EKS AMIs' kubelet reservations (`/etc/eks/bootstrap.sh` and nodeadm, identical
@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from llm_platform.config.catalog import GPU_INSTANCES
-from llm_platform.config.cpu_catalog import CPU_INSTANCES
+from llm_platform.facts.catalog import GPU_INSTANCES
+from llm_platform.facts.cpu_catalog import CPU_INSTANCES
 
 GI = 1024  # MiB per GiB
 

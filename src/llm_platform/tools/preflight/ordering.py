@@ -12,7 +12,7 @@ from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.view import RenderView
 
 CHECK = "ordering"
-# API group -> the charts that install its CRDs (pinned versions in config/versions.py)
+# API group -> the charts that install its CRDs (pinned versions in facts/versions.py)
 CRD_CHARTS: dict[str, tuple[str, ...]] = {
     "monitoring.coreos.com": ("kube-prometheus-stack",),
     "keda.sh": ("keda",),

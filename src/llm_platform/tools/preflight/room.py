@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llm_platform.config.cpu_catalog import CPU_INSTANCES
+from llm_platform.facts.cpu_catalog import CPU_INSTANCES
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.nodes import GI, NodeType
 from llm_platform.tools.preflight.pods import RESOURCES, PodTemplate

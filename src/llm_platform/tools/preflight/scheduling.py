@@ -43,7 +43,7 @@ def node_types(view: RenderView) -> tuple[list[NodeType], list[Finding]]:
         if node is None:
             findings.append(
                 Finding("warning", CHECK, key.split("::")[-1], "instanceTypes",
-                        f"{instance} is not in config/cpu_catalog.py: its capacity is unknown, "
+                        f"{instance} is not in facts/cpu_catalog.py: its capacity is unknown, "
                         "pods pinned to the system nodes are not checked against it")
             )  # fmt: skip
         else:

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Annotated
 
-if TYPE_CHECKING:
-    from llm_platform.config.schema import LoraAdapter, ModelConfig
+from pydantic import Field, model_validator
+
+from llm_platform.config.schema.base import Schema, _dns_label
 
 # vllm/config/lora.py at the pinned image: `MaxLoRARanks = Literal[1, 8, 16, 32, 64, 128, 256, 320, 512]`
 VLLM_MAX_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -49,11 +50,6 @@ def max_lora_rank(adapters: Sequence[LoraAdapter]) -> int:
     """vLLM's `--max-lora-rank`: the smallest value it allows at or above every adapter's rank."""
     top = max(a.rank for a in adapters)
     return next(r for r in VLLM_MAX_LORA_RANKS if r >= top)
-
-
-def max_loras(model: ModelConfig) -> int:
-    """vLLM's `--max-loras`: GPU slots, one per adapter unless `adapterSlots` sets fewer."""
-    return model.adapter_slots or len(model.adapters)
 
 
 def check_adapter_source(source: str, revision: str | None) -> None:
@@ -92,46 +88,18 @@ def check_adapter_rank(rank: int) -> int:
     return rank
 
 
-def check_adapters(models: Sequence[ModelConfig]) -> None:
-    """Across models: adapter names are model names at the gateway and vLLM, so unique and distinct from every
-    model's name; slots within the list; adapters need the model bucket (not `cache: hub`)."""
-    from llm_platform.config.schema import RuleError
+class LoraAdapter(Schema):
+    """A LoRA adapter of the model (config/schema/adapters.py): served by the model's vLLM under its own name."""
 
-    model_names = {m.name: i for i, m in enumerate(models)}
-    seen: dict[str, str] = {}
-    for i, m in enumerate(models):
-        at = ("models", i)
-        for j, a in enumerate(m.adapters):
-            where = (*at, "adapters", j, "name")
-            if a.name in model_names:
-                raise RuleError(
-                    where,
-                    a.name,
-                    f"is the name of models[{model_names[a.name]}]; a client selects an adapter by its name as "
-                    "the request's model, so adapter names must differ from every model's name",
-                )
-            if a.name in seen:
-                raise RuleError(
-                    where,
-                    a.name,
-                    f"is already an adapter of model {seen[a.name]!r}; adapter names must be unique",
-                )
-            seen[a.name] = m.name
-        if m.adapter_slots is not None and not m.adapters:
-            raise RuleError(
-                (*at, "adapterSlots"), m.adapter_slots, "needs adapters; remove it or list adapters"
-            )
-        if m.adapters and m.adapter_slots is not None and m.adapter_slots > len(m.adapters):
-            raise RuleError(
-                (*at, "adapterSlots"),
-                m.adapter_slots,
-                f"is more than the model's {len(m.adapters)} adapters; vLLM would reserve GPU memory for slots "
-                f"no adapter fills; allowed: 1 to {len(m.adapters)}",
-            )
-        if m.adapters and m.cache == "hub":
-            raise RuleError(
-                (*at, "cache"),
-                m.cache,
-                "cannot serve adapters: they are synced like weights through the model bucket (at their pinned "
-                "revision) and 'hub' has no bucket copy; use nvme, fsx or s3, or remove adapters",
-            )
+    name: Annotated[str, _dns_label(40)]
+    # s3://<bucket>/<prefix> (the adapter's directory) or a Hugging Face repo id <owner>/<name>
+    source: str
+    # a Hub source's pinned commit (40-hex sha); none for an S3 prefix
+    revision: str | None = None
+    rank: Annotated[int, Field(ge=1)]
+
+    @model_validator(mode="after")
+    def _source_rules(self) -> LoraAdapter:
+        check_adapter_source(self.source, self.revision)
+        check_adapter_rank(self.rank)
+        return self

@@ -162,5 +162,5 @@ def profile(hugging_face_id: str) -> ModelProfile:
     except KeyError:
         raise UnknownModelError(
             f"no model profile for {hugging_face_id!r}; known: {', '.join(sorted(PROFILES))}. "
-            "Add its geometry (from config.json) to config/model_profiles.py"
+            "Add its geometry (from config.json) to facts/model_profiles.py"
         ) from None

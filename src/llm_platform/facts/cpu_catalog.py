@@ -4,7 +4,7 @@ vCPUs and memory from the EC2 instance-type pages (general purpose m: 4 GiB per 
 r: 8; t3 stops at 2xlarge). Prices are Linux on-demand $/h in us-east-1 from Karpenter's generated price table
 (karpenter-provider-aws `pkg/providers/pricing/zz_generated.pricing_aws.go`, generated 2026-01-19, the
 us-east-1 table it ships). No other region has a known price here: whatever prices a CPU node elsewhere says
-so instead of borrowing us-east-1's (config/catalog.py's rule for GPU nodes).
+so instead of borrowing us-east-1's (facts/catalog.py's rule for GPU nodes).
 """
 
 from __future__ import annotations

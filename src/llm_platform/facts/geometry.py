@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from llm_platform.config.model_profiles import ModelProfile
+from llm_platform.facts.model_profiles import ModelProfile
 
 DTYPES = ("bfloat16", "float16")
 REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")

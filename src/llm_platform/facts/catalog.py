@@ -89,7 +89,7 @@ class GpuInstance:
         except KeyError:
             sold = "" if region in self.regions else f"; EC2 does not sell {self.instance_type} there"
             raise ValueError(
-                f"{self.instance_type}: no on-demand price for region {region!r} in config/catalog.py{sold}; "
+                f"{self.instance_type}: no on-demand price for region {region!r} in facts/catalog.py{sold}; "
                 f"regions with a price: {', '.join(sorted(self.prices))}"
             ) from None
 
@@ -345,7 +345,7 @@ def instance(instance_type: str) -> GpuInstance:
         return GPU_INSTANCES[instance_type]
     except KeyError:
         raise ValueError(
-            f"instance type {instance_type!r} is not in the GPU catalog (config/catalog.py); "
+            f"instance type {instance_type!r} is not in the GPU catalog (facts/catalog.py); "
             f"known: {', '.join(GPU_INSTANCES)}"
         ) from None
 

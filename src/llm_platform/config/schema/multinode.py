@@ -9,61 +9,19 @@ run_headless: "Run headless workers (for multi-node PP/TP)"). Data parallel and 
 different deployment (one engine per DP rank, `--data-parallel-address/--data-parallel-start-rank`, MoE only:
 ParallelConfig.data_parallel_external_lb) that the platform does not render; they are refused here by name.
 
-Called by the schema's validators (config/schema/), so every message names the stack file's field and the numbers.
+The stack's rules (config/schema/stack.py) call these, so every message names the stack file's field and the
+numbers; the model block's own refusal of data and expert parallelism and of the flags the platform writes is
+ModelConfig's (config/schema/models.py `refuse_unsupported_parallelism`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from llm_platform.config.schema import GpuNodePool, ModelConfig
-
-# vLLM options whose multi-node form the platform does not render, by the stack-file key one might write
-UNSUPPORTED_PARALLELISM = {
-    "dataParallelSize": "data parallel",
-    "dataParallelSizeLocal": "data parallel",
-    "expertParallelSize": "expert parallel",
-    "enableExpertParallel": "expert parallel",
-}
-
-
-# vLLM flags the platform writes itself for a replica's parallelism and launch (or does not render): in a model's
-# extraArgs they would contradict its GPU and EFA requests or the LeaderWorkerSet's ranks
-RESERVED_FLAGS = {
-    "--pipeline-parallel-size": "pipelineParallelSize",
-    "--nnodes": "pipelineParallelSize",
-    "--node-rank": "pipelineParallelSize",
-    "--master-addr": "pipelineParallelSize",
-    "--master-port": "pipelineParallelSize",
-    "--headless": "pipelineParallelSize",
-    "--distributed-executor-backend": "pipelineParallelSize",
-    "--data-parallel-size": "nothing: data parallel is not rendered",
-    "--enable-expert-parallel": "nothing: expert parallel is not rendered",
-}
-
-
-def refuse_unsupported_parallelism(data: object) -> object:
-    """A model block naming data or expert parallelism: say why it is refused and what is allowed."""
-    if isinstance(data, dict):
-        for arg in data.get("extraArgs") or []:
-            flag = str(arg).split("=", 1)[0]
-            if flag in RESERVED_FLAGS:
-                raise ValueError(
-                    f"extraArgs: {arg!r} is not allowed: the platform writes vLLM's parallelism and multi-node "
-                    f"launch flags itself from the model's fields; use {RESERVED_FLAGS[flag]}"
-                )
-        for key, kind in UNSUPPORTED_PARALLELISM.items():
-            if key in data:
-                raise ValueError(
-                    f"{key}: {data[key]!r} is not allowed: the platform renders multi-node replicas as tensor "
-                    "parallel within a node and pipeline parallel across nodes (pipelineParallelSize); vLLM's "
-                    f"multi-node {kind} (one engine per data-parallel rank, MoE models only, its own "
-                    "--data-parallel-address/--data-parallel-start-rank launch and load balancing) is not "
-                    "rendered. Allowed: tensorParallelSize and pipelineParallelSize"
-                )
-    return data
+from llm_platform.config.schema.base import RuleError, plural
+from llm_platform.config.schema.capacity import weights_and_kv_gib
+from llm_platform.config.schema.models import ModelConfig
+from llm_platform.config.schema.pools import GpuNodePool
 
 
 def check_multi_node_model(
@@ -71,8 +29,6 @@ def check_multi_node_model(
 ) -> None:
     """Each node of the replica: a whole instance (TP = its GPUs), EFA on every admitted instance type with the
     same count, one zone of the cluster, and no reservation mixed with other capacity."""
-    from llm_platform.config.schema import RuleError
-
     sizes = sorted({i.gpus for i in pool.instances})
     if sizes != [m.tensor_parallel_size]:
         raise RuleError(
@@ -88,7 +44,7 @@ def check_multi_node_model(
         raise RuleError(
             (*at, "nodePool"),
             m.node_pool,
-            f"admits {', '.join(without)}, which has no EFA interface (config/catalog.py EFA_INTERFACES); "
+            f"admits {', '.join(without)}, which has no EFA interface (facts/catalog.py EFA_INTERFACES); "
             "NCCL between the nodes of a multi-node replica needs EFA; allowed: a pool of "
             "p4d, p4de, p5, p5e, p5en or p6-b200",
         )
@@ -122,8 +78,6 @@ def check_multi_node_model(
 def check_multi_node_pools(pools: Sequence[GpuNodePool], models: Sequence[ModelConfig]) -> None:
     """A pool serving a multi-node model: no headroom placeholders (a placeholder is one pod on one node, so it
     could never hold the room of a replica spanning nodes); placementZone only where a multi-node model is."""
-    from llm_platform.config.schema import RuleError
-
     for i, pool in enumerate(pools):
         multi = [m.name for m in models if m.node_pool == pool.name and m.multi_node]
         if multi and pool.headroom is not None:
@@ -146,9 +100,6 @@ def check_fits_nodes(at: tuple[str | int, ...], m: ModelConfig, pool: GpuNodePoo
     """Weights plus one maxModelLen sequence's KV cache, split over the replica's T x N GPUs (pipeline parallel
     splits the layers, so the weights and the KV cache of each layer live on one stage), must fit in
     gpuMemoryUtilization of one GPU."""
-    from llm_platform.config.schema import RuleError, plural
-    from llm_platform.config.schema.capacity import weights_and_kv_gib
-
     gpus = m.replica_gpus
     gpu = min((i.gpu for i in pool.instances), key=lambda g: g.memory_gib)
     weights, kv = weights_and_kv_gib(m)
@@ -170,9 +121,3 @@ def check_fits_nodes(at: tuple[str | int, ...], m: ModelConfig, pool: GpuNodePoo
         + (f"pipelineParallelSize {nodes} or more, " if nodes else "")
         + "a shorter maxModelLen, or a pool with larger GPUs",
     )
-
-
-def efa_requests(m: ModelConfig, pool: GpuNodePool) -> dict[str, Any]:
-    """What each pod of a multi-node replica requests of its node: every EFA interface it has."""
-    (count,) = {i.efa_interfaces for i in pool.instances}
-    return {"vpc.amazonaws.com/efa": str(count)}

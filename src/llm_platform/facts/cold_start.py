@@ -5,9 +5,9 @@
     headroom:  preemption of a placeholder + warm node (the pool's pre-pull DaemonSet and weights sync ran)
 
 Every number is from shared/research/autoscaling_sim.md (§3.1 node boot and bandwidth, §4 cold start); the
-instance's own facts (network bandwidth, node Ready time) are columns of the catalog (config/catalog.py);
+instance's own facts (network bandwidth, node Ready time) are columns of the catalog (facts/catalog.py);
 "Unverified" marks defaults that no primary source measured, so they stay visible and overridable.
-Used by the simulator (simulator/serving/capacity.py) and meant for the README's cold-start table.
+Used by the simulator (simulator/serving/capacity.py) and meant for the cold-start table of docs/capacity.md.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from llm_platform.config.catalog import GpuInstance
+from llm_platform.facts.catalog import GpuInstance
 
 CacheMode = Literal["nvme", "fsx", "s3", "hub"]
 ImageMode = Literal["registry", "soci", "prebaked"]
