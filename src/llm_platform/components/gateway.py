@@ -179,6 +179,7 @@ class Gateway(pulumi.ComponentResource):
 
         credential = pulumi.Output.secret(pulumi.Output.from_input(args["vllm_api_key"]).apply(pool.bearer))
         self._costs = quota.llm_request_costs(gateway.clients) if gateway.quota_store else []
+        self._clients = gateway.clients
         for model in models:
             self._model(model, credential, gateway_resource, pool_crd, *controllers)
         at_zero = [m for m in models if zero.at_zero(m)]
@@ -215,6 +216,12 @@ class Gateway(pulumi.ComponentResource):
         by_model = self._apply(
             f"{prefix}-route-by-model", pool.model_field_route(model, self._costs), picker, model_filter
         )
+        # clients with a token budget kept off the path route, which charges no tokens (specs/quota.py)
+        uncharged = quota.uncharged_route_policy(
+            pool.path_route_name(model), model.names.namespace, self._clients, spec.CLIENT_HEADER
+        )
+        if uncharged is not None:
+            self._apply(f"{prefix}-path-token-budgets", uncharged, by_path)
         if zero.at_zero(model):
             # merged into the Gateway's BackendTrafficPolicy (rate limits): specs/zero.py
             self._apply(f"{prefix}-from-zero", zero.zero_hold_policy(model), by_path, by_model)

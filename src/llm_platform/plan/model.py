@@ -30,7 +30,7 @@ from llm_platform.facts.cold_start import (
 )
 from llm_platform.plan import naming, promql
 from llm_platform.plan.cold_start import ColdStartBudget
-from llm_platform.plan.gateway import FlowControlPlan, at_zero, flow_control
+from llm_platform.plan.gateway import FlowControlPlan, at_zero, flow_control, wake_rate
 from llm_platform.plan.lora import LoraPlan, lora_plan
 from llm_platform.plan.scaling import MetricTrigger, PrewarmTrigger, SaturationMemory, ScalingPlan, Smoothing
 from llm_platform.plan.zero import from_zero_hold_s
@@ -213,11 +213,22 @@ WAKE_REQUESTS_PER_REPLICA = 1000.0
 SATURATION_HOLD_PER_REPLICA = 0.9
 
 
-def fallback_replicas(autoscaling: Autoscaling) -> int:
+def fallback_replicas(autoscaling: Autoscaling) -> int | None:
     """While the metrics are missing although replicas serve (Prometheus down, a renamed vLLM metric), hold
     half the ceiling. KEDA's fallback replaces the failing triggers' value after `failureThreshold` errors;
     it never applies while no replica is available, because the queries then read 0 (see
-    `promql.until_a_replica_serves`): a first rollout stays at minReplicas while its pods load."""
+    `promql.until_a_replica_serves`): a first rollout stays at minReplicas while its pods load.
+
+    None (no fallback) for a model at minReplicas 0: KEDA 2.20.2 counts a trigger in fallback as active
+    (pkg/scaling/scale_handler.go getScalerState: `isActiveOrFallback := fallbackActive || isMetricActive`,
+    with the error cleared by pkg/fallback/fallback.go GetMetricsWithFallback once failures exceed the
+    threshold), and an active ScaledObject at 0 replicas is scaled from zero (pkg/scaling/executor/
+    scale_scaledobjects.go RequestScale, `currentReplicas == 0`), then the HPA lands on the fallback count: a
+    Prometheus outage would wake the model to half its ceiling. Without a fallback the errors leave it where
+    it is (RequestScale's `isError && Fallback == nil` case: neither woken nor scaled to zero), and above zero
+    the HPA keeps its replicas while no metric answers."""
+    if autoscaling.min_replicas == 0:
+        return None
     return max(autoscaling.min_replicas, math.ceil(autoscaling.max_replicas / 2))
 
 
@@ -410,8 +421,8 @@ def resolve_model(
         model.multi_node,
         prometheus_url=prometheus_url,
     )
-    if queue is not None and model.autoscaling.min_replicas == 0:
-        queue = at_zero(queue, from_zero_hold_s(budget, scaling))
+    if queue is not None and gateway is not None and model.autoscaling.min_replicas == 0:
+        queue = at_zero(queue, from_zero_hold_s(budget, scaling), wake_rate(model.autoscaling, gateway))
     return ModelPlan(
         model=model,
         names=names,
