@@ -17,7 +17,7 @@ from llm_platform.config.schema.base import (
     _dns_label,
     did_you_mean,
 )
-from llm_platform.facts.catalog import DEDICATED_FAMILIES, GpuInstance, families, instances
+from llm_platform.facts.catalog import GpuInstance, dedicated_families, families, instances
 
 # `reserved`: On-Demand Capacity Reservations and Capacity Blocks the pool's EC2NodeClass selects
 CapacityType = Literal["reserved", "spot", "on-demand"]
@@ -104,7 +104,7 @@ class GpuNodePool(Schema):
                     ("instanceFamilies", i), family,
                     f"is not a catalog instance family{did_you_mean(family, known)}; allowed: {', '.join(known)}",
                 )  # fmt: skip
-        dedicated = DEDICATED_FAMILIES & set(self.instance_families)
+        dedicated = set(dedicated_families()) & set(self.instance_families)
         if dedicated and len(self.instance_families) > 1:
             raise ValueError(
                 f"gpuNodePools[{self.name}].instanceFamilies {self.instance_families}: "
@@ -118,7 +118,7 @@ class GpuNodePool(Schema):
         if self.mig and not dedicated:
             raise ValueError(
                 f"gpuNodePools[{self.name}].mig: true is allowed only on pools of "
-                f"{', '.join(sorted(DEDICATED_FAMILIES))}"
+                f"{', '.join(dedicated_families())}"
             )
         if len(set(self.capacity_types)) != len(self.capacity_types):
             raise ValueError(f"gpuNodePools[{self.name}].capacityTypes {self.capacity_types} has duplicates")
