@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from llm_platform import cli
 from llm_platform.config.loader import stack_names
 from llm_platform.simulator.commands import cli as simulator
 from llm_platform.simulator.commands import routing
-from llm_platform.tools import cli, render, security_scan, validate_render
+from llm_platform.tools import render, security_scan, validate_render
 from llm_platform.tools.preflight import __main__ as preflight
 from tests.conftest import fixture_stack
 

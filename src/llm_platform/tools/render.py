@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from llm_platform import cli
 from llm_platform.config.loader import (
     PROJECT,
     SECRET_KEYS,
@@ -31,7 +32,6 @@ from llm_platform.config.loader import (
     raw_stack_config,
     stack_name,
 )
-from llm_platform.tools import cli
 from llm_platform.tools import mocks as platform_mocks
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"

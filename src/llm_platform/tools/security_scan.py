@@ -21,8 +21,8 @@ from pathlib import Path
 
 import yaml
 
+from llm_platform import cli
 from llm_platform.config.loader import ROOT, ConfigError, Stack, stack_name
-from llm_platform.tools import cli
 
 CHECKOV_VERSION = "3.3.30"
 CONFIG = Path(__file__).resolve().parent / "checkov.yaml"

@@ -38,6 +38,7 @@ import kubernetes_validate
 import kubernetes_validate.utils
 import yaml
 
+from llm_platform import cli
 from llm_platform.config.loader import load_stack, stack_name
 from llm_platform.facts.versions import (
     ENVOY_AI_GATEWAY_VERSION,
@@ -49,7 +50,6 @@ from llm_platform.facts.versions import (
     LWS_VERSION,
     PROMETHEUS_OPERATOR_VERSION,
 )
-from llm_platform.tools import cli
 
 # kubernetes-validate reads and parses a kind's schema and the 1.5 MB `_definitions.json` again for every object
 # it validates (~20 ms each); they are files of the installed package, so one parse per process serves every

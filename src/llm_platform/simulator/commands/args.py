@@ -1,4 +1,4 @@
-"""Typed argument values shared by the simulator's commands (the parser itself is tools/cli.py's, shared by
+"""Typed argument values shared by the simulator's commands (the parser itself is llm_platform/cli.py's, shared by
 every command-line tool: one-line errors with exit status 2)."""
 
 from __future__ import annotations

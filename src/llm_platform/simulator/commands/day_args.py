@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from llm_platform.cli import ArgumentParser, known_stack
 from llm_platform.simulator.commands.args import (
     clock_time,
     fraction,
@@ -17,7 +18,6 @@ from llm_platform.simulator.commands.args import (
 )
 from llm_platform.simulator.commands.overload_args import CLIENTS
 from llm_platform.simulator.traffic.traffic import HistogramMix, TokenMix, histogram_mix
-from llm_platform.tools.cli import ArgumentParser, known_stack
 
 DESCRIPTION = """\
 `python -m llm_platform.simulator`: cost per day and SLO misses of autoscaling strategies, before deploying them.

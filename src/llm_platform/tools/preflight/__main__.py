@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 
+from llm_platform import cli
 from llm_platform.config.loader import ConfigError, stack_name
-from llm_platform.tools import cli
 from llm_platform.tools.preflight.findings import blockers, to_json, to_text
 from llm_platform.tools.preflight.run import CHECKS, run
 from llm_platform.tools.preflight.view import from_stack
