@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from llm_platform.cli import ArgumentParser
+from llm_platform.commandline import ArgumentParser
 from llm_platform.config.loader import PROJECT, stack_file
 from llm_platform.config.schema import Headroom
 from llm_platform.plan.headroom import with_headroom

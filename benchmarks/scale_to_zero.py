@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime
 
-from llm_platform.cli import ArgumentParser
+from llm_platform.commandline import ArgumentParser
 from llm_platform.config.schema import Headroom, HeadroomWindow
 from llm_platform.plan.headroom import headroom_plan
 from llm_platform.plan.model import ModelPlan

@@ -6,6 +6,7 @@ level in Python), validated by the same rules (`config/schema/`) with the same m
 resource is registered. The stack program (`__main__.py`) is its first consumer.
 """
 
+from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
@@ -33,7 +34,6 @@ from llm_platform.components.multinode import EfaNetwork, EfaNetworkArgs, MultiN
 from llm_platform.components.network import Network, NetworkArgs
 from llm_platform.components.observability import Observability, ObservabilityArgs
 from llm_platform.components.specs.observability import STORAGE_CLASS
-from llm_platform.config.errors import ConfigError
 from llm_platform.config.loader import parse
 from llm_platform.config.schema import StackConfig
 from llm_platform.config.stack_args import (
@@ -48,6 +48,7 @@ from llm_platform.config.stack_args import (
 from llm_platform.plan import Plan, resolve
 from llm_platform.plan.nodes import efa_pool
 from llm_platform.plan.stack import SERVING_KEYS
+from llm_platform.platform_checks import SECRET_ARGS, needed_secrets, platform_checks, secrets_check
 
 __all__ = [
     "SECRET_ARGS",
@@ -57,6 +58,7 @@ __all__ = [
     "config_of",
     "needed_secrets",
     "platform_args",
+    "secrets_check",
 ]
 
 TYPE = "llm-platform:index:LlmPlatform"
@@ -100,39 +102,6 @@ class LlmPlatformArgs(TypedDict):
 
 # the stack file's keys, as users write them (the schema's aliases), for the snake_case keys of LlmPlatformArgs
 _STACK_KEYS = {name: field.alias or name for name, field in StackConfig.model_fields.items()}
-# the stack file's Pulumi secrets, for the keys of LlmPlatformArgs that take them
-SECRET_ARGS = {
-    "grafanaAdminPassword": "grafana_admin_password",
-    "apiKey": "api_key",
-    "huggingFaceToken": "hugging_face_token",
-    "gatewayClientKeys": "gateway_client_keys",
-    "alertReceiver": "alert_receiver",
-}
-
-
-def _check_cost_pricing(config: StackConfig, region: str | None) -> None:
-    """costs.enabled prices every node from the catalogs in the stack's region: known before any resource."""
-    from llm_platform.components.specs.costs import PricingError, cpu_ram_prices, instance_prices
-
-    if not region:
-        raise ConfigError("costs.enabled: OpenCost prices nodes in the stack's AWS region; set aws:region")
-    try:
-        cpu_ram_prices(region)
-        instance_prices(config.gpu_node_pools, region)
-    except PricingError as exc:
-        raise ConfigError(str(exc)) from None
-
-
-def needed_secrets(config: StackConfig) -> set[str]:
-    """The Pulumi secrets (stack-file names) a config cannot do without."""
-    needed = {
-        "grafanaAdminPassword": True,
-        "apiKey": bool(config.models),
-        "huggingFaceToken": any(m.needs_hf_token for m in config.models),
-        "gatewayClientKeys": config.gateway.enabled,
-        "alertReceiver": config.alerting.receiver != "none",
-    }
-    return {secret for secret, required in needed.items() if required}
 
 
 def platform_args(values: dict[str, Any], **secrets: Any) -> LlmPlatformArgs:
@@ -147,6 +116,19 @@ def platform_args(values: dict[str, Any], **secrets: Any) -> LlmPlatformArgs:
 def config_of(args: LlmPlatformArgs) -> dict[str, Any]:
     """The stack-file view of `args` (camelCase keys, no secrets), as `config.loader.parse` validates it."""
     return {stack_key: args[key] for key, stack_key in _STACK_KEYS.items() if key in args}  # type: ignore[literal-required]
+
+
+@dataclass
+class _Inside:
+    """What the children inside the cluster wait for and use, as `LlmPlatform._compose` builds it."""
+
+    in_cluster: pulumi.ResourceOptions  # the cluster's Kubernetes provider (on EKS: after the add-on nodes)
+    observability: Observability
+    after_monitoring: pulumi.ResourceOptions  # in_cluster, after kube-prometheus-stack
+    weights: ModelWeights | None = None  # the model cache's bucket and file system (EKS)
+    gateway_after: list[pulumi.Resource] = field(
+        default_factory=list
+    )  # the gateway's load balancer needs first
 
 
 class LlmPlatform(pulumi.ComponentResource):
@@ -179,300 +161,341 @@ class LlmPlatform(pulumi.ComponentResource):
     def __init__(self, name: str, args: LlmPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # bad input stops here, before any resource exists: field, value and what is allowed
         region = args.get("region") or pulumi.Config("aws").get("region")
-        config = parse(config_of(args), region=region)
-        _require_secrets(config, args)
-        if config.costs.enabled:
-            _check_cost_pricing(config, region)
+        config = parse(config_of(args), region=region, checks=platform_checks(args, region))
         plan = resolve(config, pulumi.get_stack())
         super().__init__(TYPE, name, None, opts)
         self._compose(plan, args, region)
 
     def _compose(self, plan: Plan, args: LlmPlatformArgs, region: str | None) -> None:
+        """The children in the order their dependencies need: the cluster (and on EKS its network, Karpenter,
+        add-on nodes, cache and GPU pools), monitoring, the cluster-wide add-ons, the models, the gateway."""
+        self._plan, self._args, self._region = plan, args, region
         # every child was a top-level resource of the stack program before this component existed
-        top = pulumi.ResourceOptions(parent=self, aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)])
-        cluster_cfg = plan.cluster
-        eks_mode = plan.eks
-        stack_tags = plan.tags
+        self._top = pulumi.ResourceOptions(
+            parent=self, aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
+        )
+        self._outputs: dict[str, pulumi.Input[Any]] = {}
+        # the stack file's blocks a serving component resolves its plan from, as the stack file has them
+        self._serving: dict[str, Any] = {k: args[k] for k in SERVING_KEYS if args.get(k) is not None}  # type: ignore[literal-required]
+        inside = self._eks(region) if plan.eks else self._existing()
+        keda, headroom = self._cluster_addons(inside)
+        services = self._models(inside, keda, headroom)
+        self._gateway(inside, list(services.values()))
+        self._register(services)
 
-        def child(opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
-            return pulumi.ResourceOptions.merge(opts, top)
+    def _child(self, opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions.merge(opts, self._top)
 
-        def monitoring(opts: pulumi.ResourceOptions) -> Observability:
-            """kube-prometheus-stack before the charts that render a ServiceMonitor only when the
-            monitoring.coreos.com/v1 API exists (KEDA, the GPU Operator); Karpenter comes before it (the add-ons
-            run on the nodes it launches), so Observability makes Karpenter's ServiceMonitor itself."""
-            return Observability(
-                f"{cluster_cfg.name}-monitoring",
-                ObservabilityArgs(
-                    environment=plan.environment,
-                    grafana_admin_password=args["grafana_admin_password"],
-                    create_storage_class=eks_mode,
-                    alerting=args.get("alerting") or {},
-                    **receiver,
-                    # under the Gateway's own condition below
-                    gateway_dashboard=plan.gateway.enabled
-                    and args.get("api_key") is not None
-                    and args.get("gateway_client_keys") is not None,
-                    reservation_node_classes=list(plan.reservation_node_classes) if eks_mode else [],
-                    scrape_karpenter=eks_mode,
-                ),
-                opts=child(opts),
-            )
-
+    def _monitoring(self, opts: pulumi.ResourceOptions) -> Observability:
+        """kube-prometheus-stack before the charts that render a ServiceMonitor only when the
+        monitoring.coreos.com/v1 API exists (KEDA, the GPU Operator); Karpenter comes before it (the add-ons
+        run on the nodes it launches), so Observability makes Karpenter's ServiceMonitor itself."""
+        plan, args = self._plan, self._args
         receiver: dict[str, Any] = {}
         alert_receiver = args.get("alert_receiver")
         if plan.alerting.receiver != "none" and alert_receiver is not None:
             receiver["alert_receiver"] = alert_receiver
-        # the stack file's blocks a serving component resolves its plan from, as the stack file has them
-        serving: dict[str, Any] = {k: args[k] for k in SERVING_KEYS if args.get(k) is not None}  # type: ignore[literal-required]
-        weights: ModelWeights | None = None
-        gateway_after: list[pulumi.Resource] = []  # what the gateway's load balancer needs first
-        outputs: dict[str, pulumi.Input[Any]] = {}
-        if eks_mode:
-            if not region:
-                raise ConfigError("aws:region: not set; the eks mode needs the stack's AWS region")
-            # one AWS provider: the stack's region, and its tags on every AWS resource the program creates
-            aws_provider = aws.Provider(
-                f"{cluster_cfg.name}-aws",
-                region=region,
-                default_tags=aws.ProviderDefaultTagsArgs(tags=stack_tags),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            top = pulumi.ResourceOptions.merge(top, pulumi.ResourceOptions(providers=[aws_provider]))
-            network = Network(
-                cluster_cfg.name,
-                NetworkArgs(
-                    cluster_name=cluster_cfg.name,
-                    region=region,
-                    vpc_cidr=str(cluster_cfg.vpc_cidr),
-                    availability_zones=cluster_cfg.availability_zones,
-                    nat_per_zone=plan.prod,
-                ),
-                opts=top,
-            )
-            eks_cluster = EksCluster(
-                cluster_cfg.name,
-                EksClusterArgs(
-                    cluster_name=cluster_cfg.name,
-                    kubernetes_version=cluster_cfg.kubernetes_version,
-                    vpc_id=network.vpc_id,
-                    private_subnet_ids=network.private_subnet_ids,
-                    public_subnet_ids=network.public_subnet_ids,
-                    endpoint_public_access=cluster_cfg.endpoint_public_access,
-                    public_access_cidrs=[str(c) for c in cluster_cfg.public_access_cidrs],
-                    admin_role_arns=cluster_cfg.admin_role_arns,
-                    system_instance_type=cluster_cfg.system_nodes.instance_type,
-                    system_min=cluster_cfg.system_nodes.min,
-                    system_max=cluster_cfg.system_nodes.max,
-                    system_disk_gib=cluster_cfg.system_nodes.disk_size_gib,
-                    deletion_protection=plan.prod,
-                ),
-                opts=top,
-            )
-            cluster: EksCluster | ExistingCluster = eks_cluster
-            in_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster])
-            karpenter = Karpenter(
-                f"{cluster_cfg.name}-karpenter",
-                KarpenterArgs(
-                    cluster_name=cluster_cfg.name, region=region, gpu_node_pools=args["gpu_node_pools"]
-                ),
-                opts=child(in_cluster),
-            )
-            assert plan.addon_pool is not None  # every EKS plan has one
-            addon_nodes = AddonNodePool(
-                f"{cluster_cfg.name}-addons",
-                AddonNodePoolArgs(
-                    cluster_name=cluster_cfg.name,
-                    pool=plan.addon_pool,
-                    zones=cluster_cfg.availability_zones,
-                    node_role_name=karpenter.node_role_name,
-                    tags=stack_tags,  # on what Karpenter launches; default_tags do not reach it
-                ),
-                opts=child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter])),
-            )
-            # every add-on below runs on the add-on nodes: its release waits until Karpenter may launch them
-            in_cluster = pulumi.ResourceOptions(
-                providers=[cluster.provider], depends_on=[cluster, addon_nodes]
-            )
-            observability = monitoring(in_cluster)
-            after_monitoring = pulumi.ResourceOptions.merge(
-                in_cluster, pulumi.ResourceOptions(depends_on=[observability])
-            )
-            cache = ModelCache(
-                f"{cluster_cfg.name}-cache",
-                ModelCacheArgs(
-                    cluster_name=cluster_cfg.name,
-                    model_cache=args.get("model_cache") or {},
-                    fsx=plan.uses_fsx,
-                    vpc_id=network.vpc_id,
-                    subnet_id=network.private_subnet_ids[0],
-                ),
-                opts=child(in_cluster),
-            )
-            weights = cache.weights
-            # multi-node replicas: the EFA security group and the pools' cluster placement groups
-            efa_pools = [p for p in plan.gpu_node_pools if efa_pool(p)]
-            efa = (
-                EfaNetwork(
-                    f"{cluster_cfg.name}-efa",
-                    EfaNetworkArgs(
-                        cluster_name=cluster_cfg.name, vpc_id=network.vpc_id, pools=efa_pools, tags=stack_tags
-                    ),
-                    opts=top,
-                )
-                if efa_pools
-                else None
-            )
-            pools_args = GpuNodePoolsArgs(
-                cluster_name=cluster_cfg.name,
-                gpu_node_pools=args["gpu_node_pools"],
-                ami_versions=args["cluster"].get("amiVersions") or {},
-                lustre_client=plan.uses_fsx,
-                zones=cluster_cfg.availability_zones,
-                node_role_name=karpenter.node_role_name,
-                prod=plan.prod,
-                tags=stack_tags,  # on what Karpenter launches; default_tags do not reach it
-                extra_security_group_ids=[cache.fsx["client_security_group_id"]] if cache.fsx else [],
-            )
-            if efa is not None:
-                pools_args["efa_security_group_id"] = efa.security_group_id
-            GpuNodePools(
-                f"{cluster_cfg.name}-gpu",
-                pools_args,
-                opts=child(
-                    pulumi.ResourceOptions(
-                        providers=[cluster.provider], depends_on=[karpenter, *([efa] if efa else [])]
-                    )
-                ),
-            )
-            if plan.gateway.enabled:
-                lb_controller = LoadBalancerController(
-                    f"{cluster_cfg.name}-lb-controller",
-                    LoadBalancerControllerArgs(
-                        cluster_name=cluster_cfg.name, region=region, vpc_id=network.vpc_id
-                    ),
-                    opts=child(in_cluster),
-                )
-                gateway_after.append(lb_controller)
-            outputs |= {
-                "cluster_endpoint": eks_cluster.endpoint,
-                "kubeconfig": pulumi.Output.secret(eks_cluster.cluster.kubeconfig_json),
-                "vpc_id": network.vpc_id,
-                "model_bucket": cache.bucket_name,
-            }
-        else:
-            assert cluster_cfg.kubeconfig is not None  # enforced by the schema
-            cluster = ExistingCluster(
-                cluster_cfg.name,
-                ExistingClusterArgs(
-                    cluster_name=cluster_cfg.name,
-                    kubeconfig=cluster_cfg.kubeconfig,
-                    **({"context": cluster_cfg.context} if cluster_cfg.context else {}),
-                ),
-                opts=top,
-            )
-            in_cluster = pulumi.ResourceOptions(providers=[cluster.provider])
-            observability = monitoring(in_cluster)
-            after_monitoring = pulumi.ResourceOptions.merge(
-                in_cluster, pulumi.ResourceOptions(depends_on=[observability])
-            )
+        return Observability(
+            f"{plan.cluster.name}-monitoring",
+            ObservabilityArgs(
+                environment=plan.environment,
+                grafana_admin_password=args["grafana_admin_password"],
+                create_storage_class=plan.eks,
+                alerting=args.get("alerting") or {},
+                **receiver,
+                # under the Gateway's own condition (_gateway)
+                gateway_dashboard=plan.gateway.enabled
+                and args.get("api_key") is not None
+                and args.get("gateway_client_keys") is not None,
+                reservation_node_classes=list(plan.reservation_node_classes) if plan.eks else [],
+                scrape_karpenter=plan.eks,
+            ),
+            opts=self._child(opts),
+        )
 
+    def _inside(self, in_cluster: pulumi.ResourceOptions) -> _Inside:
+        """Monitoring first, then what the children inside the cluster wait for."""
+        observability = self._monitoring(in_cluster)
+        after_monitoring = pulumi.ResourceOptions.merge(
+            in_cluster, pulumi.ResourceOptions(depends_on=[observability])
+        )
+        return _Inside(in_cluster, observability, after_monitoring)
+
+    def _existing(self) -> _Inside:
+        cluster_cfg = self._plan.cluster
+        assert cluster_cfg.kubeconfig is not None  # enforced by the schema
+        cluster = ExistingCluster(
+            cluster_cfg.name,
+            ExistingClusterArgs(
+                cluster_name=cluster_cfg.name,
+                kubeconfig=cluster_cfg.kubeconfig,
+                **({"context": cluster_cfg.context} if cluster_cfg.context else {}),
+            ),
+            opts=self._top,
+        )
+        return self._inside(pulumi.ResourceOptions(providers=[cluster.provider]))
+
+    def _eks(self, region: str | None) -> _Inside:
+        """The VPC and the EKS cluster, Karpenter and the add-on nodes, monitoring, the model cache, the GPU
+        pools and (with the gateway) the load balancer controller."""
+        assert region, "platform_checks refuses the eks mode without a region"
+        plan = self._plan
+        name = plan.cluster.name
+        # one AWS provider: the stack's region, and its tags on every AWS resource the program creates
+        aws_provider = aws.Provider(
+            f"{name}-aws",
+            region=region,
+            default_tags=aws.ProviderDefaultTagsArgs(tags=plan.tags),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self._top = pulumi.ResourceOptions.merge(self._top, pulumi.ResourceOptions(providers=[aws_provider]))
+        network, cluster = self._network_and_cluster(region)
+        karpenter, addon_nodes = self._karpenter(cluster, region)
+        # every add-on below runs on the add-on nodes: its release waits until Karpenter may launch them
+        in_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster, addon_nodes])
+        inside = self._inside(in_cluster)
+        cache = ModelCache(
+            f"{name}-cache",
+            ModelCacheArgs(
+                cluster_name=name,
+                model_cache=self._args.get("model_cache") or {},
+                fsx=plan.uses_fsx,
+                vpc_id=network.vpc_id,
+                subnet_id=network.private_subnet_ids[0],
+            ),
+            opts=self._child(in_cluster),
+        )
+        inside.weights = cache.weights
+        self._gpu_pools(network, cluster, karpenter, cache)
+        if plan.gateway.enabled:
+            lb_controller = LoadBalancerController(
+                f"{name}-lb-controller",
+                LoadBalancerControllerArgs(cluster_name=name, region=region, vpc_id=network.vpc_id),
+                opts=self._child(in_cluster),
+            )
+            inside.gateway_after.append(lb_controller)
+        self._outputs |= {
+            "cluster_endpoint": cluster.endpoint,
+            "kubeconfig": pulumi.Output.secret(cluster.cluster.kubeconfig_json),
+            "vpc_id": network.vpc_id,
+            "model_bucket": cache.bucket_name,
+        }
+        return inside
+
+    def _network_and_cluster(self, region: str) -> tuple[Network, EksCluster]:
+        plan = self._plan
+        cluster_cfg = plan.cluster
+        network = Network(
+            cluster_cfg.name,
+            NetworkArgs(
+                cluster_name=cluster_cfg.name,
+                region=region,
+                vpc_cidr=str(cluster_cfg.vpc_cidr),
+                availability_zones=cluster_cfg.availability_zones,
+                nat_per_zone=plan.prod,
+            ),
+            opts=self._top,
+        )
+        cluster = EksCluster(
+            cluster_cfg.name,
+            EksClusterArgs(
+                cluster_name=cluster_cfg.name,
+                kubernetes_version=cluster_cfg.kubernetes_version,
+                vpc_id=network.vpc_id,
+                private_subnet_ids=network.private_subnet_ids,
+                public_subnet_ids=network.public_subnet_ids,
+                endpoint_public_access=cluster_cfg.endpoint_public_access,
+                public_access_cidrs=[str(c) for c in cluster_cfg.public_access_cidrs],
+                admin_role_arns=cluster_cfg.admin_role_arns,
+                system_instance_type=cluster_cfg.system_nodes.instance_type,
+                system_min=cluster_cfg.system_nodes.min,
+                system_max=cluster_cfg.system_nodes.max,
+                system_disk_gib=cluster_cfg.system_nodes.disk_size_gib,
+                deletion_protection=plan.prod,
+            ),
+            opts=self._top,
+        )
+        return network, cluster
+
+    def _karpenter(self, cluster: EksCluster, region: str) -> tuple[Karpenter, AddonNodePool]:
+        """Karpenter on the system nodes, then the CPU NodePool every other add-on runs on."""
+        plan = self._plan
+        name = plan.cluster.name
+        karpenter = Karpenter(
+            f"{name}-karpenter",
+            KarpenterArgs(cluster_name=name, region=region, gpu_node_pools=self._args["gpu_node_pools"]),
+            opts=self._child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster])),
+        )
+        assert plan.addon_pool is not None  # every EKS plan has one
+        addon_nodes = AddonNodePool(
+            f"{name}-addons",
+            AddonNodePoolArgs(
+                cluster_name=name,
+                pool=plan.addon_pool,
+                zones=plan.cluster.availability_zones,
+                node_role_name=karpenter.node_role_name,
+                tags=plan.tags,  # on what Karpenter launches; default_tags do not reach it
+            ),
+            opts=self._child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter])),
+        )
+        return karpenter, addon_nodes
+
+    def _gpu_pools(
+        self, network: Network, cluster: EksCluster, karpenter: Karpenter, cache: ModelCache
+    ) -> None:
+        """The GPU NodePools, and for multi-node replicas the EFA security group and placement groups."""
+        plan = self._plan
+        name = plan.cluster.name
+        efa_pools = [p for p in plan.gpu_node_pools if efa_pool(p)]
+        efa = (
+            EfaNetwork(
+                f"{name}-efa",
+                EfaNetworkArgs(cluster_name=name, vpc_id=network.vpc_id, pools=efa_pools, tags=plan.tags),
+                opts=self._top,
+            )
+            if efa_pools
+            else None
+        )
+        pools_args = GpuNodePoolsArgs(
+            cluster_name=name,
+            gpu_node_pools=self._args["gpu_node_pools"],
+            ami_versions=self._args["cluster"].get("amiVersions") or {},
+            lustre_client=plan.uses_fsx,
+            zones=plan.cluster.availability_zones,
+            node_role_name=karpenter.node_role_name,
+            prod=plan.prod,
+            tags=plan.tags,  # on what Karpenter launches; default_tags do not reach it
+            extra_security_group_ids=[cache.fsx["client_security_group_id"]] if cache.fsx else [],
+        )
+        if efa is not None:
+            pools_args["efa_security_group_id"] = efa.security_group_id
+        GpuNodePools(
+            f"{name}-gpu",
+            pools_args,
+            opts=self._child(
+                pulumi.ResourceOptions(
+                    providers=[cluster.provider], depends_on=[karpenter, *([efa] if efa else [])]
+                )
+            ),
+        )
+
+    def _cluster_addons(self, inside: _Inside) -> tuple[Keda, GpuHeadroom]:
+        """The GPU Operator, cost allocation, KEDA and the GPU headroom, after monitoring."""
+        plan, args, region = self._plan, self._args, self._region
+        name = plan.cluster.name
         GpuOperator(
-            f"{cluster_cfg.name}-gpu-operator",
+            f"{name}-gpu-operator",
             GpuOperatorArgs(mig_in_use=plan.mig_in_use),
-            opts=child(after_monitoring),
+            opts=self._child(inside.after_monitoring),
         )
         if plan.costs.enabled and region:
             CostAllocation(
-                f"{cluster_cfg.name}-costs",
+                f"{name}-costs",
                 CostAllocationArgs(
-                    cluster_name=cluster_cfg.name,
+                    cluster_name=name,
                     region=region,
                     costs=args.get("costs") or {},
-                    has_model_bucket=eks_mode,
-                    monitoring=observability.release,
-                    **serving,
+                    has_model_bucket=plan.eks,
+                    monitoring=inside.observability.release,
+                    **self._serving,
                 ),
-                opts=child(after_monitoring),
+                opts=self._child(inside.after_monitoring),
             )
-        keda = Keda(f"{cluster_cfg.name}-keda", KedaArgs(), opts=child(after_monitoring))
+        keda = Keda(f"{name}-keda", KedaArgs(), opts=self._child(inside.after_monitoring))
         headroom = GpuHeadroom(
-            f"{cluster_cfg.name}-headroom",
+            f"{name}-headroom",
             GpuHeadroomArgs(
-                **{k: v for k, v in serving.items() if k != "gateway"},
-                has_model_bucket=eks_mode,
+                **{k: v for k, v in self._serving.items() if k != "gateway"},
+                has_model_bucket=plan.eks,
                 keda=keda.release,
-                monitoring=observability.release,
+                monitoring=inside.observability.release,
             ),
-            opts=child(in_cluster),
+            opts=self._child(inside.in_cluster),
         )
+        return keda, headroom
 
+    def _models(self, inside: _Inside, keda: Keda, headroom: GpuHeadroom) -> dict[str, InferenceService]:
+        """Each model's InferenceService and ModelAutoscaling (with the LeaderWorkerSet controller first when
+        a model spans nodes); none without the API key."""
+        plan, args = self._plan, self._args
+        name = plan.cluster.name
         # multi-node replicas: the LeaderWorkerSet controller and the EFA device plugin
         multi_node_after: list[pulumi.Resource] = []
         if any(m.multi_node for m in plan.models):
-            controllers = MultiNodeControllers(f"{cluster_cfg.name}-multinode", opts=child(in_cluster))
+            controllers = MultiNodeControllers(f"{name}-multinode", opts=self._child(inside.in_cluster))
             multi_node_after = [controllers.lws]
-        multi_node_models = {m.name for m in plan.models if m.multi_node}
-
-        services: list[InferenceService] = []
-        served: list[str] = []
+        services: dict[str, InferenceService] = {}
         api_key = args.get("api_key")
-        if plan.models and api_key is not None:
-            serving_opts = pulumi.ResourceOptions.merge(
-                after_monitoring, pulumi.ResourceOptions(depends_on=[headroom.serving_priority_class])
+        if not plan.models or api_key is None:
+            return services
+        serving_opts = pulumi.ResourceOptions.merge(
+            inside.after_monitoring, pulumi.ResourceOptions(depends_on=[headroom.serving_priority_class])
+        )
+        secrets: dict[str, Any] = {"api_key": api_key}
+        hf_token = args.get("hugging_face_token")
+        if hf_token is not None:
+            secrets["hugging_face_token"] = hf_token
+        if plan.eks and inside.weights is not None:
+            secrets |= {"cluster_name": name, "weights": inside.weights}
+        for entry in args.get("models", []):
+            model = plan.model(entry["name"])
+            service = InferenceService(
+                f"{name}-{model.name}",
+                InferenceServiceArgs(**self._serving, model=entry, **secrets),
+                opts=self._child(serving_opts),
+                after=multi_node_after if model.multi_node else [],
             )
-            secrets: dict[str, Any] = {"api_key": api_key}
-            hf_token = args.get("hugging_face_token")
-            if hf_token is not None:
-                secrets["hugging_face_token"] = hf_token
-            if eks_mode and weights is not None:
-                secrets |= {"cluster_name": cluster_cfg.name, "weights": weights}
-            for entry in args.get("models", []):
-                name = entry["name"]
-                service = InferenceService(
-                    f"{cluster_cfg.name}-{name}",
-                    InferenceServiceArgs(**serving, model=entry, **secrets),
-                    opts=child(serving_opts),
-                    after=multi_node_after if name in multi_node_models else [],
-                )
-                ModelAutoscaling(
-                    f"{cluster_cfg.name}-{name}-autoscaling",
-                    ModelAutoscalingArgs(**serving, model=entry),
-                    opts=child(
-                        pulumi.ResourceOptions.merge(
-                            in_cluster, pulumi.ResourceOptions(depends_on=[keda, observability, service])
-                        )
-                    ),
-                )
-                services.append(service)
-                served.append(name)
-        gateway_keys = args.get("gateway_client_keys")
-        if plan.gateway.enabled and api_key is not None and gateway_keys is not None:
-            gateway_args = GatewayArgs(
-                **serving, client_keys=gateway_keys, vllm_api_key=api_key, vpc_cidr=str(cluster_cfg.vpc_cidr)
-            )
-            if eks_mode:  # the quota store's volume on the stack's StorageClass (else the cluster's default)
-                gateway_args["storage_class"] = STORAGE_CLASS
-            gateway = Gateway(
-                f"{cluster_cfg.name}-gateway",
-                gateway_args,
-                # monitors and alert rules of the pickers need the Prometheus Operator's CRDs
-                opts=child(
+            ModelAutoscaling(
+                f"{name}-{model.name}-autoscaling",
+                ModelAutoscalingArgs(**self._serving, model=entry),
+                opts=self._child(
                     pulumi.ResourceOptions.merge(
-                        in_cluster, pulumi.ResourceOptions(depends_on=[*gateway_after, observability])
+                        inside.in_cluster,
+                        pulumi.ResourceOptions(depends_on=[keda, inside.observability, service]),
                     )
                 ),
-                models_ready=services,
             )
-            outputs["gateway_namespace"] = gateway.namespace
+            services[model.name] = service
+        return services
 
-        self.cluster_name = pulumi.Output.from_input(cluster_cfg.name)
+    def _gateway(self, inside: _Inside, services: list[InferenceService]) -> None:
+        """The gateway in front of the models, with its keys (and on EKS after the load balancer controller)."""
+        plan, args = self._plan, self._args
+        api_key, gateway_keys = args.get("api_key"), args.get("gateway_client_keys")
+        if not plan.gateway.enabled or api_key is None or gateway_keys is None:
+            return
+        gateway_args = GatewayArgs(
+            **self._serving,
+            client_keys=gateway_keys,
+            vllm_api_key=api_key,
+            vpc_cidr=str(plan.cluster.vpc_cidr),
+        )
+        if plan.eks:  # the quota store's volume on the stack's StorageClass (else the cluster's default)
+            gateway_args["storage_class"] = STORAGE_CLASS
+        gateway = Gateway(
+            f"{plan.cluster.name}-gateway",
+            gateway_args,
+            # monitors and alert rules of the pickers need the Prometheus Operator's CRDs
+            opts=self._child(
+                pulumi.ResourceOptions.merge(
+                    inside.in_cluster,
+                    pulumi.ResourceOptions(depends_on=[*inside.gateway_after, inside.observability]),
+                )
+            ),
+            models_ready=services,
+        )
+        self._outputs["gateway_namespace"] = gateway.namespace
+
+    def _register(self, services: dict[str, InferenceService]) -> None:
+        plan = self._plan
+        served = list(services)
+        self.cluster_name = pulumi.Output.from_input(plan.cluster.name)
         self.environment = pulumi.Output.from_input(plan.environment)
         self.model_endpoints = pulumi.Output.all(
-            *[pulumi.Output.concat("http://", s.service_host, "/v1") for s in services]
+            *[pulumi.Output.concat("http://", s.service_host, "/v1") for s in services.values()]
         ).apply(lambda urls: dict(zip(served, urls, strict=True)))
         for key in ("kubeconfig", "cluster_endpoint", "vpc_id", "model_bucket", "gateway_namespace"):
-            setattr(self, key, pulumi.Output.from_input(outputs.get(key, "")))
+            setattr(self, key, pulumi.Output.from_input(self._outputs.get(key, "")))
         self.register_outputs(
             {
                 "clusterName": self.cluster_name,
@@ -484,17 +507,4 @@ class LlmPlatform(pulumi.ComponentResource):
                 "modelBucket": self.model_bucket,
                 "gatewayNamespace": self.gateway_namespace,
             }
-        )
-
-
-def _require_secrets(config: StackConfig, args: LlmPlatformArgs) -> None:
-    """The secrets the config needs, named as the stack file's Pulumi secrets, before any resource exists."""
-    needed = needed_secrets(config)
-    missing = [secret for secret, key in SECRET_ARGS.items() if secret in needed and args.get(key) is None]
-    if missing:
-        raise ConfigError(
-            "; ".join(
-                f"{secret}: required by this config, not set (pulumi config set --secret {secret} ...)"
-                for secret in missing
-            )
         )

@@ -12,7 +12,7 @@ import pytest
 from llm_platform.components.specs import costs
 from llm_platform.components.specs.alerts import VALUE
 from llm_platform.components.specs.common import ADDON_NODE_LABEL
-from llm_platform.config.loader import load_stack
+from llm_platform.config.loader import load_stack, parse
 from llm_platform.facts.catalog import GPU_INSTANCES
 from llm_platform.facts.cpu_catalog import CPU_INSTANCES
 from llm_platform.plan import resolve
@@ -233,3 +233,20 @@ def test_an_unquoted_hash_yaml_reads_as_a_number_is_refused_with_the_fix(tmp_pat
     stack.write_text(text)
     message = config_error(stack)
     assert "costs.forecasts[0].configHash" in message and 'a quoted string, e.g. configHash: "' in message
+
+
+def test_expected_traffic_names_a_model_once_and_a_day_the_simulator_reads() -> None:
+    values = _values()
+    values["costs"]["expectedTraffic"] = [{"model": "chat-7b", "scale": 0.5}]
+    assert parse(values).costs.expected_traffic[0].day == "builtin:seed-day"  # the default day
+    values["costs"]["expectedTraffic"] = [{"model": "nope"}]
+    assert (
+        "costs.expectedTraffic[0].model: 'nope' is not a model of the stack; allowed: chat-7b, code-1b"
+        in (config_error(values))
+    )
+    values["costs"]["expectedTraffic"] = [{"model": "chat-7b"}, {"model": "chat-7b", "scale": 2}]
+    assert "has an expected traffic day already; one per model" in config_error(values)
+    values["costs"]["expectedTraffic"] = [{"model": "chat-7b", "day": "monday.txt"}]
+    assert "costs.expectedTraffic[0].day: 'monday.txt'" in config_error(values)
+    values["costs"]["expectedTraffic"] = [{"model": "chat-7b", "scale": 0}]
+    assert "costs.expectedTraffic[0].scale: 0" in config_error(values)

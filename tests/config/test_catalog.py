@@ -114,7 +114,9 @@ def test_a_family_added_to_the_catalog_is_served_with_no_other_edit(x9: GpuFamil
     assert [i.instance_type for i in pool.instances] == ["x9.48xlarge"]
     assert efa_requests(config.models[0], pool) == {"vpc.amazonaws.com/efa": "16"}
 
-    assert "x9 must have a single-family pool of its own" in config_error(_multinode_on(["x9", "g5"]))
+    assert "mixes x9 with other families; allowed: x9 in a single-family pool" in config_error(
+        _multinode_on(["x9", "g5"])
+    )
     on_g5 = _multinode_on(["g5"])
     on_g5["gpuNodePools"][0]["instanceSizes"] = ["xlarge"]
     on_g5["models"][0] |= {"huggingFaceId": "meta-llama/Llama-3.1-8B-Instruct", "tensorParallelSize": 1}

@@ -73,14 +73,19 @@ def test_pr_workflow_renders_scans_and_previews_every_stack_with_the_policy_pack
     for command in (
         "uv sync --frozen",
         "uv run pytest",
-        "python -m llm_platform.tools.render",
-        "python -m llm_platform.tools.validate_render",
-        "python -m llm_platform.tools.security_scan",
-        "python -m llm_platform.tools.preflight",
+        "llm-platform render",
+        "llm-platform validate",
+        "llm-platform scan",
+        "llm-platform plan",
     ):
         assert command in runs
-    render = next(i for i, s in enumerate(job["steps"]) if "tools.render" in s.get("run", ""))
-    schema = next(i for i, s in enumerate(job["steps"]) if "tools.validate_render" in s.get("run", ""))
+    render = next(i for i, s in enumerate(job["steps"]) if "llm-platform render" in s.get("run", ""))
+    schema = next(i for i, s in enumerate(job["steps"]) if "llm-platform validate" in s.get("run", ""))
+    # the plan comment: against the base branch, its Markdown posted, the job failing on a blocker
+    plan = next(s for s in job["steps"] if "llm-platform plan" in s.get("run", ""))
+    assert "--against" in plan["run"] and "--markdown" in plan["run"] and 'exit "$status"' in plan["run"]
+    comment = next(s for s in job["steps"] if s.get("name") == "Comment the plan on the pull request")
+    assert "plan.md" in comment["with"]["script"] and "llm-platform-plan:" in comment["with"]["script"]
     # a GitHub runner has no ../shared and needs no network: the CRDs ship with the package
     assert render < schema and "--download" not in job["steps"][schema]["run"]
 
@@ -150,7 +155,10 @@ def test_deploy_runs_only_on_changes_to_the_program() -> None:
     def deploys(changed: str) -> bool:
         return any(fnmatch(changed, p.replace("**", "*")) for p in paths)
 
-    assert not deploys("README.md") and not deploys("docs/simulator.md") and not deploys("tests/conftest.py")
+    assert (
+        not deploys("README.md") and not deploys("docs/simulator/overview.md") and not deploys("mkdocs.yml")
+    )
+    assert not deploys("tests/conftest.py")
     for changed in (
         "__main__.py",
         "Pulumi.prod.yaml",

@@ -15,6 +15,7 @@ __all__ = [
     "ClusterSettings",
     "CostForecastSettings",
     "CostsSettings",
+    "ExpectedTrafficSettings",
     "FsxSettings",
     "GatewayClientSettings",
     "GatewaySettings",
@@ -383,6 +384,16 @@ class CostForecastSettings(TypedDict):
     """default ''."""
 
 
+class ExpectedTrafficSettings(TypedDict):
+    """The traffic day `llm-platform plan` forecasts one model's $/day and SLO misses on: the built-in seed day or a day of its own (a CSV or a Prometheus query_range export, its path relative to the stack file), its request rate times `scale`. A model without an entry is planned on the seed day at 1x, and the plan says so."""
+
+    model: str
+    day: NotRequired[str]
+    """matches ^(builtin:seed-day|.+\\.(csv|json))$; default 'builtin:seed-day'."""
+    scale: NotRequired[float]
+    """> 0; <= 1000; default 1.0."""
+
+
 class CostsSettings(TypedDict):
     """Cost allocation: OpenCost prices the nodes from the catalogs; recording rules give each model's and each gateway client's actual $/day and $/million tokens; an alert fires when a model's actual cost exceeds its forecast by more than `forecastOverrunShare`."""
 
@@ -391,3 +402,4 @@ class CostsSettings(TypedDict):
     forecastOverrunShare: NotRequired[float]
     """> 0; <= 10; default 0.2."""
     forecasts: NotRequired[list[CostForecastSettings]]
+    expectedTraffic: NotRequired[list[ExpectedTrafficSettings]]

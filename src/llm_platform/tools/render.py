@@ -1,6 +1,6 @@
 """Offline render: evaluate the real `__main__.py` of a stack under Pulumi mocks and write what it would deploy.
 
-    uv run python -m llm_platform.tools.render <stack> --out <dir>
+    uv run python -m llm_platform.tools.render <stack> [--out <dir>] [--json]   # <dir>: build/<stack>
 
 Writes <dir>/resources.json (every registered resource and its inputs, secrets as "[secret]"),
 <dir>/manifests.yaml (every Kubernetes object the program registers itself, as it would be applied) and
@@ -22,9 +22,10 @@ from typing import Any
 
 import yaml
 
-from llm_platform import cli
+from llm_platform import commandline
 from llm_platform.config.loader import (
     PROJECT,
+    ROOT,
     SECRET_KEYS,
     ConfigError,
     Stack,
@@ -171,19 +172,37 @@ def summary(stack: str, render: Render) -> str:
     return "\n".join(lines)
 
 
+def summary_json(stack: str, render: Render, out: Path) -> dict[str, Any]:
+    return {
+        "stack": stack,
+        "out": str(out),
+        "resources": len(render.resources),
+        "manifests": len(render.manifests),
+        "helm_releases": len(render.helm),
+        "by_type": dict(sorted(Counter(r["type"] for r in render.resources).items())),
+        "seconds": round(render.seconds, 2),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.stack_parser(
+    parser = commandline.stack_parser(
         "python -m llm_platform.tools.render", "Render a stack offline under Pulumi mocks."
     )
-    parser.add_argument("--out", type=Path, required=True, help="folder to write the render to")
+    parser.add_argument(
+        "--out", type=Path, help="folder to write the render to (default: build/<stack> in the project)"
+    )
+    parser.add_argument("--json", action="store_true", help="the summary as JSON on stdout")
     args = parser.parse_args(argv)
+    name = stack_name(args.stack)
+    out = args.out or ROOT / "build" / name
     try:
-        render = evaluate(args.stack)
+        with commandline.working(f"rendering {name} under Pulumi mocks", quiet=args.json):
+            render = evaluate(args.stack)
     except ConfigError as exc:
-        return cli.invalid_config(parser.prog, args.stack, exc)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    write(render, args.out)
-    print(summary(stack_name(args.stack), render))
+        return commandline.invalid_config(parser.prog, args.stack, exc)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write(render, out)
+    print(json.dumps(summary_json(name, render, out), indent=2) if args.json else summary(name, render))
     return 0
 
 

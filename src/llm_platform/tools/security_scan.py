@@ -2,6 +2,7 @@
 
     uv run python -m llm_platform.tools.security_scan dev staging prod            # scan existing renders
     uv run python -m llm_platform.tools.security_scan prod --render               # render first, then scan
+    uv run python -m llm_platform.tools.security_scan prod --json                 # checkov's JSON results
 
 A render older than its stack file or the program is refused (exit 2): scan it again after `--render`.
 
@@ -13,15 +14,18 @@ build/<stack>/checkov.xml for CI to upload. Exit code: 0 clean, 1 failed checks,
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from llm_platform import cli
+from llm_platform import commandline
 from llm_platform.config.loader import ROOT, ConfigError, Stack, stack_name
 
 CHECKOV_VERSION = "3.3.30"
@@ -47,9 +51,9 @@ def unjustified_skips(config: Path) -> list[str]:
     return bad
 
 
-def checkov_command(manifests: Path, results: Path) -> list[str]:
+def checkov_command(manifests: Path, results: Path, output: str = "cli") -> list[str]:
     if shutil.which("uvx") is None:
-        cli.fail(PROG, "uvx is not on PATH; install uv (https://docs.astral.sh/uv/) to run checkov")
+        commandline.fail(PROG, "uvx is not on PATH; install uv (https://docs.astral.sh/uv/) to run checkov")
     return [
         "uvx",
         f"checkov=={CHECKOV_VERSION}",
@@ -60,7 +64,7 @@ def checkov_command(manifests: Path, results: Path) -> list[str]:
         "--config-file",
         str(CONFIG),
         "--output",
-        "cli",
+        output,
         "--output",
         "junitxml",
         "--output-file-path",
@@ -78,52 +82,72 @@ def render(stack: Stack, out: Path) -> None:
     write(evaluate(stack), out)
 
 
-def scan(stack: Stack, build: Path, *, do_render: bool) -> int:
+def scan(stack: Stack, build: Path, *, do_render: bool, report: dict[str, Any] | None = None) -> int:
+    """checkov over the stack's render; with `report`, its JSON results go there (by stack name) instead of
+    its text to stdout, and this tool's own lines to stderr."""
     name = stack_name(stack)
+    say = functools.partial(print, file=sys.stderr if report is not None else sys.stdout, flush=True)
     folder = build / name
     manifests = folder / "manifests.yaml"
     if do_render:
-        print(f"== rendering {name} into {folder}")
+        say(f"== rendering {name} into {folder}")
         try:
             render(stack, folder)
         except ConfigError as exc:
-            raise SystemExit(cli.invalid_config(PROG, stack, exc)) from None
-    stale = cli.stale_render(stack, manifests)
+            raise SystemExit(commandline.invalid_config(PROG, stack, exc)) from None
+    stale = commandline.stale_render(stack, manifests)
     if stale:
-        cli.fail(PROG, f"{name}: {stale} (or pass --render)")
+        commandline.fail(PROG, f"{name}: {stale} (or pass --render)")
     documents = [d for d in yaml.safe_load_all(manifests.read_text()) if d]
     if not documents:
-        print(f"== {name}: {manifests} holds no Kubernetes manifests; nothing for checkov to scan")
+        say(f"== {name}: {manifests} holds no Kubernetes manifests; nothing for checkov to scan")
+        if report is not None:
+            report[name] = {"exit": 0, "results": None}
         return 0
     kinds = sorted({str(d.get("kind")) for d in documents})
-    print(
-        f"== checkov {CHECKOV_VERSION}: {name}, {len(documents)} manifests ({', '.join(kinds)})", flush=True
-    )
-    return subprocess.run(checkov_command(manifests, folder / "checkov.xml"), check=False).returncode
+    say(f"== checkov {CHECKOV_VERSION}: {name}, {len(documents)} manifests ({', '.join(kinds)})")
+    if report is None:
+        return subprocess.run(checkov_command(manifests, folder / "checkov.xml"), check=False).returncode
+    command = checkov_command(manifests, folder / "checkov.xml", output="json")
+    done = subprocess.run(command, check=False, capture_output=True, text=True)
+    if done.returncode not in (0, 1):
+        sys.stderr.write(done.stdout + done.stderr)
+        return done.returncode
+    report[name] = {"exit": done.returncode, "results": json.loads(done.stdout)}
+    return done.returncode
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.ArgumentParser(
+    parser = commandline.ArgumentParser(
         prog=PROG,
         description="checkov over the offline render of each stack",
     )
     parser.add_argument(
-        "stacks", nargs="+", type=cli.known_stack, help="stack names (dev, staging, prod) or stack-file paths"
+        "stacks",
+        nargs="+",
+        type=commandline.known_stack,
+        help="stack names (dev, staging, prod) or stack-file paths",
     )
     parser.add_argument("--build", type=Path, default=ROOT / "build", help="render folder (default: build/)")
     parser.add_argument(
         "--render", action="store_true", help="render the stack first, even if a render exists"
     )
+    parser.add_argument("--json", action="store_true", help="checkov's JSON results by stack on stdout")
     args = parser.parse_args(argv)
+    report: dict[str, Any] | None = {} if args.json else None
     bad = unjustified_skips(CONFIG)
     if bad:
-        cli.fail(PROG, f"{CONFIG}: skip-check entries without a justification comment: {', '.join(bad)}")
+        commandline.fail(
+            PROG, f"{CONFIG}: skip-check entries without a justification comment: {', '.join(bad)}"
+        )
     worst = 0
     for stack in args.stacks:
-        code = scan(stack, args.build, do_render=args.render)
+        code = scan(stack, args.build, do_render=args.render, report=report)
         if code:
             print(f"== {stack_name(stack)}: checkov failed (exit {code})", file=sys.stderr)
         worst = max(worst, code)
+    if report is not None:
+        print(json.dumps(report, indent=2))
     return worst
 
 

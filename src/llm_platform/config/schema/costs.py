@@ -44,6 +44,17 @@ class CostForecast(Schema):
         return value
 
 
+class ExpectedTraffic(Schema):
+    """The traffic day `llm-platform plan` forecasts one model's $/day and SLO misses on: the built-in seed
+    day or a day of its own (a CSV or a Prometheus query_range export, its path relative to the stack file),
+    its request rate times `scale`. A model without an entry is planned on the seed day at 1x, and the plan
+    says so."""
+
+    model: str
+    day: Annotated[str, Field(pattern=r"^(builtin:seed-day|.+\.(csv|json))$")] = "builtin:seed-day"
+    scale: Annotated[float, Field(gt=0, le=1000)] = 1.0
+
+
 class CostsConfig(Schema):
     """Cost allocation: OpenCost prices the nodes from the catalogs; recording rules give each model's and
     each gateway client's actual $/day and $/million tokens; an alert fires when a model's actual cost
@@ -52,3 +63,4 @@ class CostsConfig(Schema):
     enabled: bool = False
     forecast_overrun_share: Annotated[float, Field(gt=0, le=10)] = 0.2
     forecasts: list[CostForecast] = []
+    expected_traffic: list[ExpectedTraffic] = []

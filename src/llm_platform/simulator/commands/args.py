@@ -1,4 +1,4 @@
-"""Typed argument values shared by the simulator's commands (the parser itself is llm_platform/cli.py's, shared by
+"""Typed argument values shared by the simulator's commands (the parser itself is llm_platform/commandline.py's, shared by
 every command-line tool: one-line errors with exit status 2)."""
 
 from __future__ import annotations
@@ -6,6 +6,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from llm_platform.commandline import known_stack
+
+STACK_HELP = "stack name (reads Pulumi.<stack>.yaml) or the path of a stack file"
 
 
 def _number(text: str, convert: type[float] | type[int], ok: Callable[[float], bool], allowed: str) -> float:
@@ -65,3 +70,21 @@ def clock_time(text: str) -> float:
     if int(minutes) > 59 or seconds > 86_400:
         raise argparse.ArgumentTypeError(f"{text} must be a time from 00:00 to 24:00")
     return float(seconds)
+
+
+def add_stack(p: argparse.ArgumentParser, group: Any = None) -> None:
+    """STACK, first and positional as every tool takes it, and `--stack` (the older spelling, kept) in
+    `group` (a mutually exclusive group) when given; `take_stack` merges them into `args.stack`."""
+    p.add_argument("stack_arg", nargs="?", type=known_stack, metavar="STACK", help=STACK_HELP)
+    (group or p).add_argument("--stack", type=known_stack, help="the same as STACK")
+
+
+def take_stack(p: argparse.ArgumentParser, args: argparse.Namespace, required: bool) -> argparse.Namespace:
+    """`args.stack` from STACK or `--stack` (not both); a usage error when `required` and neither is given."""
+    if args.stack_arg is not None:
+        if args.stack is not None:
+            p.error("give the stack once: STACK or --stack")
+        args.stack = args.stack_arg
+    if required and args.stack is None:
+        p.error("the following arguments are required: STACK")
+    return args

@@ -11,11 +11,12 @@ from dataclasses import replace
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from llm_platform.cli import error, invalid_config, message
+from llm_platform.commandline import error, invalid_config, message
 from llm_platform.config.loader import ConfigError, Stack, stack_arg
 from llm_platform.simulator.commands import capacity_cmd, report
 from llm_platform.simulator.commands.day_args import PROG, STACK_ONLY, parser
 from llm_platform.simulator.commands.day_args import mix as mix_of
+from llm_platform.simulator.commands.day_args import parse as day_parse
 from llm_platform.simulator.commands.overload_args import CLIENTS
 from llm_platform.simulator.controllers.platform_nodes import platform_nodes
 from llm_platform.simulator.controllers.strategies import Strategy
@@ -133,7 +134,7 @@ def _with_client(setup: Setup, client: str) -> Setup:
 
 
 def _day(argv: Sequence[str]) -> int:
-    args = parser().parse_args(argv)
+    args = day_parse(parser(), argv)
     quiet = args.json or not sys.stderr.isatty()
     try:
         _check_flags(args)

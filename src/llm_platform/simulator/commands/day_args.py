@@ -5,9 +5,11 @@ DESCRIPTION is `python -m llm_platform.simulator --help`'s text."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
-from llm_platform.cli import ArgumentParser, known_stack
+from llm_platform.commandline import ArgumentParser
 from llm_platform.simulator.commands.args import (
+    add_stack,
     clock_time,
     fraction,
     non_negative_float,
@@ -15,6 +17,7 @@ from llm_platform.simulator.commands.args import (
     png_path,
     positive_float,
     positive_int,
+    take_stack,
 )
 from llm_platform.simulator.commands.overload_args import CLIENTS
 from llm_platform.simulator.traffic.traffic import HistogramMix, TokenMix, histogram_mix
@@ -38,11 +41,9 @@ STACK_ONLY = (
 
 def parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog=PROG, description=DESCRIPTION)
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument(
-        "--stack", type=known_stack, help="stack name (reads Pulumi.<stack>.yaml) or a stack file's path"
-    )
-    src.add_argument("--scenario", choices=["seed-benchmark"], help="a built-in scenario")
+    src = p.add_mutually_exclusive_group()
+    add_stack(p, src)
+    src.add_argument("--scenario", choices=["seed-benchmark"], help="a built-in scenario (instead of STACK)")
     p.add_argument("--model", help="model name in the stack (default: the first)")
     p.add_argument(
         "--traffic", help="builtin:seed-day (default), a CSV (minute,requests_per_second or a request trace) "
@@ -107,6 +108,17 @@ def parser() -> argparse.ArgumentParser:
         help="print the inputs the simulator runs for the model as deployed (ScaledObject, scrape, cold start) and stop",
     )  # fmt: skip
     return p
+
+
+def parse(p: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """The day's arguments: STACK (or --stack) or --scenario, one of them."""
+    args = p.parse_args(argv)
+    if args.stack_arg is not None and args.scenario is not None:
+        p.error("argument --scenario: not allowed with STACK")
+    take_stack(p, args, required=False)
+    if args.stack is None and args.scenario is None:
+        p.error("one of STACK (or --stack) and --scenario is required")
+    return args
 
 
 def mix(args: argparse.Namespace) -> TokenMix | HistogramMix | None:

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from llm_platform.cli import ArgumentParser
+from llm_platform.commandline import ArgumentParser
 from llm_platform.simulator.commands.args import non_negative_int, positive_float
 from llm_platform.simulator.traffic.family import KINDS, RANDOM_KINDS, write
 

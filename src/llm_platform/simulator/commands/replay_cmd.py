@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from llm_platform.cli import ArgumentParser, known_stack
+from llm_platform.commandline import ArgumentParser, known_stack
 from llm_platform.config.schema import StackConfig, forecast_config_hash
 from llm_platform.simulator.day.engine import simulate
 from llm_platform.simulator.day.result import Result

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from llm_platform.commandline import shown_prog
 from llm_platform.simulator.commands import day_args, report
 from llm_platform.simulator.commands.args import non_negative_int
 from llm_platform.simulator.search.reservations import cheapest, most_useful, sweep
@@ -23,14 +24,14 @@ from llm_platform.simulator.traffic.traffic import load
 
 def run(argv: Sequence[str]) -> int:
     parser = day_args.parser()  # the day's own flags, so a sweep runs exactly that day
-    parser.prog = "python -m llm_platform.simulator reservations"
+    parser.prog = shown_prog("python -m llm_platform.simulator reservations")
     parser.add_argument(
         "--max-reserved", type=non_negative_int, default=None,
         help="largest reserved instance count to try (default: the nodes the model fills at maxReplicas)",
     )  # fmt: skip
-    args = parser.parse_args(argv)
+    args = day_args.parse(parser, argv)
     if args.stack is None:
-        raise ValueError("reservations needs --stack: it sweeps a stack model's reserved capacity")
+        raise ValueError("reservations needs STACK: it sweeps a stack model's reserved capacity")
     if args.reserved_instances is not None:
         raise ValueError("--reserved-instances is what this command sweeps; use --max-reserved")
     traffic = load(args.traffic or "builtin:seed-day", args.seed, day_args.mix(args), args.scale or 1.0)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from llm_platform.cli import ArgumentParser, error, message
+from llm_platform.commandline import ArgumentParser, error, message
 from llm_platform.simulator.controllers.strategies import keda
 from llm_platform.simulator.day.engine import simulate
 from llm_platform.simulator.day.result import Result

@@ -7,13 +7,15 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 
-from llm_platform.cli import ArgumentParser, known_stack
+from llm_platform.commandline import ArgumentParser
 from llm_platform.config.loader import load_stack, stack_file
 from llm_platform.simulator.commands.args import (
+    add_stack,
     non_negative_float,
     non_negative_int,
     positive_float,
     positive_int,
+    take_stack,
 )
 from llm_platform.simulator.commands.progress import track
 from llm_platform.simulator.search import tune
@@ -29,7 +31,7 @@ from llm_platform.simulator.traffic.traffic import load
 
 def parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="python -m llm_platform.simulator tune", description=tune.__doc__)
-    p.add_argument("--stack", required=True, type=known_stack, help="stack name, or the path of a stack file")
+    add_stack(p)
     p.add_argument("--model", help="model name in the stack (default: the first)")
     p.add_argument("--traffic", nargs="+", required=True, help="training days (CSV or Prometheus JSON)")
     p.add_argument(
@@ -58,7 +60,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str]) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = take_stack(p, p.parse_args(argv), required=True)
     if args.max_miss_pct > 100:
         raise ValueError(f"--max-miss-pct {args.max_miss_pct} is a percentage; allowed: 0-100")
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from llm_platform.config.loader import ROOT, Stack, stack_arg, stack_file, stack_name, stack_names
 
@@ -25,9 +26,24 @@ PROGRAM = (
 )
 
 
+# every tool's exit status, the end of its --help
+EXIT_CODES = (
+    "exit status: 0 ok; 1 a blocker or finding (a check failed); 2 a usage or config error (a bad argument, an "
+    "unknown stack, an invalid stack file, a stale render)"
+)
+# `python -m <tool>` -> how the tool was invoked instead (`llm-platform <command>` sets these), for its
+# usage, --help and error lines
+PROG_ALIASES: dict[str, str] = {}
+
+
+def shown_prog(prog: str) -> str:
+    """A tool's name as the user invoked it: `llm-platform render` when run as that, else `python -m ...`."""
+    return PROG_ALIASES.get(prog, prog)
+
+
 def error_line(prog: str, what: str) -> str:
     """The one error format of every tool here."""
-    return f"{prog}: error: {what} (see --help)"
+    return f"{shown_prog(prog)}: error: {what} (see --help)"
 
 
 def message(exc: BaseException) -> str:
@@ -38,7 +54,13 @@ def message(exc: BaseException) -> str:
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse whose errors are one line on stderr and exit 2 (no usage dump)."""
+    """argparse whose errors are one line on stderr and exit 2 (no usage dump), whose --help ends with the
+    exit statuses, and whose name is the one the tool was invoked by (`shown_prog`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("epilog", EXIT_CODES)
+        super().__init__(*args, **kwargs)
+        self.prog = shown_prog(self.prog)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, error_line(self.prog, message) + "\n")
@@ -85,6 +107,20 @@ def invalid_config(prog: str, stack_: Stack, problems: object) -> int:
     )
     print("\n".join(lines), file=sys.stderr)
     return 2
+
+
+@contextmanager
+def working(what: str, quiet: bool = False) -> Iterator[None]:
+    """A spinner saying `what` on stderr while a step of a few seconds or more runs, on a terminal only (a
+    piped or CI run, and `quiet` (--json), print nothing)."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if quiet or not console.is_terminal:
+        yield
+        return
+    with console.status(what):
+        yield
 
 
 def shown_path(path: Path) -> str:
