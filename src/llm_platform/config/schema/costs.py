@@ -15,7 +15,7 @@ from llm_platform.config.schema.pools import GpuNodePool
 
 # a model's keys added to the schema after forecasts were written: left out of the hash while unset, so a
 # schema addition does not make every forecast stale
-LATER_KEYS = (("autoscaling", "wakeRequestsPerSecond"),)
+_LATER_KEYS = (("autoscaling", "wakeRequestsPerSecond"),)
 
 
 def forecast_config_hash(model: ModelConfig, pool: GpuNodePool, environment: Environment) -> str:
@@ -23,7 +23,7 @@ def forecast_config_hash(model: ModelConfig, pool: GpuNodePool, environment: Env
     (everything the simulator reads from the stack file for one model), as 12 hex digits. `simulator replay`
     prints it next to the forecast; a forecast whose hash is not the deployed config's is stale."""
     model_doc = model.model_dump(mode="json", by_alias=True)
-    for block, key in LATER_KEYS:  # unset, as in every config written before them: the hash they had
+    for block, key in _LATER_KEYS:  # unset, as in every config written before them: the hash they had
         if model_doc[block].get(key) is None:
             model_doc[block].pop(key, None)
     doc = {
