@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
 from llm_platform.components import child_options, typed_options
+from llm_platform.components.certificates import server_certificate
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import gateway as spec
 from llm_platform.components.specs import gateway_monitoring as monitoring
@@ -258,43 +259,17 @@ class Gateway(pulumi.ComponentResource):
     def _webhook_certificate(self) -> pulumi.Output[dict[str, str]]:
         """This cluster's own CA and the AI Gateway webhook's leaf, signed by it (ECDSA P-256): the Secret's
         ca.crt, tls.crt and tls.key, a Pulumi secret (the keys never reach state or a render in plaintext)."""
-        opts = child_options(self, self._opts)
-        name = f"{self._name}-ai-gateway-webhook"
-        ca_key = tls.PrivateKey(f"{name}-ca-key", algorithm="ECDSA", ecdsa_curve="P256", opts=opts)
-        ca = tls.SelfSignedCert(
-            f"{name}-ca",
-            private_key_pem=ca_key.private_key_pem,
-            is_ca_certificate=True,
-            subject=tls.SelfSignedCertSubjectArgs(common_name=f"{spec.AI_GATEWAY_CONTROLLER}-ca"),
-            validity_period_hours=spec.WEBHOOK_CA_VALIDITY_HOURS,
-            early_renewal_hours=spec.WEBHOOK_CERT_RENEW_HOURS,
-            allowed_uses=["cert_signing", "crl_signing", "digital_signature"],
-            opts=opts,
-        )
-        key = tls.PrivateKey(f"{name}-key", algorithm="ECDSA", ecdsa_curve="P256", opts=opts)
         dns_names = spec.webhook_dns_names()
-        request = tls.CertRequest(
-            f"{name}-csr",
-            private_key_pem=key.private_key_pem,
-            subject=tls.CertRequestSubjectArgs(common_name=dns_names[2]),
+        return server_certificate(
+            f"{self._name}-ai-gateway-webhook",
+            ca_common_name=f"{spec.AI_GATEWAY_CONTROLLER}-ca",
+            common_name=dns_names[2],
             dns_names=dns_names,
-            opts=opts,
-        )
-        leaf = tls.LocallySignedCert(
-            f"{name}-cert",
-            cert_request_pem=request.cert_request_pem,
-            ca_private_key_pem=ca_key.private_key_pem,
-            ca_cert_pem=ca.cert_pem,
-            validity_period_hours=spec.WEBHOOK_CERT_VALIDITY_HOURS,
-            early_renewal_hours=spec.WEBHOOK_CERT_RENEW_HOURS,
-            allowed_uses=["digital_signature", "key_encipherment", "server_auth"],
-            opts=opts,
-        )
-        return pulumi.Output.secret(
-            pulumi.Output.all(ca.cert_pem, leaf.cert_pem, key.private_key_pem).apply(
-                lambda pems: {"ca.crt": pems[0], "tls.crt": pems[1], "tls.key": pems[2]}
-            )
-        )
+            ca_validity_hours=spec.WEBHOOK_CA_VALIDITY_HOURS,
+            cert_validity_hours=spec.WEBHOOK_CERT_VALIDITY_HOURS,
+            renew_hours=spec.WEBHOOK_CERT_RENEW_HOURS,
+            opts=child_options(self, self._opts),
+        ).pems
 
     def _release(
         self,
