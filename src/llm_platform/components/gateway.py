@@ -235,8 +235,10 @@ class Gateway(pulumi.ComponentResource):
         self, store: QuotaStoreConfig | None, storage_class: str | None, ns: pulumi.Resource
     ) -> list[pulumi.Resource]:
         """The global rate limit's Valkey (specs.quota), before Envoy Gateway starts the rate limit service
-        that reads its Secret. Its password: the SHA-256 (hex) of a pulumi-tls private key kept as a Pulumi
-        secret, so it is random, stable across `pulumi up`s and never plaintext in state, renders or argv."""
+        that reads its Secrets. Its password: the SHA-256 (hex) of a pulumi-tls private key kept as a Pulumi
+        secret, so it is random, stable across `pulumi up`s and never plaintext in state, renders or argv.
+        Its TLS: a CA and a leaf for the Service's names (components/certificates.py), the rate limit
+        service trusting that CA."""
         if store is None:
             return []
         opts = child_options(self, self._opts)
@@ -248,13 +250,30 @@ class Gateway(pulumi.ComponentResource):
 
         data = pulumi.Output.secret(key.private_key_pem.apply(auth))
         secret = self._apply("quota-store-auth", quota.store_secret(data), ns)
+        cert = server_certificate(
+            f"{self._name}-quota-store",
+            ca_common_name=f"{quota.STORE}-ca",
+            common_name=quota.STORE_HOST,
+            dns_names=quota.store_dns_names(),
+            ca_validity_hours=quota.STORE_CA_VALIDITY_HOURS,
+            cert_validity_hours=quota.STORE_CERT_VALIDITY_HOURS,
+            renew_hours=quota.STORE_CERT_RENEW_HOURS,
+            opts=opts,
+        )
+        tls_secret = self._apply("quota-store-tls", quota.store_tls_secret(cert.pems), ns)
         config = self._apply("quota-store-config", quota.store_config_map(), ns)
         service = self._apply("quota-store-svc", quota.store_service(), ns)
         self._apply("quota-store-netpol", quota.store_network_policy(), ns)
+        digest = cert.cert_pem.apply(lambda pem: hashlib.sha256(pem.encode()).hexdigest())
         stateful_set = self._apply(
-            "quota-store", quota.store_stateful_set(store, storage_class), secret, config, service
+            "quota-store",
+            quota.store_stateful_set(store, storage_class, digest),
+            secret,
+            tls_secret,
+            config,
+            service,
         )
-        return [secret, stateful_set]
+        return [secret, tls_secret, stateful_set]
 
     def _webhook_certificate(self) -> pulumi.Output[dict[str, str]]:
         """This cluster's own CA and the AI Gateway webhook's leaf, signed by it (ECDSA P-256): the Secret's
