@@ -168,6 +168,7 @@ def stack_run(
     sim = SimConfig(
         capacity, slo, scrape_interval=scrape_interval or mp.scaling.scrape_interval_s, seed=seed,
         replica_floor=replica_floor(cfg.environment), flow_control=mp.flow_control,
+        drain_grace_seconds=mp.drain.termination_grace_seconds,
     )  # fmt: skip
     setup = Setup(table, sim, traffic)
     strategies = for_stack(mp.scaling, memory_target)
