@@ -75,6 +75,10 @@ class SimConfig:
     # deletion is cut; None: not known (no figure reported)
     drain_grace_seconds: float | None = None
     rollouts: tuple[float, ...] = ()  # seconds at which a rollout replaces every Ready pod
+    # what-if (search/node_loss.py): seconds at which the GPU node serving the most replicas fails, and warm
+    # placeholders kept on top of the headroom plan's
+    node_failures: tuple[float, ...] = ()
+    extra_placeholders: int = 0
 
 
 def simulate(
@@ -91,7 +95,7 @@ def simulate(
     kv_per_seq = (table.stats.mean_decode_context + KV_BLOCK_TOKENS / 2) / table.model.kv_capacity_tokens
     fb = table.model.framebuffer_used_fraction
 
-    placeholders = placeholder_targets(cfg.capacity.headroom, cfg.day_start_utc, T)
+    placeholders = placeholder_targets(cfg.capacity.headroom, cfg.day_start_utc, T) + cfg.extra_placeholders
     cluster = Cluster(cfg.capacity, rng, strategy.replicas, int(placeholders[0]))
     spec = strategy.replicas
     hpa: HPA | None = None
@@ -163,6 +167,7 @@ def simulate(
     ready = cluster.ready
     removals: list[tuple[float, int, int]] = []  # (second, Ready pods deleted, Ready pods before)
     rollout_at = {int(r): True for r in cfg.rollouts}
+    failures = {int(f): True for f in cfg.node_failures}
     report_every = max(1, T // 100)
     for t in range(T):
         now = float(t)
@@ -229,6 +234,9 @@ def simulate(
             cluster.set_placeholders(now, int(placeholders[t // 60]))  # the headroom's KEDA cron
         if t % RETRY_SECONDS == 0 and cluster.pending:
             cluster.reschedule_pending(now)
+        if failures.get(t):
+            cluster.fail_node(now)
+            ready = cluster.ready
         if len(cluster.pods) != spec:
             before = ready
             cluster.set_replicas(now, spec)
