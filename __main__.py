@@ -4,12 +4,13 @@ import pulumi
 
 from llm_platform import LlmPlatform, platform_args
 from llm_platform.config.loader import PROJECT, load_from_pulumi, values_from_pulumi
-from llm_platform.platform import SECRET_ARGS, needed_secrets
+from llm_platform.platform import SECRET_ARGS, needed_secrets, secrets_check
 
-# raises ConfigError (file and line, field, value, what is allowed) before any resource exists
-config = load_from_pulumi()
 # Pulumi secrets, read before anything is registered so a missing one stops the program first
 secrets = pulumi.Config(PROJECT)
+# raises ConfigError before any resource exists: every problem at once (file and line, field, value, what is
+# allowed), the secrets the config needs and are not set among them
+config = load_from_pulumi(checks=[secrets_check(lambda name: secrets.get_secret(name) is not None)])
 needed = needed_secrets(config)
 
 

@@ -1,4 +1,4 @@
-"""How long the test suite takes: runs `pytest` (the README's test command, any extra arguments passed on) in
+"""How long the test suite takes: runs `pytest` (the test command scripts/test runs, any extra arguments passed on) in
 a child process and prints its wall time, the CPU time it used (user + sys of pytest and everything it
 started: xdist workers, the simulator's process pool, subprocesses), the ten slowest tests and the test time
 by directory.

@@ -1,5 +1,6 @@
 """The figures the README and docs state are the ones their commands print: each test runs the command the
-doc names and compares every figure of a table or sentence with its output. A change to the simulator that
+doc names and compares every figure of a table or sentence with its output, on whichever page holds it
+(tests/docs.py). A change to the simulator that
 moves a documented figure fails here until the doc is regenerated (run the command, paste its figures).
 
 Not checked here: timings (benchmarks/simulate_day.py prints them, machines differ), the headroom benchmark's
@@ -21,7 +22,6 @@ import pytest
 from llm_platform.config.loader import ROOT
 from tests import docs
 
-README, SIMULATOR_MD = docs.DOCS
 pytestmark = pytest.mark.slow
 
 
@@ -56,7 +56,7 @@ def test_the_readme_cost_claims_are_the_simulators() -> None:
     static, derived = seed["A static-8"], seed["recommended"]
     share = derived["gpu_cost_usd_per_day"] / static["gpu_cost_usd_per_day"]
     assert derived["slo_violation_pct"] < static["slo_violation_pct"]  # "with fewer misses"
-    text = " ".join(docs.text(README).split())
+    text = docs.flat()
     assert (
         f"the KEDA config the simulator derives costs {share * 100:.0f} % of static capacity "
         f"(`simulator --scenario seed-benchmark`: {_money(derived['gpu_cost_usd_per_day'])} vs "
@@ -75,7 +75,7 @@ def test_the_readme_cost_claims_are_the_simulators() -> None:
 
 def test_the_seed_benchmark_table_and_config_are_this_run() -> None:
     seed = rows(SEED)
-    table = docs.table(SIMULATOR_MD, "| strategy | peak | off-peak | P95 TTFT ms |")
+    table = docs.table("| strategy | peak | off-peak | P95 TTFT ms |")
     assert [r[0] for r in table] == list(seed)
     for name, peak, offpeak, ttft, misses, cost in table:
         r = seed[name]
@@ -83,10 +83,10 @@ def test_the_seed_benchmark_table_and_config_are_this_run() -> None:
             str(r["peak_replicas"]), str(r["offpeak_replicas"]), f"{r['p95_ttft_ms']:,.1f}",
             f"{r['slo_violation_pct']:.3f}", f"{r['gpu_cost_usd_per_day']:.2f}",
         ], name  # fmt: skip
-    documented = docs.block_after(SIMULATOR_MD, "### Recommended config (derived")
+    documented = docs.block_after("Recommended config (derived")
     assert documented.strip() == seed["recommended"]["yaml"].strip()
     kv = float(re.search(r"kvCacheUsage: ([\d.]+)", documented).group(1))  # pyright: ignore[reportOptionalMemberAccess]
-    assert f"fills only {kv * 100:.2f} % of its cache" in " ".join(docs.text(SIMULATOR_MD).split())
+    assert f"fills only {kv * 100:.2f} % of its cache" in docs.flat()
 
 
 def test_the_seed_replica_figures_are_this_run() -> None:
@@ -99,7 +99,7 @@ def test_the_seed_replica_figures_are_this_run() -> None:
         r"([\d.]+) req/s",
         summary,
     ).groups()  # pyright: ignore[reportOptionalMemberAccess]
-    text = " ".join(docs.text(SIMULATOR_MD).split())
+    text = docs.flat()
     assert (
         f"Per replica: batch-1 ITL {itl} ms, {kv} KV tokens, saturation {saturation} req/s, P95 meets the "
         f"SLO up to {slo_rate} req/s" in text
@@ -117,7 +117,7 @@ def _routing_cells(row: dict[str, Any]) -> list[str]:
 
 
 def test_the_routing_table_is_this_run() -> None:
-    table = docs.table(SIMULATOR_MD, "| traffic | router | prefix hit |")
+    table = docs.table("| traffic | router | prefix hit |")
     runs = [
         rows("-m llm_platform.simulator.commands.routing --shared-fraction 0.8 --prefix-tokens 1500 --distinct-prefixes 100 --json"),
         rows("-m llm_platform.simulator.commands.routing --shared-fraction 0.9 --prefix-tokens 6000 --distinct-prefixes 150 --json"),
@@ -136,7 +136,7 @@ def test_the_reservation_sweep_figures_are_this_run() -> None:
     sweep = "-m llm_platform.simulator reservations --stack prod --model llama-70b --json"
     odcr = json.loads(output(sweep))["days"]
     block = json.loads(output(f"{sweep} --reserved-usd-per-hour 14.75 --max-reserved 3"))["days"]
-    text = " ".join(docs.text(SIMULATOR_MD).split())
+    text = docs.flat()
     assert len({d["gpu_cost_usd_per_day"] for d in odcr}) == 1
     assert f"every count costs {_money(odcr[0]['gpu_cost_usd_per_day'])}/day" in text
     two, three = block[2], block[3]
@@ -153,14 +153,14 @@ def test_the_reservation_sweep_figures_are_this_run() -> None:
 
 def test_the_calibration_table_is_what_calibrate_prints() -> None:
     """The table, its numbered explanations and sources, exactly as `calibrate` prints them."""
-    assert output("-m llm_platform.simulator calibrate").strip() in docs.text(SIMULATOR_MD)
+    assert output("-m llm_platform.simulator calibrate").strip() in docs.text()
 
 
 MULTINODE = "-m llm_platform.simulator --stack tests/fixtures/stacks/Pulumi.multinode.yaml --scale 0.2 --json"
 
 
 def test_the_multi_node_cost_is_the_simulators() -> None:
-    """The README's multi-node figures: one replica's hourly price from the catalog (2 x p5.48xlarge) and the
+    """The docs' multi-node figures (Capacity): one replica's hourly price from the catalog (2 x p5.48xlarge) and the
     day at the fixture's traffic from the simulator."""
     from llm_platform.facts.catalog import instance
 
@@ -168,12 +168,12 @@ def test_the_multi_node_cost_is_the_simulators() -> None:
     row = rows(MULTINODE)["stack-config"]
     assert row["offpeak_replicas"] == row["peak_replicas"]
     assert row["gpu_cost_usd_per_day"] == pytest.approx(row["peak_replicas"] * 2 * node * 24)
-    text = " ".join(docs.text(README).split())
+    text = docs.flat()
     assert (
         f"one replica of the fixture is 2 x p5.48xlarge at {_money(node)}/h each, {_money(2 * node)}/h"
         in text
     )
-    # the misses as the table the README's command prints shows them (the JSON rounds to 3 decimals first)
+    # the misses as the table the docs' command prints shows them (the JSON rounds to 3 decimals first)
     line = next(
         x for x in output(MULTINODE.removesuffix(" --json")).splitlines() if x.startswith("stack-config")
     )
@@ -187,7 +187,7 @@ def test_the_multi_node_cost_is_the_simulators() -> None:
 
 def test_the_scale_to_zero_table_is_this_run() -> None:
     """Every row of the doc's table is the benchmark's row (stacks in order, the days in OFFICE_KINDS order)."""
-    table = docs.table(SIMULATOR_MD, "| stack / model | day | $/day own |")
+    table = docs.table("| stack / model | day | $/day own |")
     printed = [
         line.split()[1:]
         for line in output("benchmarks/scale_to_zero.py").splitlines()
@@ -195,7 +195,7 @@ def test_the_scale_to_zero_table_is_this_run() -> None:
     ]
     documented = [["0s" if c == "-" else c.replace(" s", "s") for c in row[2:]] for row in table]
     assert documented == printed
-    text = " ".join(docs.text(SIMULATOR_MD).split())
+    text = docs.flat()
     for stack in ("dev", "staging"):
         head = next(ln for ln in output("benchmarks/scale_to_zero.py").splitlines() if ln.startswith(stack))
         hold = head.split("hold ")[1].split(",")[0]
@@ -207,7 +207,7 @@ def _secs(cell: str) -> list[int]:
 
 
 def test_the_from_zero_row_is_the_plans_from_zero_start() -> None:
-    """The README's from-zero table: each phase, the total and the hold are the stack's plan (the model's new-node
+    """The from-zero table (Capacity): each phase, the total and the hold are the stack's plan (the model's new-node
     start, `from_zero_start_s`, `from_zero_hold_s`, capped at HOLD_CAP_S with the wake it cuts); a change to the
     plan's from-zero start fails here."""
     from llm_platform.plan.zero import (
@@ -219,7 +219,7 @@ def test_the_from_zero_row_is_the_plans_from_zero_start() -> None:
     )
     from llm_platform.simulator.search.stacks import stack_model
 
-    table = docs.table(README, "| from zero: stack / model (instance, cache, image pull) |")
+    table = docs.table("| from zero: stack / model (instance, cache, image pull) |")
     assert [row[0].split(" (")[0] for row in table] == ["dev / qwen-1-5b", "staging / mistral-7b"]
     for label, node, image, weights, compile_cache, vllm, total, hold in table:
         stack, model = label.split(" (")[0].split(" / ")
@@ -245,7 +245,7 @@ def test_the_from_zero_row_is_the_plans_from_zero_start() -> None:
 
 def test_the_warm_buffer_rows_are_this_run() -> None:
     """The `+buffer` rows of `scale_to_zero.py --buffer-gpus 1` (stacks in order, days in OFFICE_KINDS order)."""
-    table = docs.table(SIMULATOR_MD, "| stack / model | day | $/day zero + buffer |")
+    table = docs.table("| stack / model | day | $/day zero + buffer |")
     printed = [
         line.replace("(warm wakes ", "").replace(", buffer $", " ").rstrip(")").split()[1:]
         for line in output("benchmarks/scale_to_zero.py --buffer-gpus 1").splitlines()
@@ -255,11 +255,11 @@ def test_the_warm_buffer_rows_are_this_run() -> None:
     assert [[("0s" if c == "-" else c) for c in row] for row in documented] == [
         [c for i, c in enumerate(row) if i != 0] for row in printed
     ]
-    # the README's sentence: staging's weekday wake with and without the buffer, and the buffer's $/day
-    plain = docs.table(SIMULATOR_MD, "| stack / model | day | $/day own |")
+    # the docs' sentence: staging's weekday wake with and without the buffer, and the buffer's $/day
+    plain = docs.table("| stack / model | day | $/day own |")
     staging = next(i for i, row in enumerate(plain) if row[0].startswith("staging"))
     wait_zero, (wait_buffer, buffer_usd) = plain[staging][9], (table[staging][8], table[staging][11])
-    text = " ".join(docs.text(README).split())
+    text = docs.flat()
     assert (
         f"staging's 09:00 wake waits {wait_buffer} instead of {wait_zero}, for the node's ${buffer_usd} a weekday"
         in text

@@ -16,15 +16,14 @@ from llm_platform.config.loader import ROOT
 from tests import docs
 
 COMMANDS = docs.commands()
-README_COMMANDS = docs.commands(docs.DOCS[0])
 
 
 class _Parsed(Exception):
     """Raised once the tool's parser accepted the arguments, so nothing runs."""
 
 
-def test_the_readme_shows_the_tools() -> None:
-    modules = {c.split()[1] for c in README_COMMANDS if c.startswith("-m ")}
+def test_the_docs_show_the_tools() -> None:
+    modules = {c.split()[1] for c in COMMANDS if c.startswith("-m ")}
     assert {
         "llm_platform.tools.render",
         "llm_platform.tools.security_scan",
@@ -41,7 +40,7 @@ def test_readme_command_parses(command: str, monkeypatch: pytest.MonkeyPatch, ca
     if words[0] != "-m":
         if words[0].startswith("../shared/") and not (ROOT / words[0]).is_file():
             pytest.skip(f"{words[0]} is not beside the repository (it is in .ci/run)")
-        assert (ROOT / words[0]).is_file(), f"README runs {words[0]}, which does not exist"
+        assert (ROOT / words[0]).is_file(), f"the docs run {words[0]}, which does not exist"
         if not words[0].startswith("benchmarks/"):
             return
     target, argv = (words[1], words[2:]) if words[0] == "-m" else (words[0], words[1:])

@@ -1,5 +1,5 @@
 // One dev environment of llm-platform, composed from TypeScript. The args are the keys of a stack file's
-// `llm-platform:` config (README, "Stack configuration"), validated with the same rules and messages
+// `llm-platform:` config (docs/configuration.md), validated with the same rules and messages
 // before any resource is created; secrets come from Pulumi secrets.
 import * as pulumi from "@pulumi/pulumi";
 import * as llm from "@pulumi/llm-platform";

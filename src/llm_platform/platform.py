@@ -34,7 +34,6 @@ from llm_platform.components.multinode import EfaNetwork, EfaNetworkArgs, MultiN
 from llm_platform.components.network import Network, NetworkArgs
 from llm_platform.components.observability import Observability, ObservabilityArgs
 from llm_platform.components.specs.observability import STORAGE_CLASS
-from llm_platform.config.errors import ConfigError
 from llm_platform.config.loader import parse
 from llm_platform.config.schema import StackConfig
 from llm_platform.config.stack_args import (
@@ -49,6 +48,7 @@ from llm_platform.config.stack_args import (
 from llm_platform.plan import Plan, resolve
 from llm_platform.plan.nodes import efa_pool
 from llm_platform.plan.stack import SERVING_KEYS
+from llm_platform.platform_checks import SECRET_ARGS, needed_secrets, platform_checks, secrets_check
 
 __all__ = [
     "SECRET_ARGS",
@@ -58,6 +58,7 @@ __all__ = [
     "config_of",
     "needed_secrets",
     "platform_args",
+    "secrets_check",
 ]
 
 TYPE = "llm-platform:index:LlmPlatform"
@@ -101,39 +102,6 @@ class LlmPlatformArgs(TypedDict):
 
 # the stack file's keys, as users write them (the schema's aliases), for the snake_case keys of LlmPlatformArgs
 _STACK_KEYS = {name: field.alias or name for name, field in StackConfig.model_fields.items()}
-# the stack file's Pulumi secrets, for the keys of LlmPlatformArgs that take them
-SECRET_ARGS = {
-    "grafanaAdminPassword": "grafana_admin_password",
-    "apiKey": "api_key",
-    "huggingFaceToken": "hugging_face_token",
-    "gatewayClientKeys": "gateway_client_keys",
-    "alertReceiver": "alert_receiver",
-}
-
-
-def _check_cost_pricing(config: StackConfig, region: str | None) -> None:
-    """costs.enabled prices every node from the catalogs in the stack's region: known before any resource."""
-    from llm_platform.components.specs.costs import PricingError, cpu_ram_prices, instance_prices
-
-    if not region:
-        raise ConfigError("costs.enabled: OpenCost prices nodes in the stack's AWS region; set aws:region")
-    try:
-        cpu_ram_prices(region)
-        instance_prices(config.gpu_node_pools, region)
-    except PricingError as exc:
-        raise ConfigError(str(exc)) from None
-
-
-def needed_secrets(config: StackConfig) -> set[str]:
-    """The Pulumi secrets (stack-file names) a config cannot do without."""
-    needed = {
-        "grafanaAdminPassword": True,
-        "apiKey": bool(config.models),
-        "huggingFaceToken": any(m.needs_hf_token for m in config.models),
-        "gatewayClientKeys": config.gateway.enabled,
-        "alertReceiver": config.alerting.receiver != "none",
-    }
-    return {secret for secret, required in needed.items() if required}
 
 
 def platform_args(values: dict[str, Any], **secrets: Any) -> LlmPlatformArgs:
@@ -193,10 +161,7 @@ class LlmPlatform(pulumi.ComponentResource):
     def __init__(self, name: str, args: LlmPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # bad input stops here, before any resource exists: field, value and what is allowed
         region = args.get("region") or pulumi.Config("aws").get("region")
-        config = parse(config_of(args), region=region)
-        _require_secrets(config, args)
-        if config.costs.enabled:
-            _check_cost_pricing(config, region)
+        config = parse(config_of(args), region=region, checks=platform_checks(args, region))
         plan = resolve(config, pulumi.get_stack())
         super().__init__(TYPE, name, None, opts)
         self._compose(plan, args, region)
@@ -275,8 +240,7 @@ class LlmPlatform(pulumi.ComponentResource):
     def _eks(self, region: str | None) -> _Inside:
         """The VPC and the EKS cluster, Karpenter and the add-on nodes, monitoring, the model cache, the GPU
         pools and (with the gateway) the load balancer controller."""
-        if not region:
-            raise ConfigError("aws:region: not set; the eks mode needs the stack's AWS region")
+        assert region, "platform_checks refuses the eks mode without a region"
         plan = self._plan
         name = plan.cluster.name
         # one AWS provider: the stack's region, and its tags on every AWS resource the program creates
@@ -551,17 +515,4 @@ class LlmPlatform(pulumi.ComponentResource):
                 "modelBucket": self.model_bucket,
                 "gatewayNamespace": self.gateway_namespace,
             }
-        )
-
-
-def _require_secrets(config: StackConfig, args: LlmPlatformArgs) -> None:
-    """The secrets the config needs, named as the stack file's Pulumi secrets, before any resource exists."""
-    needed = needed_secrets(config)
-    missing = [secret for secret, key in SECRET_ARGS.items() if secret in needed and args.get(key) is None]
-    if missing:
-        raise ConfigError(
-            "; ".join(
-                f"{secret}: required by this config, not set (pulumi config set --secret {secret} ...)"
-                for secret in missing
-            )
         )

@@ -560,7 +560,7 @@ def test_a_removed_gateway_key_says_what_replaced_it() -> None:
     values = fixture_values()
     values["gateway"]["maxInflightPerReplica"] = 64
     with pytest.raises(
-        ConfigError, match=r"gateway.maxInflightPerReplica is no longer a setting.*maxPendingPerReplica"
+        ConfigError, match=r"gateway.maxInflightPerReplica: 64 is no longer a setting.*maxPendingPerReplica"
     ):
         parse(values)
 

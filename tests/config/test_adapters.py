@@ -47,7 +47,7 @@ def test_hub_source_needs_a_pinned_commit() -> None:
     message = config_error(values)
     assert "adapters[0]" in message and "'main'" in message and "40-hex" in message
     del values["models"][0]["adapters"][0]["revision"]
-    assert "revision None" in config_error(values)
+    assert "(sql-lora).revision: is not a pinned commit" in config_error(values)
 
 
 def test_s3_source_takes_no_revision() -> None:

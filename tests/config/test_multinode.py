@@ -73,7 +73,7 @@ def test_pool_needs_one_zone_of_the_cluster() -> None:
     message = config_error(values)
     assert "placementZone: 'us-east-1c' must name one zone of cluster.availabilityZones" in message
     del values["gpuNodePools"][0]["placementZone"]
-    assert "placementZone: null must name one zone" in config_error(values)
+    assert "placementZone: must name one zone" in config_error(values)
 
 
 def test_placement_zone_only_for_multi_node_pools() -> None:
@@ -119,4 +119,4 @@ def test_extra_args_cannot_set_the_parallelism(arg: str) -> None:
     values = _values()
     values["models"][0]["extraArgs"] = [arg]
     message = config_error(values)
-    assert f"extraArgs: {arg!r} is not allowed" in message
+    assert f"extraArgs[0]: {arg!r} is not allowed" in message

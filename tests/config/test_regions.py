@@ -39,11 +39,11 @@ def test_an_instance_not_sold_in_the_region_is_an_error_with_where_it_is_sold() 
         parse(values, region="eu-west-1")
     message = str(exc.value)
     assert (
-        "gpuNodePools[0] (p6-b200).instanceFamilies ['p6-b200']: p6-b200.48xlarge is not sold in eu-west-1"
+        "gpuNodePools[0] (p6-b200).instanceFamilies: [p6-b200] admits p6-b200.48xlarge, not sold in eu-west-1"
         in message
     )
     assert (
-        "regions that sell it: ap-south-1, ap-south-2, eu-north-1, eu-west-3, us-east-1, us-east-2, us-west-2"
+        "allowed: a region that sells it: ap-south-1, ap-south-2, eu-north-1, eu-west-3, us-east-1, us-east-2, us-west-2"
         in message
     )
 
@@ -54,21 +54,27 @@ def test_only_some_sizes_unsold_names_the_sizes_to_keep() -> None:
     )
     with pytest.raises(ConfigError) as exc:
         parse(values, region="ca-central-1")
-    assert "g6e.xlarge is not sold in ca-central-1" in str(exc.value)
+    assert "admits g6e.xlarge, not sold in ca-central-1 (aws:region); allowed: " in str(exc.value)
 
 
 def test_zones_must_belong_to_the_region() -> None:
     with pytest.raises(ConfigError) as exc:
         parse(stack_values("staging"), region="us-west-2")
-    assert "cluster.availabilityZones: 'us-east-1a' is not a zone of the stack's region us-west-2" in str(
-        exc.value
+    lines = str(exc.value).splitlines()
+    assert lines[0].startswith(
+        "cluster.availabilityZones[0]: 'us-east-1a' is not a zone of the stack's region us-west-2"
+    )
+    assert lines[1].startswith("cluster.availabilityZones[1]: 'us-east-1b' is not a zone"), (
+        "every zone at once"
     )
 
 
 def test_an_unknown_region_is_an_error_listing_the_known_ones() -> None:
     with pytest.raises(ConfigError) as exc:
         parse(stack_values("staging"), region="mars-east-1")
-    assert "aws:region 'mars-east-1': the instance catalog has no offerings" in str(exc.value)
+    assert "aws:region: 'mars-east-1' has no offerings in the instance catalog; allowed: af-south-1" in str(
+        exc.value
+    )
 
 
 def test_without_a_region_the_region_rules_wait() -> None:
@@ -114,8 +120,9 @@ def test_p5e_is_a_capacity_block_pool_where_ec2_sells_it() -> None:
     assert (p5e.instance_type, p5e.gpus, p5e.gpu.name, p5e.reserved_only) == ("p5e.48xlarge", 8, "H200", True)
     with pytest.raises(ConfigError) as exc:
         parse(with_pool(p5e_pool(["reserved"])), region="us-east-1")
-    assert "p5e.48xlarge is not sold in us-east-1 (aws:region); regions that sell it: ap-southeast-2" in str(
-        exc.value
+    assert (
+        "admits p5e.48xlarge, not sold in us-east-1 (aws:region); allowed: a region that sells it: ap-southeast-2"
+        in str(exc.value)
     )
 
 
@@ -124,7 +131,7 @@ def test_p5e_has_no_on_demand_or_spot_to_fall_back_to(types: list[str]) -> None:
     with pytest.raises(ConfigError) as exc:
         parse(with_pool(p5e_pool(types), zones=["us-east-2a", "us-east-2b"]), region="us-east-2")
     assert (
-        "p5e.48xlarge is sold only as Capacity Blocks (no on-demand or spot); use capacityTypes: [reserved]"
+        "cannot buy p5e.48xlarge: it is sold only as Capacity Blocks (no on-demand or spot); allowed: [reserved]"
         in (str(exc.value))
     )
 
@@ -170,4 +177,6 @@ def test_reservation_families_are_in_the_catalog_and_get_pools_of_their_own(fami
     values = with_pool(p5en_pool(family) | {"instanceFamilies": [family, "g5"]})
     with pytest.raises(ConfigError) as exc:
         parse(values, region="us-east-1")
-    assert "must have a single-family pool of its own" in str(exc.value)
+    assert f"mixes {family} with other families; allowed: {family} in a single-family pool of its own" in str(
+        exc.value
+    )

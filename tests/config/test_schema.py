@@ -166,7 +166,7 @@ def test_fsx_capacity_lustre_accepts(capacity: int, ok: bool) -> None:
     else:
         msg = config_error(v)
         assert (
-            f"modelCache.fsx.storageCapacityGiB {capacity}" in msg
+            f"modelCache.fsx.storageCapacityGiB: {capacity} is not a capacity" in msg
             and "allowed: 1200, 2400 or a multiple of 2400" in msg
         )
 
@@ -216,7 +216,10 @@ def test_unknown_keys_are_refused() -> None:
 def test_dedicated_families_get_their_own_pool() -> None:
     v = _prod()
     v["gpuNodePools"][1]["instanceFamilies"] = ["p4d", "g5"]
-    assert "p4d must have a single-family pool of its own" in config_error(v)
+    assert (
+        "instanceFamilies: [p4d, g5] mixes p4d with other families; allowed: p4d in a single-family pool"
+        in config_error(v)
+    )
 
 
 def test_latest_ami_only_in_dev() -> None:
@@ -235,7 +238,7 @@ def test_unpinned_image_is_refused() -> None:
 def test_existing_mode_needs_a_kubeconfig() -> None:
     v = _dev()
     v["cluster"]["mode"] = "existing"
-    assert "cluster.kubeconfig is required" in config_error(v)
+    assert "cluster.kubeconfig: is required when cluster.mode is 'existing'" in config_error(v)
 
 
 def test_prewarm_replicas_within_bounds() -> None:
@@ -264,14 +267,14 @@ def test_existing_clusters_serve_from_the_hub_only() -> None:
 def test_gateway_rules() -> None:
     v = _prod()
     v["gateway"]["clients"] = []
-    assert "gateway.clients: an enabled gateway needs at least one client" in config_error(v)
+    assert "gateway.clients: [] is empty; an enabled gateway needs at least one client" in config_error(v)
     v = _prod()
     del v["gateway"]["certificateArn"]
-    assert "gateway.certificateArn: prod serves its gateway over TLS" in config_error(v)
+    assert "gateway.certificateArn: is required in prod, which serves its gateway over TLS" in config_error(v)
     v = _dev() | {
         "gateway": {"enabled": True, "internal": False, "clients": [{"name": "a", "requestsPerMinute": 60}]}
     }
-    assert "an internet-facing gateway (internal: false) needs an ACM certificate" in config_error(v)
+    assert "certificateArn: is required by an internet-facing gateway (internal: false)" in config_error(v)
     v = _prod()
     v["gateway"]["clients"].append(dict(v["gateway"]["clients"][0]))
     assert "gateway.clients[2] (chat-app).name: 'chat-app' is used twice" in config_error(v)

@@ -1,19 +1,18 @@
-"""The README's "Use it from your own program" snippets work as shown: the Python program builds the
+"""The "Use it from your own program" snippets (docs/library.md) work as shown: the Python program builds the
 platform under mocks, the test snippet passes, and the YAML program's properties satisfy the schema and
 the stack file's rules."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import yaml
 
 from llm_platform.testing import evaluate
+from tests import docs
 from tests.package.test_examples import TOKEN, Expression, accepted, schema_problems
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-SECTION = README.split("## Use it from your own program", 1)[1].split("\n## ", 1)[0]
+SECTION = docs.section("Use it from your own program")
 
 
 def blocks(language: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""The replica model against published vLLM measurements (simulator/serving/calibration.py, docs/simulator.md).
+"""The replica model against published vLLM measurements (simulator/serving/calibration.py, docs/simulator/calibration.md).
 
 Only the documented tolerance is asserted: every cell is within 20 % or carries an explanation, and
 explanations that make a checkable claim are checked; TPOT is within 20 % on every non-overloaded point of at
@@ -64,7 +64,7 @@ def rows() -> dict[str, dict[str, object]]:
     return {str(r["id"]): r for r in calibration.rows()}
 
 
-SIMULATOR_MD = ROOT / "docs" / "simulator.md"
+SIMULATOR_MD = ROOT / "docs" / "simulator" / "calibration.md"
 
 
 def _calm(row: dict[str, object]) -> bool:
@@ -75,7 +75,9 @@ def _calm(row: dict[str, object]) -> bool:
 def test_the_doc_carries_the_table_the_command_prints() -> None:
     doc = SIMULATOR_MD.read_text()
     table = calibration.markdown_table(list(rows().values()))
-    assert with_table(doc, table) == doc, f"docs/simulator.md's calibration table is stale: run `{COMMAND}`"
+    assert with_table(doc, table) == doc, (
+        f"docs/simulator/calibration.md's calibration table is stale: run `{COMMAND}`"
+    )
 
 
 @pytest.mark.parametrize("point", POINTS, ids=[p.id for p in POINTS])
@@ -230,7 +232,7 @@ def test_inference_perf_tpot_is_below_the_bandwidth_floor_and_the_latency_tpot_a
 
 
 def test_request_overhead_is_h25_less_one_weight_read():
-    """docs/simulator.md "Host overhead": H25's C = 1 TTFT p50 (13.98 ms) less the least time its prefill step
+    """docs/simulator/calibration.md "Host overhead": H25's C = 1 TTFT p50 (13.98 ms) less the least time its prefill step
     can take, one read of Llama-3.1-8B's weights at the H100's calibrated bandwidth."""
     read = profile("meta-llama/Llama-3.1-8B-Instruct").weight_bytes / (
         H100.hbm_bandwidth_gbps * 1e9 * CALIBRATION["H100"].bandwidth_efficiency
@@ -239,7 +241,7 @@ def test_request_overhead_is_h25_less_one_weight_read():
 
 
 def test_what_the_host_model_leaves_on_the_rate_points():
-    """docs/simulator.md "Host overhead": with the API-server constant and the async-scheduling step, the
+    """docs/simulator/calibration.md "Host overhead": with the API-server constant and the async-scheduling step, the
     held-out rate points up to 10 req/s have TTFT mean and median within tolerance; what is left at TP4 is
     2-3 steps of the model's TPOT shortfall (the waits and the prefill are counted in steps), and at TP1 less
     than that (the constant is an upper bound; TP2's CodeLlama rows, 1.8-3.3 steps, are not part of that

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import pytest
 
-from llm_platform.config.loader import ROOT
 from llm_platform.facts.catalog import GPU_INSTANCES
 from llm_platform.facts.cold_start import (
     CACHE_MODES,
@@ -60,14 +59,10 @@ def test_unknown_cache_mode_is_rejected():
 
 
 def _readme_table(header: str) -> list[list[str]]:
-    lines = (ROOT / "README.md").read_text().splitlines()
-    start = lines.index(header)
-    rows = []
-    for line in lines[start + 2 :]:
-        if not line.startswith("|"):
-            break
-        rows.append([cell.strip() for cell in line.strip("|").split("|")])
-    return rows
+    """The cold-start table of the docs (docs/capacity.md), on whichever page holds it."""
+    from tests import docs
+
+    return docs.table(header)
 
 
 def _seconds(cell: str) -> int:

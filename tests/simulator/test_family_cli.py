@@ -35,7 +35,7 @@ def test_more_seeds_write_more_days_of_the_random_kinds(tmp_path) -> None:
 def test_a_missing_folder_is_made_and_a_file_is_one_line_and_exit_2(
     tmp_path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The README's `family --out fam` works in a fresh clone (no mkdir first)."""
+    """The docs' `family --out fam` works in a fresh clone (no mkdir first)."""
     assert main(["family", "--out", str(tmp_path / "fam" / "q"), "--kinds", "seed"]) == 0
     assert (tmp_path / "fam" / "q" / "seed.csv").is_file()
     (tmp_path / "file").write_text("")

@@ -59,7 +59,7 @@ def test_the_published_overload_bursts_queue_for_minutes(
 
     Their failures (76 and 106) are not client timeouts: `vllm bench serve` gives each request 6 h
     (AIOHTTP_TIMEOUT), the runs lasted 261 and 410 s. The source prints no error, so the model, which fails
-    only on timeouts, 429 and 503, predicts none for this client (docs/simulator.md)."""
+    only on timeouts, 429 and 503, predicts none for this client (docs/simulator/calibration.md)."""
     table = _qwen7b_a100(gmu)
     run = simulate(table, _burst(1000), np.array([1024.0]), VLLM_BENCH)
     assert run.peak_waiting > 500  # hundreds wait for a slot (the logs: "Waiting: 663" / "Waiting: 846")

@@ -194,12 +194,14 @@ def test_date_is_checked() -> None:
 
 
 def test_the_documented_replay_is_what_the_command_prints(capsys: pytest.CaptureFixture[str]) -> None:
-    """docs/simulator.md shows the fixture's replay as printed (regenerate: run the documented command)."""
+    """The docs show the fixture's replay as printed (regenerate: run the documented command)."""
     from tests import docs
 
     assert main(["replay", STACK, "--model", "mistral-7b", "--export", str(replay_export.FIXTURE)]) == 0
     printed = capsys.readouterr().out
-    assert printed.strip() in docs.text(docs.DOCS[1]), "paste the replay's output into docs/simulator.md"
+    assert printed.strip() in docs.text(), (
+        "paste the replay's output into the docs (docs/simulator/commands.md)"
+    )
 
 
 def test_export_only_flags_are_refused(

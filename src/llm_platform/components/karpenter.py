@@ -16,6 +16,7 @@ from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import addon_nodes
 from llm_platform.components.specs import karpenter as spec
 from llm_platform.components.specs.common import namespace_manifest
+from llm_platform.config import names
 from llm_platform.config.loader import parse_block
 from llm_platform.config.schema import AmiVersions, GpuNodePool
 from llm_platform.config.stack_args import AmiVersionsSettings, GpuNodePoolSettings
@@ -70,7 +71,7 @@ class Karpenter(pulumi.ComponentResource):
 
         queue = aws.sqs.Queue(
             f"{name}-interruption",
-            name=spec.interruption_queue_name(cluster),
+            name=names.interruption_queue_name(cluster),
             message_retention_seconds=300,
             sqs_managed_sse_enabled=True,
             tags=tags,
@@ -85,7 +86,7 @@ class Karpenter(pulumi.ComponentResource):
         for event, pattern in spec.interruption_events(reserved).items():
             rule = aws.cloudwatch.EventRule(
                 f"{name}-{event}",
-                name=spec.interruption_rule_name(cluster, event),
+                name=names.interruption_rule_name(cluster, event),
                 description=f"Karpenter interruption handling for {cluster}: {event}",
                 event_pattern=json.dumps(pattern),
                 tags=tags,

@@ -20,7 +20,7 @@ from typing import Any, cast, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from llm_platform.config.schema import RuleError, StackConfig, did_you_mean
+from llm_platform.config.schema import RuleError, RuleErrors, StackConfig, did_you_mean, plural
 
 PROJECT = "llm-platform"  # the Pulumi project: config keys are `llm-platform:<key>`
 # a validator's message that starts with its own field path, e.g. `gpuNodePools[g5].mig: ...`
@@ -164,30 +164,89 @@ def path_of(loc: tuple[Any, ...], raw: dict[str, Any]) -> str:
 
 
 def shown(value: Any, written: str | None = None) -> str:
-    """A value as a person wrote it: strings quoted, numbers as written in the file when known."""
+    """A value as a person wrote it: strings quoted, numbers as written in the file when known; a mapping or a
+    list by its shape (its keys, its first items), never a whole entry; a long text cut at a word."""
     if isinstance(value, str):
-        return repr(value)
+        return repr(_cut(value))
     if written is not None:
-        return written
+        return _cut(written)
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
     if isinstance(value, (int, float)):
         return repr(value)
-    return json.dumps(value, default=str)[:120]
+    if isinstance(value, dict):
+        keys = ", ".join(map(str, list(value)[:4])) + (", ..." if len(value) > 4 else "")
+        return f"a mapping ({plural(len(value), 'key')}: {keys})" if value else "{}"
+    if isinstance(value, list):
+        if len(value) <= 6 and all(isinstance(v, (str, int, float, bool)) for v in value):
+            return _cut("[" + ", ".join(str(v) for v in value) + "]")
+        return f"a list of {plural(len(value), 'item')}"
+    return _cut(str(value))
+
+
+def _cut(text: str, limit: int = 80) -> str:
+    """`text`, or its words up to `limit` characters and ` ...`: never cut inside a word."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    return (head.rsplit(" ", 1)[0] if " " in head else head).rstrip(",;: ") + " ..."
+
+
+# the schema's string patterns in words (tests/config/test_error_sweep.py checks every pattern has them)
+PATTERN_WORDS = {
+    r"^[a-z][a-z0-9-]{0,62}$": "lowercase letters, digits and '-', starting with a letter, at most 63 characters",
+    r"^[A-Za-z0-9][\w.-]*/[\w.-]+$": "a Hugging Face repo id <owner>/<name>, e.g. 'Qwen/Qwen2.5-1.5B-Instruct'",
+    r"^[0-9a-f]{12}$": "12 lowercase hex digits, as `simulator replay` prints it",
+    r"^(latest|v[0-9]{8})$": "'latest' (dev only) or a pinned AL2023 AMI version v<YYYYMMDD>, e.g. 'v20250715'",
+    r"^(latest|v[0-9]+\.[0-9]+\.[0-9]+)$": "'latest' (dev only) or a pinned Bottlerocket version, e.g. 'v1.42.0'",
+    r"^1\.[0-9]{2}$": 'a Kubernetes minor version in quotes, e.g. "1.34"',
+    r"^(builtin:seed-day|.+\.(csv|json))$": "'builtin:seed-day' or the path of a traffic day's .csv or .json file",
+    r"^[#@]?[a-z0-9][a-z0-9._-]{0,79}$": (
+        "a Slack channel or user such as '#llm-alerts': lowercase letters, digits, '.', '_' and '-', at most 80, "
+        "after an optional # or @"
+    ),
+    r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$": "an IAM role ARN, arn:aws:iam::<12-digit account>:role/<name>",
+    r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/.+$": (
+        "an ACM certificate ARN, arn:aws:acm:<region>:<12-digit account>:certificate/<id>"
+    ),
+}
 
 
 def format_errors(exc: ValidationError, raw: dict[str, Any], source: StackSource | None = None) -> str:
-    lines = [_line(err, raw, source) for err in exc.errors()]
-    return "\n".join(dict.fromkeys(lines))
+    return "\n".join(error_lines(exc, raw, source))
+
+
+def error_lines(exc: ValidationError, raw: dict[str, Any], source: StackSource | None = None) -> list[str]:
+    """One line per problem of a validation error (each of a validator's RuleErrors is a line)."""
+    lines = [line for err in exc.errors() for line in _lines(err, raw, source)]
+    return list(dict.fromkeys(lines))
+
+
+def rule_lines(cause: ValueError, raw: dict[str, Any], source: StackSource | None = None) -> list[str]:
+    """The lines of rules broken outside a validation (the stack's rules run on the blocks that validated)."""
+    return _lines({"loc": (), "ctx": {"error": cause}, "msg": str(cause), "type": "value_error"}, raw, source)
+
+
+def _lines(err: Any, raw: dict[str, Any], source: StackSource | None) -> list[str]:
+    loc = tuple(err["loc"])
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, RuleErrors):
+        return [
+            line
+            for inner in cause.errors
+            for line in _lines({**err, "ctx": {"error": inner}, "msg": str(inner)}, raw, source)
+        ]
+    if isinstance(cause, RuleError):
+        full = loc + cause.loc
+        written = source.written(full) if source else None
+        if cause.value is None and written is None:  # a missing field: nothing to show
+            return [f"{_at(source, full)}{path_of(full, raw)}: {cause.message}"]
+        return [f"{_at(source, full)}{path_of(full, raw)}: {shown(cause.value, written)} {cause.message}"]
+    return [_line(err, raw, source)]
 
 
 def _line(err: Any, raw: dict[str, Any], source: StackSource | None) -> str:
     loc = tuple(err["loc"])
-    cause = (err.get("ctx") or {}).get("error")
-    if isinstance(cause, RuleError):
-        full = loc + cause.loc
-        value = shown(cause.value, source.written(full) if source else None)
-        return f"{_at(source, full)}{path_of(full, raw)}: {value} {cause.message}"
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "value_error" and _SELF_LOCATED.match(msg):
         return f"{_key_at(source, loc, _fields_named(msg))}{_name_items(msg, raw)}"
@@ -196,10 +255,40 @@ def _line(err: Any, raw: dict[str, Any], source: StackSource | None) -> str:
         return where + unknown_key(path_of(loc, raw), str(loc[-1]), allowed_keys(loc[:-1]))
     if err["type"] == "missing":
         return f"{_at(source, loc[:-1])}{path_of(loc, raw)}: is required but missing"
-    value = shown(err.get("input"), source.written(loc) if source else None)
+    written = source.written(loc) if source else None
+    value = shown(err.get("input"), written)
+    msg = _allowed_in_words(err, msg, written)
     if msg.startswith(value):  # the validator's message already names the value (`'x' is not a duration`)
         return f"{_at(source, loc)}{path_of(loc, raw)}: {msg}"
-    return f"{_at(source, loc)}{path_of(loc, raw)}: {value} is not allowed: {msg}"
+    joint = "; " if msg.startswith("allowed:") else ": "
+    return f"{_at(source, loc)}{path_of(loc, raw)}: {value} is not allowed{joint}{msg}"
+
+
+def _allowed_in_words(err: Any, msg: str, written: str | None) -> str:
+    """pydantic's message, a pattern said in words, and a hint to quote where YAML changed the value's type."""
+    pattern = (err.get("ctx") or {}).get("pattern")
+    if err["type"] == "string_pattern_mismatch" and pattern in PATTERN_WORDS:
+        return f"allowed: {PATTERN_WORDS[pattern]}"
+    value, loc = err.get("input"), err["loc"]
+    if err["type"] == "string_type" and isinstance(value, bool | int | float):
+        kind = "a boolean" if isinstance(value, bool) else "a number"
+        text = written if written is not None else json.dumps(value)
+        key = loc[-1] if loc and isinstance(loc[-1], str) else "value"
+        return (
+            f'{msg}; YAML reads the unquoted {text} as {kind}: quote it to keep it text, e.g. {key}: "{text}"'
+        )
+    if err["type"] in _SHAPES:
+        return f"{msg}; {_SHAPES[err['type']]}"
+    return msg
+
+
+# what a block of the wrong shape should have been
+_SHAPES = {
+    "list_type": "allowed: a YAML list, one `- ` item per entry",
+    "dict_type": "allowed: a YAML mapping of key: value",
+    "model_type": "allowed: a YAML mapping of the block's keys",
+    "model_attributes_type": "allowed: a YAML mapping of the block's keys",
+}
 
 
 def _at(source: StackSource | None, loc: tuple[Any, ...]) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import difflib
 import json
 import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +23,15 @@ from llm_platform.config.errors import (
     ConfigError,
     StackSource,
     config_keys,
+    error_lines,
     format_errors,
     read_stack_file,
+    rule_lines,
     unknown_key,
 )
-from llm_platform.config.schema import Schema, ServingConfig, StackConfig
+from llm_platform.config.schema import STACK_RULES, Problems, Schema, ServingConfig, StackConfig
 
-__all__ = ["PROJECT", "ConfigError"]
+__all__ = ["PROJECT", "ConfigCheck", "ConfigError"]
 
 
 def project_dir(start: Path | None = None) -> Path:
@@ -49,22 +53,73 @@ NOT_UNDER_PULUMI = (
 )
 
 
-def parse(raw: dict[str, Any], source: StackSource | None = None, region: str | None = None) -> StackConfig:
+@dataclass(frozen=True)
+class ConfigCheck:
+    """A check beyond the schema (the secrets a config needs are set, its nodes have prices), on the stack-file
+    blocks in `needs`: `parse` runs it on the validated config, or, when the schema refused part of the config,
+    on the blocks that validated, so one run reports every problem. `run` returns the problems it finds
+    (RuleErrors are placed on the stack file's lines)."""
+
+    needs: tuple[str, ...]
+    run: Callable[[StackConfig], list[ValueError]]
+
+
+def parse(
+    raw: dict[str, Any],
+    source: StackSource | None = None,
+    region: str | None = None,
+    checks: Sequence[ConfigCheck] = (),
+) -> StackConfig:
     """Validate `llm-platform:` values (keys without the prefix, secrets allowed and skipped); `source`, the
     stack file the values were read from, adds the file and line to each problem; `region` (`aws:region`)
-    adds the rules that need it (zones in the region, instances sold there)."""
+    adds the rules that need it (zones in the region, instances sold there); `checks` run after the schema.
+
+    Every problem is reported at once, one line each: unknown keys, the values the schema refuses, then the
+    rules across blocks and the checks, run on every block that validated when others did not."""
     allowed = CONFIG_KEYS + SECRET_KEYS
     problems = [
         _unknown_config_key(key, allowed, source) for key in _in_file_order(set(raw) - set(allowed), source)
     ]
     plain = {k: v for k, v in raw.items() if k in CONFIG_KEYS}
+    context = {"region": region}
     try:
-        config = StackConfig.model_validate(plain, context={"region": region})
-    except ValidationError as exc:  # every problem at once: unknown keys first, then the known keys' values
-        raise ConfigError("\n".join([*problems, format_errors(exc, plain, source)])) from None
+        config = StackConfig.model_validate(plain, context=context)
+    except ValidationError as exc:
+        problems += error_lines(exc, plain, source)
+        failed = {str(err["loc"][0]) for err in exc.errors() if err["loc"]}
+        partial = _validated_blocks(plain, failed)
+        valid = set(CONFIG_KEYS) - failed
+        rules = Problems()
+        for rule in STACK_RULES:
+            if set(rule.needs) <= valid:
+                rule.run(partial, rules, context)
+        problems += [line for err in rules.errors for line in rule_lines(err, plain, source)]
+        problems += _check_lines([c for c in checks if set(c.needs) <= valid], partial, plain, source)
+        raise ConfigError("\n".join(dict.fromkeys(problems))) from None
+    problems += _check_lines(checks, config, plain, source)
     if problems:
         raise ConfigError("\n".join(problems))
     return config
+
+
+def _check_lines(
+    checks: Sequence[ConfigCheck], config: StackConfig, plain: dict[str, Any], source: StackSource | None
+) -> list[str]:
+    return [line for check in checks for err in check.run(config) for line in rule_lines(err, plain, source)]
+
+
+def _validated_blocks(plain: dict[str, Any], failed: set[str]) -> StackConfig:
+    """A StackConfig of the blocks the schema accepted alone (the others left unset), without its rules across
+    blocks: what those rules and the checks run on when part of the config was refused."""
+    fields: dict[str, Any] = {}
+    for name, field in StackConfig.model_fields.items():
+        key = field.alias or name
+        if key in failed or key not in plain:
+            continue
+        spec: dict[str, Any] = {name: (field.annotation, field)}
+        block = create_model(f"Block_{key}", __base__=Schema, **spec)
+        fields[name] = getattr(block.model_validate({key: plain[key]}), name)
+    return StackConfig.model_construct(**fields)
 
 
 def parse_serving(raw: dict[str, Any], *, has_bucket: bool = True) -> ServingConfig:
@@ -185,8 +240,9 @@ def load_stack(stack: Stack) -> StackConfig:
     return parse(ours, source, region=raw_stack_config(stack).get("aws:region"))
 
 
-def load_from_pulumi() -> StackConfig:
-    """Validated config of the stack `pulumi preview`/`up` runs, every `llm-platform:` key of it included.
+def load_from_pulumi(checks: Sequence[ConfigCheck] = ()) -> StackConfig:
+    """Validated config of the stack `pulumi preview`/`up` runs, every `llm-platform:` key of it included;
+    `checks` (e.g. the secrets it needs are set) are reported with the schema's problems.
 
     A bad config stops the program before any resource with the problems and no traceback
     (`pulumi.RunError`); run outside the Pulumi CLI, it prints how to run it and exits 2.
@@ -200,7 +256,7 @@ def load_from_pulumi() -> StackConfig:
     stack = pulumi.get_stack()
     raw = values_from_pulumi()
     try:
-        return parse(raw, _source_of(stack, raw), region=pulumi.Config("aws").get("region"))
+        return parse(raw, _source_of(stack, raw), region=pulumi.Config("aws").get("region"), checks=checks)
     except ConfigError as exc:
         raise pulumi.RunError(f"invalid config for stack {stack!r}, nothing was deployed:\n{exc}") from None
 

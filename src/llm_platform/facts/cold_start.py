@@ -7,7 +7,7 @@
 Every number is from shared/research/autoscaling_sim.md (§3.1 node boot and bandwidth, §4 cold start); the
 instance's own facts (network bandwidth, node Ready time) are columns of the catalog (facts/catalog.py);
 "Unverified" marks defaults that no primary source measured, so they stay visible and overridable.
-Used by the simulator (simulator/serving/capacity.py) and meant for the README's cold-start table.
+Used by the simulator (simulator/serving/capacity.py) and meant for the cold-start table of docs/capacity.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pinned upstream versions, one place to bump them (see the README's upgrade runbook).
+"""Pinned upstream versions, one place to bump them (see the upgrades runbook, docs/operations.md).
 
 Source: ../shared/reference/README.md ("Pinned upstream versions").
 """

@@ -106,7 +106,7 @@ def served_throughput(namespace: str, model_name: str) -> str:
     return f"sum(rate({SUCCESS}{selector(namespace, model_name)}[{THROUGHPUT_WINDOW}]))"
 
 
-# the saturation hold (plan/model.py, docs/simulator.md "Flaps"): how long the pool remembers the requests one
+# the saturation hold (plan/model.py, docs/simulator/commands.md "Flaps"): how long the pool remembers the requests one
 # replica served per second the last time it asked to grow (saturated, or its KV fill past the HPA's tolerance
 # over the target), and the resolution of that memory (the subquery's step). Three hours: at its replica cap the
 # pool tries fewer replicas at most once in three hours while the load stays where one fewer would ask to grow

@@ -306,7 +306,7 @@ def prepull_daemonset(p: PoolPlan) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------- alerting
 
 RULE_NAME = "gpu-headroom"
-RUNBOOK = "README.md#warm-gpu-headroom-bursts-shorter-than-a-cold-start"
+RUNBOOK = "docs/capacity.md#warm-gpu-headroom-bursts-shorter-than-a-cold-start"
 # beyond the node launch itself: pulling the pause image and the placeholder's scheduling
 EMPTY_SLACK_SECONDS = 60
 

@@ -53,14 +53,6 @@ def interruption_events(capacity_reservations: bool) -> dict[str, dict[str, list
     return INTERRUPTION_EVENTS | (RESERVATION_INTERRUPTION_EVENTS if capacity_reservations else {})
 
 
-def interruption_queue_name(cluster_name: str) -> str:
-    return f"{cluster_name}-karpenter"
-
-
-def interruption_rule_name(cluster_name: str, event: str) -> str:
-    return f"{cluster_name}-karpenter-{event}"
-
-
 def controller_policy(
     *,
     partition: str,

@@ -35,7 +35,7 @@ KARPENTER_DRAIN_BEFORE_END_SECONDS = 40 * 60
 CAPACITY_BLOCK_WARN_SECONDS = 24 * 3600  # a day to buy the next block or make room elsewhere
 CAPACITY_BLOCK_CRITICAL_SECONDS = 3 * 3600  # the drain is close: capacity must exist elsewhere now
 RULE_NAME = "karpenter-capacity-reservations"
-RUNBOOK = "README.md#capacity-reservations-and-capacity-blocks"
+RUNBOOK = "docs/capacity.md#capacity-reservations-and-capacity-blocks"
 
 
 def selector_terms(pool: GpuNodePool) -> list[dict[str, Any]]:

@@ -8,9 +8,10 @@ with the field path, the bad value and what is allowed.
 One module per block of the stack file, so each stays readable on its own: `base` (the base model, RuleError,
 the checked string types), `cluster`, `pools` (gpuNodePools, headroom), `adapters` (a model's LoRA adapters),
 `models` (models, autoscaling), `model_cache`, `gateway`, `alerting`, `costs`, `capacity` (a pool's GPUs against
-its models), `multinode` (models larger than one node against their pool) and `stack` (StackConfig,
-ServingConfig and the rules across blocks). No module imports the package or one that imports it back
-(tests/test_import_graph.py). Import from here: every name is re-exported.
+its models), `multinode` (models larger than one node against their pool), `serving` (the rules of the models,
+their pools, the model cache and the gateway) and `stack` (StackConfig, ServingConfig and the rules across
+blocks). No module imports the package or one that imports it back (tests/test_import_graph.py). Import from
+here: every name is re-exported.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ from llm_platform.config.schema.base import (
     Cron,
     Duration,
     Environment,
+    Problems,
     RuleError,
+    RuleErrors,
     Schema,
     Timezone,
     did_you_mean,
@@ -52,6 +55,7 @@ from llm_platform.config.schema.capacity import (
     weights_and_kv_gib,
 )
 from llm_platform.config.schema.cluster import (
+    CLUSTER_NAME_WHY,
     MIN_KUBERNETES_MINOR,
     AddonCapacityType,
     AddonNodes,
@@ -98,11 +102,13 @@ from llm_platform.config.schema.pools import (
     Headroom,
     HeadroomWindow,
 )
-from llm_platform.config.schema.stack import ServingConfig, StackConfig, check_scale_to_zero
+from llm_platform.config.schema.serving import ServingBlocks, check_scale_to_zero
+from llm_platform.config.schema.stack import STACK_RULES, ServingConfig, StackConfig, StackRule
 
 __all__ = [
     "AWS_ACCOUNT_ID",
     "CAPACITY_RESERVATION_ID",
+    "CLUSTER_NAME_WHY",
     "CRON",
     "DNS_LABEL",
     "DURATION",
@@ -119,6 +125,7 @@ __all__ = [
     "RESERVED_FLAGS",
     "RESERVED_LORA_FLAGS",
     "S3_SOURCE",
+    "STACK_RULES",
     "UNSUPPORTED_PARALLELISM",
     "VLLM_MAX_LORA_RANKS",
     "AddonCapacityType",
@@ -146,15 +153,19 @@ __all__ = [
     "ModelConfig",
     "ModelGeometry",
     "PrewarmWindow",
+    "Problems",
     "QuotaStoreConfig",
     "RuleError",
+    "RuleErrors",
     "S3BucketConfig",
     "ScalingPolicy",
     "ScalingRules",
     "Schema",
+    "ServingBlocks",
     "ServingConfig",
     "Slo",
     "StackConfig",
+    "StackRule",
     "SystemNodes",
     "Timezone",
     "check_adapter_rank",

@@ -27,7 +27,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from llm_platform.config.schema.base import Schema, _dns_label
+from llm_platform.config.schema.base import Problems, RuleError, Schema, _dns_label
 
 # vllm/config/lora.py at the pinned image: `MaxLoRARanks = Literal[1, 8, 16, 32, 64, 128, 256, 320, 512]`
 VLLM_MAX_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -53,37 +53,47 @@ def max_lora_rank(adapters: Sequence[LoraAdapter]) -> int:
 
 
 def check_adapter_source(source: str, revision: str | None) -> None:
-    """One adapter's source and revision (field validators of LoraAdapter raise these as ValueErrors)."""
+    """One adapter's source and revision (LoraAdapter's validator raises these RuleErrors at its fields)."""
     if is_s3(source):
         if not S3_SOURCE.match(source):
-            raise ValueError(
-                f"source {source!r} is not an S3 prefix; use s3://<bucket>/<prefix> (the adapter's directory, "
-                "with adapter_config.json and the adapter weights)"
+            raise RuleError(
+                ("source",),
+                source,
+                "is not an S3 prefix; allowed: s3://<bucket>/<prefix> (the adapter's directory, with "
+                "adapter_config.json and the adapter weights)",
             )
         if revision is not None:
-            raise ValueError(
-                f"revision {revision!r} is only for Hugging Face sources; an S3 prefix has no commit: version "
-                "the prefix itself (s3://bucket/adapter/v3) and remove revision"
+            raise RuleError(
+                ("revision",),
+                revision,
+                "is only for Hugging Face sources; an S3 prefix has no commit: version the prefix itself "
+                "(s3://bucket/adapter/v3); allowed: remove revision",
             )
         return
     if not HUB_SOURCE.match(source):
-        raise ValueError(
-            f"source {source!r} is neither an S3 prefix (s3://<bucket>/<prefix>) nor a Hugging Face repo id "
-            "(<owner>/<name>)"
+        raise RuleError(
+            ("source",),
+            source,
+            "is neither an S3 prefix nor a Hugging Face repo id; allowed: s3://<bucket>/<prefix> or <owner>/<name>",
         )
     if revision is None or not HUB_REVISION.match(revision):
-        raise ValueError(
-            f"revision {revision!r}: a Hugging Face source needs its pinned commit, the 40-hex sha of the "
-            f"repo's commit (huggingface.co/{source}/commits/main), so every sync copies the same files"
+        raise RuleError(
+            ("revision",),
+            revision,
+            "is not a pinned commit: a Hugging Face source needs the 40-hex sha of the repo's commit "
+            f"(huggingface.co/{source}/commits/main), so every sync copies the same files; allowed: 40 "
+            "lowercase hex digits",
         )
 
 
 def check_adapter_rank(rank: int) -> int:
     if rank > VLLM_MAX_LORA_RANKS[-1]:
-        raise ValueError(
-            f"rank {rank} is above vLLM's largest --max-lora-rank {VLLM_MAX_LORA_RANKS[-1]}; allowed: 1 to "
+        raise RuleError(
+            ("rank",),
+            rank,
+            f"is above vLLM's largest --max-lora-rank {VLLM_MAX_LORA_RANKS[-1]}; allowed: 1 to "
             f"{VLLM_MAX_LORA_RANKS[-1]} (vLLM's --max-lora-rank choices: "
-            f"{', '.join(map(str, VLLM_MAX_LORA_RANKS))}; the platform rounds up to the next)"
+            f"{', '.join(map(str, VLLM_MAX_LORA_RANKS))}; the platform rounds up to the next)",
         )
     return rank
 
@@ -100,6 +110,10 @@ class LoraAdapter(Schema):
 
     @model_validator(mode="after")
     def _source_rules(self) -> LoraAdapter:
-        check_adapter_source(self.source, self.revision)
-        check_adapter_rank(self.rank)
+        problems = Problems()
+        with problems.check():
+            check_adapter_source(self.source, self.revision)
+        with problems.check():
+            check_adapter_rank(self.rank)
+        problems.raise_all()
         return self

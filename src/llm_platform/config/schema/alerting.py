@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from llm_platform.config.schema.base import Schema
+from llm_platform.config.schema.base import RuleError, Schema
 
 
 class AlertingConfig(Schema):
@@ -21,7 +21,15 @@ class AlertingConfig(Schema):
     @model_validator(mode="after")
     def _receiver_fields(self) -> AlertingConfig:
         if self.receiver == "slack" and self.slack_channel is None:
-            raise ValueError("alerting.slackChannel: the slack receiver needs a channel, e.g. '#llm-alerts'")
+            raise RuleError(
+                ("slackChannel",),
+                None,
+                "is required by the slack receiver; allowed: a channel, e.g. '#llm-alerts'",
+            )
         if self.receiver != "slack" and self.slack_channel is not None:
-            raise ValueError(f"alerting.slackChannel: only used with receiver 'slack', not {self.receiver!r}")
+            raise RuleError(
+                ("slackChannel",),
+                self.slack_channel,
+                f"is only used with receiver 'slack', not {self.receiver!r}; allowed: remove it",
+            )
         return self

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from enum import StrEnum
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
@@ -41,6 +42,42 @@ class RuleError(ValueError):
         self.message = message
 
 
+class RuleErrors(ValueError):
+    """Every rule an object breaks, raised together so one run reports them all (config/errors.py gives each
+    its own line). Raised by `Problems.raise_all`."""
+
+    def __init__(self, errors: Sequence[ValueError]) -> None:
+        super().__init__("; ".join(map(str, errors)))
+        self.errors = list(errors)
+
+
+class Problems:
+    """The broken rules of one object, collected so that one run reports all of them.
+
+    `with problems.check(): ...` runs one rule, or a chain of rules where each needs the one before it to hold
+    (the first broken one ends the chain, so no rule reports a consequence of another's problem); independent
+    rules get a `check()` each. `raise_all()` at the end raises what was found: one RuleError, or RuleErrors.
+    """
+
+    def __init__(self) -> None:
+        self.errors: list[ValueError] = []
+
+    @contextmanager
+    def check(self) -> Iterator[None]:
+        try:
+            yield
+        except RuleErrors as exc:
+            self.errors.extend(exc.errors)
+        except ValueError as exc:
+            self.errors.append(exc)
+
+    def raise_all(self) -> None:
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        if self.errors:
+            raise RuleErrors(self.errors)
+
+
 def plural(count: int, noun: str) -> str:
     """`1 GPU`, `4 GPUs`."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
@@ -52,12 +89,14 @@ def did_you_mean(word: str, choices: Sequence[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _dns_label(max_len: int):
+def _dns_label(max_len: int, why: str = ""):
+    """A name of lowercase letters, digits and '-'; `why`: where `max_len` comes from, said in the message."""
+
     def check(value: str) -> str:
         if len(value) > max_len or not DNS_LABEL.match(value):
             raise ValueError(
                 f"{value!r} is not allowed: use lowercase letters, digits and '-', starting with a letter, "
-                f"at most {max_len} characters"
+                f"at most {max_len} characters{f' ({why})' if why else ''}"
             )
         return value
 

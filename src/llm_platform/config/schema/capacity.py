@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from llm_platform.config.schema.base import RuleError, plural
 from llm_platform.config.schema.models import ModelConfig
-from llm_platform.config.schema.pools import GpuNodePool
+from llm_platform.config.schema.pools import GpuNodePool, Headroom
 from llm_platform.facts.catalog import GpuModel
 
 
@@ -35,44 +35,62 @@ def gpus_at_min_replicas(pool: GpuNodePool, models: Sequence[ModelConfig]) -> in
     return sum(m.autoscaling.min_replicas * m.replica_gpus for m in served_by(pool, models))
 
 
-def _check_headroom(where: str, pool: GpuNodePool, models: list[ModelConfig]) -> None:
+def _check_headroom(at: tuple[str | int, ...], pool: GpuNodePool, models: list[ModelConfig]) -> None:
     """Headroom the placeholders can hold: whole replicas, raised (never lowered) by windows, and within
-    the pool's GPU limit next to what the pool's models hold at their minimum."""
+    the pool's GPU limit next to what the pool's models hold at their minimum. `at`: the pool's `headroom`."""
     headroom = pool.headroom
     assert headroom is not None
     served = served_by(pool, models)
     if not served:
-        raise ValueError(
-            f"{where}: pool {pool.name!r} serves no model, so warm GPUs there would never be used; "
-            "remove headroom or point a model's nodePool at it"
+        raise RuleError(
+            at,
+            headroom.gpus,
+            f"is not allowed: pool {pool.name!r} serves no model, so warm GPUs there would never be used; "
+            "allowed: remove headroom, or point a model's nodePool at the pool",
         )
     if headroom.peak_gpus == 0:
-        raise ValueError(f"{where}.gpus: 0 with no window above 0 keeps nothing warm; remove headroom")
+        raise RuleError(
+            (*at, "gpus"),
+            0,
+            "with no window above 0 keeps nothing warm; allowed: 1 or more GPUs, or remove headroom",
+        )
     unit = replica_gpus(pool, models)
     largest = max(served, key=lambda m: m.tensor_parallel_size)
-    fields = [("gpus", headroom.gpus)] + [
-        (f"schedule[{j}].gpus", w.gpus) for j, w in enumerate(headroom.schedule)
-    ]
+    fields: list[tuple[tuple[str | int, ...], int]] = [(("gpus",), headroom.gpus)]
+    fields += [(("schedule", j, "gpus"), w.gpus) for j, w in enumerate(headroom.schedule)]
     for field, gpus in fields:
         if gpus % unit:
-            raise ValueError(
-                f"{where}.{field}: {gpus} is not a multiple of {unit}, the GPUs of one {largest.name} replica "
-                f"(tensorParallelSize {unit}); placeholders hold whole replicas"
+            raise RuleError(
+                (*at, *field),
+                gpus,
+                f"is not a multiple of {unit}, the GPUs of one {largest.name} replica (tensorParallelSize "
+                f"{unit}); placeholders hold whole replicas; allowed: 0, {unit}, {2 * unit}, ...",
             )
     for j, w in enumerate(headroom.schedule):
         if w.gpus < headroom.gpus:
-            raise ValueError(
-                f"{where}.schedule[{j}].gpus: {w.gpus} is below headroom.gpus {headroom.gpus}; a window can "
-                "only raise the warm GPUs (KEDA's cron trigger adds replicas), so set gpus to the lowest level"
+            raise RuleError(
+                (*at, "schedule", j, "gpus"),
+                w.gpus,
+                f"is below headroom.gpus {headroom.gpus}; a window can only raise the warm GPUs (KEDA's cron "
+                f"trigger adds replicas); allowed: {headroom.gpus} or more (set headroom.gpus to the lowest level)",
             )
     at_minimum = gpus_at_min_replicas(pool, models)
     if headroom.peak_gpus + at_minimum > pool.gpu_limit:
         held = ", ".join(f"{m.name} {m.autoscaling.min_replicas}x{m.tensor_parallel_size}" for m in served)
-        raise ValueError(
-            f"{where}: {headroom.peak_gpus} warm GPUs plus the {at_minimum} GPUs the pool's models hold at "
-            f"minReplicas ({held}) exceed gpuLimit {pool.gpu_limit}; the placeholders could never all run. "
-            f"Allowed: at most {max(0, pool.gpu_limit - at_minimum)} warm GPUs, or raise gpuLimit"
+        peak = ("gpus",) if headroom.peak_gpus == headroom.gpus else _peak_window(headroom)
+        raise RuleError(
+            (*at, *peak),
+            headroom.peak_gpus,
+            f"warm GPUs plus the {plural(at_minimum, 'GPU')} the pool's models hold at minReplicas ({held}) "
+            f"exceed gpuLimit {pool.gpu_limit}; the placeholders could never all run; allowed: at most "
+            f"{max(0, pool.gpu_limit - at_minimum)} warm GPUs, or raise gpuLimit",
         )
+
+
+def _peak_window(headroom: Headroom) -> tuple[str | int, ...]:
+    """The field of the window holding the most warm GPUs."""
+    j = max(range(len(headroom.schedule)), key=lambda k: headroom.schedule[k].gpus)
+    return ("schedule", j, "gpus")
 
 
 GIB = 2**30

@@ -8,7 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from llm_platform.config.schema.base import Duration, RuleError, Schema, _dns_label
+from llm_platform.config.names import CLUSTER_NAME_MAX, CLUSTER_NAMES, tightest
+from llm_platform.config.schema.base import Duration, Problems, RuleError, Schema, _dns_label
 from llm_platform.facts.cpu_catalog import CpuInstance, cpu_families, cpu_instances, cpu_sizes
 
 
@@ -43,6 +44,10 @@ def _supported_version(value: str) -> str:
     return value
 
 
+# where cluster.name's limit comes from (config/names.py): the name built from it with the least room
+CLUSTER_NAME_WHY = f"the longest name built from it, the {tightest(CLUSTER_NAMES).what}, allows {tightest(CLUSTER_NAMES).limit}"
+
+
 class SystemNodes(Schema):
     """The fixed on-demand managed node group for what must not run on Karpenter's nodes: Karpenter itself
     (two replicas on distinct nodes) and the EKS add-ons it needs to start (CoreDNS, the VPC CNI, kube-proxy).
@@ -57,9 +62,7 @@ class SystemNodes(Schema):
     @model_validator(mode="after")
     def _bounds(self) -> SystemNodes:
         if self.min > self.max:
-            raise ValueError(
-                f"cluster.systemNodes.min: {self.min} is larger than cluster.systemNodes.max {self.max}"
-            )
+            raise RuleError(("min",), self.min, f"is larger than max {self.max}; allowed: 1 to {self.max}")
         return self
 
 
@@ -120,7 +123,7 @@ class AmiVersions(Schema):
 
 class ClusterConfig(Schema):
     mode: Literal["eks", "existing"] = "eks"
-    name: Annotated[str, _dns_label(40)]
+    name: Annotated[str, _dns_label(CLUSTER_NAME_MAX, CLUSTER_NAME_WHY)]
     kubernetes_version: Annotated[
         str,
         BeforeValidator(_version_text),
@@ -144,10 +147,24 @@ class ClusterConfig(Schema):
 
     @model_validator(mode="after")
     def _shape(self) -> ClusterConfig:
-        if len(set(self.availability_zones)) != len(self.availability_zones):
-            raise ValueError(f"cluster.availabilityZones {self.availability_zones} has duplicates")
+        problems = Problems()
+        zones = self.availability_zones
+        for i, zone in enumerate(zones):
+            if zone in zones[:i]:
+                problems.errors.append(
+                    RuleError(("availabilityZones", i), zone, "is listed twice; allowed: distinct zones")
+                )
         if self.vpc_cidr.prefixlen > 20:
-            raise ValueError(f"cluster.vpcCidr {self.vpc_cidr} is too small; use a /16 to /20")
+            problems.errors.append(
+                RuleError(("vpcCidr",), str(self.vpc_cidr), "is too small; allowed: a /16 to /20 network")
+            )
         if self.mode == "existing" and not self.kubeconfig:
-            raise ValueError("cluster.kubeconfig is required when cluster.mode is 'existing'")
+            problems.errors.append(
+                RuleError(
+                    ("kubeconfig",),
+                    self.kubeconfig,
+                    "is required when cluster.mode is 'existing'; allowed: the path of a kubeconfig file",
+                )
+            )
+        problems.raise_all()
         return self

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from llm_platform.config.schema.base import RuleError, Schema, _unique
+from llm_platform.config.schema.base import Problems, RuleError, Schema, _unique
 
 
 class GatewayClient(Schema):
@@ -67,14 +67,22 @@ class GatewayConfig(Schema):
         if isinstance(data, dict):
             for key, instead in REMOVED_GATEWAY_KEYS.items():
                 if key in data:
-                    raise ValueError(f"gateway.{key} is no longer a setting: {instead}")
+                    raise RuleError((key,), data[key], f"is no longer a setting: {instead}")
         return data
 
     @model_validator(mode="after")
     def _rules(self) -> GatewayConfig:
-        _unique(("clients",), [c.name for c in self.clients])
+        problems = Problems()
+        with problems.check():
+            _unique(("clients",), [c.name for c in self.clients])
         if self.enabled and not self.clients:
-            raise ValueError("gateway.clients: an enabled gateway needs at least one client")
+            problems.errors.append(
+                RuleError(
+                    ("clients",),
+                    [],
+                    "is empty; an enabled gateway needs at least one client; allowed: 1 or more",
+                )
+            )
         if self.quota_store is None:
             for i, c in enumerate(self.clients):
                 for key, value in (
@@ -83,15 +91,22 @@ class GatewayConfig(Schema):
                     ("tokensPerDay", c.tokens_per_day),
                 ):
                     if value is not None:
-                        raise RuleError(
-                            ("clients", i, key),
-                            value,
-                            f"(client {c.name}) is a global quota: it needs `gateway.quotaStore: {{}}` (the "
-                            "store of the counters every Envoy replica shares); without it only "
-                            "requestsPerMinute applies, per replica",
+                        problems.errors.append(
+                            RuleError(
+                                ("clients", i, key),
+                                value,
+                                f"(client {c.name}) is a global quota: it needs `gateway.quotaStore: {{}}` (the "
+                                "store of the counters every Envoy replica shares); without it only "
+                                "requestsPerMinute applies, per replica",
+                            )
                         )
         if self.enabled and not self.internal and self.certificate_arn is None:
-            raise ValueError(
-                "gateway.certificateArn: an internet-facing gateway (internal: false) needs an ACM certificate"
+            problems.errors.append(
+                RuleError(
+                    ("certificateArn",),
+                    None,
+                    "is required by an internet-facing gateway (internal: false); allowed: an ACM certificate ARN",
+                )
             )
+        problems.raise_all()
         return self

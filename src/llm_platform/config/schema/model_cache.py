@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from llm_platform.config.schema.base import Schema
+from llm_platform.config.schema.base import RuleError, Schema
 
 # Amazon FSx for Lustre capacity rules (FSx API reference, CreateFileSystem StorageCapacity):
 # SCRATCH_2, PERSISTENT_1 and PERSISTENT_2 (SSD) take 1200 GiB, 2400 GiB, then multiples of 2400 GiB.
@@ -23,20 +23,23 @@ class FsxConfig(Schema):
     def _lustre_rules(self) -> FsxConfig:
         cap = self.storage_capacity_gib
         if cap not in (1200, 2400) and (cap <= 0 or cap % 2400):
-            raise ValueError(
-                f"modelCache.fsx.storageCapacityGiB {cap} is not a capacity FSx for Lustre accepts; "
-                "allowed: 1200, 2400 or a multiple of 2400"
+            raise RuleError(
+                ("storageCapacityGiB",),
+                cap,
+                "is not a capacity FSx for Lustre accepts; allowed: 1200, 2400 or a multiple of 2400",
             )
         allowed = FSX_THROUGHPUT[self.deployment_type]
         if allowed is None and self.per_unit_storage_throughput is not None:
-            raise ValueError(
-                f"modelCache.fsx.perUnitStorageThroughput {self.per_unit_storage_throughput} is not allowed "
-                f"for {self.deployment_type}; leave it unset"
+            raise RuleError(
+                ("perUnitStorageThroughput",),
+                self.per_unit_storage_throughput,
+                f"is not allowed for {self.deployment_type}; allowed: leave it unset",
             )
         if allowed is not None and self.per_unit_storage_throughput not in allowed:
-            raise ValueError(
-                f"modelCache.fsx.perUnitStorageThroughput {self.per_unit_storage_throughput} is not allowed "
-                f"for {self.deployment_type}; allowed: {', '.join(map(str, allowed))} MB/s/TiB"
+            raise RuleError(
+                ("perUnitStorageThroughput",),
+                self.per_unit_storage_throughput,
+                f"is not allowed for {self.deployment_type}; allowed: {', '.join(map(str, allowed))} MB/s/TiB",
             )
         return self
 

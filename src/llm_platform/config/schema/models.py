@@ -9,7 +9,15 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from llm_platform.config.schema.adapters import MAX_ADAPTERS, RESERVED_LORA_FLAGS, LoraAdapter
-from llm_platform.config.schema.base import Cron, Environment, RuleError, Schema, Timezone, _dns_label
+from llm_platform.config.schema.base import (
+    Cron,
+    Environment,
+    Problems,
+    RuleError,
+    Schema,
+    Timezone,
+    _dns_label,
+)
 from llm_platform.facts.model_profiles import PROFILES, ModelProfile
 from llm_platform.facts.versions import VLLM_IMAGE
 
@@ -136,21 +144,26 @@ RESERVED_FLAGS = {
 def refuse_unsupported_parallelism(data: object) -> object:
     """A model block naming data or expert parallelism: say why it is refused and what is allowed."""
     if isinstance(data, dict):
-        for arg in data.get("extraArgs") or []:
+        args = data.get("extraArgs")
+        for i, arg in enumerate(args if isinstance(args, list) else []):
             flag = str(arg).split("=", 1)[0]
             if flag in RESERVED_FLAGS:
-                raise ValueError(
-                    f"extraArgs: {arg!r} is not allowed: the platform writes vLLM's parallelism and multi-node "
-                    f"launch flags itself from the model's fields; use {RESERVED_FLAGS[flag]}"
+                raise RuleError(
+                    ("extraArgs", i),
+                    arg,
+                    "is not allowed: the platform writes vLLM's parallelism and multi-node launch flags itself "
+                    f"from the model's fields; allowed instead: {RESERVED_FLAGS[flag]}",
                 )
         for key, kind in UNSUPPORTED_PARALLELISM.items():
             if key in data:
-                raise ValueError(
-                    f"{key}: {data[key]!r} is not allowed: the platform renders multi-node replicas as tensor "
+                raise RuleError(
+                    (key,),
+                    data[key],
+                    "is not allowed: the platform renders multi-node replicas as tensor "
                     "parallel within a node and pipeline parallel across nodes (pipelineParallelSize); vLLM's "
                     f"multi-node {kind} (one engine per data-parallel rank, MoE models only, its own "
                     "--data-parallel-address/--data-parallel-start-rank launch and load balancing) is not "
-                    "rendered. Allowed: tensorParallelSize and pipelineParallelSize"
+                    "rendered. Allowed: tensorParallelSize and pipelineParallelSize",
                 )
     return data
 
@@ -172,7 +185,7 @@ class ModelConfig(Schema):
     autoscaling: Autoscaling = Field(default_factory=Autoscaling)
     slo: Slo
     # the gateway's endpoint picker learns which replica holds a prompt prefix from vLLM's own KV-cache
-    # events (ZMQ) and a tokenizer sidecar instead of estimating it; costs are in the README's gateway section
+    # events (ZMQ) and a tokenizer sidecar instead of estimating it; costs are in docs/gateway.md
     precise_prefix_routing: bool = False
     # for a Hugging Face id the built-in profile table does not know (or to override its entry)
     geometry: ModelGeometry | None = None
@@ -184,13 +197,15 @@ class ModelConfig(Schema):
     @model_validator(mode="before")
     @classmethod
     def _unsupported_parallelism(cls, data: object) -> object:
-        if isinstance(data, dict):
-            for arg in data.get("extraArgs") or []:
-                if str(arg).split("=", 1)[0] in RESERVED_LORA_FLAGS:
-                    raise ValueError(
-                        f"extraArgs: {arg!r} is not allowed: the platform writes vLLM's LoRA flags itself from "
-                        "the model's adapters (and adapterSlots); list the adapters under `adapters:`"
-                    )
+        args = data.get("extraArgs") if isinstance(data, dict) else None
+        for i, arg in enumerate(args if isinstance(args, list) else []):
+            if str(arg).split("=", 1)[0] in RESERVED_LORA_FLAGS:
+                raise RuleError(
+                    ("extraArgs", i),
+                    arg,
+                    "is not allowed: the platform writes vLLM's LoRA flags itself from the model's adapters "
+                    "(and adapterSlots); allowed: list the adapters under `adapters:`",
+                )
         return refuse_unsupported_parallelism(data)
 
     @property
@@ -227,7 +242,9 @@ class ModelConfig(Schema):
 
 def check_adapters(models: Sequence[ModelConfig]) -> None:
     """Across models: adapter names are model names at the gateway and vLLM, so unique and distinct from every
-    model's name; slots within the list; adapters need the model bucket (not `cache: hub`)."""
+    model's name; slots within the list; adapters need the model bucket (not `cache: hub`). Every broken rule
+    is raised (RuleErrors)."""
+    problems = Problems()
     model_names = {m.name: i for i, m in enumerate(models)}
     seen: dict[str, str] = {}
     for i, m in enumerate(models):
@@ -235,34 +252,44 @@ def check_adapters(models: Sequence[ModelConfig]) -> None:
         for j, a in enumerate(m.adapters):
             where = (*at, "adapters", j, "name")
             if a.name in model_names:
-                raise RuleError(
-                    where,
-                    a.name,
-                    f"is the name of models[{model_names[a.name]}]; a client selects an adapter by its name as "
-                    "the request's model, so adapter names must differ from every model's name",
+                problems.errors.append(
+                    RuleError(
+                        where,
+                        a.name,
+                        f"is the name of models[{model_names[a.name]}]; a client selects an adapter by its name "
+                        "as the request's model, so adapter names must differ from every model's name",
+                    )
                 )
-            if a.name in seen:
-                raise RuleError(
-                    where,
-                    a.name,
-                    f"is already an adapter of model {seen[a.name]!r}; adapter names must be unique",
+            elif a.name in seen:
+                problems.errors.append(
+                    RuleError(
+                        where,
+                        a.name,
+                        f"is already an adapter of model {seen[a.name]!r}; adapter names must be unique",
+                    )
                 )
-            seen[a.name] = m.name
-        if m.adapter_slots is not None and not m.adapters:
-            raise RuleError(
-                (*at, "adapterSlots"), m.adapter_slots, "needs adapters; remove it or list adapters"
-            )
-        if m.adapters and m.adapter_slots is not None and m.adapter_slots > len(m.adapters):
-            raise RuleError(
-                (*at, "adapterSlots"),
-                m.adapter_slots,
-                f"is more than the model's {len(m.adapters)} adapters; vLLM would reserve GPU memory for slots "
-                f"no adapter fills; allowed: 1 to {len(m.adapters)}",
-            )
-        if m.adapters and m.cache == "hub":
-            raise RuleError(
-                (*at, "cache"),
-                m.cache,
-                "cannot serve adapters: they are synced like weights through the model bucket (at their pinned "
-                "revision) and 'hub' has no bucket copy; use nvme, fsx or s3, or remove adapters",
-            )
+            seen.setdefault(a.name, m.name)
+        with problems.check():
+            _check_slots_and_cache(at, m)
+    problems.raise_all()
+
+
+def _check_slots_and_cache(at: tuple[str | int, ...], m: ModelConfig) -> None:
+    if m.adapter_slots is not None and not m.adapters:
+        raise RuleError(
+            (*at, "adapterSlots"), m.adapter_slots, "needs adapters; allowed: remove it, or list adapters"
+        )
+    if m.adapters and m.adapter_slots is not None and m.adapter_slots > len(m.adapters):
+        raise RuleError(
+            (*at, "adapterSlots"),
+            m.adapter_slots,
+            f"is more than the model's {len(m.adapters)} adapters; vLLM would reserve GPU memory for slots "
+            f"no adapter fills; allowed: 1 to {len(m.adapters)}",
+        )
+    if m.adapters and m.cache == "hub":
+        raise RuleError(
+            (*at, "cache"),
+            m.cache,
+            "cannot serve adapters: they are synced like weights through the model bucket (at their pinned "
+            "revision) and 'hub' has no bucket copy; use nvme, fsx or s3, or remove adapters",
+        )

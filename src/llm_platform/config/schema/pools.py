@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 from llm_platform.config.schema.base import (
     Cron,
     Duration,
+    Problems,
     RuleError,
     Schema,
     Timezone,
@@ -39,23 +40,46 @@ class CapacityReservationTerm(Schema):
     tags: dict[str, str] | None = None
     owner_id: str | None = Field(default=None, alias="ownerID")
 
-    def problem(self) -> str | None:
-        """What is wrong with this term, in words, or None."""
+    def problem(self) -> tuple[tuple[str, ...], object, str] | None:
+        """What is wrong with this term, or None: the field (below the term), its value, and why with what is
+        allowed."""
         if (self.id is None) == (self.tags is None):
-            return "give exactly one of `id` (cr-...) or `tags` ({key: value})"
+            field = ("id",) if self.id is not None else ("tags",) if self.tags is not None else ()
+            value = self.id if self.id is not None else self.tags
+            return field, value, "needs exactly one of `id` (cr-...) or `tags` ({key: value}) in the entry"
         if self.id is not None:
             if not CAPACITY_RESERVATION_ID.match(self.id):
-                return f"id {self.id!r} is not a capacity reservation id; expected cr- then lowercase letters/digits"
+                return (
+                    ("id",),
+                    self.id,
+                    ("is not a capacity reservation id; allowed: cr- then lowercase letters and digits"),
+                )
             if self.owner_id is not None:
-                return "ownerID cannot be combined with id (the id already names one reservation)"
+                return (
+                    ("ownerID",),
+                    self.owner_id,
+                    (
+                        "cannot be combined with id (the id already names one reservation); allowed: ownerID with "
+                        "tags only"
+                    ),
+                )
             return None
         tags = self.tags or {}
         if not tags or len(tags) > MAX_RESERVATION_TAGS:
-            return f"tags must have 1 to {MAX_RESERVATION_TAGS} entries, got {len(tags)}"
-        if any(k == "" or v == "" for k, v in tags.items()):
-            return "tags keys and values must not be empty ('*' matches any value)"
+            return (
+                ("tags",),
+                tags,
+                f"has {len(tags)} tags; allowed: 1 to {MAX_RESERVATION_TAGS}",
+            )
+        empty = next((k for k, v in tags.items() if k == "" or v == ""), None)
+        if empty is not None:
+            return (
+                ("tags", empty),
+                tags[empty],
+                "is empty; allowed: non-empty keys and values ('*' matches any value)",
+            )
         if self.owner_id is not None and not AWS_ACCOUNT_ID.match(self.owner_id):
-            return f"ownerID {self.owner_id!r} is not a 12-digit AWS account id"
+            return ("ownerID",), self.owner_id, "is not allowed: an AWS account id is 12 digits"
         return None
 
 
@@ -97,6 +121,22 @@ class GpuNodePool(Schema):
 
     @model_validator(mode="after")
     def _families(self) -> GpuNodePool:
+        problems = Problems()
+        with problems.check():
+            self._check_instances()
+        with problems.check():
+            if len(set(self.capacity_types)) != len(self.capacity_types):
+                raise RuleError(
+                    ("capacityTypes",),
+                    self.capacity_types,
+                    "has duplicates; allowed: each of reserved, spot, on-demand at most once",
+                )
+        self._check_reservations(problems)
+        problems.raise_all()
+        return self
+
+    def _check_instances(self) -> None:
+        """Catalog families, then the instances they and the sizes admit (each rule needs the one before)."""
         known = families()
         for i, family in enumerate(self.instance_families):
             if family not in known:
@@ -106,56 +146,75 @@ class GpuNodePool(Schema):
                 )  # fmt: skip
         dedicated = DEDICATED_FAMILIES & set(self.instance_families)
         if dedicated and len(self.instance_families) > 1:
-            raise ValueError(
-                f"gpuNodePools[{self.name}].instanceFamilies {self.instance_families}: "
-                f"{', '.join(sorted(dedicated))} must have a single-family pool of its own"
+            raise RuleError(
+                ("instanceFamilies",),
+                self.instance_families,
+                f"mixes {', '.join(sorted(dedicated))} with other families; allowed: "
+                f"{', '.join(sorted(dedicated))} in a single-family pool of its own",
             )
         if not self.instances:
-            raise ValueError(
-                f"gpuNodePools[{self.name}].instanceSizes {self.instance_sizes}: no catalog instance of "
-                f"{self.instance_families} has these sizes"
+            sizes = sorted({i.size for i in instances(self.instance_families, None)})
+            raise RuleError(
+                ("instanceSizes",),
+                self.instance_sizes,
+                f"admits no catalog instance of {', '.join(self.instance_families)}; allowed: {', '.join(sizes)}",
             )
         if self.mig and not dedicated:
-            raise ValueError(
-                f"gpuNodePools[{self.name}].mig: true is allowed only on pools of "
-                f"{', '.join(sorted(DEDICATED_FAMILIES))}"
+            raise RuleError(
+                ("mig",),
+                True,
+                f"is allowed only on pools of {', '.join(sorted(DEDICATED_FAMILIES))}; allowed: false",
             )
-        if len(set(self.capacity_types)) != len(self.capacity_types):
-            raise ValueError(f"gpuNodePools[{self.name}].capacityTypes {self.capacity_types} has duplicates")
         blocks_only = [i.instance_type for i in self.instances if i.reserved_only]
         if blocks_only and self.capacity_types != ["reserved"]:
-            raise ValueError(
-                f"gpuNodePools[{self.name}].capacityTypes {self.capacity_types}: {', '.join(blocks_only)} is "
-                "sold only as Capacity Blocks (no on-demand or spot); use capacityTypes: [reserved] with "
-                "capacityReservations selecting the blocks"
+            raise RuleError(
+                ("capacityTypes",),
+                self.capacity_types,
+                f"cannot buy {', '.join(blocks_only)}: it is sold only as Capacity Blocks (no on-demand or spot); "
+                "allowed: [reserved] with capacityReservations selecting the blocks",
             )
-        self._check_reservations()
-        return self
 
-    def _check_reservations(self) -> None:
-        where = f"gpuNodePools[{self.name}].capacityReservations"
+    def _check_reservations(self, problems: Problems) -> None:
         terms = self.capacity_reservations
         if "reserved" in self.capacity_types and not terms:
-            raise ValueError(
-                f"gpuNodePools[{self.name}].capacityTypes {self.capacity_types}: 'reserved' needs "
-                "capacityReservations (ids or tags of the On-Demand Capacity Reservations or Capacity Blocks "
-                "to launch into)"
+            problems.errors.append(
+                RuleError(
+                    ("capacityTypes",),
+                    self.capacity_types,
+                    "includes 'reserved', which needs capacityReservations (ids or tags of the On-Demand "
+                    "Capacity Reservations or Capacity Blocks to launch into)",
+                )
             )
         if terms and "reserved" not in self.capacity_types:
-            raise ValueError(
-                f"{where}: reservations are selected but capacityTypes {self.capacity_types} does not include "
-                "'reserved', so Karpenter would never launch into them; add 'reserved'"
+            problems.errors.append(
+                RuleError(
+                    ("capacityTypes",),
+                    self.capacity_types,
+                    "does not include 'reserved', so Karpenter would never launch into the capacityReservations "
+                    "selected; allowed: add 'reserved', or remove capacityReservations",
+                )
             )
         if len(terms) > MAX_RESERVATION_TERMS:
-            raise ValueError(f"{where}: {len(terms)} terms; at most {MAX_RESERVATION_TERMS} are allowed")
+            problems.errors.append(
+                RuleError(
+                    ("capacityReservations",),
+                    [t.model_dump(by_alias=True, exclude_none=True) for t in terms],
+                    f"has {len(terms)} terms; allowed: at most {MAX_RESERVATION_TERMS}",
+                )
+            )
         seen: set[str] = set()
         for i, term in enumerate(terms):
-            problem = term.problem()
-            if problem:
-                shown = term.model_dump(by_alias=True, exclude_none=True)
-                raise ValueError(f"{where}[{i}] {shown}: {problem}")
-            if term.id in seen:
-                raise ValueError(f"{where}[{i}]: reservation {term.id} is listed twice")
+            with problems.check():
+                problem = term.problem()
+                if problem:
+                    field, value, message = problem
+                    raise RuleError(("capacityReservations", i, *field), value, message)
+                if term.id in seen:
+                    raise RuleError(
+                        ("capacityReservations", i, "id"),
+                        term.id,
+                        "is listed twice; allowed: each reservation once",
+                    )
             if term.id is not None:
                 seen.add(term.id)
 

@@ -3,7 +3,7 @@ rate, from the day simulation's model. The model is a known Hugging Face id (`--
 (`--geometry FILE`) or its fields on the command line (`--hidden-size ...`); all three become the same
 ModelProfile (facts/geometry.py) the day simulation uses.
 
-`python -m llm_platform.simulator calibrate` prints the calibration table (simulator/serving/calibration.py) that docs/simulator.md
+`python -m llm_platform.simulator calibrate` prints the calibration table (simulator/serving/calibration.py) that docs/simulator/calibration.md
 carries: published measurements against this same model.
 """
 
@@ -298,9 +298,9 @@ def calibrate(argv: Sequence[str]) -> int:
     out.add_argument(
         "--write-docs",
         nargs="?",
-        const=str(ROOT / "docs" / "simulator.md"),
+        const=str(ROOT / "docs" / "simulator" / "calibration.md"),
         metavar="FILE",
-        help="rewrite the table between the calibrate markers of FILE (default: docs/simulator.md)",
+        help="rewrite the table between the calibrate markers of FILE (default: docs/simulator/calibration.md)",
     )
     args = p.parse_args(argv)
     table_rows = calibration.rows()

@@ -9,7 +9,7 @@ gives only that) and output tok/s; for rate points also whether the run was over
 failed; model: the rate is above the replica's saturation rate), and for those the published overloaded runs
 replayed request by request with the run's client (serving/calibration_runs.py).
 
-`python -m llm_platform.simulator calibrate` prints the table docs/simulator.md carries between its
+`python -m llm_platform.simulator calibrate` prints the table docs/simulator/calibration.md carries between its
 `calibrate:begin`/`calibrate:end` markers (`--write-docs` rewrites it there); tests/simulator/test_calibration.py
 checks the doc against it and that every cell is within TOLERANCE or carries an explanation.
 """
@@ -149,7 +149,7 @@ def bandwidth_floor_ms(point: Point) -> float:
 
 def ttft_gap_in_tpot_shortfalls(row: dict[str, object]) -> float:
     """(published - model TTFT) / (published - model TPOT): the TTFT a row's model misses, counted in the
-    per-step time its model misses (docs/simulator.md "Host overhead")."""
+    per-step time its model misses (docs/simulator/calibration.md "Host overhead")."""
     ttft = (row["ttft_published"], row["ttft_model"])
     tpot = (row["tpot_published"], row["tpot_model"])
     assert all(isinstance(x, float) for x in (*ttft, *tpot))
@@ -218,7 +218,7 @@ def overload_agrees(row: dict[str, object]) -> bool:
 
 
 def markdown_table(table_rows: list[dict[str, object]]) -> str:
-    """The calibration table docs/simulator.md carries: published / model (error), notes for explained cells."""
+    """The calibration table docs/simulator/calibration.md carries: published / model (error), notes for explained cells."""
     notes: dict[str, int] = {}
 
     def cell(row: dict[str, object], metric: Metric) -> str:

@@ -2,7 +2,7 @@
 
 Source: inference-sim/training@ed5c1d2 `default_args/<run>/` (DESIGN.md "Dataset": inference-perf against vLLM
 on H100 SXM; Llama-2-7b at TP1, CodeLlama-34b-Instruct at TP2, Llama-2-70b at TP4; not its Mixtral-8x7B TP2 runs:
-the replica model reads and computes a dense model, docs/simulator.md). Read in each run's directory:
+the replica model reads and computes a dense model, docs/simulator/calibration.md). Read in each run's directory:
 - `exp-config.yaml`: max_model_len 4096, max_num_batched_tokens 2048, max_num_seqs 128, TP 1, 2 or 4; the rest
   vLLM's defaults (prefix caching on, chunked prefill).
 - `results/config.yaml` (the load generator's expanded config): constant arrivals in stages (rate, duration),

@@ -20,7 +20,7 @@ Little's law closes the loop (decoding sequences R = rate x output tokens x ITL)
 requests wait (vllm:num_requests_waiting). TTFT = API overhead + residual of the step in flight (+ the step
 scheduled behind it with async scheduling) + own prefill x (1 + G), G ~ Geometric(rho_p): the prompts ahead
 of it in the prefill queue. The engine settings, GPU efficiencies and overhead constants it runs on:
-serving/replica_config.py; checked against published measurements: serving/calibration.py and docs/simulator.md.
+serving/replica_config.py; checked against published measurements: serving/calibration.py and docs/simulator/calibration.md.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from llm_platform.facts.catalog import GpuModel
 
-# Host overhead, sources and what is measured vs assumed: docs/simulator.md "Host overhead". Neither constant
+# Host overhead, sources and what is measured vs assumed: docs/simulator/calibration.md "Host overhead". Neither constant
 # grows with TP (at TP > 1 one shared-memory broadcast of the scheduler output per step, vllm#9856/#5399:
 # < 3 % of a step, not charged); what grows is the step (all-reduces, serving/physics.py) and waits in steps.
 STEP_OVERHEAD_SECONDS = 0.001  # H03 batch-1 ITL fit intercept 6.44 ms less its weight read: 1.09 ms

@@ -13,7 +13,7 @@ from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.view import RenderView
 
 CHECK = "zero"
-# what shortens a from-zero start (README "Cold start": the compile cache is persisted only in a pool of one GPU
+# what shortens a from-zero start (docs/capacity.md, cold start: the compile cache is persisted only in a pool of one GPU
 # model, and weights from the node's cache beat a streamed or Hub download)
 SHORTER_START = (
     "a warm buffer in business hours (the pool's `headroom.schedule`: a wake then starts on a warm node), "
