@@ -2,13 +2,15 @@
 given, its nodes have prices (costs), the eks mode has a region. `config.loader.parse` runs them with the schema,
 so one run reports every problem (the stack program runs the secrets check on its Pulumi secrets)."""
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from llm_platform.config.loader import ConfigCheck
 from llm_platform.config.schema import RuleError, StackConfig
 
-__all__ = ["SECRET_ARGS", "needed_secrets", "platform_checks", "secrets_check"]
+__all__ = ["SECRET_ARGS", "needed_secrets", "platform_checks", "secrets_as_inputs_of", "secrets_check"]
 
 # the stack file's Pulumi secrets, for the keys of LlmPlatformArgs that take them
 SECRET_ARGS = {
@@ -70,28 +72,69 @@ def _eks_region(config: StackConfig, region: str | None) -> list[ValueError]:
     return []
 
 
-def _missing_secrets(config: StackConfig, is_set: Callable[[str], bool]) -> list[ValueError]:
-    """The Pulumi secrets (stack-file names) the config needs that `is_set` says are not set."""
+def _missing_secrets(
+    config: StackConfig, is_set: Callable[[str], bool], named: Callable[[str], tuple[str, str]]
+) -> list[ValueError]:
+    """The Pulumi secrets (stack-file names) the config needs that `is_set` says are not set, each worded by
+    `named` as its caller passes it: (the name, how to pass it)."""
     needed = needed_secrets(config)
-    return [
-        RuleError(
-            (secret,), None, f"required by this config, not set (pulumi config set --secret {secret} ...)"
-        )
-        for secret in SECRET_ARGS
-        if secret in needed and not is_set(secret)
-    ]
+    problems: list[ValueError] = []
+    for secret in SECRET_ARGS:
+        if secret in needed and not is_set(secret):
+            name, how = named(secret)
+            problems.append(RuleError((name,), None, f"required by this config, not set{how}"))
+    return problems
+
+
+def _as_in_the_stack_file(secret: str) -> tuple[str, str]:
+    return secret, f" (pulumi config set --secret {secret} ...)"
+
+
+def _as_python_arguments(secret: str) -> tuple[str, str]:
+    """A Python caller passes `api_key=`; a program through the component provider passes the input `apiKey`
+    (`secrets_as_inputs_of`)."""
+    component = _PROVIDER_COMPONENT.get()
+    if component:
+        return secret, f"; pass it as a secret input of {component}"
+    return (
+        f"{SECRET_ARGS[secret]}=",
+        "; pass it in LlmPlatformArgs (a secret: pulumi.Output.secret(...) or pulumi.Config().require_secret(...))",
+    )
+
+
+# the component token while the component provider builds one: its callers name secrets by the input names
+_PROVIDER_COMPONENT: ContextVar[str | None] = ContextVar("provider_component", default=None)
+
+
+@contextmanager
+def secrets_as_inputs_of(component: str) -> Iterator[None]:
+    """While the component provider constructs `component`, a missing secret is named as its input (`apiKey`)."""
+    token = _PROVIDER_COMPONENT.set(component)
+    try:
+        yield
+    finally:
+        _PROVIDER_COMPONENT.reset(token)
 
 
 def secrets_check(is_set: Callable[[str], bool]) -> ConfigCheck:
-    """The check `parse` runs that every secret the config needs is set (stack-file names)."""
-    return ConfigCheck(("models", "gateway", "alerting"), lambda config: _missing_secrets(config, is_set))
+    """The check `parse` runs that every secret the config needs is set (the stack program: stack-file names)."""
+    return ConfigCheck(
+        ("models", "gateway", "alerting"),
+        lambda config: _missing_secrets(config, is_set, _as_in_the_stack_file),
+    )
 
 
 def platform_checks(args: Mapping[str, Any], region: str | None) -> list[ConfigCheck]:
     """What LlmPlatform checks beyond the schema before any resource, reported with the schema's problems:
-    the secrets its config needs are given, its nodes have prices (costs), the eks mode has a region."""
+    the secrets its config needs are given (named as a Python caller passes them), its nodes have prices
+    (costs), the eks mode has a region."""
     return [
-        secrets_check(lambda secret: args.get(SECRET_ARGS[secret]) is not None),
+        ConfigCheck(
+            ("models", "gateway", "alerting"),
+            lambda config: _missing_secrets(
+                config, lambda secret: args.get(SECRET_ARGS[secret]) is not None, _as_python_arguments
+            ),
+        ),
         ConfigCheck(("costs", "gpuNodePools"), lambda config: _cost_pricing(config, region)),
         ConfigCheck(("cluster",), lambda config: _eks_region(config, region)),
     ]

@@ -43,6 +43,23 @@ def test_unknown_instance_family() -> None:
     assert "gpuNodePools[0] (g5).instanceFamilies" in msg and "'x9z'" in msg and "allowed: g5, g6, g6e" in msg
 
 
+def test_every_requested_size_of_every_family_is_launched_or_refused() -> None:
+    """g6e has only xlarge in the catalog: `instanceSizes: [xlarge, 2xlarge]` would give a NodePool of
+    g6e.xlarge alone, the 2xlarge dropped unseen. It is refused at the size, with the sizes there are."""
+    v = _dev()
+    v["gpuNodePools"][0] |= {"instanceFamilies": ["g6e"], "instanceSizes": ["xlarge", "2xlarge"]}
+    assert config_error(v) == (
+        "gpuNodePools[0] (gpu-spot).instanceSizes[1]: '2xlarge' is not allowed: the catalog has no g6e.2xlarge, "
+        "so the pool would never launch it; sizes in the catalog: g6e: xlarge"
+    )
+    v["gpuNodePools"][0] |= {"instanceFamilies": ["g6", "g6e"], "instanceSizes": ["2xlarge"]}
+    assert "the catalog has no g6e.2xlarge" in config_error(v)
+    v["gpuNodePools"][0] |= {"instanceFamilies": ["g6", "g5"], "instanceSizes": ["xlarge", "2xlarge"]}
+    pool = parse(v).gpu_node_pools[0]
+    launched = sorted(i.instance_type for i in pool.instances)
+    assert launched == ["g5.2xlarge", "g5.xlarge", "g6.2xlarge", "g6.xlarge"]
+
+
 def test_tensor_parallel_must_be_a_power_of_two() -> None:
     v = _prod()
     v["models"][1]["tensorParallelSize"] = 3

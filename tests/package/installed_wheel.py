@@ -6,6 +6,7 @@ platform from its own example values under its own testing helper.
 """
 
 import sys
+from importlib.metadata import files
 from pathlib import Path
 
 import llm_platform
@@ -19,6 +20,11 @@ if package.is_relative_to(repository):
 for data in ("tools/checkov.yaml", "tools/preflight/iam_reference/karpenter.json"):
     if not (package / data).is_file():
         sys.exit(f"the wheel lacks {data}")
+# PEP 561: the marker that tells mypy and pyright the installed package is typed (else `import-untyped`)
+if not (package / "py.typed").is_file() or "llm_platform/py.typed" not in {
+    f.as_posix() for f in files("llm-platform") or []
+}:
+    sys.exit("the wheel lacks llm_platform/py.typed: type checkers skip the package")
 recorded = evaluate(lambda: LlmPlatform("llm-dev", test_args(example_values())))
 deployments = recorded.by_type("kubernetes:apps/v1:Deployment")
 if not deployments:

@@ -33,7 +33,7 @@ def test_the_component_program_serves_a_model_on_an_existing_cluster() -> None:
     project = "my-serving"
     config = {f"{project}:kubeconfig": "{}", f"{project}:apiKey": "test-only-secret"}
     recorded = evaluate(lambda: exec(program, {"__name__": "__main__"}), project=project, config=config)
-    assert [r.name for r in recorded.by_type("llm-platform:inference:InferenceService")] == ["team-qwen"]
+    assert [r.name for r in recorded.by_type("llm-platform:index:InferenceService")] == ["team-qwen"]
     (deployment,) = recorded.by_type("kubernetes:apps/v1:Deployment")
     assert deployment.k8s_provider == "team-k8s"
     assert deployment.inputs["spec"]["template"]["spec"]["nodeSelector"] == {"llm-platform/gpu-pool": "l4"}

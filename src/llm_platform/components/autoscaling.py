@@ -4,7 +4,7 @@ from typing import NotRequired, TypedDict
 
 import pulumi
 
-from llm_platform.components import child_options
+from llm_platform.components import child_options, typed_options
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import alerts
 from llm_platform.components.specs import autoscaling as spec
@@ -47,7 +47,12 @@ class ModelAutoscaling(pulumi.ComponentResource):
     ) -> None:
         # the plan's cache facts (bucket or not) never reach the ScaledObject or the alerts
         model = model_plan(args)  # bad input stops before any resource
-        super().__init__("llm-platform:autoscaling:ModelAutoscaling", name, None, opts)
+        super().__init__(
+            "llm-platform:index:ModelAutoscaling",
+            name,
+            None,
+            typed_options(opts, "llm-platform:autoscaling:ModelAutoscaling"),
+        )
         scaled_object = spec.scaled_object(model, args["environment"])
         apply_manifest(f"{name}-scaledobject", scaled_object, child_options(self, opts))
         apply_manifest(f"{name}-alerts", alerts.prometheus_rule(model), child_options(self, opts))

@@ -9,7 +9,7 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
-from llm_platform.components import child_options
+from llm_platform.components import child_options, typed_options
 from llm_platform.components.identity import node_role
 from llm_platform.components.specs import cluster as spec
 from llm_platform.components.specs import gpu_health
@@ -61,7 +61,12 @@ class EksCluster(pulumi.ComponentResource):
     system_nodes: eks.ManagedNodeGroup
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("llm-platform:cluster:EksCluster", name, None, opts)
+        super().__init__(
+            "llm-platform:index:EksCluster",
+            name,
+            None,
+            typed_options(opts, "llm-platform:cluster:EksCluster"),
+        )
         child = child_options(self, opts)
         tags = args.get("tags", {})
 
@@ -225,7 +230,12 @@ class ExistingCluster(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: ExistingClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("llm-platform:cluster:ExistingCluster", name, None, opts)
+        super().__init__(
+            "llm-platform:index:ExistingCluster",
+            name,
+            None,
+            typed_options(opts, "llm-platform:cluster:ExistingCluster"),
+        )
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=args["kubeconfig"],

@@ -6,7 +6,7 @@ from typing import NotRequired, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from llm_platform.components import child_options
+from llm_platform.components import child_options, typed_options
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import costs as spec
 from llm_platform.components.specs import dashboards
@@ -77,7 +77,12 @@ class CostAllocation(pulumi.ComponentResource):
             rule = spec.prometheus_rule(models, pools, args["region"], costs)
         except spec.PricingError as exc:
             raise ConfigError(str(exc)) from None
-        super().__init__("llm-platform:costs:CostAllocation", name, None, opts)
+        super().__init__(
+            "llm-platform:index:CostAllocation",
+            name,
+            None,
+            typed_options(opts, "llm-platform:costs:CostAllocation"),
+        )
         waits = [args["monitoring"]] if "monitoring" in args else []
         self.release = k8s.helm.v3.Release(
             f"{name}-opencost",

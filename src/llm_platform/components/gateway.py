@@ -9,7 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
-from llm_platform.components import child_options
+from llm_platform.components import child_options, typed_options
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import gateway as spec
 from llm_platform.components.specs import gateway_monitoring as monitoring
@@ -84,7 +84,9 @@ class Gateway(pulumi.ComponentResource):
         if not gateway.enabled:
             raise ConfigError("gateway.enabled: false; the Gateway component needs `enabled: true`")
         models, _ = resolve_serving(config, has_bucket=True)  # the pickers read no cache fact
-        super().__init__("llm-platform:gateway:Gateway", name, None, opts)
+        super().__init__(
+            "llm-platform:index:Gateway", name, None, typed_options(opts, "llm-platform:gateway:Gateway")
+        )
         self._name, self._opts, self._models_ready = name, opts, list(models_ready)
         self.namespace = GATEWAY_NAMESPACE
         if gateway.replicas < 2:

@@ -5,7 +5,7 @@ from typing import TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from llm_platform.components import child_options
+from llm_platform.components import child_options, typed_options
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import gpu_operator as spec
 from llm_platform.components.specs.common import namespace_manifest
@@ -24,7 +24,9 @@ class GpuOperator(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("llm-platform:gpu:GpuOperator", name, None, opts)
+        super().__init__(
+            "llm-platform:index:GpuOperator", name, None, typed_options(opts, "llm-platform:gpu:GpuOperator")
+        )
         # operands mount host paths and need privileged pods
         namespace = apply_manifest(
             f"{name}-ns", namespace_manifest(GPU_OPERATOR_NAMESPACE, "privileged"), child_options(self, opts)

@@ -6,7 +6,7 @@ from typing import NotRequired, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from llm_platform.components import child_options
+from llm_platform.components import child_options, typed_options
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import dashboards
 from llm_platform.components.specs import headroom as spec
@@ -50,7 +50,12 @@ class GpuHeadroom(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuHeadroomArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # bad input stops before any resource
         _, pool_plans = serving_plans(args, has_bucket=args.get("has_model_bucket", True))
-        super().__init__("llm-platform:headroom:GpuHeadroom", name, None, opts)
+        super().__init__(
+            "llm-platform:index:GpuHeadroom",
+            name,
+            None,
+            typed_options(opts, "llm-platform:headroom:GpuHeadroom"),
+        )
         # the PriorityClass the vLLM pods name (not a schema output: a Kubernetes object)
         self.serving_priority_class: pulumi.Resource = apply_manifest(
             f"{name}-serving-priority", spec.serving_priority_class(), child_options(self, opts)

@@ -7,7 +7,7 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 import pulumi_aws as aws
 
-from llm_platform.components import child_options
+from llm_platform.components import child_options, typed_options
 from llm_platform.components.identity import pod_identity_association, pod_identity_role
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.model_cache import ModelWeights
@@ -76,7 +76,12 @@ class InferenceService(pulumi.ComponentResource):
         weights = args.get("weights")
         self._after = list(after or [])
         model = model_plan(args, has_bucket=weights is not None)  # bad input stops before any resource
-        super().__init__("llm-platform:inference:InferenceService", name, None, opts)
+        super().__init__(
+            "llm-platform:index:InferenceService",
+            name,
+            None,
+            typed_options(opts, "llm-platform:inference:InferenceService"),
+        )
         self._name, self._opts, self._args, self._model = name, opts, args, model
         environment, names = args["environment"], model.names
         namespace = names.namespace

@@ -10,7 +10,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from llm_platform.components import child_options
+from llm_platform.components import child_options, typed_options
 from llm_platform.components.identity import account_policy, node_role, service_account_identity
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import addon_nodes
@@ -52,7 +52,12 @@ class Karpenter(pulumi.ComponentResource):
     def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         given = args.get("gpu_node_pools")
         pools: list[GpuNodePool] = parse_block("gpuNodePools", given) if given else []
-        super().__init__("llm-platform:karpenter:Karpenter", name, None, opts)
+        super().__init__(
+            "llm-platform:index:Karpenter",
+            name,
+            None,
+            typed_options(opts, "llm-platform:karpenter:Karpenter"),
+        )
         child = child_options(self, opts)
         cluster, tags = args["cluster_name"], args.get("tags", {})
         reserved = any(uses_reservations(p) for p in pools)
@@ -187,7 +192,12 @@ class GpuNodePools(pulumi.ComponentResource):
         node_classes = node_class_plans(pools, ami_versions, lustre_client=args.get("lustre_client", False))
         cluster_name, tags = args["cluster_name"], args.get("tags", {})
         security_groups = args.get("extra_security_group_ids", [])
-        super().__init__("llm-platform:karpenter:GpuNodePools", name, None, opts)
+        super().__init__(
+            "llm-platform:index:GpuNodePools",
+            name,
+            None,
+            typed_options(opts, "llm-platform:karpenter:GpuNodePools"),
+        )
         # class name -> (AMI family, the reservation pool it belongs to, if any)
         wanted: dict[str, tuple[str, GpuNodePool | None]] = {}
         for pool in pools:
@@ -251,7 +261,12 @@ class AddonNodePool(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: AddonNodePoolArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("llm-platform:karpenter:AddonNodePool", name, None, opts)
+        super().__init__(
+            "llm-platform:index:AddonNodePool",
+            name,
+            None,
+            typed_options(opts, "llm-platform:karpenter:AddonNodePool"),
+        )
         body = pulumi.Output.from_input(args.node_role_name).apply(
             lambda role: addon_nodes.node_class(
                 args.pool, cluster_name=args.cluster_name, node_role_name=role, tags=args.tags

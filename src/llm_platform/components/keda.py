@@ -5,7 +5,7 @@ from typing import TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from llm_platform.components import child_options
+from llm_platform.components import child_options, typed_options
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import keda as spec
 from llm_platform.components.specs.common import namespace_manifest
@@ -25,7 +25,9 @@ class Keda(pulumi.ComponentResource):
     """KEDA's Helm release: its CRDs (ScaledObject) exist once it is up."""
 
     def __init__(self, name: str, args: KedaArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("llm-platform:autoscaling:Keda", name, None, opts)
+        super().__init__(
+            "llm-platform:index:Keda", name, None, typed_options(opts, "llm-platform:autoscaling:Keda")
+        )
         namespace = apply_manifest(
             f"{name}-ns", namespace_manifest(KEDA_NAMESPACE, "restricted"), child_options(self, opts)
         )

@@ -6,7 +6,7 @@ from typing import NotRequired, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from llm_platform.components import child_options
+from llm_platform.components import child_options, typed_options
 from llm_platform.components.identity import account_policy, service_account_identity
 from llm_platform.components.specs import load_balancer as spec
 from llm_platform.facts.versions import (
@@ -35,7 +35,12 @@ class LoadBalancerController(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: LoadBalancerControllerArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("llm-platform:gateway:LoadBalancerController", name, None, opts)
+        super().__init__(
+            "llm-platform:index:LoadBalancerController",
+            name,
+            None,
+            typed_options(opts, "llm-platform:gateway:LoadBalancerController"),
+        )
         child = child_options(self, opts)
         policy = account_policy(self, partial(spec.controller_policy, region=args["region"]))
         association = service_account_identity(

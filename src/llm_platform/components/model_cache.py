@@ -7,7 +7,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from llm_platform.components import child_options
+from llm_platform.components import child_options, typed_options
 from llm_platform.components.identity import service_account_identity
 from llm_platform.components.specs import model_cache as spec
 from llm_platform.config.errors import ConfigError
@@ -66,7 +66,9 @@ class ModelCache(pulumi.ComponentResource):
         config: ModelCacheConfig = parse_block("modelCache", args.get("model_cache", {}))
         if args.get("fsx") and config.fsx is None:
             raise ConfigError("modelCache.fsx: the FSx file system needs its settings, which are missing")
-        super().__init__("llm-platform:cache:ModelCache", name, None, opts)
+        super().__init__(
+            "llm-platform:index:ModelCache", name, None, typed_options(opts, "llm-platform:cache:ModelCache")
+        )
         child = child_options(self, opts)
         tags = args.get("tags", {})
 

@@ -17,7 +17,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from llm_platform.components import child_options
+from llm_platform.components import child_options, typed_options
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import multinode as spec
 from llm_platform.components.specs.common import namespace_manifest
@@ -45,7 +45,12 @@ class EfaNetwork(pulumi.ComponentResource):
     placement_groups: list[aws.ec2.PlacementGroup]
 
     def __init__(self, name: str, args: EfaNetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("llm-platform:network:EfaNetwork", name, None, opts)
+        super().__init__(
+            "llm-platform:index:EfaNetwork",
+            name,
+            None,
+            typed_options(opts, "llm-platform:network:EfaNetwork"),
+        )
         child = child_options(self, opts)
         sg = aws.ec2.SecurityGroup(
             f"{name}-efa",
@@ -93,7 +98,12 @@ class MultiNodeControllers(pulumi.ComponentResource):
     efa_device_plugin: k8s.helm.v3.Release
 
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("llm-platform:multinode:MultiNodeControllers", name, None, opts)
+        super().__init__(
+            "llm-platform:index:MultiNodeControllers",
+            name,
+            None,
+            typed_options(opts, "llm-platform:multinode:MultiNodeControllers"),
+        )
         # the controller's pods satisfy `restricted` (chart: runAsNonRoot, no privilege escalation, drop ALL)
         namespace = apply_manifest(
             f"{name}-lws-ns", namespace_manifest(spec.LWS_NAMESPACE, "baseline"), child_options(self, opts)

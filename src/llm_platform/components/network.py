@@ -6,7 +6,7 @@ from typing import NotRequired, TypedDict
 import pulumi
 import pulumi_aws as aws
 
-from llm_platform.components import child_options
+from llm_platform.components import child_options, typed_options
 from llm_platform.components.specs.network import private_subnet_tags, public_subnet_tags, subnet_plan
 
 
@@ -39,7 +39,9 @@ class Network(pulumi.ComponentResource):
     public_subnet_ids: list[pulumi.Output[str]]
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("llm-platform:network:Network", name, None, opts)
+        super().__init__(
+            "llm-platform:index:Network", name, None, typed_options(opts, "llm-platform:network:Network")
+        )
         child = child_options(self, opts)
         cidr = IPv4Network(args["vpc_cidr"])
 

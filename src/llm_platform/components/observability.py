@@ -5,7 +5,7 @@ from typing import NotRequired, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from llm_platform.components import child_options
+from llm_platform.components import child_options, typed_options
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import dashboards, gpu_health, karpenter, reservations
 from llm_platform.components.specs import observability as spec
@@ -60,7 +60,12 @@ class Observability(pulumi.ComponentResource):
         create_storage_class = args["create_storage_class"]
         reservation_node_classes = args.get("reservation_node_classes", [])
         alert_receiver = args.get("alert_receiver")
-        super().__init__("llm-platform:observability:Observability", name, None, opts)
+        super().__init__(
+            "llm-platform:index:Observability",
+            name,
+            None,
+            typed_options(opts, "llm-platform:observability:Observability"),
+        )
         # node-exporter uses the host's namespaces
         namespace = apply_manifest(
             f"{name}-ns", namespace_manifest(MONITORING_NAMESPACE, "privileged"), child_options(self, opts)

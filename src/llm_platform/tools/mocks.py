@@ -39,6 +39,18 @@ FAKE_KUBECONFIG = {
 }
 
 
+@dataclass(frozen=True)
+class AliasSpec:
+    """One alias as the program sent it: a whole URN, or the parts that differ from the resource's own
+    (empty: the same as its own; `parent` a URN; `no_parent`: it had none)."""
+
+    urn: str = ""
+    name: str = ""
+    type: str = ""
+    parent: str = ""
+    no_parent: bool = False
+
+
 @dataclass
 class Registered:
     typ: str
@@ -50,6 +62,7 @@ class Registered:
     custom: bool
     dependencies: list[str]
     aliases: list[str]
+    alias_specs: list[AliasSpec]
 
     def depends_on(self, typ: str, name: str | None = None) -> bool:
         """Whether this registration waits for a resource of `typ` (and `name`), as the engine would."""
@@ -66,8 +79,8 @@ class Registered:
 class PlatformMocks(pulumi.runtime.Mocks):
     def __init__(self) -> None:
         self.created: list[Registered] = []
-        # (type, name) -> (urn, parent urn, dependencies, alias urns) of a registration in flight
-        self.pending: dict[tuple[str, str], tuple[str, str, list[str], list[str]]] = {}
+        # (type, name) -> (urn, parent urn, dependencies, alias urns, alias specs) of a registration in flight
+        self.pending: dict[tuple[str, str], tuple[str, str, list[str], list[str], list[AliasSpec]]] = {}
 
     def by_type(self, typ: str) -> list[Registered]:
         return [r for r in self.created if r.typ == typ]
@@ -76,12 +89,14 @@ class PlatformMocks(pulumi.runtime.Mocks):
         return next(r for r in self.created if r.name == name and (typ is None or r.typ == typ))
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        urn, parent, dependencies, aliases = self.pending.pop((args.typ, args.name), ("", "", [], []))
+        pending = self.pending.pop((args.typ, args.name), ("", "", [], [], []))
+        urn, parent, dependencies, aliases, specs = pending
         inputs = dict(args.inputs)
         provider = args.provider or ""
+        custom = bool(args.custom)
         self.created.append(
             Registered(
-                args.typ, args.name, inputs, provider, parent, urn, bool(args.custom), dependencies, aliases
+                args.typ, args.name, inputs, provider, parent, urn, custom, dependencies, aliases, specs
             )
         )
         return _physical_id(args.typ, args.name), _outputs(args.typ, args.name, dict(args.inputs))
@@ -102,10 +117,13 @@ class RecordingMonitor(MockMonitor):
 
     The SDK's mock builds a child's URN from its parent's last type only; the engine (sdk/go/common/resource
     urn.go, NewURN) prefixes the parent's whole qualified type chain, and none for a child of the stack.
-    Aliases arrive as specs, which the engine resolves: each spec to a URN, and every alias of a resource's
-    parent to one of the resource's own (a child of a renamed or moved component keeps its identity; a
-    name derived from the parent's is renamed with it). The mock resolves them the same way, so a URN
-    snapshot can tell a move under a new parent from a replacement.
+    Aliases arrive as specs, which the engine resolves against the stack's state: each spec to a URN, and the
+    old URN a parent was matched through to one of each child's (a child of a renamed or moved component
+    keeps its identity; a name derived from the parent's is renamed with it). Without a state the mock
+    records every URN a resource could take over (`aliases`: its own specs', and for each of its parent's,
+    the SDK's inherited ones, as `pulumi.runtime.resource.all_aliases` builds them for an engine without
+    alias specs) and the specs themselves (`alias_specs`), for a test that resolves them as the engine
+    does against a recorded state (tests/urn_snapshots.py).
     """
 
     def __init__(self, mocks: PlatformMocks) -> None:
@@ -119,33 +137,48 @@ class RecordingMonitor(MockMonitor):
             type_ = f"{qualified}${type_}"
         return "urn:pulumi:" + "::".join([pulumi.get_stack(), pulumi.get_project(), type_, name])
 
-    def _alias_urns(self, request: Any) -> list[str]:
-        own = []
+    @staticmethod
+    def _specs(request: Any) -> list[AliasSpec]:
+        specs = []
         for alias in request.aliases:
             if alias.urn:
-                own.append(alias.urn)
+                specs.append(AliasSpec(urn=alias.urn))
                 continue
             spec = alias.spec
-            parent = "" if spec.noParent else (spec.parentUrn or request.parent)
-            own.append(self.make_urn(parent, spec.type or request.type, spec.name or request.name))
+            specs.append(AliasSpec("", spec.name, spec.type, spec.parentUrn, bool(spec.noParent)))
+        return specs
+
+    def _alias_urns(self, request: Any, specs: list[AliasSpec]) -> list[str]:
+        own = [
+            spec.urn
+            or self.make_urn(
+                "" if spec.no_parent else (spec.parent or request.parent),
+                spec.type or request.type,
+                spec.name or request.name,
+            )
+            for spec in specs
+        ]
         parent_name = request.parent.split("::")[-1] if request.parent else ""
         inherited = []
         for parent_alias in self._aliases_of.get(request.parent, []):
-            name = request.name
-            if parent_name and name.startswith(parent_name):
-                name = parent_alias.split("::")[-1] + name[len(parent_name) :]
-            inherited.append(self.make_urn(parent_alias, request.type, name))
-        return [*own, *inherited]
+            for own_urn in [self.make_urn(request.parent, request.type, request.name), *own]:
+                name, typ = own_urn.split("::")[-1], own_urn.split("::")[2].split("$")[-1]
+                if parent_name and name.startswith(parent_name):
+                    name = parent_alias.split("::")[-1] + name[len(parent_name) :]
+                inherited.append(self.make_urn(parent_alias, typ, name))
+        return list(dict.fromkeys([*own, *inherited]))
 
     def RegisterResource(self, request):  # gRPC method name, as the SDK spells it
         urn = self.make_urn(request.parent, request.type, request.name)
-        aliases = self._alias_urns(request)
+        specs = self._specs(request)
+        aliases = self._alias_urns(request, specs)
         self._aliases_of[urn] = aliases
         self._recording.pending[(request.type, request.name)] = (
             urn,
             request.parent,
             list(request.dependencies),
             aliases,
+            specs,
         )
         return super().RegisterResource(request)
 

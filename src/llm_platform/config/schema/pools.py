@@ -159,6 +159,7 @@ class GpuNodePool(Schema):
                 self.instance_sizes,
                 f"admits no catalog instance of {', '.join(self.instance_families)}; allowed: {', '.join(sizes)}",
             )
+        self._every_size_sold()
         if self.mig and not dedicated:
             raise RuleError(
                 ("mig",),
@@ -173,6 +174,23 @@ class GpuNodePool(Schema):
                 f"cannot buy {', '.join(blocks_only)}: it is sold only as Capacity Blocks (no on-demand or spot); "
                 "allowed: [reserved] with capacityReservations selecting the blocks",
             )
+
+    def _every_size_sold(self) -> None:
+        """Each requested size of each family is a catalog instance: the NodePool admits only the catalog's
+        instance types, so a size missing from it (g6e has no 2xlarge there) would be dropped unseen."""
+        have = {(i.family, i.size) for i in instances(self.instance_families)}
+        for i, size in enumerate(self.instance_sizes or []):
+            missing = [f"{family}.{size}" for family in self.instance_families if (family, size) not in have]
+            if missing:
+                allowed = "; ".join(
+                    f"{family}: {', '.join(sorted({s for f, s in have if f == family}, key=_size_order))}"
+                    for family in self.instance_families
+                )
+                raise RuleError(
+                    ("instanceSizes", i), size,
+                    f"is not allowed: the catalog has no {', '.join(missing)}, so the pool would never launch "
+                    f"it; sizes in the catalog: {allowed}",
+                )  # fmt: skip
 
     def _check_reservations(self, problems: Problems) -> None:
         terms = self.capacity_reservations
@@ -231,3 +249,8 @@ class GpuNodePool(Schema):
     @property
     def max_gpus_per_node(self) -> int:
         return max(i.gpus for i in self.instances)
+
+
+def _size_order(size: str) -> int:
+    """`xlarge` 1, `2xlarge` 2, `48xlarge` 48: sizes in the order AWS lists them."""
+    return int(size.removesuffix("xlarge") or 1) if size.endswith("xlarge") else 0
