@@ -533,3 +533,16 @@ def test_a_missing_node_monitoring_agent_or_gpu_alerts_is_a_blocker(view: Render
     view.manifests = [m for m in view.manifests if m.name != "gpu-health"]
     objects = {f.object for f in run(view) if f.check == "repair"}
     assert objects == {"EKS add-on eks-node-monitoring-agent", "PrometheusRule gpu-health"}
+
+
+def test_a_grace_period_longer_than_the_nodes_is_a_blocker(view: RenderView) -> None:
+    """Karpenter deletes a node's pods when the NodePool's terminationGracePeriod (2h) runs out: a model whose
+    drain takes longer would have its longest streams cut when its node expires."""
+    deployment = next(
+        m
+        for m in view.of_kind("Deployment")
+        if "llm-platform/gpu-pool" in m.body["spec"]["template"]["spec"].get("nodeSelector", {})
+    )
+    deployment.body["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 7201
+    finding = only(run(view), "drain")
+    assert finding.severity == "blocker" and "7201 s" in finding.message and "2h" in finding.message

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from llm_platform.tools.preflight.alerting import alerting
 from llm_platform.tools.preflight.capacity import ceilings, disruption_budgets
+from llm_platform.tools.preflight.drain import drain
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.iam import iam
 from llm_platform.tools.preflight.multinode import multinode
@@ -26,6 +27,7 @@ CHECKS: dict[str, Callable[[RenderView], list[Finding]]] = {
     "multinode": multinode,
     "zero": zero,
     "repair": repair,
+    "drain": drain,
 }
 
 
