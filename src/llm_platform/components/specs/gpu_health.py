@@ -57,7 +57,7 @@ def _rule(
         "annotations": {
             "summary": summary,
             "description": description,
-            "runbook": "README.md, 'Failed GPUs'",
+            "runbook": "docs/capacity.md: a node whose GPUs fail is replaced",
         },
     }
 
