@@ -160,3 +160,53 @@ def test_store_config_in_a_real_server_needs_the_password_and_keeps_counters_acr
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+SECURITY_POLICY = "kubernetes:gateway.envoyproxy.io/v1alpha1:SecurityPolicy"
+
+
+def test_clients_with_a_token_budget_cannot_reach_a_model_by_its_uncharged_path_route(run_program) -> None:
+    """The `/<model>/v1/` path routes run no AI Gateway ext_proc, so they charge no tokens: on the render, each
+    model's path route carries a SecurityPolicy (merged into the Gateway's API key policy) that denies by
+    default and allows only the clients without a token budget, by the client-ID header the key filter sets.
+    The fixture's two clients both have budgets: neither may use a path route. A client without one may."""
+
+    def path_policies(m) -> dict[str, dict]:
+        return {
+            p.inputs["metadata"]["name"]: p.inputs
+            for p in m.by_type(SECURITY_POLICY)
+            if p.inputs["metadata"]["name"].endswith("-by-path")
+        }
+
+    policies = path_policies(run_program("quotas"))
+    models = [m.name for m in load_stack(FIXTURE).models]
+    assert sorted(policies) == sorted(f"{m}-by-path" for m in models)
+    for name, policy in policies.items():
+        spec = policy["spec"]
+        assert spec["targetRefs"] == [
+            {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": name}
+        ]
+        assert spec["mergeType"] == "StrategicMerge" and "apiKeyAuth" not in spec  # the Gateway's keys stay
+        assert spec["authorization"] == {"defaultAction": "Deny"}  # no client without a budget: all denied
+    clients = [
+        *[c.model_dump(by_alias=True, exclude_none=True) for c in fixture_gateway().clients],
+        {"name": "internal", "requestsPerMinute": 60},
+    ]
+    values = {**fixture_gateway().model_dump(by_alias=True, exclude_none=True), "clients": clients}
+    keys = {c["name"]: f"key-{c['name']}-0123456789abcdef0123456789" for c in clients}
+    m = run_program("quotas", {"gateway": values, "gatewayClientKeys": keys})
+    for policy in path_policies(m).values():
+        (rule,) = policy["spec"]["authorization"]["rules"]
+        assert rule["action"] == "Allow"
+        assert rule["principal"] == {"headers": [{"name": gw.CLIENT_HEADER, "values": ["internal"]}]}
+    # without any token budget nothing changes: no such policy
+    plain = [{"name": "internal", "requestsPerMinute": 60}]
+    assert (
+        quota.uncharged_route_policy("m-by-path", "model-m", parse_clients(plain), gw.CLIENT_HEADER) is None
+    )
+
+
+def parse_clients(clients: list[dict]):
+    from llm_platform.config.schema import GatewayClient
+
+    return [GatewayClient.model_validate(c) for c in clients]

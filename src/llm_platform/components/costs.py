@@ -12,7 +12,7 @@ from llm_platform.components.specs import costs as spec
 from llm_platform.components.specs import dashboards
 from llm_platform.config.errors import ConfigError
 from llm_platform.config.loader import parse_block
-from llm_platform.config.schema import CostsConfig
+from llm_platform.config.schema import CostsConfig, GpuNodePool
 from llm_platform.config.stack_args import (
     CostsSettings,
     GatewaySettings,
@@ -21,6 +21,7 @@ from llm_platform.config.stack_args import (
     ModelSettings,
 )
 from llm_platform.facts.versions import OPENCOST_REPO, OPENCOST_VERSION
+from llm_platform.plan import ModelPlan, Plan
 from llm_platform.plan.naming import MONITORING_NAMESPACE
 from llm_platform.plan.stack import resolve_serving, serving_config
 
@@ -58,20 +59,27 @@ class CostAllocation(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
 
     def __init__(
-        self, name: str, args: CostAllocationArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        args: CostAllocationArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        plan: Plan | None = None,
     ) -> None:
+        """`plan`: the stack's plan, already resolved from these args (`LlmPlatform` passes its own; cost
+        allocation reads its `costs`, `models` and `gpu_node_pools`); without it the args are validated and
+        resolved here."""
         # bad input stops before any resource
-        costs: CostsConfig = parse_block("costs", args["costs"])
-        has_bucket = args.get("has_model_bucket", True)
-        serving = serving_config(args, has_bucket=has_bucket)
-        models, _ = resolve_serving(serving, has_bucket=has_bucket)
+        if plan is not None:
+            costs, models, pools = plan.costs, plan.models, list(plan.gpu_node_pools)
+        else:
+            costs, models, pools = _resolved(args)
         unknown = sorted({f.model for f in costs.forecasts} - {m.name for m in models})
         if unknown:
             raise ConfigError(
                 f"costs.forecasts: {', '.join(unknown)} is not a model of the stack; "
                 f"allowed: {', '.join(m.name for m in models)}"
             )
-        pools = list(serving.gpu_node_pools)
         try:
             values = spec.helm_values(cluster_name=args["cluster_name"], pools=pools, region=args["region"])
             rule = spec.prometheus_rule(models, pools, args["region"], costs)
@@ -103,3 +111,12 @@ class CostAllocation(pulumi.ComponentResource):
             child_options(self, opts, *waits),
         )
         self.register_outputs({"release": self.release.name})
+
+
+def _resolved(args: CostAllocationArgs) -> tuple[CostsConfig, tuple[ModelPlan, ...], list[GpuNodePool]]:
+    """The costs block, the models' plans and the GPU pools of a direct caller's args, validated first."""
+    costs: CostsConfig = parse_block("costs", args["costs"])
+    has_bucket = args.get("has_model_bucket", True)
+    serving = serving_config(args, has_bucket=has_bucket)
+    models, _ = resolve_serving(serving, has_bucket=has_bucket)
+    return costs, models, list(serving.gpu_node_pools)

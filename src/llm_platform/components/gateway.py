@@ -33,7 +33,7 @@ from llm_platform.facts.versions import (
     LLM_D_ROUTER_CHART_REPO,
     LLM_D_ROUTER_VERSION,
 )
-from llm_platform.plan import ModelPlan
+from llm_platform.plan import ModelPlan, Plan
 from llm_platform.plan.naming import AI_GATEWAY_NAMESPACE, GATEWAY_NAMESPACE
 from llm_platform.plan.stack import resolve_serving, serving_config
 
@@ -75,15 +75,21 @@ class Gateway(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
         *,
         models_ready: Sequence[pulumi.Resource] = (),
+        plan: Plan | None = None,
     ) -> None:
         """`models_ready`: the models' InferenceServices (Python only): their namespaces and pods exist
-        before each model's pool and routes; the controllers and CRDs do not wait for them."""
+        before each model's pool and routes; the controllers and CRDs do not wait for them. `plan`: the
+        stack's plan, already resolved from these args (`LlmPlatform` passes its own; the gateway reads its
+        `gateway` and `models`); without it the args are validated and resolved here."""
         # bad input stops before any resource
-        config = serving_config(args)
-        gateway = config.gateway
+        if plan is not None:
+            gateway, models = plan.gateway, plan.models
+        else:
+            config = serving_config(args)
+            gateway = config.gateway
+            models, _ = resolve_serving(config, has_bucket=True)  # the pickers read no cache fact
         if not gateway.enabled:
             raise ConfigError("gateway.enabled: false; the Gateway component needs `enabled: true`")
-        models, _ = resolve_serving(config, has_bucket=True)  # the pickers read no cache fact
         super().__init__(
             "llm-platform:index:Gateway", name, None, typed_options(opts, "llm-platform:gateway:Gateway")
         )
@@ -173,6 +179,7 @@ class Gateway(pulumi.ComponentResource):
 
         credential = pulumi.Output.secret(pulumi.Output.from_input(args["vllm_api_key"]).apply(pool.bearer))
         self._costs = quota.llm_request_costs(gateway.clients) if gateway.quota_store else []
+        self._clients = gateway.clients
         for model in models:
             self._model(model, credential, gateway_resource, pool_crd, *controllers)
         at_zero = [m for m in models if zero.at_zero(m)]
@@ -209,6 +216,12 @@ class Gateway(pulumi.ComponentResource):
         by_model = self._apply(
             f"{prefix}-route-by-model", pool.model_field_route(model, self._costs), picker, model_filter
         )
+        # clients with a token budget kept off the path route, which charges no tokens (specs/quota.py)
+        uncharged = quota.uncharged_route_policy(
+            pool.path_route_name(model), model.names.namespace, self._clients, spec.CLIENT_HEADER
+        )
+        if uncharged is not None:
+            self._apply(f"{prefix}-path-token-budgets", uncharged, by_path)
         if zero.at_zero(model):
             # merged into the Gateway's BackendTrafficPolicy (rate limits): specs/zero.py
             self._apply(f"{prefix}-from-zero", zero.zero_hold_policy(model), by_path, by_model)

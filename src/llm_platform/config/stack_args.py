@@ -213,6 +213,8 @@ class AutoscalingSettings(TypedDict):
     """>= 0; default 300."""
     allowScaleToZero: NotRequired[bool]
     """default False."""
+    wakeRequestsPerSecond: NotRequired[float]
+    """> 0."""
     scaleUp: NotRequired[ScalingRulesSettings]
     """default: the schema's defaults."""
     scaleDown: NotRequired[ScalingRulesSettings]

@@ -16,7 +16,7 @@ from llm_platform.components.specs.common import GPU_TAINT, POOL_LABEL, SYSTEM_N
 from llm_platform.config.schema import GpuNodePool
 from llm_platform.facts.versions import LUSTRE_CLIENT_PACKAGE
 from llm_platform.plan import NodeClassPlan
-from llm_platform.plan.naming import KARPENTER_NAMESPACE
+from llm_platform.plan.naming import KARPENTER_NAMESPACE, node_pool_name, scoped
 from llm_platform.plan.nodes import (
     DISRUPTION_BUDGET_PERCENT,
     efa_pool,
@@ -375,10 +375,12 @@ def node_class(
     extra_security_group_ids: list[str] | None = None,
     user_data: str | None = None,
     pool: GpuNodePool | None = None,
+    prefix: str = "",
 ) -> dict[str, Any]:
     """GPU EC2NodeClass: pinned AMI alias, NVMe RAID0 for ephemeral storage, encrypted gp3 root, IMDSv2.
-    Given a pool with capacity reservations, the pool's own class selecting them."""
-    name = pool_node_class_name(pool) if pool is not None else node_class_name(ami_family)
+    Given a pool with capacity reservations, the pool's own class selecting them. `prefix`: a team's on a
+    shared cluster (plan.naming.scoped)."""
+    name = scoped(prefix, pool_node_class_name(pool) if pool is not None else node_class_name(ami_family))
     if ami_family == "bottlerocket":
         # Bottlerocket: small OS volume, containerd and images on the data volume
         block_devices = [
@@ -468,8 +470,8 @@ def pool_weight(pool: GpuNodePool) -> int:
     return 100 if "spot" in pool.capacity_types else 10
 
 
-def node_labels(pool: GpuNodePool) -> dict[str, str]:
-    labels = {POOL_LABEL: pool.name, "llm-platform/ami-family": pool.ami_family}
+def node_labels(pool: GpuNodePool, prefix: str = "") -> dict[str, str]:
+    labels = {POOL_LABEL: node_pool_name(pool.name, prefix), "llm-platform/ami-family": pool.ami_family}
     if pool.ami_family == "bottlerocket":
         # Bottlerocket's NVIDIA variant ships its own device plugin: the GPU Operator must not add a second one
         labels["nvidia.com/gpu.deploy.device-plugin"] = "false"
@@ -510,7 +512,9 @@ def node_requirements(
     ]
 
 
-def node_pool(pool: GpuNodePool, *, zones: list[str], prod: bool) -> dict[str, Any]:
+def node_pool(pool: GpuNodePool, *, zones: list[str], prod: bool, prefix: str = "") -> dict[str, Any]:
+    """The pool's NodePool, named (and its nodes labelled) `plan.naming.node_pool_name`: the pool's name, or
+    `<prefix>-<pool>` for a team's on a shared cluster."""
     if pool.placement_zone is not None:
         zones = [pool.placement_zone]  # an EFA pool's nodes: one zone, its placement group's
     requirements = node_requirements(
@@ -523,15 +527,18 @@ def node_pool(pool: GpuNodePool, *, zones: list[str], prod: bool) -> dict[str, A
     return {
         "apiVersion": NODE_POOL_API,
         "kind": "NodePool",
-        "metadata": {"name": pool.name, "labels": {"app.kubernetes.io/managed-by": "pulumi"}},
+        "metadata": {
+            "name": node_pool_name(pool.name, prefix),
+            "labels": {"app.kubernetes.io/managed-by": "pulumi"},
+        },
         "spec": {
             "template": {
-                "metadata": {"labels": node_labels(pool)},
+                "metadata": {"labels": node_labels(pool, prefix)},
                 "spec": {
                     "nodeClassRef": {
                         "group": "karpenter.k8s.aws",
                         "kind": "EC2NodeClass",
-                        "name": pool_node_class_name(pool),
+                        "name": scoped(prefix, pool_node_class_name(pool)),
                     },
                     "requirements": requirements,
                     "taints": [GPU_TAINT],

@@ -27,6 +27,7 @@ from llm_platform.components.specs import serving
 from llm_platform.components.specs.common import GPU_TOLERATION, addon_placement
 from llm_platform.components.specs.model_cache import CacheWiring
 from llm_platform.config.schema import GpuNodePool, ModelConfig
+from llm_platform.facts.addons import EFA_DEVICE_PLUGIN, LWS
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.naming import model_selector
 
@@ -85,12 +86,21 @@ def worker_labels(m: ModelPlan, environment: str) -> dict[str, str]:
 
 
 def leader_worker_set(
-    m: ModelPlan, *, environment: str, wiring: CacheWiring, mounts_hf_token: bool
+    m: ModelPlan,
+    *,
+    environment: str,
+    wiring: CacheWiring,
+    mounts_hf_token: bool,
+    priority_class: str | None = serving.SERVING_PRIORITY_CLASS,
 ) -> dict[str, Any]:
     """The model's LeaderWorkerSet, from the single-node Deployment's pod template (same image, cache wiring,
     secrets, probes on the leader) plus the multi-node launch and EFA."""
     deployment = serving.deployment(
-        m, environment=environment, wiring=wiring, mounts_hf_token=mounts_hf_token
+        m,
+        environment=environment,
+        wiring=wiring,
+        mounts_hf_token=mounts_hf_token,
+        priority_class=priority_class,
     )
     template = deployment["spec"]["template"]
     template["spec"].pop("topologySpreadConstraints")  # one pod per node, nodes in one zone by the pool
@@ -184,8 +194,8 @@ def worker_disruption_budget(m: ModelPlan) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------ controllers (Helm values)
 
-LWS_NAMESPACE = "lws-system"  # the chart's documented namespace (lws v0.10.0 installation docs)
-EFA_NAMESPACE = "kube-system"  # the EFA device plugin, a node-critical DaemonSet like the VPC CNI
+LWS_NAMESPACE = LWS.namespace  # the chart's documented namespace (its record, llm_platform/facts/addons.py)
+EFA_NAMESPACE = EFA_DEVICE_PLUGIN.namespace  # a node-critical DaemonSet like the VPC CNI
 
 
 def lws_values() -> dict[str, Any]:

@@ -18,6 +18,18 @@ Facts (Envoy Gateway v1.8.3, AI Gateway v1.1.0; CRDs in ../shared/reference/crds
   budget when the request arrives and `cost.response {from: Metadata}` spends the tokens when it ends (the
   AIGatewayRoute CRD's own example). A request is let in while budget remains, so the last one may overrun
   it by its own size; the next gets 429.
+- AI Gateway's ext_proc, which writes those token counts, runs only on the routes it generates from an
+  AIGatewayRoute (the model-field route); the `/<model>/v1/` path routes have none, so a request there spends
+  no tokens. `uncharged_route_policy` keeps clients with a token budget off them: a SecurityPolicy on the path
+  route whose `authorization` allows only the clients without one (EG v1.8.3 api/v1alpha1/
+  authorization_types.go Principal.headers: exact values of a request header), matched on the client-ID header
+  the API key filter sets (internal/xds/translator/httpfilters.go orders api_key_auth (6) before rbac (301), and
+  the Gateway's ClientTrafficPolicy removes that header from every arriving request, so a client cannot set
+  it); `mergeType: StrategicMerge` merges it into the Gateway's API key policy instead of replacing it on the
+  route (internal/gatewayapi/securitypolicy.go, the route policy merged into its parent when mergeType is set).
+  A denied client gets 403 and uses the model-field route, which charges it. Routing the path routes through
+  the AIGatewayRoute instead would need AI Gateway to match a path prefix and rewrite it, which its generated
+  routes (one rule per `model` header match) do not.
 """
 
 from __future__ import annotations
@@ -284,6 +296,41 @@ def global_rules(clients: Sequence[GatewayClient], header: str) -> list[dict[str
             if limit is not None:
                 rules.append(_rule(c.name, header, limit, unit, token_cost(c.token_kind)))
     return rules
+
+
+def has_token_budget(client: GatewayClient) -> bool:
+    return client.tokens_per_minute is not None or client.tokens_per_day is not None
+
+
+def uncharged_route_policy(
+    route: str, namespace: str, clients: Sequence[GatewayClient], header: str
+) -> dict[str, Any] | None:
+    """A SecurityPolicy on a route that charges no tokens (a `/<model>/v1/` path route): only the clients
+    without a token budget may use it (403 for the rest); None when no client has a budget."""
+    if not any(has_token_budget(c) for c in clients):
+        return None
+    allowed = sorted(c.name for c in clients if not has_token_budget(c))
+    rules = (
+        [
+            {
+                "name": "no-token-budget",
+                "action": "Allow",
+                "principal": {"headers": [{"name": header, "values": allowed}]},
+            }
+        ]
+        if allowed
+        else []
+    )
+    return {
+        "apiVersion": "gateway.envoyproxy.io/v1alpha1",
+        "kind": "SecurityPolicy",
+        "metadata": {"name": route, "namespace": namespace},
+        "spec": {
+            "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": route}],
+            "mergeType": "StrategicMerge",
+            "authorization": {"defaultAction": "Deny", **({"rules": rules} if rules else {})},
+        },
+    }
 
 
 def token_kinds(clients: Sequence[GatewayClient]) -> list[str]:

@@ -11,6 +11,7 @@ from dataclasses import replace
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from llm_platform.commandline import error, invalid_config, message
 from llm_platform.config.loader import ConfigError, Stack, stack_arg
 from llm_platform.simulator.commands import capacity_cmd, report
 from llm_platform.simulator.commands.day_args import PROG, STACK_ONLY, parser
@@ -33,7 +34,6 @@ from llm_platform.simulator.search.scenarios import (
 from llm_platform.simulator.search.stacks import StackRun, stack_run
 from llm_platform.simulator.search.yaml_out import autoscaling_yaml
 from llm_platform.simulator.traffic.traffic import load
-from llm_platform.tools.cli import error, invalid_config, message
 
 
 def _check_flags(args: argparse.Namespace) -> None:

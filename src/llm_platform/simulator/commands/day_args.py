@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from llm_platform.commandline import ArgumentParser
 from llm_platform.simulator.commands.args import (
     add_stack,
     clock_time,
@@ -20,7 +21,6 @@ from llm_platform.simulator.commands.args import (
 )
 from llm_platform.simulator.commands.overload_args import CLIENTS
 from llm_platform.simulator.traffic.traffic import HistogramMix, TokenMix, histogram_mix
-from llm_platform.tools.cli import ArgumentParser
 
 DESCRIPTION = """\
 `python -m llm_platform.simulator`: cost per day and SLO misses of autoscaling strategies, before deploying them.

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_platform.facts import addons
+from llm_platform.facts.addons import resolve_ref
 from llm_platform.tools.preflight.view import Release, RenderView
 
 EFA = "vpc.amazonaws.com/efa"  # the EFA device plugin's resource (multi-node replicas)
@@ -481,35 +483,26 @@ def _opencost(r: Release) -> list[PodTemplate]:
     return [from_pod_spec(owner, f"values.{base}", "Deployment", replicas, spec, {})]
 
 
-CHARTS: dict[str, Callable[[Release], list[PodTemplate]]] = {
-    "lws": _lws,
-    "aws-efa-k8s-device-plugin": _efa_device_plugin,
-    "karpenter": _karpenter,
-    "kube-prometheus-stack": _kube_prometheus_stack,
-    "keda": _keda,
-    "gpu-operator": _gpu_operator,
-    "node-feature-discovery": _nfd,
-    "aws-load-balancer-controller": _load_balancer_controller,
-    "aws-fsx-csi-driver": _fsx_csi,
-    "gateway-helm": _envoy_gateway,
-    "ai-gateway-helm": _ai_gateway,
-    "llm-d-router-gateway": _endpoint_picker,
-    "opencost": _opencost,
-}
-# charts that run no pods of their own (CRDs only)
-NO_PODS = frozenset({"karpenter-crd", "gateway-crds-helm", "ai-gateway-crds-helm"})
+def chart_models() -> dict[str, Callable[[Release], list[PodTemplate]] | None]:
+    """Chart name -> the model of its release's pods (None: the chart runs no pods of its own, CRDs only), as
+    the add-on records (llm_platform/facts/addons.py) name them; read anew on each call."""
+    return {
+        chart.name: resolve_ref(chart.pods) if chart.pods else None
+        for record in addons.ADDONS
+        for chart in record.charts
+    }
 
 
 def release_pods(view: RenderView) -> tuple[list[PodTemplate], list[str]]:
     """Pods of every modelled release, and the names of releases whose pods are not modelled."""
     pods: list[PodTemplate] = []
     unknown = []
+    models = chart_models()
     for release in view.releases.values():
-        if release.chart in NO_PODS:
-            continue
-        build = CHARTS.get(release.chart)
-        if build is None:
+        if release.chart not in models:
             unknown.append(release.name)
             continue
-        pods += build(release)
+        build = models[release.chart]
+        if build is not None:
+            pods += build(release)
     return pods, unknown
