@@ -29,7 +29,7 @@ from llm_platform.plan.model import ModelPlan
 from llm_platform.plan.stack import Plan
 
 __all__ = [
-    "AI_GATEWAY_CONTROLLER",
+    "AI_GATEWAY_CONTROLLER_REQUESTS",
     "AI_GATEWAY_REPLICAS",
     "CHART_DEFAULTS",
     "EFA",
@@ -105,7 +105,9 @@ PROMETHEUS = Requests("500m", "2Gi")  # each Prometheus replica (components/spec
 GPU_OPERATOR_OPERATOR = Requests(
     "200m", "128Mi"
 )  # the GPU Operator's operator (components/specs/gpu_operator.py)
-AI_GATEWAY_CONTROLLER = Requests("100m", "256Mi")  # the AI Gateway controller (components/specs/gateway.py)
+AI_GATEWAY_CONTROLLER_REQUESTS = Requests(
+    "100m", "256Mi"
+)  # the AI Gateway controller (components/specs/gateway.py)
 AI_GATEWAY_REPLICAS = 2
 OPENCOST_EXPORTER = Requests("100m", "256Mi")  # the OpenCost exporter (components/specs/costs.py)
 LOAD_BALANCER_REPLICAS = 2  # the AWS Load Balancer Controller (components/specs/load_balancer.py)
@@ -187,7 +189,12 @@ def _controller_pods(plan: Plan) -> list[PoolPod]:
             _pod(_release("envoy-gateway", "ratelimit"), "Deployment", store.rate_limit_replicas, rate_limit)
         )
     out.append(
-        _pod(_release("ai-gateway", "controller"), "Deployment", AI_GATEWAY_REPLICAS, AI_GATEWAY_CONTROLLER)
+        _pod(
+            _release("ai-gateway", "controller"),
+            "Deployment",
+            AI_GATEWAY_REPLICAS,
+            AI_GATEWAY_CONTROLLER_REQUESTS,
+        )
     )
     for m in plan.models:
         cpu = Requests(f"{epp_cpu_millicores(m)}m", EPP_MEMORY)
