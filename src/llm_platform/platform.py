@@ -225,6 +225,8 @@ class LlmPlatform(pulumi.ComponentResource):
                 and args.get("gateway_client_keys") is not None,
                 reservation_node_classes=list(plan.reservation_node_classes) if plan.eks else [],
                 scrape_karpenter=plan.eks,
+                gpu_health=plan.eks,
+                node_repair=plan.cluster.node_repair,
             ),
             opts=self._child(opts),
         )
@@ -331,6 +333,7 @@ class LlmPlatform(pulumi.ComponentResource):
                 system_max=cluster_cfg.system_nodes.max,
                 system_disk_gib=cluster_cfg.system_nodes.disk_size_gib,
                 deletion_protection=plan.prod,
+                node_repair=cluster_cfg.node_repair,
             ),
             opts=self._top,
         )
@@ -342,7 +345,12 @@ class LlmPlatform(pulumi.ComponentResource):
         name = plan.cluster.name
         karpenter = Karpenter(
             f"{name}-karpenter",
-            KarpenterArgs(cluster_name=name, region=region, gpu_node_pools=self._args["gpu_node_pools"]),
+            KarpenterArgs(
+                cluster_name=name,
+                region=region,
+                gpu_node_pools=self._args["gpu_node_pools"],
+                node_repair=plan.cluster.node_repair,
+            ),
             opts=self._child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster])),
         )
         assert plan.addon_pool is not None  # every EKS plan has one

@@ -36,6 +36,8 @@ class KarpenterArgs(TypedDict):
     feature gates."""
     tags: NotRequired[dict[str, str]]
     """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
+    node_repair: NotRequired[bool]
+    """Karpenter's NodeRepair feature gate: failed GPU nodes are replaced (default on)."""
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -130,6 +132,7 @@ class Karpenter(pulumi.ComponentResource):
             namespace=KARPENTER_NAMESPACE,
             opts=child_options(self, opts, namespace),
         )
+        repair = args.get("node_repair", True)
         self.release = k8s.helm.v3.Release(
             f"{name}-controller",
             name=spec.RELEASE,
@@ -137,7 +140,9 @@ class Karpenter(pulumi.ComponentResource):
             version=KARPENTER_VERSION,
             namespace=KARPENTER_NAMESPACE,
             skip_crds=True,
-            values=queue.name.apply(lambda q: spec.helm_values(cluster, q, capacity_reservations=reserved)),
+            values=queue.name.apply(
+                lambda q: spec.helm_values(cluster, q, capacity_reservations=reserved, node_repair=repair)
+            ),
             opts=child_options(self, opts, crds, association, node_access),
         )
 
