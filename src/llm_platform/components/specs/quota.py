@@ -52,6 +52,7 @@ from typing import Any
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, secret
 from llm_platform.config.schema import GatewayClient, QuotaStoreConfig
 from llm_platform.facts.versions import VALKEY_IMAGE, VALKEY_UID
+from llm_platform.plan.addon_pods import RATE_LIMIT_CPU, RATE_LIMIT_MEMORY, STORE_CPU, STORE_MEMORY
 from llm_platform.plan.naming import GATEWAY_NAMESPACE
 
 STORE = "ratelimit-valkey"
@@ -72,8 +73,6 @@ STORE_CERT_ANNOTATION = "llm-platform/tls-cert-sha256"
 # where the rate limit container finds the store's CA: the mount path EG gives the `redis-certs` volume
 RATE_LIMIT_CERTS_VOLUME = "redis-certs"
 RATE_LIMIT_CA_FILE = "/redis-certs/ca.crt"
-STORE_CPU = "100m"
-STORE_MEMORY = "256Mi"
 STORE_MEMORY_LIMIT = "512Mi"
 # below the container's limit: Valkey evicts the keys nearest expiry (every counter has a TTL) instead of
 # being OOM-killed
@@ -83,8 +82,6 @@ RATE_LIMIT_LABELS = {
     "app.kubernetes.io/component": "ratelimit",
     "app.kubernetes.io/managed-by": "envoy-gateway",
 }
-RATE_LIMIT_CPU = "100m"
-RATE_LIMIT_MEMORY = "128Mi"
 RATE_LIMIT_MEMORY_LIMIT = "512Mi"
 AI_GATEWAY_METADATA = "io.envoy.ai_gateway"  # AI Gateway's dynamic metadata namespace (llmRequestCosts)
 TOKEN_METADATA = {"input": "llm_input_token", "output": "llm_output_token", "total": "llm_total_token"}
