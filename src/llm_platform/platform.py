@@ -12,6 +12,7 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 import pulumi_aws as aws
 
+from llm_platform.components import given_provider
 from llm_platform.components.addon import HelmAddon, HelmAddonArgs
 from llm_platform.components.autoscaling import ModelAutoscaling, ModelAutoscalingArgs
 from llm_platform.components.cluster import EksCluster, EksClusterArgs, ExistingCluster, ExistingClusterArgs
@@ -147,6 +148,12 @@ class LlmPlatform(pulumi.ComponentResource):
     Children are named from `cluster.name`, as the stack program always named them, and alias the URNs they
     had as the program's top-level resources, so an existing stack adopting the component sees no
     replacement.
+
+    Providers: an `aws` provider given in `opts.providers` (or `opts.provider`), an assume-role one for
+    instance, is the one every AWS resource uses (its region should be `region`'s; its default_tags, not the
+    stack's, tag what it creates); without one the component builds its own in the stack's region with the
+    stack's tags. With `cluster.mode: existing`, a `kubernetes` provider given the same way is the one every
+    in-cluster resource uses instead of one built from `cluster.kubeconfig`.
     """
 
     cluster_name: pulumi.Output[str]
@@ -172,6 +179,8 @@ class LlmPlatform(pulumi.ComponentResource):
         config = parse(config_of(args), region=region, checks=platform_checks(args, region))
         plan = resolve(config, pulumi.get_stack())
         super().__init__(TYPE, name, None, opts)
+        self._given_aws = given_provider(opts, "aws")
+        self._given_kubernetes = given_provider(opts, "kubernetes")
         self._compose(plan, args, region)
 
     def _compose(self, plan: Plan, args: LlmPlatformArgs, region: str | None) -> None:
@@ -218,6 +227,8 @@ class LlmPlatform(pulumi.ComponentResource):
                 and args.get("gateway_client_keys") is not None,
                 reservation_node_classes=list(plan.reservation_node_classes) if plan.eks else [],
                 scrape_karpenter=plan.eks,
+                gpu_health=plan.eks,
+                node_repair=plan.cluster.node_repair,
             ),
             opts=self._child(opts),
             plan=plan,
@@ -245,7 +256,7 @@ class LlmPlatform(pulumi.ComponentResource):
             ),
             opts=self._top,
         )
-        return self._inside(pulumi.ResourceOptions(providers=[cluster.provider]))
+        return self._inside(pulumi.ResourceOptions(providers=[self._given_kubernetes or cluster.provider]))
 
     def _eks(self, region: str | None) -> _Inside:
         """The VPC and the EKS cluster, Karpenter and the add-on nodes, monitoring, the model cache, the GPU
@@ -253,8 +264,8 @@ class LlmPlatform(pulumi.ComponentResource):
         assert region, "platform_checks refuses the eks mode without a region"
         plan = self._plan
         name = plan.cluster.name
-        # one AWS provider: the stack's region, and its tags on every AWS resource the program creates
-        aws_provider = aws.Provider(
+        # one AWS provider: the caller's, else the stack's region and its tags on every AWS resource
+        aws_provider = self._given_aws or aws.Provider(
             f"{name}-aws",
             region=region,
             default_tags=aws.ProviderDefaultTagsArgs(tags=plan.tags),
@@ -329,6 +340,7 @@ class LlmPlatform(pulumi.ComponentResource):
                 system_max=cluster_cfg.system_nodes.max,
                 system_disk_gib=cluster_cfg.system_nodes.disk_size_gib,
                 deletion_protection=plan.prod,
+                node_repair=cluster_cfg.node_repair,
             ),
             opts=self._top,
         )
@@ -340,7 +352,12 @@ class LlmPlatform(pulumi.ComponentResource):
         name = plan.cluster.name
         karpenter = Karpenter(
             f"{name}-karpenter",
-            KarpenterArgs(cluster_name=name, region=region, gpu_node_pools=self._args["gpu_node_pools"]),
+            KarpenterArgs(
+                cluster_name=name,
+                region=region,
+                gpu_node_pools=self._args["gpu_node_pools"],
+                node_repair=plan.cluster.node_repair,
+            ),
             opts=self._child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster])),
             pools=plan.gpu_node_pools,
             versions=self._versions,
@@ -488,7 +505,12 @@ class LlmPlatform(pulumi.ComponentResource):
             model = plan.model(entry["name"])
             service = InferenceService(
                 f"{name}-{model.name}",
-                InferenceServiceArgs(**self._serving, model=entry, **secrets),
+                InferenceServiceArgs(
+                    **self._serving,
+                    model=entry,
+                    priority_class=headroom.serving_priority_class_name,
+                    **secrets,
+                ),
                 opts=self._child(serving_opts),
                 after=multi_node_after if model.multi_node else [],
                 plan=model,

@@ -23,7 +23,7 @@ from llm_platform.config.schema import AmiVersions, GpuNodePool
 from llm_platform.config.stack_args import AmiVersionsSettings, GpuNodePoolSettings
 from llm_platform.facts.addons import KARPENTER, version_of
 from llm_platform.plan import Plan
-from llm_platform.plan.naming import KARPENTER_NAMESPACE
+from llm_platform.plan.naming import KARPENTER_NAMESPACE, check_prefix
 from llm_platform.plan.nodes import AddonPoolPlan, efa_pool, pool_node_class_name, uses_reservations
 from llm_platform.plan.stack import node_class_plans
 
@@ -38,6 +38,8 @@ class KarpenterArgs(TypedDict):
     feature gates."""
     tags: NotRequired[dict[str, str]]
     """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
+    node_repair: NotRequired[bool]
+    """Karpenter's NodeRepair feature gate: failed GPU nodes are replaced (default on)."""
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -145,6 +147,7 @@ class Karpenter(pulumi.ComponentResource):
             namespace=KARPENTER_NAMESPACE,
             opts=child_options(self, opts, namespace),
         )
+        repair = args.get("node_repair", True)
         self.release = k8s.helm.v3.Release(
             f"{name}-controller",
             name=spec.RELEASE,
@@ -152,7 +155,9 @@ class Karpenter(pulumi.ComponentResource):
             version=version_of(KARPENTER, controller_chart, versions),
             namespace=KARPENTER_NAMESPACE,
             skip_crds=True,
-            values=queue.name.apply(lambda q: spec.helm_values(cluster, q, capacity_reservations=reserved)),
+            values=queue.name.apply(
+                lambda q: spec.helm_values(cluster, q, capacity_reservations=reserved, node_repair=repair)
+            ),
             opts=child_options(self, opts, crds, association, node_access),
         )
 
@@ -189,11 +194,20 @@ class GpuNodePoolsArgs(TypedDict):
     """Security groups the nodes carry besides the cluster's (the FSx clients' group)."""
     efa_security_group_id: NotRequired[pulumi.Input[str]]
     """The EFA security group (all traffic to and from itself), on the EC2NodeClasses of EFA pools."""
+    prefix: NotRequired[str]
+    """A team's on a cluster it shares: the EC2NodeClasses and NodePools are `<prefix>-gpu-<family>` and
+    `<prefix>-<pool>`, and the nodes carry `llm-platform/gpu-pool: <prefix>-<pool>` (give the team's
+    InferenceService and GpuHeadroom the same prefix). Default: none, the platform's own names."""
 
 
 class GpuNodePools(pulumi.ComponentResource):
     """One EC2NodeClass per AMI family in use (one of its own for each pool with capacity reservations) and one
-    NodePool per configured GPU pool."""
+    NodePool per configured GPU pool.
+
+    Cluster prerequisites: Karpenter's controller and CRDs (the `Karpenter` component, or one the cluster
+    runs: pass its node role as `node_role_name`), subnets and security groups tagged for discovery. Nodes
+    carry the `nvidia.com/gpu` NoSchedule taint and the `llm-platform/gpu-pool` label the serving pods
+    select."""
 
     def __init__(
         self,
@@ -216,6 +230,7 @@ class GpuNodePools(pulumi.ComponentResource):
             )
         cluster_name, tags = args["cluster_name"], args.get("tags", {})
         security_groups = args.get("extra_security_group_ids", [])
+        prefix = check_prefix(args.get("prefix", ""))
         super().__init__(
             "llm-platform:index:GpuNodePools",
             name,
@@ -246,6 +261,7 @@ class GpuNodePools(pulumi.ComponentResource):
                     extra_security_group_ids=list(o["sgs"]),
                     user_data=user_data,
                     pool=owner,
+                    prefix=prefix,
                 )
             )
             classes[class_name] = apply_manifest(
@@ -259,7 +275,7 @@ class GpuNodePools(pulumi.ComponentResource):
         # by pool name (not an output of the schema: a dict of Kubernetes objects)
         self.node_pools: dict[str, pulumi.CustomResource] = {}
         for pool in pools:
-            manifest = spec.node_pool(pool, zones=args["zones"], prod=args.get("prod", False))
+            manifest = spec.node_pool(pool, zones=args["zones"], prod=args.get("prod", False), prefix=prefix)
             node_class = classes[pool_node_class_name(pool)]
             self.node_pools[pool.name] = apply_manifest(
                 f"{name}-{pool.name}", manifest, child_options(self, opts, node_class)

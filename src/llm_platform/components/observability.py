@@ -8,7 +8,7 @@ import pulumi_kubernetes as k8s
 
 from llm_platform.components import child_options, typed_options
 from llm_platform.components.kubernetes import apply_manifest
-from llm_platform.components.specs import dashboards, karpenter, reservations
+from llm_platform.components.specs import dashboards, gpu_health, karpenter, reservations
 from llm_platform.components.specs import observability as spec
 from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.components.specs.gateway_monitoring import epp_dashboard
@@ -38,6 +38,10 @@ class ObservabilityArgs(TypedDict):
     """The stack runs the gateway: ship the endpoint pickers' dashboard (without it every panel is empty)."""
     reservation_node_classes: NotRequired[list[str]]
     """EC2NodeClasses selecting capacity reservations: their end dates and selection are exported and alerted on."""
+    gpu_health: NotRequired[bool]
+    """GPU nodes run here (an EKS stack): alert on GPUs repair does not fix (components/specs/gpu_health.py)."""
+    node_repair: NotRequired[bool]
+    """The stack's cluster.nodeRepair, which the GPU alerts' advice follows."""
     scrape_karpenter: NotRequired[bool]
     """Karpenter is installed before monitoring (the add-ons run on nodes it launches), so its ServiceMonitor
     is made here, once the CRD exists."""
@@ -133,6 +137,12 @@ class Observability(pulumi.ComponentResource):
             apply_manifest(
                 f"{name}-capacity-reservations",
                 reservations.prometheus_rule(reservation_node_classes, MONITORING_NAMESPACE),
+                child_options(self, opts, self.release),
+            )
+        if args.get("gpu_health"):
+            apply_manifest(
+                f"{name}-gpu-health",
+                gpu_health.prometheus_rule(MONITORING_NAMESPACE, node_repair=args.get("node_repair", True)),
                 child_options(self, opts, self.release),
             )
         self.register_outputs({"release": self.release.name})

@@ -104,6 +104,8 @@ class ClusterSettings(TypedDict):
     adminRoleArns: NotRequired[list[str]]
     amiVersions: NotRequired[AmiVersionsSettings]
     """default: the schema's defaults."""
+    nodeRepair: NotRequired[bool]
+    """default True."""
     kubeconfig: NotRequired[str]
     context: NotRequired[str]
 
@@ -211,6 +213,8 @@ class AutoscalingSettings(TypedDict):
     """>= 0; default 300."""
     allowScaleToZero: NotRequired[bool]
     """default False."""
+    wakeRequestsPerSecond: NotRequired[float]
+    """> 0."""
     scaleUp: NotRequired[ScalingRulesSettings]
     """default: the schema's defaults."""
     scaleDown: NotRequired[ScalingRulesSettings]

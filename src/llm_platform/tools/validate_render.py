@@ -39,10 +39,10 @@ import kubernetes_validate
 import kubernetes_validate.utils
 import yaml
 
+from llm_platform import commandline
 from llm_platform.config.loader import load_stack, stack_name
 from llm_platform.facts import addons
 from llm_platform.facts.addons import Addon
-from llm_platform.tools import cli
 
 # kubernetes-validate reads and parses a kind's schema and the 1.5 MB `_definitions.json` again for every object
 # it validates (~20 ms each); they are files of the installed package, so one parse per process serves every
@@ -135,18 +135,18 @@ def bundled_bytes(source: CrdSource, folder: Path = BUNDLED) -> bytes:
     recorded = dict(line.split() for line in index.read_text().splitlines()) if index.exists() else {}
     path = folder / f"{source.file}.gz"
     if not path.exists():
-        raise CrdUnavailable(f"{cli.shown_path(path)} is missing; {refresh_hint}")
+        raise CrdUnavailable(f"{commandline.shown_path(path)} is missing; {refresh_hint}")
     by_file = {PurePosixPath(url).name: url for url in recorded}
     if by_file.get(source.file) != source.url:
         came_from = by_file.get(source.file, "nowhere recorded")
         raise CrdUnavailable(
-            f"{cli.shown_path(path)} came from {came_from}, not {source.url} (llm_platform/facts/addons.py); {refresh_hint}"
+            f"{commandline.shown_path(path)} came from {came_from}, not {source.url} (llm_platform/facts/addons.py); {refresh_hint}"
         )
     body = gzip.decompress(path.read_bytes())
     digest = hashlib.sha256(body).hexdigest()
     if digest != source.sha256:
         raise CrdUnavailable(
-            f"{cli.shown_path(path)}: sha256 {digest}, pinned {source.sha256}; {refresh_hint}"
+            f"{commandline.shown_path(path)}: sha256 {digest}, pinned {source.sha256}; {refresh_hint}"
         )
     return body
 
@@ -158,7 +158,7 @@ def load_crds(folder: Path | None = None) -> dict[tuple[str, str], dict[str, Any
         missing = [s.file for s in crd_sources() if not (folder / s.file).exists()]
         if missing:
             raise CrdUnavailable(
-                f"{cli.shown_path(folder)} lacks {', '.join(missing)}; leave out --crds to use the bundled CRDs"
+                f"{commandline.shown_path(folder)} lacks {', '.join(missing)}; leave out --crds to use the bundled CRDs"
             )
     schemas: dict[tuple[str, str], dict[str, Any]] = {}
     for source in crd_sources():
@@ -294,7 +294,7 @@ def problems(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.stack_parser(
+    parser = commandline.stack_parser(
         "python -m llm_platform.tools.validate_render",
         "A stack's render against the pinned CRDs and Kubernetes' own schemas.",
     )
@@ -308,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--download", action="store_true",
-        help=f"first refresh the bundled CRDs ({cli.shown_path(BUNDLED)}) from upstream at the pinned tags",
+        help=f"first refresh the bundled CRDs ({commandline.shown_path(BUNDLED)}) from upstream at the pinned tags",
     )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="the counts and problems as JSON on stdout")
     args = parser.parse_args(argv)
@@ -318,17 +318,17 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--download refreshes the bundled CRDs; it takes no --crds")
         try:
             for path in refresh():
-                print(f"refreshed {cli.shown_path(path)}")
+                print(f"refreshed {commandline.shown_path(path)}")
         except (CrdUnavailable, OSError) as exc:
-            cli.fail(parser.prog, f"{name}: {exc}")
+            commandline.fail(parser.prog, f"{name}: {exc}")
     manifests = args.build / name / "manifests.yaml"
-    stale = cli.stale_render(args.stack, manifests)
+    stale = commandline.stale_render(args.stack, manifests)
     if stale:
-        cli.fail(parser.prog, f"{name}: {stale}")
+        commandline.fail(parser.prog, f"{name}: {stale}")
     try:
         crds = load_crds(args.crds)
     except (CrdUnavailable, OSError) as exc:
-        cli.fail(parser.prog, f"{name}: {exc}")
+        commandline.fail(parser.prog, f"{name}: {exc}")
     version = load_stack(args.stack).cluster.kubernetes_version
     docs = [d for d in yaml.load_all(manifests.read_text(), Loader=SAFE_LOADER) if d]
     found = problems(docs, crds, version)
