@@ -2,7 +2,7 @@
 with an InferencePool and an endpoint picker per model (components.specs.gateway, .inference_pool)."""
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
@@ -26,13 +26,11 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
+from llm_platform.facts.addons import AI_GATEWAY, ENDPOINT_PICKER, ENVOY_GATEWAY, Addon, version_of
 from llm_platform.facts.versions import (
-    ENVOY_AI_GATEWAY_VERSION,
     ENVOY_GATEWAY_CHART_REPO,
-    ENVOY_GATEWAY_VERSION,
     INFERENCE_POOL_CRD_URL,
     LLM_D_ROUTER_CHART_REPO,
-    LLM_D_ROUTER_VERSION,
 )
 from llm_platform.plan import ModelPlan, Plan
 from llm_platform.plan.naming import AI_GATEWAY_NAMESPACE, GATEWAY_NAMESPACE
@@ -77,11 +75,14 @@ class Gateway(pulumi.ComponentResource):
         *,
         models_ready: Sequence[pulumi.Resource] = (),
         plan: Plan | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> None:
         """`models_ready`: the models' InferenceServices (Python only): their namespaces and pods exist
         before each model's pool and routes; the controllers and CRDs do not wait for them. `plan`: the
         stack's plan, already resolved from these args (`LlmPlatform` passes its own; the gateway reads its
-        `gateway` and `models`); without it the args are validated and resolved here."""
+        `gateway` and `models`); without it the args are validated and resolved here. `versions`: chart
+        versions by add-on name (`llm_platform.facts.addons`: envoy-gateway, ai-gateway, llm-d-router) in place
+        of the pinned ones (`LlmPlatform` passes its `addon_versions`)."""
         # bad input stops before any resource
         if plan is not None:
             gateway, models = plan.gateway, plan.models
@@ -95,6 +96,7 @@ class Gateway(pulumi.ComponentResource):
             "llm-platform:index:Gateway", name, None, typed_options(opts, "llm-platform:gateway:Gateway")
         )
         self._name, self._opts, self._models_ready = name, opts, list(models_ready)
+        self._addon_versions = versions
         self.namespace = GATEWAY_NAMESPACE
         if gateway.replicas < 2:
             pulumi.log.warn(
@@ -104,7 +106,11 @@ class Gateway(pulumi.ComponentResource):
         ns = self._apply("ns", spec.namespace(args["environment"]))
         aigw_ns = self._apply("ai-gateway-ns", namespace_manifest(AI_GATEWAY_NAMESPACE, "restricted"))
         crds = self._release(
-            "gateway-crds", "gateway-crds-helm", ENVOY_GATEWAY_VERSION, spec.gateway_crds_values(), ns
+            "gateway-crds",
+            "gateway-crds-helm",
+            self._chart_version(ENVOY_GATEWAY, 0),
+            spec.gateway_crds_values(),
+            ns,
         )
         pool_crd = k8s.yaml.v2.ConfigFile(
             f"{name}-inferencepool-crd", file=INFERENCE_POOL_CRD_URL, opts=child_options(self, opts, crds)
@@ -112,7 +118,7 @@ class Gateway(pulumi.ComponentResource):
         envoy_gateway = self._release(
             "envoy-gateway",
             "gateway-helm",
-            ENVOY_GATEWAY_VERSION,
+            self._chart_version(ENVOY_GATEWAY),
             spec.envoy_gateway_values(gateway.quota_store),
             crds,
             pool_crd,
@@ -121,7 +127,7 @@ class Gateway(pulumi.ComponentResource):
         aigw_crds = self._release(
             "ai-gateway-crds",
             "ai-gateway-crds-helm",
-            ENVOY_AI_GATEWAY_VERSION,
+            self._chart_version(AI_GATEWAY, 0),
             {},
             aigw_ns,
             crds,
@@ -133,7 +139,7 @@ class Gateway(pulumi.ComponentResource):
         ai_gateway = self._release(
             spec.AI_GATEWAY_RELEASE,
             "ai-gateway-helm",
-            ENVOY_AI_GATEWAY_VERSION,
+            self._chart_version(AI_GATEWAY),
             spec.ai_gateway_values(),
             aigw_crds,
             envoy_gateway,
@@ -203,7 +209,7 @@ class Gateway(pulumi.ComponentResource):
         picker = self._release(
             f"{prefix}-pool",
             "llm-d-router-gateway",
-            LLM_D_ROUTER_VERSION,
+            self._chart_version(ENDPOINT_PICKER),
             pool.helm_values(model),
             *waits,
             namespace=model.names.namespace,
@@ -289,6 +295,10 @@ class Gateway(pulumi.ComponentResource):
             renew_hours=spec.WEBHOOK_CERT_RENEW_HOURS,
             opts=child_options(self, self._opts),
         ).pems
+
+    def _chart_version(self, record: Addon, chart: int = -1) -> str:
+        """The version of the record's chart (by index; default its main chart) to install."""
+        return version_of(record, record.charts[chart], self._addon_versions)
 
     def _release(
         self,
