@@ -17,6 +17,7 @@ from pathlib import Path
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
+from llm_platform.commandline import ArgumentParser  # noqa: E402
 from llm_platform.simulator.commands.args import positive_int  # noqa: E402
 from llm_platform.simulator.commands.progress import track  # noqa: E402
 from llm_platform.simulator.controllers.strategies import keda, static  # noqa: E402
@@ -28,7 +29,6 @@ from llm_platform.simulator.search.tune import DayScore, Tuner  # noqa: E402
 from llm_platform.simulator.search.yaml_out import autoscaling_yaml  # noqa: E402
 from llm_platform.simulator.traffic import family  # noqa: E402
 from llm_platform.simulator.traffic.traffic import load  # noqa: E402
-from llm_platform.tools.cli import ArgumentParser  # noqa: E402
 
 
 def main() -> None:

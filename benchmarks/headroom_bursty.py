@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from llm_platform.commandline import ArgumentParser
 from llm_platform.config.loader import PROJECT, stack_file
 from llm_platform.config.schema import Headroom
 from llm_platform.plan.headroom import with_headroom
@@ -41,7 +42,6 @@ from llm_platform.simulator.search.stacks import StackRun, stack_run
 from llm_platform.simulator.serving.capacity_config import start_times
 from llm_platform.simulator.traffic import family
 from llm_platform.simulator.traffic.traffic import TokenMix, Traffic, rate_traffic, seed_day
-from llm_platform.tools.cli import ArgumentParser
 
 
 def family_day(kind: str, seed: int) -> Traffic:

@@ -15,10 +15,10 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
 from llm_platform.cli.snapshot import snapshot  # noqa: E402
+from llm_platform.commandline import ArgumentParser, known_stack  # noqa: E402
 from llm_platform.config.loader import stack_name  # noqa: E402
 from llm_platform.simulator.commands.args import positive_int  # noqa: E402
 from llm_platform.tools import render  # noqa: E402
-from llm_platform.tools.cli import ArgumentParser, known_stack  # noqa: E402
 
 
 def timed(fn, repeat: int) -> tuple[float, float, object]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime
 
+from llm_platform.commandline import ArgumentParser
 from llm_platform.config.schema import Headroom, HeadroomWindow
 from llm_platform.plan.headroom import headroom_plan
 from llm_platform.plan.model import ModelPlan
@@ -29,7 +30,6 @@ from llm_platform.simulator.search.zero_tune import score, tune_zero
 from llm_platform.simulator.serving.warm_buffer import WarmBuffer
 from llm_platform.simulator.serving.zero import ZeroSpec
 from llm_platform.simulator.traffic.office import DAY_SECONDS, OFFICE_KINDS, office_day
-from llm_platform.tools.cli import ArgumentParser
 
 # the business-hours buffer window (KEDA cron, UTC): warm before the 09:00 office start, its refill included
 BUFFER_WINDOW = ("30 8 * * 1-5", "0 18 * * 1-5")

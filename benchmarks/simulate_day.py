@@ -18,12 +18,12 @@ from typing import TypeVar, cast
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
+from llm_platform.commandline import ArgumentParser  # noqa: E402
 from llm_platform.simulator.commands.args import positive_int  # noqa: E402
 from llm_platform.simulator.commands.progress import track  # noqa: E402
 from llm_platform.simulator.controllers.strategies import Strategy  # noqa: E402
 from llm_platform.simulator.day.engine import simulate  # noqa: E402
 from llm_platform.simulator.search.scenarios import seed_setup, seed_strategies  # noqa: E402
-from llm_platform.tools.cli import ArgumentParser  # noqa: E402
 
 T = TypeVar("T")
 

@@ -12,6 +12,8 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 import pulumi_aws as aws
 
+from llm_platform.components import given_provider
+from llm_platform.components.addon import HelmAddon, HelmAddonArgs
 from llm_platform.components.autoscaling import ModelAutoscaling, ModelAutoscalingArgs
 from llm_platform.components.cluster import EksCluster, EksClusterArgs, ExistingCluster, ExistingClusterArgs
 from llm_platform.components.costs import CostAllocation, CostAllocationArgs
@@ -47,6 +49,8 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
+from llm_platform.facts import addons
+from llm_platform.facts.addons import resolve_ref
 from llm_platform.plan import Plan, resolve
 from llm_platform.plan.nodes import efa_pool
 from llm_platform.plan.stack import SERVING_KEYS
@@ -100,6 +104,10 @@ class LlmPlatformArgs(TypedDict):
     """Each gateway client's API key by client name (a secret); required with the gateway."""
     alert_receiver: NotRequired[pulumi.Input[str]]
     """The alert receiver's URL or key (a secret); required unless alerting.receiver is none."""
+    addon_versions: NotRequired[dict[str, str]]
+    """Chart versions by add-on name (`llm_platform.facts.addons`: `karpenter`, `keda`, `gpu-operator`, ...) in
+    place of the pinned ones, for every add-on (the charts released with its main chart follow it); the CRD
+    files the render validator checks stay the pinned ones."""
 
 
 # the stack file's keys, as users write them (the schema's aliases), for the snake_case keys of LlmPlatformArgs
@@ -131,6 +139,7 @@ class _Inside:
     gateway_after: list[pulumi.Resource] = field(
         default_factory=list
     )  # the gateway's load balancer needs first
+    installed: dict[str, pulumi.Resource] = field(default_factory=dict)  # what installs each add-on, by name
 
 
 class LlmPlatform(pulumi.ComponentResource):
@@ -141,6 +150,12 @@ class LlmPlatform(pulumi.ComponentResource):
     Children are named from `cluster.name`, as the stack program always named them, and alias the URNs they
     had as the program's top-level resources, so an existing stack adopting the component sees no
     replacement.
+
+    Providers: an `aws` provider given in `opts.providers` (or `opts.provider`), an assume-role one for
+    instance, is the one every AWS resource uses (its region should be `region`'s; its default_tags, not the
+    stack's, tag what it creates); without one the component builds its own in the stack's region with the
+    stack's tags. With `cluster.mode: existing`, a `kubernetes` provider given the same way is the one every
+    in-cluster resource uses instead of one built from `cluster.kubeconfig`.
     """
 
     cluster_name: pulumi.Output[str]
@@ -166,12 +181,15 @@ class LlmPlatform(pulumi.ComponentResource):
         config = parse(config_of(args), region=region, checks=platform_checks(args, region))
         plan = resolve(config, pulumi.get_stack())
         super().__init__(TYPE, name, None, opts)
+        self._given_aws = given_provider(opts, "aws")
+        self._given_kubernetes = given_provider(opts, "kubernetes")
         self._compose(plan, args, region)
 
     def _compose(self, plan: Plan, args: LlmPlatformArgs, region: str | None) -> None:
         """The children in the order their dependencies need: the cluster (and on EKS its network, Karpenter,
         add-on nodes, cache and GPU pools), monitoring, the cluster-wide add-ons, the models, the gateway."""
         self._plan, self._args, self._region = plan, args, region
+        self._versions: dict[str, str] = dict(args.get("addon_versions") or {})
         # every child was a top-level resource of the stack program before this component existed
         self._top = pulumi.ResourceOptions(
             parent=self, aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
@@ -211,8 +229,12 @@ class LlmPlatform(pulumi.ComponentResource):
                 and args.get("gateway_client_keys") is not None,
                 reservation_node_classes=list(plan.reservation_node_classes) if plan.eks else [],
                 scrape_karpenter=plan.eks,
+                gpu_health=plan.eks,
+                node_repair=plan.cluster.node_repair,
             ),
             opts=self._child(opts),
+            plan=plan,
+            versions=self._versions,
         )
 
     def _inside(self, in_cluster: pulumi.ResourceOptions) -> _Inside:
@@ -221,7 +243,8 @@ class LlmPlatform(pulumi.ComponentResource):
         after_monitoring = pulumi.ResourceOptions.merge(
             in_cluster, pulumi.ResourceOptions(depends_on=[observability])
         )
-        return _Inside(in_cluster, observability, after_monitoring)
+        installed: dict[str, pulumi.Resource] = {"kube-prometheus-stack": observability}
+        return _Inside(in_cluster, observability, after_monitoring, installed=installed)
 
     def _existing(self) -> _Inside:
         cluster_cfg = self._plan.cluster
@@ -235,7 +258,7 @@ class LlmPlatform(pulumi.ComponentResource):
             ),
             opts=self._top,
         )
-        return self._inside(pulumi.ResourceOptions(providers=[cluster.provider]))
+        return self._inside(pulumi.ResourceOptions(providers=[self._given_kubernetes or cluster.provider]))
 
     def _eks(self, region: str | None) -> _Inside:
         """The VPC and the EKS cluster, Karpenter and the add-on nodes, monitoring, the model cache, the GPU
@@ -243,8 +266,8 @@ class LlmPlatform(pulumi.ComponentResource):
         assert region, "platform_checks refuses the eks mode without a region"
         plan = self._plan
         name = plan.cluster.name
-        # one AWS provider: the stack's region, and its tags on every AWS resource the program creates
-        aws_provider = aws.Provider(
+        # one AWS provider: the caller's, else the stack's region and its tags on every AWS resource
+        aws_provider = self._given_aws or aws.Provider(
             f"{name}-aws",
             region=region,
             default_tags=aws.ProviderDefaultTagsArgs(tags=plan.tags),
@@ -256,6 +279,7 @@ class LlmPlatform(pulumi.ComponentResource):
         # every add-on below runs on the add-on nodes: its release waits until Karpenter may launch them
         in_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster, addon_nodes])
         inside = self._inside(in_cluster)
+        inside.installed["karpenter"] = karpenter
         cache = ModelCache(
             f"{name}-cache",
             ModelCacheArgs(
@@ -266,6 +290,8 @@ class LlmPlatform(pulumi.ComponentResource):
                 subnet_id=network.private_subnet_ids[0],
             ),
             opts=self._child(in_cluster),
+            plan=plan,
+            versions=self._versions,
         )
         inside.weights = cache.weights
         self._gpu_pools(network, cluster, karpenter, cache)
@@ -274,8 +300,10 @@ class LlmPlatform(pulumi.ComponentResource):
                 f"{name}-lb-controller",
                 LoadBalancerControllerArgs(cluster_name=name, region=region, vpc_id=network.vpc_id),
                 opts=self._child(in_cluster),
+                versions=self._versions,
             )
             inside.gateway_after.append(lb_controller)
+            inside.installed["aws-load-balancer-controller"] = lb_controller
         self._outputs |= {
             "cluster_endpoint": cluster.endpoint,
             "kubeconfig": pulumi.Output.secret(cluster.cluster.kubeconfig_json),
@@ -314,6 +342,7 @@ class LlmPlatform(pulumi.ComponentResource):
                 system_max=cluster_cfg.system_nodes.max,
                 system_disk_gib=cluster_cfg.system_nodes.disk_size_gib,
                 deletion_protection=plan.prod,
+                node_repair=cluster_cfg.node_repair,
             ),
             opts=self._top,
         )
@@ -325,8 +354,15 @@ class LlmPlatform(pulumi.ComponentResource):
         name = plan.cluster.name
         karpenter = Karpenter(
             f"{name}-karpenter",
-            KarpenterArgs(cluster_name=name, region=region, gpu_node_pools=self._args["gpu_node_pools"]),
+            KarpenterArgs(
+                cluster_name=name,
+                region=region,
+                gpu_node_pools=self._args["gpu_node_pools"],
+                node_repair=plan.cluster.node_repair,
+            ),
             opts=self._child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster])),
+            pools=plan.gpu_node_pools,
+            versions=self._versions,
         )
         assert plan.addon_pool is not None  # every EKS plan has one
         addon_nodes = AddonNodePool(
@@ -379,19 +415,21 @@ class LlmPlatform(pulumi.ComponentResource):
                     providers=[cluster.provider], depends_on=[karpenter, *([efa] if efa else [])]
                 )
             ),
+            plan=plan,
         )
 
     def _cluster_addons(self, inside: _Inside) -> tuple[Keda, GpuHeadroom]:
         """The GPU Operator, cost allocation, KEDA and the GPU headroom, after monitoring."""
         plan, args, region = self._plan, self._args, self._region
         name = plan.cluster.name
-        GpuOperator(
+        inside.installed["gpu-operator"] = GpuOperator(
             f"{name}-gpu-operator",
             GpuOperatorArgs(mig_in_use=plan.mig_in_use),
             opts=self._child(inside.after_monitoring),
+            versions=self._versions,
         )
         if plan.costs.enabled and region:
-            CostAllocation(
+            inside.installed["opencost"] = CostAllocation(
                 f"{name}-costs",
                 CostAllocationArgs(
                     cluster_name=name,
@@ -402,8 +440,12 @@ class LlmPlatform(pulumi.ComponentResource):
                     **self._serving,
                 ),
                 opts=self._child(inside.after_monitoring),
+                plan=plan,
+                versions=self._versions,
             )
-        keda = Keda(f"{name}-keda", KedaArgs(), opts=self._child(inside.after_monitoring))
+        keda = Keda(
+            f"{name}-keda", KedaArgs(), opts=self._child(inside.after_monitoring), versions=self._versions
+        )
         headroom = GpuHeadroom(
             f"{name}-headroom",
             GpuHeadroomArgs(
@@ -413,8 +455,28 @@ class LlmPlatform(pulumi.ComponentResource):
                 monitoring=inside.observability.release,
             ),
             opts=self._child(inside.in_cluster),
+            pools=plan.pools,
         )
+        inside.installed["keda"] = keda
+        self._record_addons(inside)
         return keda, headroom
+
+    def _record_addons(self, inside: _Inside) -> None:
+        """Every add-on record without a component of its own that the stack runs (llm_platform/facts/addons.py), in
+        the records' order, each after the add-ons its `after` names."""
+        plan = self._plan
+        versions = self._versions
+        for record in addons.ordered():
+            if record.component is not None or (record.enabled and not resolve_ref(record.enabled)(plan)):
+                continue
+            after = [inside.installed[d] for d in record.after if d in inside.installed]
+            inside.installed[record.name] = HelmAddon(
+                f"{plan.cluster.name}-{record.name}",
+                HelmAddonArgs(record=record, plan=plan, versions=versions),
+                opts=self._child(
+                    pulumi.ResourceOptions.merge(inside.in_cluster, pulumi.ResourceOptions(depends_on=after))
+                ),
+            )
 
     def _models(self, inside: _Inside, keda: Keda, headroom: GpuHeadroom) -> dict[str, InferenceService]:
         """Each model's InferenceService and ModelAutoscaling (with the LeaderWorkerSet controller first when
@@ -424,7 +486,9 @@ class LlmPlatform(pulumi.ComponentResource):
         # multi-node replicas: the LeaderWorkerSet controller and the EFA device plugin
         multi_node_after: list[pulumi.Resource] = []
         if any(m.multi_node for m in plan.models):
-            controllers = MultiNodeControllers(f"{name}-multinode", opts=self._child(inside.in_cluster))
+            controllers = MultiNodeControllers(
+                f"{name}-multinode", opts=self._child(inside.in_cluster), versions=self._versions
+            )
             multi_node_after = [controllers.lws]
         services: dict[str, InferenceService] = {}
         api_key = args.get("api_key")
@@ -443,9 +507,15 @@ class LlmPlatform(pulumi.ComponentResource):
             model = plan.model(entry["name"])
             service = InferenceService(
                 f"{name}-{model.name}",
-                InferenceServiceArgs(**self._serving, model=entry, **secrets),
+                InferenceServiceArgs(
+                    **self._serving,
+                    model=entry,
+                    priority_class=headroom.serving_priority_class_name,
+                    **secrets,
+                ),
                 opts=self._child(serving_opts),
                 after=multi_node_after if model.multi_node else [],
+                plan=model,
             )
             ModelAutoscaling(
                 f"{name}-{model.name}-autoscaling",
@@ -456,6 +526,7 @@ class LlmPlatform(pulumi.ComponentResource):
                         pulumi.ResourceOptions(depends_on=[keda, inside.observability, service]),
                     )
                 ),
+                plan=model,
             )
             services[model.name] = service
         return services
@@ -485,6 +556,8 @@ class LlmPlatform(pulumi.ComponentResource):
                 )
             ),
             models_ready=services,
+            plan=plan,
+            versions=self._versions,
         )
         self._outputs["gateway_namespace"] = gateway.namespace
 

@@ -10,7 +10,9 @@ from. No cloud, no Pulumi CLI, no cluster.
         assert len(recorded.by_type("kubernetes:apps/v1:Deployment")) == 1
 
 `evaluate` installs fresh mocks, runs the program function once, waits for every output and removes the
-mocks again, so tests stay independent.
+mocks again, so tests stay independent. `plain(inputs)` turns a recorded input tree into plain data with
+every secret masked (`[secret]`), to compare or print; `stack_file_values(path)` reads a stack file's
+`llm-platform:` values.
 """
 
 import copy
@@ -23,13 +25,14 @@ from llm_platform.config.errors import read_stack_file
 from llm_platform.config.loader import parse
 from llm_platform.platform import SECRET_ARGS, LlmPlatformArgs, needed_secrets, platform_args
 from llm_platform.tools import mocks
-from llm_platform.tools.mocks import PlatformMocks, Registered
+from llm_platform.tools.mocks import PlatformMocks, Registered, plain
 
 __all__ = [
     "PlatformMocks",
     "Registered",
     "evaluate",
     "example_values",
+    "plain",
     "stack_file_values",
     "test_args",
 ]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from llm_platform import commandline
 from llm_platform.cli import COMMANDS
 from llm_platform.cli import main as llm_platform
-from llm_platform.tools import cli
 from tests.conftest import fixture_stack
 
 
@@ -15,7 +15,7 @@ def test_help_lists_every_command_and_the_exit_statuses(capsys) -> None:
     out = capsys.readouterr().out
     for name in COMMANDS:
         assert f"\n  {name} " in out
-    assert cli.EXIT_CODES in out
+    assert commandline.EXIT_CODES in out
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
@@ -23,8 +23,8 @@ def test_each_commands_help_is_its_own_under_its_new_name_with_the_exit_statuses
     assert llm_platform([name, "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert out.startswith(f"usage: llm-platform {name} ")
-    assert " ".join(cli.EXIT_CODES.split()) in out
-    assert cli.PROG_ALIASES == {}  # the python -m names are back for the next caller
+    assert " ".join(commandline.EXIT_CODES.split()) in out
+    assert commandline.PROG_ALIASES == {}  # the python -m names are back for the next caller
 
 
 def test_an_unknown_command_or_stack_is_one_line_and_exit_2(capsys) -> None:

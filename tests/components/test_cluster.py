@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+from llm_platform.components.cluster import EksCluster, EksClusterArgs
 from llm_platform.components.specs.network import subnet_plan
 from llm_platform.config.schema import ClusterConfig
+from llm_platform.testing import evaluate
 
 
 def test_every_kubernetes_resource_uses_the_cluster_provider(run_program) -> None:
@@ -59,18 +61,40 @@ def test_eks_cluster_settings(run_program) -> None:
     }  # vpc-cni, coredns, kube-proxy: pulumi-eks
 
 
-def test_admin_roles_get_access_entries(run_program) -> None:
-    admin = "arn:aws:iam::111122223333:role/platform-admins"
-    from tests.conftest import stack_values
+def _cluster(admin_role_arns: list[str]) -> None:
+    """The EksCluster component alone, as a user's own program builds it."""
+    EksCluster(
+        "team",
+        EksClusterArgs(
+            cluster_name="team",
+            kubernetes_version="1.34",
+            vpc_id="vpc-0123456789abcdef0",
+            private_subnet_ids=["subnet-a", "subnet-b"],
+            public_subnet_ids=["subnet-c", "subnet-d"],
+            endpoint_public_access=False,
+            public_access_cidrs=[],
+            admin_role_arns=admin_role_arns,
+            system_instance_type="m6i.large",
+            system_min=2,
+            system_max=3,
+            system_disk_gib=100,
+            deletion_protection=False,
+        ),
+    )
 
-    cluster = stack_values("dev")["cluster"] | {"adminRoleArns": [admin]}
-    m = run_program("dev", {"cluster": cluster})
+
+def test_admin_roles_get_access_entries() -> None:
+    """Built by the component alone (no whole-program evaluation): the access entries are its own."""
+    admin = "arn:aws:iam::111122223333:role/platform-admins"
+    m = evaluate(lambda: _cluster([admin]))
     (eks,) = m.by_type("eks:index:Cluster")
     (entry,) = eks.inputs["accessEntries"].values()
     assert entry["principalArn"] == admin
     (policy,) = entry["accessPolicies"].values()
     assert policy["policyArn"].endswith("AmazonEKSClusterAdminPolicy")
     assert policy["accessScope"] == {"type": "cluster"}
+    (none,) = evaluate(lambda: _cluster([])).by_type("eks:index:Cluster")
+    assert not none.inputs.get("accessEntries")
 
 
 def test_network_spans_the_zones_with_private_nat_routes(run_program) -> None:

@@ -250,3 +250,20 @@ def test_expected_traffic_names_a_model_once_and_a_day_the_simulator_reads() -> 
     assert "costs.expectedTraffic[0].day: 'monday.txt'" in config_error(values)
     values["costs"]["expectedTraffic"] = [{"model": "chat-7b", "scale": 0}]
     assert "costs.expectedTraffic[0].scale: 0" in config_error(values)
+
+
+def test_a_schema_key_added_later_leaves_the_forecast_hash_while_unset() -> None:
+    """`autoscaling.wakeRequestsPerSecond` came after the fixture's forecast was written: unset, the hash is
+    the one pasted (the fixture still loads); set, the model changed and the hash with it."""
+    from llm_platform.config.schema import forecast_config_hash
+    from tests.conftest import load_fixture
+
+    config = load_fixture("costs")
+    model = next(m for m in config.models if m.name == "chat-7b")
+    pool = config.pool(model.node_pool)
+    (forecast,) = [f for f in config.costs.forecasts if f.model == "chat-7b"]
+    assert forecast_config_hash(model, pool, config.environment) == forecast.config_hash
+    changed = model.model_copy(
+        update={"autoscaling": model.autoscaling.model_copy(update={"wake_requests_per_second": 2.0})}
+    )
+    assert forecast_config_hash(changed, pool, config.environment) != forecast.config_hash

@@ -36,6 +36,26 @@ def test_a_model_at_zero_waits_cooldown_then_wakes_on_the_gateway_with_an_activa
     assert "wake" not in _triggers(other) and "cooldownPeriod" not in other["spec"]
 
 
+def test_a_scrape_error_does_not_wake_a_model_at_zero() -> None:
+    """KEDA 2.20.2 counts a trigger in fallback as active and scales an active ScaledObject from zero, then
+    the HPA lands on the fallback count: a model at zero has no fallback, so a Prometheus outage leaves it at
+    zero (the simulator's KEDA does the same: a failing query past the threshold would wake it), while a
+    model that keeps a replica still holds half its ceiling while its metrics are missing."""
+    from llm_platform.simulator.controllers.keda import Keda
+    from llm_platform.simulator.controllers.strategies import from_plan
+
+    model = model_plan(ZERO, "chat-7b")
+    assert "fallback" not in autoscaling.scaled_object(model, "staging")["spec"]
+    kept = autoscaling.scaled_object(model_plan(ZERO, "code-1b"), "staging")["spec"]
+    assert kept["fallback"] == {"failureThreshold": 3, "replicas": 2}
+    spec = from_plan("stack-config", model.scaling).scaled_object
+    assert spec is not None
+    keda = Keda(spec)
+    failing = lambda _metric: None  # noqa: E731  (every query errors: Prometheus down)
+    polls = [keda.poll(float(t), 0, failing) for t in range(0, 600, spec.polling_interval)]
+    assert polls == [0] * len(polls)
+
+
 def test_the_wake_query_reads_held_and_arriving_requests_where_vllm_has_no_pod(tmp_path: Path) -> None:
     """Series of a model at zero: no vLLM series and no available replica, only the pickers'. The query is
     0 while nothing arrives (KEDA keeps it at zero: the value must exceed activationThreshold 0) and counts

@@ -344,10 +344,61 @@ def test_the_held_timeout_alert_fires_on_a_timeout_not_on_no_series_nor_on_norma
             [normal, {"series": series("RejectedNoEndpoints", "epp-b"), "values": "_x5 1x10"}],
             {"4m": [], "7m": fires("1")},
         ),
+        case(  # the client (or Envoy) ended the stream while the request was held: it was not served either
+            [normal, {"series": series("EvictedContextCancelled"), "values": "_x8 1x12"}],
+            {"7m": [], "9m": fires("1")},
+        ),
         case(  # shed while saturated with replicas up: another alert's business (InferenceGatewayShedding)
             [normal, {"series": series("RejectedCapacity"), "values": "0+1x30"}],
             {"10m": [], "20m": []},
         ),
+    ]
+    promtool.unit_test_rules({"groups": [{"name": "zero", "rules": [rule]}]}, tests, tmp_path)
+
+
+def test_a_model_at_zero_whose_picker_series_are_absent_alerts(tmp_path: Path) -> None:
+    """The wake trigger reads the pickers' series `or vector(0)`: with none scraped a model at zero cannot wake.
+    A running picker exports its pool's ready endpoints (0 at zero), so their absence fires, only at zero."""
+    model = model_plan(ZERO, "chat-7b")
+    ns, pool_name, dep = model.names.namespace, pool.release_name(model), model.names.deployment
+    (rule,) = [
+        r
+        for r in gm.epp_prometheus_rule(model)["spec"]["groups"][0]["rules"]
+        if r["alert"] == "InferenceGatewayWakeSignalMissing"
+    ]
+    assert rule["labels"]["severity"] == "critical"
+    replicas = f'{gm.DEPLOYMENT_SPEC_REPLICAS}{{namespace="{ns}",deployment="{dep}"}}'
+    ready = f'{gm.READY_ENDPOINTS}{{namespace="{ns}",name="{pool_name}",pod="epp-a"}}'
+    labels = {"severity": "critical", "namespace": ns, "inference_pool": pool_name}
+    fires = [{"exp_labels": labels, "exp_annotations": rule["annotations"]}]
+
+    def case(input_series: list[dict[str, str]], expected: dict[str, list[dict]]) -> dict:
+        return {
+            "interval": "1m",
+            "input_series": input_series,
+            "alert_rule_test": [
+                {"eval_time": at, "alertname": rule["alert"], "exp_alerts": alerts}
+                for at, alerts in expected.items()
+            ],
+        }
+
+    tests = [
+        # at zero with the pickers scraped (0 ready endpoints): the wake trigger reads them, silent
+        case(
+            [{"series": replicas, "values": "0x30"}, {"series": ready, "values": "0x30"}],
+            {"10m": [], "25m": []},
+        ),
+        # at zero, the pickers' scrape lost at 10m: fires once it has lasted 5 minutes
+        case(
+            [{"series": replicas, "values": "0x30"}, {"series": ready, "values": "0x9 stale"}],
+            {"12m": [], "16m": fires, "25m": fires},
+        ),
+        # never scraped at all while at zero
+        case([{"series": replicas, "values": "0x30"}], {"4m": [], "6m": fires}),
+        # above zero the vLLM pods' own series scale it: another alert's business (stale metrics, picker down)
+        case([{"series": replicas, "values": "2x30"}], {"10m": [], "25m": []}),
+        # no kube-state-metrics series: not known to be at zero
+        case([], {"10m": []}),
     ]
     promtool.unit_test_rules({"groups": [{"name": "zero", "rules": [rule]}]}, tests, tmp_path)
 

@@ -152,6 +152,7 @@ def test_the_check_finds_a_name_over_its_limit() -> None:
         True,
         [],
         [],
+        [],
     )
     assert too_long([rule]) == [
         f"aws:cloudwatch/eventRule:EventRule name: {'l' * 40}-karpenter-spot-interruption (68 > 64)"

@@ -14,7 +14,7 @@ from llm_platform.plan.gateway import FlowControlPlan
 from llm_platform.simulator.commands.cli import main
 from llm_platform.simulator.controllers.strategies import keda, static
 from llm_platform.simulator.day import engine
-from llm_platform.simulator.day.clients import Seconds, fates
+from llm_platform.simulator.day.clients import _EVICTED, Retries, Seconds, _resend, fates
 from llm_platform.simulator.day.engine import simulate
 from llm_platform.simulator.day.result import Result
 from llm_platform.simulator.serving.overload import OPENAI_SDK, VLLM_BENCH, Client
@@ -165,6 +165,52 @@ def test_the_day_command_runs_the_sdk_unless_told_otherwise(tmp_path, capsys):
     assert any(r["timeout_pct"] > 0 and r["retry_pct"] > 0 for r in sdk)
     assert all(r["timeout_pct"] == r["retry_pct"] == r["failed_pct"] == 0 for r in bench)
     assert any(r["p95_ttft_ms"] > 600_000 for r in bench), "the backlog outlasts the SDK's timeout"
+
+
+def flat_day(minutes: int, rps: float) -> str:
+    return "minute,requests_per_second\n" + "".join(f"{m},{rps}\n" for m in range(minutes))
+
+
+def growth_day(minutes: int, low: float, high: float) -> str:
+    step = (high - low) / (minutes - 1)
+    return "minute,requests_per_second\n" + "".join(f"{m},{low + step * m:.3f}\n" for m in range(minutes))
+
+
+@pytest.mark.parametrize(
+    ("name", "csv"), [("flat-33", flat_day(30, 33.0)), ("growth-15-45", growth_day(45, 15.0, 45.0))]
+)
+def test_the_day_command_on_prod_with_heavy_resends_prints_every_row(tmp_path, capsys, name, csv):
+    """Days the prod stack's mistral-7b sheds on under its slower strategies (a flat 33 req/s, a 15 -> 45 req/s
+    growth; shortened from whole days), with the default client (the OpenAI SDK): attempts evicted near the
+    day's end look up the day's last second, not a second clamped by how many attempts failed (an
+    IndexError before). Every strategy prints its row, with retries where it shed."""
+    day = tmp_path / f"{name}.csv"
+    day.write_text(csv)
+    assert main(["--stack", "prod", "--traffic", str(day), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    print({r["strategy"]: (r["retry_pct"], r["failed_pct"]) for r in rows})
+    assert {r["strategy"] for r in rows} >= {"stack-config", "hpa-gpu-memory", "keda-queue"}
+    shedding = [r for r in rows if r["shed_pct"] > 0]
+    assert shedding and all(r["retry_pct"] > r["failed_pct"] > 0 for r in shedding)
+
+
+def test_an_attempt_evicted_at_the_ttl_reads_its_own_second():
+    """Whether an evicted attempt's 503 says "no Ready pod" (then Retry-After) is read at its eviction second,
+    whatever the number of attempts that failed: one attempt entered at second 5 and evicted at 5 + 61, when the
+    picker dispatches again, is re-sent after the SDK's backoff (under a second), not the 30 s Retry-After
+    (before: it read second 0, clamped by the one failed attempt)."""
+    at_zero = FlowControlPlan(5, 0.95, 8, HOLD_S, from_zero_hold_s=HOLD_S)
+    retries = Retries(OPENAI_SDK, [0.0] * 100, at_zero)
+    zeros = np.zeros(100)
+    dispatched = zeros.copy()
+    assert retries.ttl_deadline is not None
+    dispatched[5 + retries.ttl_deadline :] = 3.0
+    sec = Seconds(zeros, zeros, zeros, zeros, zeros, zeros, zeros, zeros, zeros, dispatched)
+    r = _resend(np.array([_EVICTED]), np.array([5.2]), np.array([5]), sec, retries, np.array([0.5]))
+    assert r.tolist() == [5 + retries.ttl_deadline + 0.5]
+    dispatched[:] = 0.0  # no pod then: the 503's Retry-After
+    r = _resend(np.array([_EVICTED]), np.array([5.2]), np.array([5]), sec, retries, np.array([0.5]))
+    assert r.tolist() == [5 + retries.ttl_deadline + 30.0]
 
 
 def test_explain_prints_the_client_the_day_runs(capsys):

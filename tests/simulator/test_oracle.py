@@ -86,6 +86,61 @@ def test_a_stack_run_bounds_its_oracle_by_the_environment_floor():
     )
 
 
+def test_the_oracle_of_a_model_that_may_scale_to_zero_can_plan_zero(capsys):
+    """The zero fixture's chat-7b may run minReplicas 0 (a staging stack behind the gateway), so the bound may
+    too: on the held-out quiet day (tests/simulator/quiet_day.py) its perfect-foresight plan sleeps between the
+    spans and wakes a cold start ahead of each, below the stack's own minReplicas-0 config at its miss rate,
+    and even at 0 % misses far below one replica all day (before: floor 1, ~$24 whatever the miss rate). Where
+    the stack refuses zero the floor stays (prod without the opt-in, a stack without the gateway)."""
+    from llm_platform.config.schema import Environment, replica_floor
+    from llm_platform.simulator.day.engine import simulate
+    from llm_platform.simulator.search.scenarios import oracle_for
+    from llm_platform.simulator.search.stacks import stack_run
+    from tests.conftest import fixture_stack
+    from tests.simulator.quiet_day import quiet_day
+
+    traffic = quiet_day(1)
+    run = stack_run(fixture_stack("zero"), "chat-7b", traffic)
+    assert run.setup.config.replica_floor == 0
+    own = next(s for s in run.strategies if s.name == "stack-config")
+    day = simulate(traffic, run.setup.table, own, run.setup.config)
+    one_all_day = 24 * run.setup.config.capacity.node_price_per_hour
+    at_own = oracle_for(run.setup, day.slo_violation_pct)["whole_nodes_usd_per_day"]
+    perfect = oracle_for(run.setup, 0.0)["whole_nodes_usd_per_day"]
+    print(
+        f"quiet day: minReplicas 0 config ${day.gpu_cost_usd_per_day:.2f} at {day.slo_violation_pct:.1f} % missed; "
+        f"oracle ${at_own:.2f} there, ${perfect:.2f} at 0 %; one replica all day ${one_all_day:.2f}"
+    )
+    assert at_own <= perfect < day.gpu_cost_usd_per_day < 0.5 * one_all_day
+    prod = stack_run(fixture_stack("prod"), None, traffic)
+    assert prod.setup.config.replica_floor == replica_floor(Environment.PROD) == 2
+
+
+@pytest.mark.parametrize("name", ["dev", "staging", "prod", "gateway", "zero"])
+def test_the_oracle_floor_is_zero_exactly_where_the_stack_accepts_minreplicas_0(name: str):
+    """`scale_to_zero_allowed`, which sets the oracle's floor, agrees with the stack's own rule: each model of
+    each fixture set to minReplicas 0 validates if and only if it says so."""
+    from pydantic import ValidationError
+
+    from llm_platform.config.schema import StackConfig, replica_floor, scale_to_zero_allowed
+    from tests.conftest import load_fixture
+
+    config = load_fixture(name)
+    for i, model in enumerate(config.models):
+        data = config.model_dump(by_alias=True, exclude_unset=True)
+        data["models"][i].setdefault("autoscaling", {})["minReplicas"] = 0
+        refusal = ""
+        try:
+            StackConfig.model_validate(data)
+        except ValidationError as exc:
+            refusal = str(exc)
+        accepted = not refusal
+        assert accepted or "minReplicas" in refusal, refusal
+        allowed = scale_to_zero_allowed(config, model.autoscaling)
+        assert accepted == allowed, (name, model.name)
+        assert (replica_floor(config.environment, allowed) == 0) == allowed
+
+
 def test_the_reactive_bound_pays_for_not_knowing_and_never_beats_instant_reaction():
     """A 10-minute burst to 10x: reacting instantly costs about what the load needs; each minute of start lag
     must be covered by a lower per-replica target or a standing buffer (misses within budget), so the bound

@@ -216,7 +216,7 @@ def test_export_only_flags_are_refused(
 
 def test_the_replay_queries_are_valid_promql(tmp_path: Path) -> None:
     """Every query the replay sends parses in promtool (rules file check), the cost one reads the cost rule."""
-    from llm_platform.components.specs.costs import MODEL_COST_HOURLY
+    from llm_platform.plan.promql import MODEL_COST_HOURLY
     from llm_platform.simulator.search.stacks import stack_model
     from tests.components import promtool
 

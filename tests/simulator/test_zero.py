@@ -188,9 +188,10 @@ def test_a_model_at_zero_wakes_in_the_day_simulation_and_misses_only_its_cold_st
     deployed ScaledObject wakes on the wake trigger, which reads the endpoint pickers' series while no vLLM pod
     exists (day/engine.py scrapes them at zero replicas too): it serves, returns to zero in the idle hour and
     wakes again. Its misses are the requests that arrive before the woken replica is Ready (as many as the
-    0 <-> 1 model, serving/zero.py, holds on the same arrivals) and a few behind the backlog served at Ready;
-    the picker holds only 48 (maxPendingPerReplica 8 x maxReplicas 6), so most of a wake's ~450 get a 503 on
-    every attempt: failed, as many as serving/zero.py loses. It costs less than one replica all day."""
+    0 <-> 1 model, serving/zero.py, holds on the same arrivals) and those behind the backlog served at Ready.
+    The picker holds a wake's expected arrivals (plan/gateway.py `at_zero`: 4,200 here, where
+    maxPendingPerReplica 8 x maxReplicas 6 held 48 and most of a wake's ~450 got a 503 on every attempt), so
+    none fails, as serving/zero.py loses none. It costs less than one replica all day."""
     traffic = two_bursts(seed, 2.0)
     run = stack_run(fixture_stack(stack), "chat-7b", traffic)
     assert run.plan.scaling.min_replicas == 0
@@ -212,9 +213,9 @@ def test_a_model_at_zero_wakes_in_the_day_simulation_and_misses_only_its_cold_st
     assert all(a < w <= a + wake_minutes + 5 for a, w in zip((10, 110), woke, strict=True)), woke
     assert (ready[woke[0] + 1 : 50] >= 1).all() and (ready[woke[1] + 1 : 130] >= 1).all()
     assert (ready[90:110] == 0).all(), "back to zero in the idle hour"
-    assert zero.wakes == 2 and zero.lost > zero.held / 2
-    assert zero.held <= missed <= 1.04 * zero.held, (missed, zero.held)
-    assert abs(day.failed - zero.lost) <= 0.02 * zero.lost, (day.failed, zero.lost)
+    assert zero.wakes == 2 and zero.lost == 0 and day.failed == 0
+    # a wake's ~450 held requests reach one replica at Ready: those arriving behind that backlog miss too
+    assert zero.held <= missed <= 1.2 * zero.held, (missed, zero.held)
     served = np.r_[woke[0] + 3 : 50, woke[1] + 3 : 130]
     assert day.minute_violation_pct[served].mean() < 1, (
         "once Ready and the backlog served, one replica meets the SLO"

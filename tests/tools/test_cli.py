@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from llm_platform import commandline
 from llm_platform.config.loader import stack_names
 from llm_platform.simulator.commands import cli as simulator
 from llm_platform.simulator.commands import routing
-from llm_platform.tools import cli, render, security_scan, validate_render
+from llm_platform.tools import render, security_scan, validate_render
 from llm_platform.tools.preflight import __main__ as preflight
 from tests.conftest import fixture_stack
 
@@ -107,9 +108,9 @@ def test_a_fresh_render_is_accepted_and_an_edit_makes_it_stale(stack_copy: Path,
     manifests.write_text("")
     later = time.time() + 60  # rendered after every source file
     os.utime(manifests, (later, later))
-    assert cli.stale_render(stack_copy, manifests) is None
+    assert commandline.stale_render(stack_copy, manifests) is None
     os.utime(stack_copy, (later + 1, later + 1))  # the stack file edited after the render
-    problem = cli.stale_render(stack_copy, manifests)
+    problem = commandline.stale_render(stack_copy, manifests)
     assert (
         problem is not None and "is older than Pulumi.team.yaml" in problem and "tools.render team" in problem
     )
@@ -120,7 +121,7 @@ def test_a_render_older_than_the_program_is_stale(stack_copy: Path, tmp_path: Pa
     manifests.write_text("")
     os.utime(stack_copy, (0, 0))
     os.utime(manifests, (1, 1))  # newer than the stack file, older than every program file
-    problem = cli.stale_render(stack_copy, manifests)
+    problem = commandline.stale_render(stack_copy, manifests)
     assert problem is not None and "older than the program" in problem
 
 

@@ -93,7 +93,7 @@ def test_core_objects_are_checked_strictly_at_the_stack_version() -> None:
 
 def test_a_kind_without_a_schema_is_a_problem() -> None:
     assert problems([widget(size=1)], {}, "1.34") == [
-        "Widget n/w: no schema for example.com/v1 Widget: add its CRD to CRD_SOURCES"
+        "Widget n/w: no schema for example.com/v1 Widget: add its CRD file to its add-on record (llm_platform/facts/addons.py)"
     ]
 
 

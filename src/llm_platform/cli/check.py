@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
+from llm_platform import commandline
 from llm_platform.config.loader import ConfigError, load_stack, stack_file, stack_name
-from llm_platform.tools import cli
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = cli.stack_parser("llm-platform check", (__doc__ or "").split("\n\n")[0].split(": ", 1)[1])
+    p = commandline.stack_parser("llm-platform check", (__doc__ or "").split("\n\n")[0].split(": ", 1)[1])
     p.add_argument("--json", action="store_true", help="validity and problems as JSON on stdout")
     args = p.parse_args(argv)
     name = stack_name(args.stack)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 
-from llm_platform.tools import cli
+from llm_platform import commandline
 
 NAME = "llm-platform"
 SIMULATOR = "python -m llm_platform.simulator"
@@ -95,7 +95,7 @@ def usage() -> str:
         "every command; --json prints the command's result as JSON on stdout; progress goes to stderr on a",
         "terminal only, so a piped or CI run reads plain. Each command's module also runs as `python -m ...`.",
         "",
-        cli.EXIT_CODES,
+        commandline.EXIT_CODES,
     ]
     return "\n".join(lines)
 
@@ -124,11 +124,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = COMMANDS.get(name)
     if command is None:
         print(
-            cli.error_line(NAME, f"unknown command {name!r}; commands: {', '.join(COMMANDS)}"),
+            commandline.error_line(NAME, f"unknown command {name!r}; commands: {', '.join(COMMANDS)}"),
             file=sys.stderr,
         )
         return 2
-    cli.PROG_ALIASES[command.prog] = f"{NAME} {name}"
+    commandline.PROG_ALIASES[command.prog] = f"{NAME} {name}"
     try:
         code = _runner(command)(rest)
     except SystemExit as exc:  # argparse and the tools' own exits; a message exits 1, as Python's does
@@ -136,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(exc.code, file=sys.stderr)
         code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
     finally:
-        cli.PROG_ALIASES.pop(command.prog, None)
+        commandline.PROG_ALIASES.pop(command.prog, None)
     return code or 0
 
 

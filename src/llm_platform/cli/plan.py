@@ -21,9 +21,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from llm_platform import commandline
 from llm_platform.cli import diff, report, snapshot
 from llm_platform.config.loader import ROOT, ConfigError, Stack, stack_file, stack_name
-from llm_platform.tools import cli
 
 PROG = "llm-platform plan"
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -45,10 +45,10 @@ def default_project() -> Path:
     raise PlanError("this installation ships no default stack; give a STACK (a name or a stack file)")
 
 
-def parser() -> cli.ArgumentParser:
-    p = cli.ArgumentParser(prog=PROG, description=__doc__)
+def parser() -> commandline.ArgumentParser:
+    p = commandline.ArgumentParser(prog=PROG, description=__doc__)
     p.add_argument(
-        "stack", nargs="?", type=cli.known_stack, metavar="STACK",
+        "stack", nargs="?", type=commandline.known_stack, metavar="STACK",
         help="stack name (reads Pulumi.<stack>.yaml) or the path of a stack file (default: the embedded prod stack)",
     )  # fmt: skip
     p.add_argument(
@@ -162,9 +162,9 @@ def main(argv: list[str] | None = None) -> int:
                 step(f"against {args.against}")
             before = previous(args.stack or plan["stack"], args.against) if args.against else None
     except ConfigError as exc:
-        return cli.invalid_config(PROG, args.stack or DEFAULT_STACK, exc)
+        return commandline.invalid_config(PROG, args.stack or DEFAULT_STACK, exc)
     except (PlanError, ValueError, OSError) as exc:
-        return cli.error(PROG, str(exc))
+        return commandline.error(PROG, str(exc))
     cmp = diff.compare(before, plan, args.against) if before is not None else None
     if args.markdown:
         args.markdown.write_text(report.markdown(plan, cmp))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import warnings
+from collections.abc import Mapping
+from typing import Any
 
 import pulumi
 
@@ -61,3 +63,15 @@ def typed_options(opts: pulumi.ResourceOptions | None, former_type: str) -> pulu
         if a.type_ is ... or a.type_ is None
     ]
     return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=former))
+
+
+def given_provider(opts: pulumi.ResourceOptions | None, package: str) -> pulumi.ProviderResource | None:
+    """The `package` provider (`aws`, `kubernetes`) the caller gave in `opts.provider` or `opts.providers`."""
+    if opts is None:
+        return None
+    given: list[Any] = [opts.provider] if opts.provider is not None else []
+    if isinstance(opts.providers, Mapping):
+        given += list(opts.providers.values())
+    elif opts.providers:
+        given += list(opts.providers)
+    return next((p for p in given if isinstance(p, pulumi.ProviderResource) and p.package == package), None)

@@ -15,6 +15,7 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
+from llm_platform.plan import ModelPlan
 from llm_platform.plan.stack import model_plan
 
 
@@ -36,18 +37,38 @@ class ModelAutoscalingArgs(TypedDict):
     gateway: NotRequired[GatewaySettings]
     """The stack file's `gateway`: behind an enabled gateway, `requestsPerSecondPerReplica` counts the
     gateway's arrivals (served or shed) instead of vLLM's completions."""
+    prefix: NotRequired[str]
+    """The prefix of the model's InferenceService (its namespace). Default: none."""
+    prometheus_url: NotRequired[str]
+    """The Prometheus the KEDA triggers query (one that scrapes the model's PodMonitor). Default: the
+    platform's kube-prometheus-stack, `http://kube-prometheus-stack-prometheus.monitoring.svc.cluster.local:9090`."""
+    monitor_labels: NotRequired[dict[str, str]]
+    """Labels the cluster's Prometheus selects PrometheusRules by (kube-prometheus-stack's default:
+    `{"release": "<its Helm release>"}`). Default: none, as the platform's own Prometheus selects every rule."""
 
 
 class ModelAutoscaling(pulumi.ComponentResource):
     """Scales the model's Deployment on queue depth and KV-cache usage (plus cron pre-warm windows) and
     alerts on queueing, KV-cache pressure, TTFT/ITL SLO misses, missing metrics, scaler errors and the
-    replica ceiling. Give it `depends_on` the KEDA and kube-prometheus-stack releases (their CRDs)."""
+    replica ceiling.
+
+    It names the model's Deployment (its InferenceService, with the same `prefix`: give it `depends_on`
+    it). Cluster prerequisites: KEDA and the Prometheus Operator's CRDs (the `Keda` and `Observability`
+    components, or the cluster's own: give it `depends_on` their releases) and a Prometheus at
+    `prometheus_url` that scrapes the model's PodMonitor."""
 
     def __init__(
-        self, name: str, args: ModelAutoscalingArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        args: ModelAutoscalingArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        plan: ModelPlan | None = None,
     ) -> None:
+        """`plan`: the model's plan, already resolved from these args (`LlmPlatform` passes its own); without
+        it the args are validated and resolved here."""
         # the plan's cache facts (bucket or not) never reach the ScaledObject or the alerts
-        model = model_plan(args)  # bad input stops before any resource
+        model = plan if plan is not None else model_plan(args)  # bad input stops before any resource
         super().__init__(
             "llm-platform:index:ModelAutoscaling",
             name,
@@ -56,5 +77,6 @@ class ModelAutoscaling(pulumi.ComponentResource):
         )
         scaled_object = spec.scaled_object(model, args["environment"])
         apply_manifest(f"{name}-scaledobject", scaled_object, child_options(self, opts))
-        apply_manifest(f"{name}-alerts", alerts.prometheus_rule(model), child_options(self, opts))
+        rule = alerts.prometheus_rule(model, labels=args.get("monitor_labels"))
+        apply_manifest(f"{name}-alerts", rule, child_options(self, opts))
         self.register_outputs({"scaledObject": model.names.scaled_object})

@@ -1,6 +1,7 @@
 """Cost allocation: OpenCost priced from the catalogs, the cost recording rules, the forecasts and their
 overrun alert, and the forecast-vs-actual dashboard (`costs.enabled`)."""
 
+from collections.abc import Mapping
 from typing import NotRequired, TypedDict
 
 import pulumi
@@ -12,7 +13,7 @@ from llm_platform.components.specs import costs as spec
 from llm_platform.components.specs import dashboards
 from llm_platform.config.errors import ConfigError
 from llm_platform.config.loader import parse_block
-from llm_platform.config.schema import CostsConfig
+from llm_platform.config.schema import CostsConfig, GpuNodePool
 from llm_platform.config.stack_args import (
     CostsSettings,
     EnvironmentValue,
@@ -21,7 +22,8 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
-from llm_platform.facts.versions import OPENCOST_REPO, OPENCOST_VERSION
+from llm_platform.facts.addons import OPENCOST, version_of
+from llm_platform.plan import ModelPlan, Plan
 from llm_platform.plan.naming import MONITORING_NAMESPACE
 from llm_platform.plan.stack import resolve_serving, serving_config
 
@@ -59,20 +61,30 @@ class CostAllocation(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
 
     def __init__(
-        self, name: str, args: CostAllocationArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        args: CostAllocationArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        plan: Plan | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> None:
+        """`plan`: the stack's plan, already resolved from these args (`LlmPlatform` passes its own; cost
+        allocation reads its `costs`, `models` and `gpu_node_pools`); without it the args are validated and
+        resolved here.
+        `versions`: chart versions by add-on name (`llm_platform.facts.addons`) in place of the pinned ones
+        (`LlmPlatform` passes its `addon_versions`)."""
         # bad input stops before any resource
-        costs: CostsConfig = parse_block("costs", args["costs"])
-        has_bucket = args.get("has_model_bucket", True)
-        serving = serving_config(args, has_bucket=has_bucket)
-        models, _ = resolve_serving(serving, has_bucket=has_bucket)
+        if plan is not None:
+            costs, models, pools = plan.costs, plan.models, list(plan.gpu_node_pools)
+        else:
+            costs, models, pools = _resolved(args)
         unknown = sorted({f.model for f in costs.forecasts} - {m.name for m in models})
         if unknown:
             raise ConfigError(
                 f"costs.forecasts: {', '.join(unknown)} is not a model of the stack; "
                 f"allowed: {', '.join(m.name for m in models)}"
             )
-        pools = list(serving.gpu_node_pools)
         try:
             values = spec.helm_values(cluster_name=args["cluster_name"], pools=pools, region=args["region"])
             rule = spec.prometheus_rule(models, pools, args["region"], costs)
@@ -89,8 +101,8 @@ class CostAllocation(pulumi.ComponentResource):
             f"{name}-opencost",
             name=spec.RELEASE,
             chart="opencost",
-            version=OPENCOST_VERSION,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=OPENCOST_REPO),
+            version=version_of(OPENCOST, OPENCOST.chart, versions),
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=OPENCOST.chart.repo),
             namespace=MONITORING_NAMESPACE,
             values=values,
             opts=child_options(self, opts, *waits),
@@ -104,3 +116,12 @@ class CostAllocation(pulumi.ComponentResource):
             child_options(self, opts, *waits),
         )
         self.register_outputs({"release": self.release.name})
+
+
+def _resolved(args: CostAllocationArgs) -> tuple[CostsConfig, tuple[ModelPlan, ...], list[GpuNodePool]]:
+    """The costs block, the models' plans and the GPU pools of a direct caller's args, validated first."""
+    costs: CostsConfig = parse_block("costs", args["costs"])
+    has_bucket = args.get("has_model_bucket", True)
+    serving = serving_config(args, has_bucket=has_bucket)
+    models, _ = resolve_serving(serving, has_bucket=has_bucket)
+    return costs, models, list(serving.gpu_node_pools)

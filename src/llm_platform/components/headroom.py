@@ -1,6 +1,7 @@
 """GPU headroom: the serving and placeholder PriorityClasses, and per pool the placeholders that keep
 warm GPU nodes up (resized on a schedule by KEDA)."""
 
+from collections.abc import Sequence
 from typing import NotRequired, TypedDict
 
 import pulumi
@@ -17,7 +18,8 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
-from llm_platform.plan.naming import HEADROOM_NAMESPACE, MONITORING_NAMESPACE
+from llm_platform.plan.headroom import PoolPlan
+from llm_platform.plan.naming import MONITORING_NAMESPACE, headroom_namespace, scoped
 from llm_platform.plan.stack import serving_plans
 
 
@@ -40,17 +42,46 @@ class GpuHeadroomArgs(TypedDict):
     monitoring: NotRequired[k8s.helm.v3.Release]
     """kube-prometheus-stack (the PrometheusRule CRD and the Grafana namespace): for the buffer's alert
     and dashboard."""
+    prefix: NotRequired[str]
+    """A team's on a cluster it shares (the same as its GpuNodePools' and InferenceServices'): the
+    namespace, the PriorityClasses and the dashboard are `<prefix>-llm-headroom`, `<prefix>-llm-serving`,
+    ...; the pods select the team's NodePools. Default: none, the platform's own names."""
+    monitor_labels: NotRequired[dict[str, str]]
+    """Labels the cluster's Prometheus selects PrometheusRules by (kube-prometheus-stack's default:
+    `{"release": "<its Helm release>"}`). Default: none, as the platform's own Prometheus selects every rule."""
 
 
 class GpuHeadroom(pulumi.ComponentResource):
-    """Registers the vLLM pods' PriorityClass (always: the serving Deployments name it), the `llm-headroom`
-    namespace with an image pre-pull DaemonSet per pool that serves a model, and, for pools with `headroom`,
-    the placeholder PriorityClass, a placeholder Deployment per pool and a KEDA cron ScaledObject when the
-    headroom has a schedule."""
+    """Registers the vLLM pods' PriorityClass (`serving_priority_class_name`: give it to each
+    InferenceService as `priority_class`), the `llm-headroom` namespace with an image pre-pull DaemonSet per
+    pool that serves a model, and, for pools with `headroom`, the placeholder PriorityClass, a placeholder
+    Deployment per pool and a KEDA cron ScaledObject when the headroom has a schedule.
 
-    def __init__(self, name: str, args: GpuHeadroomArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    Cluster prerequisites: GPU nodes labelled `llm-platform/gpu-pool: <pool>` (`<prefix>-<pool>` with a
+    prefix) and tainted `nvidia.com/gpu: NoSchedule` (`GpuNodePools` makes them); KEDA's CRDs when a
+    headroom has a schedule and the Prometheus Operator's CRDs and Grafana's dashboard sidecar in
+    `monitoring` when a pool has headroom (pass the releases as `keda` and `monitoring` to wait for them)."""
+
+    serving_priority_class_name: pulumi.Output[str]
+    """The vLLM pods' PriorityClass, known once it is registered (an InferenceService's `priority_class`)."""
+
+    def __init__(
+        self,
+        name: str,
+        args: GpuHeadroomArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        pools: Sequence[PoolPlan] | None = None,
+    ) -> None:
+        """`pools`: every GPU pool's plan, already resolved from these args (`LlmPlatform` passes its own);
+        without it the args are validated and resolved here."""
         # bad input stops before any resource
-        _, pool_plans = serving_plans(args, has_bucket=args.get("has_model_bucket", True))
+        if pools is not None:
+            pool_plans = tuple(pools)
+        else:
+            _, pool_plans = serving_plans(args, has_bucket=args.get("has_model_bucket", True))
+        prefix = args.get("prefix", "")
+        monitor_labels = args.get("monitor_labels") or {}
         super().__init__(
             "llm-platform:index:GpuHeadroom",
             name,
@@ -58,16 +89,23 @@ class GpuHeadroom(pulumi.ComponentResource):
             typed_options(opts, "llm-platform:headroom:GpuHeadroom"),
         )
         # the PriorityClass the vLLM pods name (not a schema output: a Kubernetes object)
+        serving_priority = spec.serving_priority_class(prefix)
         self.serving_priority_class: pulumi.Resource = apply_manifest(
-            f"{name}-serving-priority", spec.serving_priority_class(), child_options(self, opts)
+            f"{name}-serving-priority", serving_priority, child_options(self, opts)
+        )
+        self.serving_priority_class_name = self.serving_priority_class.urn.apply(
+            lambda _: str(serving_priority["metadata"]["name"])
         )
         serving = [p for p in pool_plans if p.models]
         placeholders: list[str] = []
+        outputs = {"placeholders": placeholders}
         if not serving:  # no model, no warm node to prepare (headroom needs a served pool: the schema)
-            self.register_outputs({"placeholders": placeholders})
+            self.register_outputs(outputs)
             return
         ns = apply_manifest(
-            f"{name}-ns", namespace_manifest(HEADROOM_NAMESPACE, "restricted"), child_options(self, opts)
+            f"{name}-ns",
+            namespace_manifest(headroom_namespace(prefix), "restricted"),
+            child_options(self, opts),
         )
         for pool in serving:
             apply_manifest(
@@ -78,7 +116,9 @@ class GpuHeadroom(pulumi.ComponentResource):
         pools = [p for p in serving if p.headroom is not None]
         if pools:
             priority = apply_manifest(
-                f"{name}-placeholder-priority", spec.headroom_priority_class(), child_options(self, opts)
+                f"{name}-placeholder-priority",
+                spec.headroom_priority_class(prefix),
+                child_options(self, opts),
             )
             for pool in pools:
                 deployment = apply_manifest(
@@ -100,12 +140,15 @@ class GpuHeadroom(pulumi.ComponentResource):
             release = args.get("monitoring")
             monitoring = [release] if release is not None else []
             apply_manifest(
-                f"{name}-alerts", spec.prometheus_rule(pools), child_options(self, opts, ns, *monitoring)
+                f"{name}-alerts",
+                spec.prometheus_rule(pools, monitor_labels),
+                child_options(self, opts, ns, *monitoring),
             )
-            board = dashboards.headroom_dashboard(HEADROOM_NAMESPACE)
+            board_name = scoped(prefix, dashboards.HEADROOM_DASHBOARD)
+            board = dashboards.headroom_dashboard(headroom_namespace(prefix), uid=board_name, team=prefix)
             apply_manifest(
                 f"{name}-dashboard",
-                dashboards.dashboard_configmap("llm-platform-headroom", MONITORING_NAMESPACE, board),
+                dashboards.dashboard_configmap(board_name, MONITORING_NAMESPACE, board),
                 child_options(self, opts, *monitoring),
             )
-        self.register_outputs({"placeholders": placeholders})
+        self.register_outputs(outputs)

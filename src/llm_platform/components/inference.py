@@ -23,7 +23,8 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
-from llm_platform.plan.naming import API_KEY_SECRET_KEY, HF_TOKEN_SECRET_KEY
+from llm_platform.plan import ModelPlan
+from llm_platform.plan.naming import API_KEY_SECRET_KEY, HF_TOKEN_SECRET_KEY, MONITORING_NAMESPACE
 from llm_platform.plan.stack import model_plan
 
 
@@ -55,11 +56,33 @@ class InferenceServiceArgs(TypedDict):
     is planned as on an existing cluster (hub only)."""
     tags: NotRequired[dict[str, str]]
     """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
+    priority_class: NotRequired[pulumi.Input[str]]
+    """The PriorityClass the vLLM pods run at: GpuHeadroom's `serving_priority_class_name` (a pending
+    replica then preempts a warm placeholder; the Deployment waits for the class). Default: none, the
+    cluster's default priority."""
+    prefix: NotRequired[str]
+    """A team's on a cluster it shares (the same as its GpuNodePools'): the namespace is
+    `<prefix>-model-<name>` and the pods select the NodePool `<prefix>-<pool>`. Default: none, the
+    platform's own names (`model-<name>`, the pool's name)."""
+    prometheus_namespace: NotRequired[str]
+    """The namespace of the Prometheus that scrapes vLLM (the NetworkPolicy admits its pods, labelled
+    `app.kubernetes.io/name: prometheus`). Default: `monitoring`, the platform's kube-prometheus-stack."""
+    monitor_labels: NotRequired[dict[str, str]]
+    """Labels the cluster's Prometheus selects PodMonitors by (kube-prometheus-stack's default:
+    `{"release": "<its Helm release>"}`). Default: none, as the platform's own Prometheus selects every
+    PodMonitor."""
 
 
 class InferenceService(pulumi.ComponentResource):
     """Namespace, API-key and Hugging Face token Secrets, the weights pipeline of the model's cache mode,
-    the vLLM Deployment, its Service, PodDisruptionBudget, PodMonitor and NetworkPolicy."""
+    the vLLM Deployment, its Service, PodDisruptionBudget, PodMonitor and NetworkPolicy.
+
+    Everything the pods name is created here (namespace, service accounts, Secrets, the loader's
+    ConfigMap) or named by an arg (`priority_class`, `weights`). Cluster prerequisites: GPU nodes labelled
+    `llm-platform/gpu-pool: <pool>` (`<prefix>-<pool>` with a prefix) and tainted `nvidia.com/gpu:
+    NoSchedule` (GpuNodePools makes them), the NVIDIA device plugin (the GPU Operator), the Prometheus
+    Operator's CRDs (PodMonitor), the LeaderWorkerSet CRD for a multi-node model, the EKS Pod Identity
+    agent for every cache but `hub`, and for the fsx cache the FSx CSI driver."""
 
     namespace: str
     service_host: str
@@ -71,12 +94,16 @@ class InferenceService(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
         *,
         after: list[pulumi.Resource] | None = None,
+        plan: ModelPlan | None = None,
     ) -> None:
         """`after`: what the workload waits for beyond the model's own objects (a multi-node model: the LWS
-        controller); a keyword, not an arg, so the provider schema never sees a resource type."""
+        controller); a keyword, not an arg, so the provider schema never sees a resource type. `plan`: the
+        model's plan, already resolved from these args (`LlmPlatform` passes its own); without it the args
+        are validated and resolved here."""
         weights = args.get("weights")
         self._after = list(after or [])
-        model = model_plan(args, has_bucket=weights is not None)  # bad input stops before any resource
+        # bad input stops before any resource
+        model = plan if plan is not None else model_plan(args, has_bucket=weights is not None)
         super().__init__(
             "llm-platform:index:InferenceService",
             name,
@@ -114,12 +141,15 @@ class InferenceService(pulumi.ComponentResource):
 
         bucket = pulumi.Output.from_input(weights["bucket_name"] if weights else "")
         workload = multinode_spec.leader_worker_set if model.multi_node else spec.deployment
-        deployment = bucket.apply(
-            lambda b: workload(
+        # an Output of the PriorityClass's registration carries it into the Deployment's dependencies
+        priority = pulumi.Output.from_input(args.get("priority_class"))
+        deployment = pulumi.Output.all(bucket, priority).apply(
+            lambda o: workload(
                 model,
                 environment=environment,
-                wiring=cache_spec.cache_wiring(model, bucket=b),
+                wiring=cache_spec.cache_wiring(model, bucket=o[0]),
                 mounts_hf_token=needs_token and model.serving_uses_hf_token,
+                priority_class=o[1],
             )
         )
         apply_manifest(
@@ -134,9 +164,10 @@ class InferenceService(pulumi.ComponentResource):
             self._apply("workers-pdb", multinode_spec.worker_disruption_budget(model), ns)
         self._apply("service", spec.service(model, environment), ns)
         self._apply("pdb", spec.pod_disruption_budget(model), ns)
-        self._apply("podmonitor", spec.pod_monitor(model), ns)
+        self._apply("podmonitor", spec.pod_monitor(model, args.get("monitor_labels")), ns)
         self._apply("deny-ingress", spec.default_deny_ingress(model), ns)
-        self._apply("netpol", spec.network_policy(model), ns)
+        prometheus_namespace = args.get("prometheus_namespace") or MONITORING_NAMESPACE
+        self._apply("netpol", spec.network_policy(model, prometheus_namespace), ns)
 
         self.service_host = names.service_host
         self.register_outputs({"namespace": namespace, "service": self.service_host})

@@ -237,6 +237,8 @@ class ClusterSettings(TypedDict):
     adminRoleArns: NotRequired[list[str]]
     amiVersions: NotRequired[AmiVersionsSettings]
     """default: the schema's defaults."""
+    nodeRepair: NotRequired[bool]
+    """default True."""
     kubeconfig: NotRequired[str]
     context: NotRequired[str]
 
@@ -344,6 +346,8 @@ class AutoscalingSettings(TypedDict):
     """>= 0; default 300."""
     allowScaleToZero: NotRequired[bool]
     """default False."""
+    wakeRequestsPerSecond: NotRequired[float]
+    """> 0."""
     scaleUp: NotRequired[ScalingRulesSettings]
     """default: the schema's defaults."""
     scaleDown: NotRequired[ScalingRulesSettings]

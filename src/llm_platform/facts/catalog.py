@@ -28,8 +28,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """How the GPUs of one instance all-reduce (the simulator's serving/physics.py derives the figures)."""
+
+    name: str
+    alpha_s: float  # fixed cost of one all-reduce
+    small_gbps: float  # effective bandwidth of messages up to 1 MB (fit to the latency sweep)
+    large_gbps: float  # bus bandwidth beyond it
+
+
+# serving/physics.py's module doc: NVLink 4 fit to H100's custom all-reduce sweep (sgl-project/sglang#2904),
+# its bus bandwidth 0.8 x 450 GB/s per direction; NVLink 3 (A100) scaled by 300/450; NVLink 5 (B200) keeps
+# H100's latency fit (Unverified) at 900 GB/s; PCIe Gen4 (no NVLink: g5, g6, g6e) Unverified
+NVLINK4 = Interconnect("NVLink 4", 4e-6, 65.0, 0.8 * 450)
+NVLINK3 = Interconnect("NVLink 3", 4e-6 * 450 / 300, 65.0 * 300 / 450, 0.8 * 300)
+NVLINK5 = Interconnect("NVLink 5", 4e-6, 65.0, 0.8 * 900)
+PCIE4 = Interconnect("PCIe Gen4", 20e-6, 12.0, 20.0)
 
 
 @dataclass(frozen=True)
@@ -38,6 +57,8 @@ class GpuModel:
     memory_gib: int
     hbm_bandwidth_gbps: float  # GB/s per GPU
     fp16_tflops: float  # dense tensor-core FP16/BF16, per GPU
+    # the part's links between the GPUs of one instance: NVLink on the SXM parts, PCIe on the others
+    interconnect: Interconnect
 
 
 @dataclass(frozen=True)
@@ -53,10 +74,11 @@ class GpuInstance:
     regions: frozenset[str]
     network_gbps: float  # baseline network bandwidth, Gbit/s: bounds weight downloads on a new node
     node_ready_seconds: float  # EC2 launch -> node Ready with `nvidia.com/gpu` allocatable
-    reserved_only: bool = False  # sold only as Capacity Blocks: no on-demand or spot offering
+    reserved_only: bool  # sold only as Capacity Blocks: no on-demand or spot offering
     # EFA interfaces the instance takes (EC2 MaximumEfaInterfaces, one per network card; 0: no EFA): what a
     # multi-node replica's pods request as `vpc.amazonaws.com/efa` and its EC2NodeClass attaches (see EFA_SOURCE)
-    efa_interfaces: int = 0
+    efa_interfaces: int
+    dedicated: bool  # its family gets a single-family pool of its own (GpuFamily.dedicated)
 
     @property
     def family(self) -> str:
@@ -94,14 +116,55 @@ class GpuInstance:
             ) from None
 
 
-A10G = GpuModel("A10G", 24, 600, 70)
-L4 = GpuModel("L4", 24, 300, 121)
-L40S = GpuModel("L40S", 48, 864, 362)
-A100_40 = GpuModel("A100-40GB", 40, 1555, 312)
-A100_80 = GpuModel("A100-80GB", 80, 2039, 312)
-H100 = GpuModel("H100", 80, 3350, 989)
-H200 = GpuModel("H200", 141, 4800, 989)
-B200 = GpuModel("B200", 180, 8000, 2250)
+@dataclass(frozen=True)
+class GpuSize:
+    """One size of a family: `<family>.<size>` (columns as in GPU_FAMILIES)."""
+
+    size: str
+    gpus: int
+    vcpus: int
+    memory_gib: int
+    nvme_disks: int
+    nvme_disk_gb: int
+    network_gbps: float
+    efa_interfaces: int
+    prices: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class GpuFamily:
+    """One instance family, with every fact the code reads of it: its GPU (and that GPU's interconnect), the
+    regions offering it, its node Ready time, whether it gets a pool of its own and is sold only as Capacity
+    Blocks, and its sizes (each with its EFA interfaces and prices). Adding a family is one row here."""
+
+    name: str
+    gpu: GpuModel
+    regions: frozenset[str]
+    node_ready_seconds: float
+    sizes: tuple[GpuSize, ...]
+    # big enough to get a pool of its own (a p5 must never be picked to serve a 7B model a g5 pool could serve)
+    dedicated: bool = False
+    reserved_only: bool = False  # sold only as Capacity Blocks: no on-demand or spot offering
+
+    def instances(self) -> tuple[GpuInstance, ...]:
+        return tuple(
+            GpuInstance(
+                f"{self.name}.{z.size}", z.gpus, self.gpu, z.vcpus, z.memory_gib, z.nvme_disks, z.nvme_disk_gb,
+                z.prices, self.regions, z.network_gbps, self.node_ready_seconds, self.reserved_only,
+                z.efa_interfaces, self.dedicated,
+            )
+            for z in self.sizes
+        )  # fmt: skip
+
+
+A10G = GpuModel("A10G", 24, 600, 70, PCIE4)
+L4 = GpuModel("L4", 24, 300, 121, PCIE4)
+L40S = GpuModel("L40S", 48, 864, 362, PCIE4)
+A100_40 = GpuModel("A100-40GB", 40, 1555, 312, NVLINK3)
+A100_80 = GpuModel("A100-80GB", 80, 2039, 312, NVLINK3)
+H100 = GpuModel("H100", 80, 3350, 989, NVLINK4)
+H200 = GpuModel("H200", 141, 4800, 989, NVLINK4)
+B200 = GpuModel("B200", 180, 8000, 2250, NVLINK5)
 
 
 def _regions(*names: str) -> frozenset[str]:
@@ -228,115 +291,66 @@ P6_B200_48XLARGE_USD = _prices({
 G_NODE_READY_S = 100.0
 P_NODE_READY_S = 300.0
 
-# Columns: type, GPUs, GPU, vCPUs, memory GiB, NVMe disks, GB per disk, on-demand $/h by region, regions, baseline network
-# Gbit/s (karpenter-provider-aws v1.14.1 zz_generated.bandwidth.go), node Ready seconds.
-GPU_INSTANCES: dict[str, GpuInstance] = {
-    i.instance_type: i
-    for i in (
-        GpuInstance("g5.xlarge", 1, A10G, 4, 16, 1, 250, G5_XLARGE_USD, G5_REGIONS, 2.5, G_NODE_READY_S),
-        GpuInstance("g5.2xlarge", 1, A10G, 8, 32, 1, 450, G5_2XLARGE_USD, G5_REGIONS, 5.0, G_NODE_READY_S),
-        GpuInstance(
-            "g5.12xlarge", 4, A10G, 48, 192, 1, 3800, G5_12XLARGE_USD, G5_REGIONS, 40.0, G_NODE_READY_S
-        ),
-        GpuInstance(
-            "g5.48xlarge", 8, A10G, 192, 768, 2, 3800, G5_48XLARGE_USD, G5_REGIONS, 100.0, G_NODE_READY_S
-        ),
-        GpuInstance("g6.xlarge", 1, L4, 4, 16, 1, 250, G6_XLARGE_USD, G6_REGIONS, 2.5, G_NODE_READY_S),
-        GpuInstance("g6.2xlarge", 1, L4, 8, 32, 1, 450, G6_2XLARGE_USD, G6_REGIONS, 5.0, G_NODE_READY_S),
-        GpuInstance("g6e.xlarge", 1, L40S, 4, 32, 1, 250, G6E_XLARGE_USD, G6E_REGIONS, 2.5, G_NODE_READY_S),
-        GpuInstance(
-            "p4d.24xlarge",
-            8,
-            A100_40,
-            96,
-            1152,
-            8,
-            1000,
-            P4D_24XLARGE_USD,
-            P4D_REGIONS,
-            400.0,
-            P_NODE_READY_S,
-        ),
-        GpuInstance(
-            "p4de.24xlarge",
-            8,
-            A100_80,
-            96,
-            1152,
-            8,
-            1000,
-            P4DE_24XLARGE_USD,
-            P4DE_REGIONS,
-            400.0,
-            P_NODE_READY_S,
-        ),
-        GpuInstance(
-            "p5.48xlarge", 8, H100, 192, 2048, 8, 3840, P5_48XLARGE_USD, P5_REGIONS, 3200.0, P_NODE_READY_S
-        ),
-        GpuInstance(
-            "p5e.48xlarge",
-            8,
-            H200,
-            192,
-            2048,
-            8,
-            3840,
-            _prices({}),
-            P5E_REGIONS,
-            3200.0,
-            P_NODE_READY_S,
-            reserved_only=True,
-        ),
-        GpuInstance(
-            "p5en.48xlarge",
-            8,
-            H200,
-            192,
-            2048,
-            8,
-            3840,
-            P5EN_48XLARGE_USD,
-            P5EN_REGIONS,
-            3200.0,
-            P_NODE_READY_S,
-        ),
-        GpuInstance(
-            "p6-b200.48xlarge",
-            8,
-            B200,
-            192,
-            2048,
-            8,
-            3840,
-            P6_B200_48XLARGE_USD,
-            P6_B200_REGIONS,
-            3200.0,
-            P_NODE_READY_S,
-        ),
-    )
-}
-
 # EFA interfaces per instance type (`vpc.amazonaws.com/efa` capacity, EC2 DescribeInstanceTypes
 # NetworkInfo.EfaInfo.MaximumEfaInterfaces) as Karpenter v1.14.1 lists them
-# (website/content/en/docs/reference/instance-types.md); the other catalog sizes (g5.xlarge, g5.2xlarge,
-# g6.xlarge, g6.2xlarge, g6e.xlarge) have none. Every one of these has at least as many network cards.
+# (website/content/en/docs/reference/instance-types.md); g5.xlarge, g5.2xlarge, g6.xlarge, g6.2xlarge and
+# g6e.xlarge have none. Every one with EFA has at least as many network cards.
 EFA_SOURCE = "karpenter-provider-aws v1.14.1 website/content/en/docs/reference/instance-types.md"
-EFA_INTERFACES = {
-    "g5.12xlarge": 1,
-    "g5.48xlarge": 1,
-    "p4d.24xlarge": 4,
-    "p4de.24xlarge": 4,
-    "p5.48xlarge": 32,
-    "p5e.48xlarge": 32,
-    "p5en.48xlarge": 16,
-    "p6-b200.48xlarge": 8,
-}
-for _name, _count in EFA_INTERFACES.items():
-    GPU_INSTANCES[_name] = replace(GPU_INSTANCES[_name], efa_interfaces=_count)
 
-# Families big enough that they get a pool of their own (a p5 must never be picked to serve a 7B model
-# that a g5 pool could have served).
-DEDICATED_FAMILIES = frozenset({"p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"})
+# One row per family. Sizes' columns: size, GPUs, vCPUs, memory GiB, NVMe disks, GB per disk, baseline network
+# Gbit/s (karpenter-provider-aws v1.14.1 zz_generated.bandwidth.go), EFA interfaces (EFA_SOURCE), on-demand $/h
+# by region.
+GPU_FAMILIES: dict[str, GpuFamily] = {
+    f.name: f
+    for f in (
+        GpuFamily("g5", A10G, G5_REGIONS, G_NODE_READY_S, sizes=(
+            GpuSize("xlarge", 1, 4, 16, 1, 250, 2.5, 0, G5_XLARGE_USD),
+            GpuSize("2xlarge", 1, 8, 32, 1, 450, 5.0, 0, G5_2XLARGE_USD),
+            GpuSize("12xlarge", 4, 48, 192, 1, 3800, 40.0, 1, G5_12XLARGE_USD),
+            GpuSize("48xlarge", 8, 192, 768, 2, 3800, 100.0, 1, G5_48XLARGE_USD),
+        )),
+        GpuFamily("g6", L4, G6_REGIONS, G_NODE_READY_S, sizes=(
+            GpuSize("xlarge", 1, 4, 16, 1, 250, 2.5, 0, G6_XLARGE_USD),
+            GpuSize("2xlarge", 1, 8, 32, 1, 450, 5.0, 0, G6_2XLARGE_USD),
+        )),
+        GpuFamily("g6e", L40S, G6E_REGIONS, G_NODE_READY_S, sizes=(
+            GpuSize("xlarge", 1, 4, 32, 1, 250, 2.5, 0, G6E_XLARGE_USD),
+        )),
+        GpuFamily("p4d", A100_40, P4D_REGIONS, P_NODE_READY_S, dedicated=True, sizes=(
+            GpuSize("24xlarge", 8, 96, 1152, 8, 1000, 400.0, 4, P4D_24XLARGE_USD),
+        )),
+        GpuFamily("p4de", A100_80, P4DE_REGIONS, P_NODE_READY_S, dedicated=True, sizes=(
+            GpuSize("24xlarge", 8, 96, 1152, 8, 1000, 400.0, 4, P4DE_24XLARGE_USD),
+        )),
+        GpuFamily("p5", H100, P5_REGIONS, P_NODE_READY_S, dedicated=True, sizes=(
+            GpuSize("48xlarge", 8, 192, 2048, 8, 3840, 3200.0, 32, P5_48XLARGE_USD),
+        )),
+        GpuFamily("p5e", H200, P5E_REGIONS, P_NODE_READY_S, dedicated=True, reserved_only=True, sizes=(
+            GpuSize("48xlarge", 8, 192, 2048, 8, 3840, 3200.0, 32, _prices({})),
+        )),
+        GpuFamily("p5en", H200, P5EN_REGIONS, P_NODE_READY_S, dedicated=True, sizes=(
+            GpuSize("48xlarge", 8, 192, 2048, 8, 3840, 3200.0, 16, P5EN_48XLARGE_USD),
+        )),
+        GpuFamily("p6-b200", B200, P6_B200_REGIONS, P_NODE_READY_S, dedicated=True, sizes=(
+            GpuSize("48xlarge", 8, 192, 2048, 8, 3840, 3200.0, 8, P6_B200_48XLARGE_USD),
+        )),
+    )
+}  # fmt: skip
+
+# every instance type, a family's sizes in its row's order
+GPU_INSTANCES: dict[str, GpuInstance] = {
+    i.instance_type: i for f in GPU_FAMILIES.values() for i in f.instances()
+}
+
+
+def dedicated_families() -> list[str]:
+    """Families that get a single-family pool of their own."""
+    return sorted(f.name for f in GPU_FAMILIES.values() if f.dedicated)
+
+
+def efa_families() -> list[str]:
+    """Families every size of which has EFA: what the pool of a multi-node replica may be."""
+    return sorted(f.name for f in GPU_FAMILIES.values() if all(z.efa_interfaces > 0 for z in f.sizes))
 
 
 def instance(instance_type: str) -> GpuInstance:

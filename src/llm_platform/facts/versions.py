@@ -3,25 +3,47 @@
 Source: ../shared/reference/README.md ("Pinned upstream versions").
 """
 
-KARPENTER_CHART = "oci://public.ecr.aws/karpenter/karpenter"
-KARPENTER_VERSION = "1.14.1"
+# The Helm add-ons' charts and versions are their records' (llm_platform/facts/addons.py), named here as before
+from llm_platform.facts.addons import (
+    AI_GATEWAY,
+    AWS_LOAD_BALANCER_CONTROLLER,
+    EFA_DEVICE_PLUGIN,
+    ENDPOINT_PICKER,
+    ENVOY_GATEWAY,
+    FSX_CSI_DRIVER,
+    GATEWAY_API_INFERENCE_EXTENSION_VERSION,
+    GPU_OPERATOR,
+    KARPENTER,
+    KEDA,
+    KUBE_PROMETHEUS_STACK,
+    LWS,
+    OPENCOST,
+)
 
-KEDA_REPO = "https://kedacore.github.io/charts"
-KEDA_VERSION = "2.20.2"
-
-KUBE_PROMETHEUS_STACK_REPO = "https://prometheus-community.github.io/helm-charts"
-KUBE_PROMETHEUS_STACK_VERSION = "88.5.3"
-PROMETHEUS_OPERATOR_VERSION = "v0.93.1"  # the operator (and CRDs) kube-prometheus-stack 88.5.3 ships
-
-GPU_OPERATOR_REPO = "https://helm.ngc.nvidia.com/nvidia"
-GPU_OPERATOR_VERSION = "v26.7.0"
-
-# the Node Feature Discovery version the GPU Operator chart bundles, deployed as its own release
-NFD_REPO = "https://kubernetes-sigs.github.io/node-feature-discovery/charts"
-NFD_VERSION = "0.19.0"
-
-FSX_CSI_REPO = "https://kubernetes-sigs.github.io/aws-fsx-csi-driver"
-FSX_CSI_VERSION = "1.17.0"
+KARPENTER_CHART, KARPENTER_VERSION = KARPENTER.chart.chart, KARPENTER.version
+KARPENTER_CRD_CHART = KARPENTER.charts[0].chart
+KEDA_REPO, KEDA_VERSION = KEDA.chart.repo, KEDA.version
+KUBE_PROMETHEUS_STACK_REPO = KUBE_PROMETHEUS_STACK.chart.repo
+KUBE_PROMETHEUS_STACK_VERSION = KUBE_PROMETHEUS_STACK.version
+# the operator (and CRDs) kube-prometheus-stack ships: the tag of its CRD files
+PROMETHEUS_OPERATOR_VERSION = KUBE_PROMETHEUS_STACK.crd_files[0].tag
+GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION = GPU_OPERATOR.chart.repo, GPU_OPERATOR.chart.version
+NFD_REPO, NFD_VERSION = GPU_OPERATOR.charts[0].repo, GPU_OPERATOR.charts[0].version
+FSX_CSI_REPO, FSX_CSI_VERSION = FSX_CSI_DRIVER.chart.repo, FSX_CSI_DRIVER.chart.version
+AWS_LOAD_BALANCER_CONTROLLER_REPO = AWS_LOAD_BALANCER_CONTROLLER.chart.repo
+AWS_LOAD_BALANCER_CONTROLLER_VERSION = AWS_LOAD_BALANCER_CONTROLLER.chart.version
+ENVOY_GATEWAY_CHART_REPO = ENVOY_GATEWAY.chart.chart.rsplit("/", 1)[0]  # also AI Gateway's
+ENVOY_GATEWAY_VERSION, ENVOY_AI_GATEWAY_VERSION = ENVOY_GATEWAY.version, AI_GATEWAY.version
+# the Gateway API CRDs gateway-crds-helm installs (crds.gatewayAPI.channel=standard): the tag of their files
+GATEWAY_API_VERSION = ENVOY_GATEWAY.crd_files[0].tag
+LLM_D_ROUTER_CHART_REPO = ENDPOINT_PICKER.chart.chart.rsplit("/", 1)[0]
+LLM_D_ROUTER_VERSION = ENDPOINT_PICKER.version  # chart llm-d-router-gateway and the EPP image below
+LWS_CHART, LWS_VERSION = LWS.chart.chart, LWS.version
+EFA_DEVICE_PLUGIN_REPO, EFA_DEVICE_PLUGIN_VERSION = (
+    EFA_DEVICE_PLUGIN.chart.repo,
+    EFA_DEVICE_PLUGIN.chart.version,
+)
+OPENCOST_REPO, OPENCOST_VERSION = OPENCOST.chart.repo, OPENCOST.chart.version
 
 # vLLM: plain tags are CUDA 13 builds from v0.20 on; the EKS NVIDIA AMIs' driver must support the CUDA major.
 VLLM_IMAGE = "vllm/vllm-openai:v0.30.0"
@@ -29,11 +51,6 @@ VLLM_IMAGE = "vllm/vllm-openai:v0.30.0"
 # Small utility images used by Jobs and DaemonSets (weights sync from S3).
 AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.27.50"
 PYTHON_IMAGE = "python:3.12.11-slim"
-KARPENTER_CRD_CHART = "oci://public.ecr.aws/karpenter/karpenter-crd"
-
-# AWS Load Balancer Controller: provisions the gateway's Network Load Balancer
-AWS_LOAD_BALANCER_CONTROLLER_REPO = "https://aws.github.io/eks-charts"
-AWS_LOAD_BALANCER_CONTROLLER_VERSION = "1.17.0"
 
 # The Hub -> S3 loader Job installs these into PYTHON_IMAGE at start (pip, pinned)
 LOADER_HUGGINGFACE_HUB_VERSION = "0.35.3"
@@ -50,17 +67,10 @@ FSX_LUSTRE_VERSION = "2.15"
 # Inference gateway (../shared/reference/GATEWAY.md): Gateway API standard CRDs, the InferencePool CRD, Envoy
 # Gateway with Envoy AI Gateway as its extension server, and one llm-d router endpoint picker (EPP) per model.
 # AIGW v1.1.x is tested with EG v1.8.1+ and Gateway API v1.5.x; EG v1.9 needs Gateway API v1.6: bump together.
-GATEWAY_API_VERSION = "v1.5.1"  # installed by gateway-crds-helm (crds.gatewayAPI.channel=standard)
-ENVOY_GATEWAY_CHART_REPO = "oci://docker.io/envoyproxy"
-ENVOY_GATEWAY_VERSION = "v1.8.3"  # charts gateway-crds-helm and gateway-helm
-ENVOY_AI_GATEWAY_VERSION = "v1.1.0"  # charts ai-gateway-crds-helm and ai-gateway-helm
-GATEWAY_API_INFERENCE_EXTENSION_VERSION = "v1.6.0"  # the InferencePool CRD (inference.networking.k8s.io/v1)
 INFERENCE_POOL_CRD_URL = (
     "https://github.com/kubernetes-sigs/gateway-api-inference-extension/releases/download/"
     f"{GATEWAY_API_INFERENCE_EXTENSION_VERSION}/v1-manifests.yaml"
 )
-LLM_D_ROUTER_CHART_REPO = "oci://ghcr.io/llm-d/charts"
-LLM_D_ROUTER_VERSION = "v0.10.0"  # chart llm-d-router-gateway and the EPP image below
 LLM_D_EPP_IMAGE_REGISTRY = "ghcr.io/llm-d"
 LLM_D_EPP_IMAGE_REPOSITORY = "llm-d-router-endpoint-picker"
 # the EPP's tokenizer sidecar for precise prefix routing (`vllm launch render`), the chart's default tag
@@ -83,12 +93,8 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
 # oci://registry.k8s.io/lws/charts/lws --version=0.10.0 --namespace lws-system`; hack/push-chart.sh sets the
 # chart's image tag to the release), and the EFA device plugin (aws/eks-charts stable/aws-efa-k8s-device-plugin,
 # chart v0.5.30, app v0.5.20), which advertises each node's EFA interfaces as `vpc.amazonaws.com/efa`.
-LWS_CHART = "oci://registry.k8s.io/lws/charts/lws"
-LWS_VERSION = "0.10.0"
-EFA_DEVICE_PLUGIN_REPO = "https://aws.github.io/eks-charts"
-EFA_DEVICE_PLUGIN_VERSION = "v0.5.30"
+# (LWS_CHART, LWS_VERSION, EFA_DEVICE_PLUGIN_* above, from their records)
 
 # Cost allocation (costs.enabled): the OpenCost chart (opencost/opencost-helm-chart charts/opencost, chart
 # 2.5.17 = app and image 1.120.1), reading the stack's Prometheus and pricing nodes from the catalogs.
-OPENCOST_REPO = "https://opencost.github.io/opencost-helm-chart"
-OPENCOST_VERSION = "2.5.17"
+# (OPENCOST_* above, from its record)

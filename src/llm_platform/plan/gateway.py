@@ -13,7 +13,15 @@ excess keeps the rest on time. The picker enforces it per request as a context d
 (pkg/epp/flowcontrol/controller/controller.go `createRequestContext`) and answers 429, a retryable
 backpressure error (apix/config/v1alpha1 `DefaultRequestTTL`).
 
-A model at minReplicas 0 (`at_zero`): the picker has ONE TTL (`defaultRequestTTL`; a request's own TTL is 0,
+A model at minReplicas 0 (`at_zero`): the picker also holds every request that arrives while the model wakes,
+so its bound is sized for them, not for overload shedding at full size: the model's expected rate while at zero
+(`autoscaling.wakeRequestsPerSecond`, by default what the gateway admits: its clients' requestsPerMinute
+together, `wake_rate`) x the from-zero hold x WAKE_HOLD_MARGIN (Poisson bursts, and the retries of what was
+answered before the wake, which arrive again within it), or `maxPendingPerReplica x maxReplicas` if larger.
+Preflight warns when the picker's byte bound (components/specs/inference_pool.py QUEUE_MAX_BYTES) cannot hold
+that many prompts of maxModelLen (tools/preflight/zero.py).
+
+The picker has ONE TTL (`defaultRequestTTL`; a request's own TTL is 0,
 InitialEffectiveTTL, llm-d-router issue #1090), so it must be the from-zero hold (plan/zero.py): the request
 that wakes the model waits for the new node. The trade-off: the same hold then applies when the pool is merely
 saturated, so past saturation a held request waits up to the hold (a TTFT miss) instead of a 429 at the TTFT
@@ -37,7 +45,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from llm_platform.config.schema import Autoscaling, Slo
+from llm_platform.config.schema import Autoscaling, GatewayConfig, Slo
 
 EPP_REPLICAS = 2  # pickers per model, active-active: each holds its share of the queue
 MIN_SATURATION_QUEUE_DEPTH = 5  # the utilization detector's default
@@ -46,6 +54,7 @@ SATURATION_KV_CACHE = 0.95  # vLLM preempts running sequences at a full KV cache
 # (Envoy Gateway's 15 s default route timeout would cut long generations)
 SERVING_BUDGET_S = 600.0
 REQUEST_RECEIVED_TIMEOUT_S = 10.0  # slow-loris guard: the whole request received within it (plus any hold)
+WAKE_HOLD_MARGIN = 1.5  # a wake's expected arrivals x this: Poisson bursts and re-arriving retries
 
 
 def duration(seconds: float) -> str:
@@ -63,6 +72,16 @@ class FlowControlPlan:
     ttl_seconds: float  # how long the picker holds a request before it answers 429
     # a model at minReplicas 0: the from-zero hold (plan/zero.py), which is then also `ttl_seconds`
     from_zero_hold_s: float | None = None
+    # a model at minReplicas 0: the requests/s expected while at zero, which sized `held_per_picker`
+    wake_requests_per_second: float | None = None
+
+    @property
+    def wake_arrivals(self) -> int | None:
+        """A model at zero: the requests its hold is sized for, the expected arrivals during one wake with
+        WAKE_HOLD_MARGIN (None for a model that keeps a replica)."""
+        if self.from_zero_hold_s is None or self.wake_requests_per_second is None:
+            return None
+        return math.ceil(WAKE_HOLD_MARGIN * self.wake_requests_per_second * self.from_zero_hold_s)
 
     @property
     def ttl(self) -> str:
@@ -103,9 +122,21 @@ def flow_control(autoscaling: Autoscaling, slo: Slo, max_pending_per_replica: in
     )
 
 
-def at_zero(queue: FlowControlPlan, hold_s: float) -> FlowControlPlan:
-    """The queue of a model at minReplicas 0: the picker holds a request for the from-zero hold."""
-    return replace(queue, ttl_seconds=hold_s, from_zero_hold_s=hold_s)
+def wake_rate(autoscaling: Autoscaling, gateway: GatewayConfig) -> float:
+    """Requests/s a model at zero is expected to receive: `autoscaling.wakeRequestsPerSecond`, else the most
+    the gateway admits (its clients' requestsPerMinute together, per second)."""
+    if autoscaling.wake_requests_per_second is not None:
+        return autoscaling.wake_requests_per_second
+    return sum(c.requests_per_minute for c in gateway.clients) / 60
+
+
+def at_zero(queue: FlowControlPlan, hold_s: float, wake_rps: float) -> FlowControlPlan:
+    """The queue of a model at minReplicas 0: the picker holds a request for the from-zero hold, and holds
+    every request of a wake (`wake_rps` x the hold x WAKE_HOLD_MARGIN) split over the pickers, or the
+    overload bound if that is larger."""
+    sized = replace(queue, ttl_seconds=hold_s, from_zero_hold_s=hold_s, wake_requests_per_second=wake_rps)
+    wake = sized.wake_arrivals or 0
+    return replace(sized, held_per_picker=max(queue.held_per_picker, math.ceil(wake / EPP_REPLICAS)))
 
 
 def request_received_timeout_s(queues: Iterable[FlowControlPlan | None]) -> float:

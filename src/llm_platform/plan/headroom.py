@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from llm_platform.config.schema import GpuNodePool, Headroom, gpus_at_max_replicas, replica_gpus
 from llm_platform.facts.catalog import GpuInstance
 from llm_platform.facts.cold_start import KARPENTER_LAUNCH_SECONDS, PREEMPTION_SECONDS, headroom_start
+from llm_platform.plan import naming
 from llm_platform.plan.model import ModelPlan, pod_instance
 
 
@@ -59,10 +60,20 @@ class PoolPlan:
     pool: GpuNodePool
     models: tuple[ModelPlan, ...]  # the models it serves
     headroom: HeadroomPlan | None
+    prefix: str = ""  # the team's on a shared cluster (plan.naming.scoped); none: the platform's own names
 
     @property
     def name(self) -> str:
         return self.pool.name
+
+    @property
+    def node_pool(self) -> str:
+        """Its Karpenter NodePool: the `llm-platform/gpu-pool` label value its pods select."""
+        return naming.node_pool_name(self.pool.name, self.prefix)
+
+    @property
+    def headroom_namespace(self) -> str:
+        return naming.headroom_namespace(self.prefix)
 
     @property
     def replica_gpus(self) -> int:
@@ -114,11 +125,13 @@ def headroom_plan(pool: GpuNodePool, models: Sequence[ModelPlan]) -> HeadroomPla
     )
 
 
-def pool_plans(pools: Sequence[GpuNodePool], models: Sequence[ModelPlan]) -> tuple[PoolPlan, ...]:
+def pool_plans(
+    pools: Sequence[GpuNodePool], models: Sequence[ModelPlan], prefix: str = ""
+) -> tuple[PoolPlan, ...]:
     plans = []
     for pool in pools:
         served = tuple(m for m in models if m.pool.name == pool.name)
-        plans.append(PoolPlan(pool, served, headroom_plan(pool, served)))
+        plans.append(PoolPlan(pool, served, headroom_plan(pool, served), prefix))
     return tuple(plans)
 
 

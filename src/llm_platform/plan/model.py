@@ -30,7 +30,8 @@ from llm_platform.facts.cold_start import (
 )
 from llm_platform.plan import naming, promql
 from llm_platform.plan.cold_start import ColdStartBudget
-from llm_platform.plan.gateway import FlowControlPlan, at_zero, flow_control
+from llm_platform.plan.drain import DrainPlan, drain_plan, replica_model
+from llm_platform.plan.gateway import FlowControlPlan, at_zero, flow_control, wake_rate
 from llm_platform.plan.lora import LoraPlan, lora_plan
 from llm_platform.plan.scaling import MetricTrigger, PrewarmTrigger, SaturationMemory, ScalingPlan, Smoothing
 from llm_platform.plan.zero import from_zero_hold_s
@@ -81,15 +82,18 @@ class ModelNames:
     sync_service_account: str
     fsx_volume: str
     fsx_claim: str
+    # the NodePool of the model's pool: the `llm-platform/gpu-pool` label value its pods select
+    node_pool: str
 
 
-def model_names(model_name: str) -> ModelNames:
-    namespace = naming.model_namespace(model_name)
+def model_names(model_name: str, pool_name: str, prefix: str = "") -> ModelNames:
+    """`prefix`: the team's on a shared cluster (plan.naming.scoped); none for the platform's own names."""
+    namespace = naming.model_namespace(model_name, prefix)
     return ModelNames(
         namespace=namespace,
         deployment=model_name,
         service=model_name,
-        service_host=naming.model_service_host(model_name),
+        service_host=naming.model_service_host(model_name, prefix),
         pod_monitor=model_name,
         pod_disruption_budget=model_name,
         network_policy=f"{model_name}-ingress",
@@ -105,6 +109,7 @@ def model_names(model_name: str) -> ModelNames:
         sync_service_account=naming.SYNC_SERVICE_ACCOUNT,
         fsx_volume=f"{namespace}-fsx",
         fsx_claim=f"{model_name}-fsx",
+        node_pool=naming.node_pool_name(pool_name, prefix),
     )
 
 
@@ -209,11 +214,22 @@ WAKE_REQUESTS_PER_REPLICA = 1000.0
 SATURATION_HOLD_PER_REPLICA = 0.9
 
 
-def fallback_replicas(autoscaling: Autoscaling) -> int:
+def fallback_replicas(autoscaling: Autoscaling) -> int | None:
     """While the metrics are missing although replicas serve (Prometheus down, a renamed vLLM metric), hold
     half the ceiling. KEDA's fallback replaces the failing triggers' value after `failureThreshold` errors;
     it never applies while no replica is available, because the queries then read 0 (see
-    `promql.until_a_replica_serves`): a first rollout stays at minReplicas while its pods load."""
+    `promql.until_a_replica_serves`): a first rollout stays at minReplicas while its pods load.
+
+    None (no fallback) for a model at minReplicas 0: KEDA 2.20.2 counts a trigger in fallback as active
+    (pkg/scaling/scale_handler.go getScalerState: `isActiveOrFallback := fallbackActive || isMetricActive`,
+    with the error cleared by pkg/fallback/fallback.go GetMetricsWithFallback once failures exceed the
+    threshold), and an active ScaledObject at 0 replicas is scaled from zero (pkg/scaling/executor/
+    scale_scaledobjects.go RequestScale, `currentReplicas == 0`), then the HPA lands on the fallback count: a
+    Prometheus outage would wake the model to half its ceiling. Without a fallback the errors leave it where
+    it is (RequestScale's `isError && Fallback == nil` case: neither woken nor scaled to zero), and above zero
+    the HPA keeps its replicas while no metric answers."""
+    if autoscaling.min_replicas == 0:
+        return None
     return max(autoscaling.min_replicas, math.ceil(autoscaling.max_replicas / 2))
 
 
@@ -223,6 +239,7 @@ def scaling_plan(
     autoscaling: Autoscaling,
     behind_gateway: bool = False,
     multi_node: bool = False,
+    prometheus_url: str = naming.PROMETHEUS_URL,
 ) -> ScalingPlan:
     """Resolve an `autoscaling` block (a stack's, or one the simulator proposes) for one model.
     `requestsPerSecondPerReplica` sizes by the load: behind the gateway its arrivals (served or shed), else
@@ -246,7 +263,7 @@ def scaling_plan(
         polling_interval_s=a.polling_interval,
         cooldown_period_s=a.cooldown_period,
         scrape_interval_s=SCRAPE_INTERVAL_SECONDS,
-        prometheus_url=naming.PROMETHEUS_URL,
+        prometheus_url=prometheus_url,
         # a missing series is an error (and triggers the fallback), never a silent 0
         ignore_null_values=False,
         fallback_replicas=fallback_replicas(a),
@@ -339,6 +356,8 @@ class ModelPlan:
     loader_uses_hf_token: bool
     # the vLLM container itself downloads from the Hub (cache `hub`); offline caches never get the token
     serving_uses_hf_token: bool
+    # how the pod stops without cutting a stream: preStop, vLLM's drain, the grace period (plan/drain.py)
+    drain: DrainPlan
     # multi-node (config/schema/multinode.py): the nodes one replica spans (pipelineParallelSize), `gpus` on each
     nodes: int = 1
     # LoRA adapters (plan/lora.py); None without adapters
@@ -377,11 +396,16 @@ def resolve_model(
     stack_models: Sequence[ModelConfig] | None = None,
     has_bucket: bool = True,
     gateway: GatewayConfig | None = None,
+    *,
+    prefix: str = "",
+    prometheus_url: str = naming.PROMETHEUS_URL,
 ) -> ModelPlan:
     """`stack_models`: every model of the stack (they share pool limits); by default the model alone.
     `has_bucket`: the stack creates the model bucket (an EKS stack; an existing cluster has none).
-    `gateway`: the stack's; an enabled one puts its bounded queue in front of the model."""
-    names = model_names(model.name)
+    `gateway`: the stack's; an enabled one puts its bounded queue in front of the model.
+    `prefix`: the team's on a shared cluster (its namespace and NodePool names); `prometheus_url`: the
+    Prometheus the scaling triggers query (default: the platform's kube-prometheus-stack)."""
+    names = model_names(model.name, pool.name, prefix)
     gpus = model.tensor_parallel_size
     instance = pod_instance(pool, gpus)
     image_pull = image_pull_mode(pool.ami_family)
@@ -392,11 +416,17 @@ def resolve_model(
         else None
     )
     budget = cold_start_budget(model, instance, image_pull, cache)
+    lora = lora_plan(model)
     scaling = scaling_plan(
-        names, model.served_model_name, model.autoscaling, queue is not None, model.multi_node
+        names,
+        model.served_model_name,
+        model.autoscaling,
+        queue is not None,
+        model.multi_node,
+        prometheus_url=prometheus_url,
     )
-    if queue is not None and model.autoscaling.min_replicas == 0:
-        queue = at_zero(queue, from_zero_hold_s(budget, scaling))
+    if queue is not None and gateway is not None and model.autoscaling.min_replicas == 0:
+        queue = at_zero(queue, from_zero_hold_s(budget, scaling), wake_rate(model.autoscaling, gateway))
     return ModelPlan(
         model=model,
         names=names,
@@ -413,5 +443,6 @@ def resolve_model(
         loader_uses_hf_token=model.needs_hf_token and model.cache != "hub",
         serving_uses_hf_token=model.cache == "hub",
         nodes=model.pipeline_parallel_size,
-        lora=lora_plan(model),
+        lora=lora,
+        drain=drain_plan(replica_model(model, instance.gpu, gpus * model.pipeline_parallel_size, lora)),
     )

@@ -6,34 +6,92 @@ a name cannot drift between the object that defines it and the one that refers t
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+from llm_platform.config.errors import ConfigError
+from llm_platform.facts.addons import (
+    AI_GATEWAY,
+    ENVOY_GATEWAY,
+    GPU_OPERATOR,
+    KARPENTER,
+    KEDA,
+    KUBE_PROMETHEUS_STACK,
+)
 
 # ----------------------------------------------------------------------------------------- namespaces
 
-MONITORING_NAMESPACE = "monitoring"  # kube-prometheus-stack, Grafana, the platform's rules and dashboards
-GATEWAY_NAMESPACE = (
-    "llm-gateway"  # Envoy Gateway's controller, the Envoy proxies, the Gateway and its policies
-)
-AI_GATEWAY_NAMESPACE = "envoy-ai-gateway-system"  # the Envoy AI Gateway controller
-KEDA_NAMESPACE = "keda"
-KARPENTER_NAMESPACE = "karpenter"
-GPU_OPERATOR_NAMESPACE = "gpu-operator"
+# the add-ons' namespaces are their records' (llm_platform/facts/addons.py)
+MONITORING_NAMESPACE = KUBE_PROMETHEUS_STACK.namespace  # also Grafana, the platform's rules and dashboards
+GATEWAY_NAMESPACE = ENVOY_GATEWAY.namespace  # also the Envoy proxies, the Gateway and its policies
+AI_GATEWAY_NAMESPACE = AI_GATEWAY.namespace
+KEDA_NAMESPACE = KEDA.namespace
+KARPENTER_NAMESPACE = KARPENTER.namespace
+GPU_OPERATOR_NAMESPACE = GPU_OPERATOR.namespace
 HEADROOM_NAMESPACE = "llm-headroom"  # the warm-GPU placeholders of every pool
 KUBE_SYSTEM_NAMESPACE = "kube-system"  # the AWS Load Balancer Controller and the FSx CSI driver
 
 # kube-prometheus-stack's Helm release: its Prometheus Service is `<release>-prometheus` on port 9090
-PROMETHEUS_RELEASE = "kube-prometheus-stack"
+PROMETHEUS_RELEASE = KUBE_PROMETHEUS_STACK.chart.release
 PROMETHEUS_URL = f"http://{PROMETHEUS_RELEASE}-prometheus.{MONITORING_NAMESPACE}.svc.cluster.local:9090"
 
 
-def model_namespace(model_name: str) -> str:
+# ------------------------------------------------------------------- a team's names on a shared cluster
+
+# A team-level component (GPU pools, headroom, a model, its autoscaling) given a prefix writes every
+# cluster-scoped object and namespace it creates as `<prefix>-<name>`, so several teams' components share one
+# cluster without writing the same object; without one (LlmPlatform, the stacks) the names are the platform's own.
+PREFIX_MAX = 20
+_PREFIX = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+
+
+def check_prefix(prefix: str) -> str:
+    """`prefix` if it can start a namespace and a label value, else a ConfigError saying what is allowed."""
+    if prefix and (len(prefix) > PREFIX_MAX or not _PREFIX.fullmatch(prefix)):
+        raise ConfigError(
+            f"prefix: {prefix!r} is not allowed; a lowercase letter, then lowercase letters, digits and '-' "
+            f"(not last), at most {PREFIX_MAX} characters (it starts namespaces and cluster-wide names)"
+        )
+    return prefix
+
+
+def scoped(prefix: str, name: str) -> str:
+    """The name of a cluster-scoped object or namespace of the team `prefix`; `name` itself without one."""
+    return f"{prefix}-{name}" if prefix else name
+
+
+def model_namespace(model_name: str, prefix: str = "") -> str:
     """Each model lives in a namespace of its own."""
-    return f"model-{model_name}"
+    return scoped(prefix, f"model-{model_name}")
 
 
-def model_service_host(model_name: str) -> str:
+def model_service_host(model_name: str, prefix: str = "") -> str:
     """The model's ClusterIP Service (named after the model, in the model's namespace)."""
-    return f"{model_name}.{model_namespace(model_name)}.svc.cluster.local"
+    return f"{model_name}.{model_namespace(model_name, prefix)}.svc.cluster.local"
+
+
+def headroom_namespace(prefix: str = "") -> str:
+    """The namespace of a team's warm-GPU placeholders and image pre-pulls."""
+    return scoped(prefix, HEADROOM_NAMESPACE)
+
+
+def node_pool_name(pool_name: str, prefix: str = "") -> str:
+    """A GPU pool's Karpenter NodePool, and the `llm-platform/gpu-pool` label its nodes carry and its pods select."""
+    return scoped(prefix, pool_name)
+
+
+# Pod priorities on GPU nodes (the Kubernetes overprovisioning pattern): a pending vLLM pod preempts a
+# headroom placeholder and starts on its already-running node; placeholders never preempt anything.
+SERVING_PRIORITY_CLASS = "llm-serving"
+HEADROOM_PRIORITY_CLASS = "llm-headroom"
+
+
+def serving_priority_class_name(prefix: str = "") -> str:
+    return scoped(prefix, SERVING_PRIORITY_CLASS)
+
+
+def headroom_priority_class_name(prefix: str = "") -> str:
+    return scoped(prefix, HEADROOM_PRIORITY_CLASS)
 
 
 def model_selector(model_name: str) -> dict[str, str]:

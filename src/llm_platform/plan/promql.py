@@ -239,3 +239,20 @@ def share_slower_than(histogram: str, bound: float, namespace: str, model_name: 
     sel = selector(namespace, model_name)
     le = f'{sel[:-1]},le=~"{le_matcher(bound)}"}}'
     return f"(1 - sum(rate({histogram}_bucket{le}[{window}])) / sum(rate({histogram}_count{sel}[{window}])))"
+
+
+# the cost allocation's recorded series (components/specs/costs.py records them; one definition: its rules,
+# alert and dashboard and `simulator replay --prometheus` read these)
+INSTANCE_PRICE = "llm_platform:instance_price_dollars_per_hour"
+NODE_PRICE = "llm_platform:node_price_dollars_per_hour"
+NODE_GPU_PRICE = "llm_platform:node_gpu_price_dollars_per_hour"
+MODEL_COST_HOURLY = "llm_platform:model_cost_dollars_per_hour"
+MODEL_COST_DAILY = "llm_platform:model_cost_dollars_per_day"
+MODEL_TOKENS = "llm_platform:model_tokens_per_second"
+MODEL_PER_MTOK = "llm_platform:model_dollars_per_million_tokens"
+UNALLOCATED_HOURLY = "llm_platform:gpu_unallocated_cost_dollars_per_hour"
+CLIENT_TOKENS = "llm_platform:client_tokens_per_second"
+CLIENT_COST_HOURLY = "llm_platform:client_cost_dollars_per_hour"
+CLIENT_COST_DAILY = "llm_platform:client_cost_dollars_per_day"
+CLIENT_PER_MTOK = "llm_platform:client_dollars_per_million_tokens"
+FORECAST_DAILY = "llm_platform:model_forecast_cost_dollars_per_day"

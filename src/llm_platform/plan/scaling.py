@@ -67,7 +67,7 @@ class ScalingPlan:
     scrape_interval_s: int
     prometheus_url: str
     ignore_null_values: bool
-    fallback_replicas: int
+    fallback_replicas: int | None  # None: no `fallback` (a model at minReplicas 0: model.fallback_replicas)
     fallback_failure_threshold: int
     triggers: tuple[MetricTrigger, ...]
     prewarm: tuple[PrewarmTrigger, ...]

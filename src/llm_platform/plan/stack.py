@@ -1,7 +1,11 @@
 """A stack's resolved plan: `resolve(StackConfig) -> Plan`, pure (no Pulumi, no I/O).
 
-`__main__.py` resolves the plan and hands each component its slice; the offline tools and the simulator
-read the same plan, so what they check or predict is what is deployed.
+`__main__.py` validates the stack file and builds one `LlmPlatform`, which resolves the plan once
+(`resolve`) and hands each child the slice it needs: a model's `ModelPlan` to its InferenceService and
+ModelAutoscaling, the pools' plans to GpuHeadroom, the plan to the Gateway and CostAllocation. A component
+built on its own (no `LlmPlatform`) validates and resolves its own args here instead (`serving_config`,
+`serving_plans`, `model_plan`). The offline tools and the simulator read the same plan, so what they check or
+predict is what is deployed.
 """
 
 from __future__ import annotations
@@ -147,16 +151,31 @@ def resolve(config: StackConfig, stack: str = "") -> Plan:
 
 
 def resolve_serving(
-    config: StackConfig | ServingConfig, *, has_bucket: bool
+    config: StackConfig | ServingConfig,
+    *,
+    has_bucket: bool,
+    prefix: str = "",
+    prometheus_url: str = naming.PROMETHEUS_URL,
 ) -> tuple[tuple[ModelPlan, ...], tuple[PoolPlan, ...]]:
     """Every model's plan and every GPU pool's (its models, its warm headroom): the one place for both, for
     the whole stack (`resolve`) and for a serving component built on its own. `has_bucket`: the stack has
-    the model bucket (an EKS cluster)."""
+    the model bucket (an EKS cluster). `prefix`: a team's on a shared cluster (its namespaces, NodePools
+    and PriorityClasses, plan.naming.scoped); `prometheus_url`: the Prometheus the triggers query."""
+    naming.check_prefix(prefix)
     pools = {p.name: p for p in config.gpu_node_pools}
     models = tuple(
-        resolve_model(m, pools[m.node_pool], config.models, has_bucket, config.gateway) for m in config.models
+        resolve_model(
+            m,
+            pools[m.node_pool],
+            config.models,
+            has_bucket,
+            config.gateway,
+            prefix=prefix,
+            prometheus_url=prometheus_url,
+        )
+        for m in config.models
     )
-    return models, pool_plans(config.gpu_node_pools, models)
+    return models, pool_plans(config.gpu_node_pools, models, prefix)
 
 
 def node_class_plans(
@@ -195,8 +214,14 @@ def serving_config(args: Mapping[str, Any], *, has_bucket: bool = True) -> Servi
 def serving_plans(
     args: Mapping[str, Any], *, has_bucket: bool = True
 ) -> tuple[tuple[ModelPlan, ...], tuple[PoolPlan, ...]]:
-    """The model and pool plans from a serving component's args, validated first (`serving_config`)."""
-    return resolve_serving(serving_config(args, has_bucket=has_bucket), has_bucket=has_bucket)
+    """The model and pool plans from a serving component's args, validated first (`serving_config`); its
+    `prefix` and `prometheus_url` args, when given, name the team's objects and the triggers' Prometheus."""
+    return resolve_serving(
+        serving_config(args, has_bucket=has_bucket),
+        has_bucket=has_bucket,
+        prefix=args.get("prefix") or "",
+        prometheus_url=args.get("prometheus_url") or naming.PROMETHEUS_URL,
+    )
 
 
 def model_plan(args: Mapping[str, Any], *, has_bucket: bool = True) -> ModelPlan:

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from llm_platform import commandline
 from llm_platform.config.loader import (
     PROJECT,
     ROOT,
@@ -32,7 +33,6 @@ from llm_platform.config.loader import (
     raw_stack_config,
     stack_name,
 )
-from llm_platform.tools import cli
 from llm_platform.tools import mocks as platform_mocks
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -185,7 +185,7 @@ def summary_json(stack: str, render: Render, out: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.stack_parser(
+    parser = commandline.stack_parser(
         "python -m llm_platform.tools.render", "Render a stack offline under Pulumi mocks."
     )
     parser.add_argument(
@@ -196,10 +196,10 @@ def main(argv: list[str] | None = None) -> int:
     name = stack_name(args.stack)
     out = args.out or ROOT / "build" / name
     try:
-        with cli.working(f"rendering {name} under Pulumi mocks", quiet=args.json):
+        with commandline.working(f"rendering {name} under Pulumi mocks", quiet=args.json):
             render = evaluate(args.stack)
     except ConfigError as exc:
-        return cli.invalid_config(parser.prog, args.stack, exc)
+        return commandline.invalid_config(parser.prog, args.stack, exc)
     out.parent.mkdir(parents=True, exist_ok=True)
     write(render, out)
     print(json.dumps(summary_json(name, render, out), indent=2) if args.json else summary(name, render))

@@ -25,8 +25,8 @@ from typing import Any
 
 import yaml
 
+from llm_platform import commandline
 from llm_platform.config.loader import ROOT, ConfigError, Stack, stack_name
-from llm_platform.tools import cli
 
 CHECKOV_VERSION = "3.3.30"
 CONFIG = Path(__file__).resolve().parent / "checkov.yaml"
@@ -53,7 +53,7 @@ def unjustified_skips(config: Path) -> list[str]:
 
 def checkov_command(manifests: Path, results: Path, output: str = "cli") -> list[str]:
     if shutil.which("uvx") is None:
-        cli.fail(PROG, "uvx is not on PATH; install uv (https://docs.astral.sh/uv/) to run checkov")
+        commandline.fail(PROG, "uvx is not on PATH; install uv (https://docs.astral.sh/uv/) to run checkov")
     return [
         "uvx",
         f"checkov=={CHECKOV_VERSION}",
@@ -94,10 +94,10 @@ def scan(stack: Stack, build: Path, *, do_render: bool, report: dict[str, Any] |
         try:
             render(stack, folder)
         except ConfigError as exc:
-            raise SystemExit(cli.invalid_config(PROG, stack, exc)) from None
-    stale = cli.stale_render(stack, manifests)
+            raise SystemExit(commandline.invalid_config(PROG, stack, exc)) from None
+    stale = commandline.stale_render(stack, manifests)
     if stale:
-        cli.fail(PROG, f"{name}: {stale} (or pass --render)")
+        commandline.fail(PROG, f"{name}: {stale} (or pass --render)")
     documents = [d for d in yaml.safe_load_all(manifests.read_text()) if d]
     if not documents:
         say(f"== {name}: {manifests} holds no Kubernetes manifests; nothing for checkov to scan")
@@ -118,12 +118,15 @@ def scan(stack: Stack, build: Path, *, do_render: bool, report: dict[str, Any] |
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.ArgumentParser(
+    parser = commandline.ArgumentParser(
         prog=PROG,
         description="checkov over the offline render of each stack",
     )
     parser.add_argument(
-        "stacks", nargs="+", type=cli.known_stack, help="stack names (dev, staging, prod) or stack-file paths"
+        "stacks",
+        nargs="+",
+        type=commandline.known_stack,
+        help="stack names (dev, staging, prod) or stack-file paths",
     )
     parser.add_argument("--build", type=Path, default=ROOT / "build", help="render folder (default: build/)")
     parser.add_argument(
@@ -134,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] | None = {} if args.json else None
     bad = unjustified_skips(CONFIG)
     if bad:
-        cli.fail(PROG, f"{CONFIG}: skip-check entries without a justification comment: {', '.join(bad)}")
+        commandline.fail(
+            PROG, f"{CONFIG}: skip-check entries without a justification comment: {', '.join(bad)}"
+        )
     worst = 0
     for stack in args.stacks:
         code = scan(stack, args.build, do_render=args.render, report=report)

@@ -7,7 +7,7 @@ the cluster will enforce, with nothing but the repository and its pinned version
   know is a problem (the API server would prune it silently). CEL rules (`x-kubernetes-validations`) are not
   evaluated.
 - Core objects with kubernetes-validate (strict) at the stack's `cluster.kubernetesVersion`.
-- An object of a kind neither knows is a problem: add its CRD to `CRD_SOURCES`.
+- An object of a kind neither knows is a problem: add its CRD file to its add-on's record (`crd_files`, llm_platform/facts/addons.py).
 
 The CRDs ship with the package (`tools/crds/`, gzipped upstream bytes and `SOURCES.txt`, the URL each came
 from), so the check needs no network: each is read only if its sha256 is the pin below and it came from the
@@ -39,18 +39,10 @@ import kubernetes_validate
 import kubernetes_validate.utils
 import yaml
 
+from llm_platform import commandline
 from llm_platform.config.loader import load_stack, stack_name
-from llm_platform.facts.versions import (
-    ENVOY_AI_GATEWAY_VERSION,
-    ENVOY_GATEWAY_VERSION,
-    GATEWAY_API_INFERENCE_EXTENSION_VERSION,
-    GATEWAY_API_VERSION,
-    KARPENTER_VERSION,
-    KEDA_VERSION,
-    LWS_VERSION,
-    PROMETHEUS_OPERATOR_VERSION,
-)
-from llm_platform.tools import cli
+from llm_platform.facts import addons
+from llm_platform.facts.addons import Addon
 
 # kubernetes-validate reads and parses a kind's schema and the 1.5 MB `_definitions.json` again for every object
 # it validates (~20 ms each); they are files of the installed package, so one parse per process serves every
@@ -58,10 +50,6 @@ from llm_platform.tools import cli
 # only read: `referencing` and `jsonschema` never change them)
 if not hasattr(kubernetes_validate.utils.schema_contents, "cache_info"):
     kubernetes_validate.utils.schema_contents = functools.cache(kubernetes_validate.utils.schema_contents)
-
-
-def _tag(version: str) -> str:
-    return version if version.startswith("v") else f"v{version}"
 
 
 @dataclass(frozen=True)
@@ -83,53 +71,18 @@ class CrdSource:
         return f"https://raw.githubusercontent.com/{self.repo}/{self.tag}/{self.path}"
 
 
-def _sources(repo: str, version: str, folder: str, files: dict[str, tuple[str, str]]) -> list[CrdSource]:
-    return [
-        CrdSource(repo, _tag(version), f"{folder}/{name}.yaml", sha, kind)
-        for name, (kind, sha) in files.items()
-    ]
+def crd_sources(records: Iterable[Addon] | None = None) -> tuple[CrdSource, ...]:
+    """The CRD files of every add-on record (llm_platform/facts/addons.py): the CRDs the platform's objects use. A
+    version bump there changes the tag; the download then refuses the new file until its sha256 is updated,
+    after reading the CRD's changes."""
+    return tuple(
+        CrdSource(f.repo, f.tag, f.path, f.sha256, f.kind)
+        for record in (addons.ADDONS if records is None else records)
+        for f in record.crd_files
+    )
 
 
-# The CRDs the platform's objects use. A version bump in facts/versions.py changes the tag; the download then
-# refuses the new file until its sha256 here is updated, after reading the CRD's changes.
-CRD_SOURCES: tuple[CrdSource, ...] = (
-    *_sources("aws/karpenter-provider-aws", KARPENTER_VERSION, "pkg/apis/crds", {
-        "karpenter.sh_nodepools": ("NodePool", "3bb64a20c80776b77aa19a699ebdaf34480a7b2e7ec4ef890b43225b3517f878"),
-        "karpenter.k8s.aws_ec2nodeclasses": ("EC2NodeClass", "62dec59f01c0972d4503ca3ed25f243ba9c2f561be0d964ce7a14c8df406132f"),
-    }),
-    *_sources("kedacore/keda", KEDA_VERSION, "config/crd/bases", {
-        "keda.sh_scaledobjects": ("ScaledObject", "af35555862a83933b074af14ad439c4b4ceabaf4daa3e9338e9b23e36d308d80"),
-        "keda.sh_triggerauthentications": ("TriggerAuthentication", "275307b4cb19ca8f0f506a879282aa4c67587ac16ec757f494d6585c5c185d65"),
-    }),
-    *_sources("prometheus-operator/prometheus-operator", PROMETHEUS_OPERATOR_VERSION, "example/prometheus-operator-crd", {
-        "monitoring.coreos.com_servicemonitors": ("ServiceMonitor", "7dd4206947c94bc76f71daa07c45a1010a5d697c54fe079f8207b0e82026a26a"),
-        "monitoring.coreos.com_podmonitors": ("PodMonitor", "eef45bb50df838a85226eb6b03c0c7094c54d605776bdf2ec149f17fba8a1df0"),
-        "monitoring.coreos.com_prometheusrules": ("PrometheusRule", "2d72928f7ceb99d153f2f91d2c2fd68d4b89c4914f2a09e15ac049b2f0316df3"),
-    }),
-    *_sources("kubernetes-sigs/gateway-api", GATEWAY_API_VERSION, "config/crd/standard", {
-        "gateway.networking.k8s.io_gatewayclasses": ("GatewayClass", "234ad4b2757ee1b3596a4187bb98df071c5bbdd9e1806f692f2dbf8387e6bef4"),
-        "gateway.networking.k8s.io_gateways": ("Gateway", "7416e8300eb4d8c0a71a23445609075bbacbe8bc80104584b019cfe1ebe77c31"),
-        "gateway.networking.k8s.io_httproutes": ("HTTPRoute", "682203b109baecb18d38073a578f7bc2c17d22fe9b0c27bf030850abe014c370"),
-        "gateway.networking.k8s.io_referencegrants": ("ReferenceGrant", "a8902c486eed0b7339f5bb8a476ccaba0918eb038048402bdc01cbb69b0fbb51"),
-    }),
-    *_sources("kubernetes-sigs/gateway-api-inference-extension", GATEWAY_API_INFERENCE_EXTENSION_VERSION, "config/crd/bases", {
-        "inference.networking.k8s.io_inferencepools": ("InferencePool", "55e0dbf39c50c4bbdd60106493a4573df4bb44479f9ce46762f1af718883e5cd"),
-    }),
-    *_sources("envoyproxy/gateway", ENVOY_GATEWAY_VERSION, "charts/gateway-helm/charts/crds/crds/generated", {
-        "gateway.envoyproxy.io_backendtrafficpolicies": ("BackendTrafficPolicy", "3b285efcb7d8f9c292f386528d83a61bd719d992a67f9c48a848353f10655e66"),
-        "gateway.envoyproxy.io_clienttrafficpolicies": ("ClientTrafficPolicy", "5322c533fd33282cce6eba9405331477872a06fafebaac20026bb6d08ff4a291"),
-        "gateway.envoyproxy.io_envoyproxies": ("EnvoyProxy", "a1efb63b00659fe8dae385236deb20a29619b5537a9552b60940dc6425924a2e"),
-        "gateway.envoyproxy.io_httproutefilters": ("HTTPRouteFilter", "ebba11783da910e78829941deeb3c6701ba95b4cddb9f595382c71793546efca"),
-        "gateway.envoyproxy.io_securitypolicies": ("SecurityPolicy", "f156487aeb871a5f946d10153de0676b1e69a2b42be7a1259e2619a75adc4951"),
-    }),
-    *_sources("envoyproxy/ai-gateway", ENVOY_AI_GATEWAY_VERSION, "manifests/charts/ai-gateway-crds-helm/templates", {
-        "aigateway.envoyproxy.io_aigatewayroutes": ("AIGatewayRoute", "c6ca0a06b214d93f1c7eefe8f9735fa551f23948088e0bf3c317b792ad68f162"),
-    }),
-    # multi-node replicas (the LWS chart's own CRD, what `helm install` applies)
-    *_sources("kubernetes-sigs/lws", LWS_VERSION, "charts/lws/crds", {
-        "leaderworkerset.x-k8s.io_leaderworkersets": ("LeaderWorkerSet", "4c5518df96ae0456ff66ec3d4337f5419aa42daae5b15c68878b85a2aee8556e"),
-    }),
-)  # fmt: skip
+CRD_SOURCES: tuple[CrdSource, ...] = crd_sources()
 
 
 class CrdUnavailable(Exception):
@@ -154,14 +107,16 @@ def fetch(source: CrdSource) -> bytes:
     if digest != source.sha256:
         raise CrdUnavailable(
             f"{source.url}: sha256 {digest}, pinned {source.sha256}; after a version bump, read the CRD's "
-            "changes and update the pin in tools/validate_render.py"
+            "changes and update the pin in its add-on record (llm_platform/facts/addons.py)"
         )
     return body
 
 
-def refresh(folder: Path = BUNDLED, sources: Iterable[CrdSource] = CRD_SOURCES) -> list[Path]:
+def refresh(folder: Path = BUNDLED, sources: Iterable[CrdSource] | None = None) -> list[Path]:
     """Download every pinned CRD into `folder` (gzipped, reproducibly) and rewrite its index."""
-    bodies = [(source, fetch(source)) for source in sources]  # all or nothing: verify before writing
+    bodies = [
+        (source, fetch(source)) for source in (crd_sources() if sources is None else sources)
+    ]  # all or nothing: verify before writing
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for source, body in bodies:
@@ -180,18 +135,18 @@ def bundled_bytes(source: CrdSource, folder: Path = BUNDLED) -> bytes:
     recorded = dict(line.split() for line in index.read_text().splitlines()) if index.exists() else {}
     path = folder / f"{source.file}.gz"
     if not path.exists():
-        raise CrdUnavailable(f"{cli.shown_path(path)} is missing; {refresh_hint}")
+        raise CrdUnavailable(f"{commandline.shown_path(path)} is missing; {refresh_hint}")
     by_file = {PurePosixPath(url).name: url for url in recorded}
     if by_file.get(source.file) != source.url:
         came_from = by_file.get(source.file, "nowhere recorded")
         raise CrdUnavailable(
-            f"{cli.shown_path(path)} came from {came_from}, not {source.url} (facts/versions.py); {refresh_hint}"
+            f"{commandline.shown_path(path)} came from {came_from}, not {source.url} (llm_platform/facts/addons.py); {refresh_hint}"
         )
     body = gzip.decompress(path.read_bytes())
     digest = hashlib.sha256(body).hexdigest()
     if digest != source.sha256:
         raise CrdUnavailable(
-            f"{cli.shown_path(path)}: sha256 {digest}, pinned {source.sha256}; {refresh_hint}"
+            f"{commandline.shown_path(path)}: sha256 {digest}, pinned {source.sha256}; {refresh_hint}"
         )
     return body
 
@@ -200,13 +155,13 @@ def load_crds(folder: Path | None = None) -> dict[tuple[str, str], dict[str, Any
     """(apiVersion, kind) -> openAPIV3Schema of every version of every pinned CRD: the bundled ones, verified,
     or with `folder` the plain files there."""
     if folder is not None:
-        missing = [s.file for s in CRD_SOURCES if not (folder / s.file).exists()]
+        missing = [s.file for s in crd_sources() if not (folder / s.file).exists()]
         if missing:
             raise CrdUnavailable(
-                f"{cli.shown_path(folder)} lacks {', '.join(missing)}; leave out --crds to use the bundled CRDs"
+                f"{commandline.shown_path(folder)} lacks {', '.join(missing)}; leave out --crds to use the bundled CRDs"
             )
     schemas: dict[tuple[str, str], dict[str, Any]] = {}
-    for source in CRD_SOURCES:
+    for source in crd_sources():
         body = bundled_bytes(source) if folder is None else (folder / source.file).read_bytes()
         found = schemas_of(yaml.load_all(body, Loader=SAFE_LOADER))
         if not any(kind == source.kind for _, kind in found):
@@ -329,7 +284,9 @@ def problems(
         try:
             kubernetes_validate.validate(doc, version, strict=True)
         except kubernetes_validate.SchemaNotFoundError:
-            found.append(f"{_name(doc)}: no schema for {key[0]} {key[1]}: add its CRD to CRD_SOURCES")
+            found.append(
+                f"{_name(doc)}: no schema for {key[0]} {key[1]}: add its CRD file to its add-on record (llm_platform/facts/addons.py)"
+            )
         except kubernetes_validate.ValidationError as error:
             path = ".".join(str(p) for p in error.path) or "(object)"
             found.append(f"{_name(doc)}: {path}: {error.message[:300]}")
@@ -337,7 +294,7 @@ def problems(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.stack_parser(
+    parser = commandline.stack_parser(
         "python -m llm_platform.tools.validate_render",
         "A stack's render against the pinned CRDs and Kubernetes' own schemas.",
     )
@@ -351,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--download", action="store_true",
-        help=f"first refresh the bundled CRDs ({cli.shown_path(BUNDLED)}) from upstream at the pinned tags",
+        help=f"first refresh the bundled CRDs ({commandline.shown_path(BUNDLED)}) from upstream at the pinned tags",
     )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="the counts and problems as JSON on stdout")
     args = parser.parse_args(argv)
@@ -361,17 +318,17 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--download refreshes the bundled CRDs; it takes no --crds")
         try:
             for path in refresh():
-                print(f"refreshed {cli.shown_path(path)}")
+                print(f"refreshed {commandline.shown_path(path)}")
         except (CrdUnavailable, OSError) as exc:
-            cli.fail(parser.prog, f"{name}: {exc}")
+            commandline.fail(parser.prog, f"{name}: {exc}")
     manifests = args.build / name / "manifests.yaml"
-    stale = cli.stale_render(args.stack, manifests)
+    stale = commandline.stale_render(args.stack, manifests)
     if stale:
-        cli.fail(parser.prog, f"{name}: {stale}")
+        commandline.fail(parser.prog, f"{name}: {stale}")
     try:
         crds = load_crds(args.crds)
     except (CrdUnavailable, OSError) as exc:
-        cli.fail(parser.prog, f"{name}: {exc}")
+        commandline.fail(parser.prog, f"{name}: {exc}")
     version = load_stack(args.stack).cluster.kubernetes_version
     docs = [d for d in yaml.load_all(manifests.read_text(), Loader=SAFE_LOADER) if d]
     found = problems(docs, crds, version)

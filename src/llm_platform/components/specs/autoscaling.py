@@ -113,7 +113,16 @@ def scaled_object(m: ModelPlan, environment: str) -> dict[str, Any]:
             "maxReplicaCount": s.max_replicas,
             "pollingInterval": s.polling_interval_s,
             **cooldown(s.min_replicas, s.cooldown_period_s),
-            "fallback": {"failureThreshold": s.fallback_failure_threshold, "replicas": s.fallback_replicas},
+            **(
+                {}
+                if s.fallback_replicas is None
+                else {
+                    "fallback": {
+                        "failureThreshold": s.fallback_failure_threshold,
+                        "replicas": s.fallback_replicas,
+                    }
+                }
+            ),
             "advanced": {
                 "horizontalPodAutoscalerConfig": {
                     "behavior": {"scaleUp": _rules(s.scale_up), "scaleDown": _rules(s.scale_down)}

@@ -61,10 +61,6 @@ def namespace_manifest(name: str, pod_security: str, **labels: str) -> dict[str,
     }
 
 
-# Pod priorities on GPU nodes (the Kubernetes overprovisioning pattern): a pending vLLM pod preempts a
-# headroom placeholder and starts on its already-running node; placeholders never preempt anything.
-SERVING_PRIORITY_CLASS = "llm-serving"
-HEADROOM_PRIORITY_CLASS = "llm-headroom"
 # DaemonSets every GPU node needs whatever fills it (weights sync, image pre-pull)
 NODE_CRITICAL_PRIORITY_CLASS = "system-node-critical"
 

@@ -33,7 +33,23 @@ from llm_platform.config.schema import CostsConfig, GpuNodePool
 from llm_platform.facts.catalog import GpuInstance
 from llm_platform.facts.cpu_catalog import CPU_INSTANCES
 from llm_platform.plan import ModelPlan
+from llm_platform.plan.addon_pods import OPENCOST_EXPORTER
 from llm_platform.plan.naming import MONITORING_NAMESPACE, PROMETHEUS_RELEASE
+from llm_platform.plan.promql import (
+    CLIENT_COST_DAILY,
+    CLIENT_COST_HOURLY,
+    CLIENT_PER_MTOK,
+    CLIENT_TOKENS,
+    FORECAST_DAILY,
+    INSTANCE_PRICE,
+    MODEL_COST_DAILY,
+    MODEL_COST_HOURLY,
+    MODEL_PER_MTOK,
+    MODEL_TOKENS,
+    NODE_GPU_PRICE,
+    NODE_PRICE,
+    UNALLOCATED_HOURLY,
+)
 
 RELEASE = "opencost"
 RULE_NAME = "llm-platform-costs"
@@ -41,20 +57,6 @@ EVALUATION_INTERVAL_S = 60  # the rule group's interval: sum_over_time of a $/h 
 PROMETHEUS_PORT = 9090
 CUSTOM_PRICING_PATH = "/tmp/custom-config"  # the chart's default `customPricing.configPath`
 
-# the recorded series (one definition: rules, alert, dashboard and `simulator replay --prometheus` read these)
-INSTANCE_PRICE = "llm_platform:instance_price_dollars_per_hour"
-NODE_PRICE = "llm_platform:node_price_dollars_per_hour"
-NODE_GPU_PRICE = "llm_platform:node_gpu_price_dollars_per_hour"
-MODEL_COST_HOURLY = "llm_platform:model_cost_dollars_per_hour"
-MODEL_COST_DAILY = "llm_platform:model_cost_dollars_per_day"
-MODEL_TOKENS = "llm_platform:model_tokens_per_second"
-MODEL_PER_MTOK = "llm_platform:model_dollars_per_million_tokens"
-UNALLOCATED_HOURLY = "llm_platform:gpu_unallocated_cost_dollars_per_hour"
-CLIENT_TOKENS = "llm_platform:client_tokens_per_second"
-CLIENT_COST_HOURLY = "llm_platform:client_cost_dollars_per_hour"
-CLIENT_COST_DAILY = "llm_platform:client_cost_dollars_per_day"
-CLIENT_PER_MTOK = "llm_platform:client_dollars_per_million_tokens"
-FORECAST_DAILY = "llm_platform:model_forecast_cost_dollars_per_day"
 OVERRUN_ALERT = "ModelCostOverForecast"
 OVERRUN_FOR = "30m"
 # vLLM's token counters (shared/reference/README.md) and AI Gateway's token histogram
@@ -140,7 +142,7 @@ def helm_values(*, cluster_name: str, pools: Sequence[GpuNodePool], region: str)
             "tolerations": [dict(ADDON_TOLERATION)],
             "exporter": {
                 "defaultClusterId": cluster_name,
-                "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+                "resources": {"requests": OPENCOST_EXPORTER.as_dict(), "limits": {"memory": "1Gi"}},
                 "extraEnv": {"USE_CUSTOM_PROVIDER": "true"},
             },
             "customPricing": {

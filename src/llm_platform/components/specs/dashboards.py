@@ -457,7 +457,11 @@ node for it. Pending placeholders for longer than a node launch mean the buffer 
 """
 
 
-def headroom_dashboard(namespace: str) -> dict[str, Any]:
+HEADROOM_DASHBOARD = "llm-platform-headroom"
+
+
+def headroom_dashboard(namespace: str, *, uid: str = HEADROOM_DASHBOARD, team: str = "") -> dict[str, Any]:
+    """`uid` and `team`: a team's own board on a shared cluster's Grafana (its title names the team)."""
     """The headroom buffer per pool: warm GPUs held, placeholders wanted, running and pending."""
     deployment = f'namespace="{namespace}", deployment=~"headroom-$pool"'
     pods = f'namespace="{namespace}", pod=~"headroom-$pool-.*"'
@@ -517,8 +521,8 @@ def headroom_dashboard(namespace: str) -> dict[str, Any]:
     ]
     variables[0]["regex"] = "/headroom-(.*)/"
     return _dashboard(
-        "llm-platform-headroom",
-        "LLM platform / GPU headroom",
+        uid,
+        f"LLM platform / GPU headroom ({team})" if team else "LLM platform / GPU headroom",
         "The warm GPU buffer per pool: warm GPUs, placeholders wanted, running and pending.",
         variables,
         panels,

@@ -113,14 +113,18 @@ def epp_alert_rules(model: ModelPlan) -> list[dict[str, Any]]:
             f"Check the NetworkPolicy {model.name}-from-epp and the pods' /metrics on port 8000.",
         ),
         *(_held_timeout_rule(model, labels) if model.scaling.min_replicas == 0 else []),
+        *(_wake_signal_missing_rule(model, labels) if model.scaling.min_replicas == 0 else []),
     ]
 
 
 # what a request held for a model at zero ends in when no replica came up in time: evicted at its TTL (the hold:
-# 503 with the pool still empty, 429 if it came up but is saturated), or refused for want of an endpoint with the
-# queue full (503) (flow-control outcomes: llm-d router v0.10.0 pkg/epp/flowcontrol/types/outcomes.go, counted by
-# pkg/epp/flowcontrol/controller/controller.go in llm_d_epp_flow_control_requests_total{outcome})
-HELD_TIMEOUT_OUTCOMES = "EvictedTTL|RejectedNoEndpoints"
+# 503 with the pool still empty, 429 if it came up but is saturated), refused for want of an endpoint with the
+# queue full (503), or evicted because its stream ended while held (the client gave up, or Envoy ended it: the
+# picker's request context is cancelled, internal/item.go `inferOutcome` maps context.Canceled to
+# EvictedContextCancelled, a TTL deadline to EvictedTTL) (flow-control outcomes: llm-d router v0.10.0
+# pkg/epp/flowcontrol/types/outcomes.go `String`, counted by pkg/epp/flowcontrol/controller/controller.go
+# `EnqueueAndWait` in llm_d_epp_flow_control_requests_total{outcome})
+HELD_TIMEOUT_OUTCOMES = "EvictedTTL|RejectedNoEndpoints|EvictedContextCancelled"
 
 
 def held_timeouts(namespace: str, pool: str, window: str = WINDOW) -> str:
@@ -148,10 +152,47 @@ def _held_timeout_rule(model: ModelPlan, labels: dict[str, str]) -> list[dict[st
             "warning",
             labels,
             f"A request held for {pool} (scaled to zero) timed out",
-            f"{VALUE} requests over {WINDOW} waited for a replica of {pool} and were answered 503 (with "
-            "Retry-After) or 429: the start from zero took longer than the hold.",
+            f"{VALUE} requests over {WINDOW} waited for a replica of {pool} and were not served: answered 503 "
+            "(with Retry-After) or 429 when the start from zero took longer than the hold, or their stream "
+            "ended while held (EvictedContextCancelled: the client's own timeout or Envoy's).",
             f"kubectl -n {ns} get pods,events; check the GPU node launch (Karpenter), the image pull and "
             "the weight load against the model's cold-start budget.",
+        )
+    ]
+
+
+WAKE_SIGNAL_MISSING_FOR = "5m"  # a picker restart (the chart's Recreate) is back well within it
+
+
+def wake_signal_missing(namespace: str, deployment: str, pool: str) -> str:
+    """The model is at zero (its Deployment's desired replicas, kube-state-metrics) and Prometheus has no picker
+    series of its pool. A running picker sets `llm_d_epp_ready_endpoints{name=<pool>}` on every metrics refresh
+    once its pool is known, 0 with no pod (llm-d router v0.10.0 pkg/epp/datalayer/logger/logger.go
+    `refreshPrometheusMetrics`: RecordInferencePoolReadyPods before its `podCount == 0` return), so the series
+    is absent only when no picker is scraped: the wake trigger then reads `or vector(0)` (plan/promql.py
+    `wake_signal`) and nothing wakes the model."""
+    at_zero = f'sum({DEPLOYMENT_SPEC_REPLICAS}{{namespace="{namespace}",deployment="{deployment}"}}) == 0'
+    picker = f'max({READY_ENDPOINTS}{{namespace="{namespace}",name="{pool}"}})'
+    return f"({at_zero}) unless on() ({picker})"
+
+
+def _wake_signal_missing_rule(model: ModelPlan, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """A model at zero whose pickers' series are absent: its wake trigger reads 0 whatever arrives."""
+    ns, pool, epp = model.names.namespace, release_name(model), epp_name(model)
+    return [
+        _rule(
+            "InferenceGatewayWakeSignalMissing",
+            wake_signal_missing(ns, model.names.deployment, pool),
+            WAKE_SIGNAL_MISSING_FOR,
+            "critical",
+            labels,
+            f"{pool} is at zero replicas and Prometheus has no series of its endpoint pickers: nothing can wake it",
+            f"KEDA wakes {pool} from the pickers' held and arriving requests (its wake trigger reads them "
+            "`or vector(0)`); with no picker series scraped it reads 0, so requests are held, then answered 503, "
+            "and the model stays at zero.",
+            f"kubectl -n {ns} get pods -l llm-d-router-gateway={epp}; kubectl -n {ns} get servicemonitor; check the pickers run "
+            "(InferenceGatewayPickerDown), Prometheus's target for them (Status > Targets: the ServiceMonitor, "
+            "its metrics token, the NetworkPolicy to port 9090).",
         )
     ]
 
@@ -317,7 +358,8 @@ def zero_dashboard(models: list[ModelPlan]) -> dict[str, Any]:
             unit="reqps",
             description=(
                 "Held past the hold (EvictedTTL) or refused with the queue full and no endpoint "
-                "(RejectedNoEndpoints): the client got 503 with Retry-After. Alert InferenceGatewayHeldRequestTimedOut."
+                "(RejectedNoEndpoints): the client got 503 with Retry-After; or the client or Envoy ended the "
+                "stream while it was held (EvictedContextCancelled). Alert InferenceGatewayHeldRequestTimedOut."
             ),
         ),
         dashboards._panel(

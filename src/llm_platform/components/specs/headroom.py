@@ -22,24 +22,22 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llm_platform.components.specs.autoscaling import cooldown
-from llm_platform.components.specs.common import (
-    GPU_TOLERATION,
-    HEADROOM_PRIORITY_CLASS,
-    NODE_CRITICAL_PRIORITY_CLASS,
-    POOL_LABEL,
-    SERVING_PRIORITY_CLASS,
-)
+from llm_platform.components.specs.common import GPU_TOLERATION, NODE_CRITICAL_PRIORITY_CLASS, POOL_LABEL
 from llm_platform.components.specs.model_cache import cache_wiring
 from llm_platform.components.specs.serving import replica_resources
 from llm_platform.config.schema import GpuNodePool
 from llm_platform.facts.cold_start import KARPENTER_LAUNCH_SECONDS
 from llm_platform.facts.versions import PAUSE_IMAGE
 from llm_platform.plan import HeadroomPlan, PoolPlan
-from llm_platform.plan.naming import HEADROOM_NAMESPACE, restricted_container
+from llm_platform.plan.naming import (
+    headroom_priority_class_name,
+    restricted_container,
+    serving_priority_class_name,
+)
 
 SERVING_PRIORITY = 1000
 HEADROOM_PRIORITY = -10
@@ -61,18 +59,18 @@ def priority_class(name: str, value: int, description: str, *, preempts: bool) -
     }
 
 
-def serving_priority_class() -> dict[str, Any]:
+def serving_priority_class(prefix: str = "") -> dict[str, Any]:
     return priority_class(
-        SERVING_PRIORITY_CLASS,
+        serving_priority_class_name(prefix),
         SERVING_PRIORITY,
         "vLLM serving pods: preempt GPU headroom placeholders to start on an already-running node",
         preempts=True,
     )
 
 
-def headroom_priority_class() -> dict[str, Any]:
+def headroom_priority_class(prefix: str = "") -> dict[str, Any]:
     return priority_class(
-        HEADROOM_PRIORITY_CLASS,
+        headroom_priority_class_name(prefix),
         HEADROOM_PRIORITY,
         "GPU headroom placeholders: keep warm nodes up, give way to any other pod, never preempt",
         preempts=False,
@@ -132,12 +130,12 @@ def placeholder_deployment(p: PoolPlan) -> dict[str, Any]:
         "template": {
             "metadata": {"labels": placeholder_labels(pool)},
             "spec": {
-                "priorityClassName": HEADROOM_PRIORITY_CLASS,
+                "priorityClassName": headroom_priority_class_name(p.prefix),
                 # evicted at once when a replica needs the room: pause exits on SIGTERM
                 "terminationGracePeriodSeconds": 0,
                 "automountServiceAccountToken": False,
                 "securityContext": _non_root_pod(),
-                "nodeSelector": {POOL_LABEL: pool.name},
+                "nodeSelector": {POOL_LABEL: p.node_pool},
                 "tolerations": [GPU_TOLERATION],
                 # warm capacity in every zone the replicas spread over
                 "topologySpreadConstraints": [
@@ -164,7 +162,7 @@ def placeholder_deployment(p: PoolPlan) -> dict[str, Any]:
         "kind": "Deployment",
         "metadata": {
             "name": h.deployment,
-            "namespace": HEADROOM_NAMESPACE,
+            "namespace": p.headroom_namespace,
             "labels": placeholder_labels(pool),
             "annotations": {
                 "checkov.io/skip1": f"CKV_K8S_8={NO_PROBE_REASON}",
@@ -186,7 +184,7 @@ def scaled_object(p: PoolPlan) -> dict[str, Any]:
         "kind": "ScaledObject",
         "metadata": {
             "name": h.deployment,
-            "namespace": HEADROOM_NAMESPACE,
+            "namespace": p.headroom_namespace,
             "labels": placeholder_labels(pool),
         },
         "spec": {
@@ -253,7 +251,7 @@ def prepull_daemonset(p: PoolPlan) -> dict[str, Any]:
         "kind": "DaemonSet",
         "metadata": {
             "name": prepull_name(pool),
-            "namespace": HEADROOM_NAMESPACE,
+            "namespace": p.headroom_namespace,
             "labels": {**labels, "app.kubernetes.io/managed-by": "pulumi"},
             "annotations": {
                 "checkov.io/skip1": f"CKV_K8S_8={NO_PROBE_REASON}",
@@ -272,7 +270,7 @@ def prepull_daemonset(p: PoolPlan) -> dict[str, Any]:
                     "terminationGracePeriodSeconds": 0,
                     "automountServiceAccountToken": False,
                     "securityContext": _non_root_pod(),
-                    "nodeSelector": {POOL_LABEL: pool.name},
+                    "nodeSelector": {POOL_LABEL: p.node_pool},
                     "tolerations": [GPU_TOLERATION],
                     "initContainers": [
                         {
@@ -327,7 +325,7 @@ def alert_rules(plans: Sequence[PoolPlan]) -> list[dict[str, Any]]:
     rules = []
     for p in plans:
         pool, h = p.pool, _headroom(p)
-        sel = f'namespace="{HEADROOM_NAMESPACE}", deployment="{h.deployment}"'
+        sel = f'namespace="{p.headroom_namespace}", deployment="{h.deployment}"'
         available = f"sum by (namespace, deployment) (kube_deployment_status_replicas_available{{{sel}}})"
         wanted = f"sum by (namespace, deployment) (kube_deployment_spec_replicas{{{sel}}})"
         rules.append(
@@ -350,14 +348,23 @@ def alert_rules(plans: Sequence[PoolPlan]) -> list[dict[str, Any]]:
     return rules
 
 
-def prometheus_rule(plans: Sequence[PoolPlan]) -> dict[str, Any]:
+def prometheus_rule(
+    plans: Sequence[PoolPlan], monitor_labels: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """`monitor_labels`: what the cluster's Prometheus selects rules by (none: the platform's, which selects
+    every rule)."""
+    (namespace,) = {p.headroom_namespace for p in plans}
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": {
             "name": RULE_NAME,
-            "namespace": HEADROOM_NAMESPACE,
-            "labels": {"app.kubernetes.io/name": "gpu-headroom", COMPONENT_LABEL: "alerting"},
+            "namespace": namespace,
+            "labels": {
+                "app.kubernetes.io/name": "gpu-headroom",
+                COMPONENT_LABEL: "alerting",
+                **(monitor_labels or {}),
+            },
         },
         "spec": {"groups": [{"name": "gpu-headroom", "rules": alert_rules(plans)}]},
     }

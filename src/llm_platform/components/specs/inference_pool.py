@@ -11,7 +11,8 @@ over ZMQ and a tokenizer sidecar in the picker pod turns prompts into the same b
 Bounded queue: the picker's flow control (feature gate `flowControl`), its figures resolved in
 plan/gateway.py (the simulator serves behind the same ones). A pool is saturated when its pods' mean of
 max(vLLM waiting / Q, KV use / K) reaches 1 (utilization detector); past that, requests wait in the picker,
-at most `maxPendingPerReplica x maxReplicas` of them and no longer than the model's TTFT objective each,
+at most `maxPendingPerReplica x maxReplicas` of them (a model at zero: at least a wake's expected arrivals,
+plan/gateway.py `at_zero`) and no longer than the model's TTFT objective each,
 then get 429 (503 when the pool has no endpoint at all). vLLM's own queue per pod stays near Q instead of
 growing without bound. Q sits above the autoscaler's queue target, so KEDA still sees the queue it scales on.
 
@@ -38,6 +39,7 @@ from llm_platform.facts.versions import (
     VLLM_RENDER_IMAGE_TAG,
 )
 from llm_platform.plan import ModelPlan
+from llm_platform.plan.addon_pods import EPP_MEMORY, epp_cpu_millicores
 from llm_platform.plan.gateway import EPP_REPLICAS
 from llm_platform.plan.naming import GATEWAY_NAMESPACE, HF_TOKEN_SECRET, model_selector
 
@@ -55,10 +57,12 @@ AI_GATEWAY_HOST_REWRITE_FILTER = "ai-eg-host-rewrite"
 LORA_AFFINITY_WEIGHT = 3
 MODEL_HEADER = "x-ai-eg-model"  # AI Gateway copies the request's `model` field here
 
-QUEUE_MAX_BYTES = "512Mi"  # request bodies held in the picker's memory, under its memory limit
+QUEUE_MAX_MIB = 512  # request bodies held in the picker's memory, under its memory limit
+QUEUE_MAX_BYTES = f"{QUEUE_MAX_MIB}Mi"
+# a held body's bytes per prompt token: OpenAI JSON of English text runs ~4 characters a token
+HELD_BYTES_PER_TOKEN = 4
 # sizing: idle CPU grows with the pods scraped every 50 ms (~0.075 core per pod, docs/operations.md), and
 # short chat prompts cost far less than the 100k-token agentic runs measured there
-EPP_MEMORY = "1Gi"
 EPP_MEMORY_LIMIT = "2Gi"  # QUEUE_MAX_BYTES of held bodies plus in-flight state
 TOKENIZER_CPU = "1"
 TOKENIZER_MEMORY = "2Gi"
@@ -76,10 +80,6 @@ def epp_name(model: ModelPlan) -> str:
 def epp_labels(model: ModelPlan) -> dict[str, str]:
     """The chart's selector labels of the picker pods (routerlib _helpers.tpl)."""
     return {"llm-d-router-gateway": epp_name(model)}
-
-
-def epp_cpu_millicores(model: ModelPlan) -> int:
-    return max(500, 100 * model.model.autoscaling.max_replicas)
 
 
 def endpoint_picker_config(model: ModelPlan) -> dict[str, Any]:
@@ -385,13 +385,17 @@ def path_prefix(model: ModelPlan) -> str:
     return f"/{model.name}/v1"
 
 
+def path_route_name(model: ModelPlan) -> str:
+    return f"{model.name}-by-path"
+
+
 def path_route(model: ModelPlan) -> dict[str, Any]:
     """Compatibility with today's base URLs: `/<model>/v1/...` -> `/v1/...` on the same pool. Only the
     OpenAI API under /v1 is reachable; vLLM's /metrics and /health stay private."""
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "HTTPRoute",
-        "metadata": {"name": f"{model.name}-by-path", "namespace": model.names.namespace},
+        "metadata": {"name": path_route_name(model), "namespace": model.names.namespace},
         "spec": {
             "parentRefs": _gateway_parent(),
             "rules": [

@@ -16,7 +16,7 @@ from llm_platform.components.specs.common import GPU_TAINT, POOL_LABEL, SYSTEM_N
 from llm_platform.config.schema import GpuNodePool
 from llm_platform.facts.versions import LUSTRE_CLIENT_PACKAGE
 from llm_platform.plan import NodeClassPlan
-from llm_platform.plan.naming import KARPENTER_NAMESPACE
+from llm_platform.plan.naming import KARPENTER_NAMESPACE, node_pool_name, scoped
 from llm_platform.plan.nodes import (
     DISRUPTION_BUDGET_PERCENT,
     efa_pool,
@@ -308,14 +308,28 @@ def queue_policy(queue_arn: str) -> dict[str, Any]:
     }
 
 
-def helm_values(cluster_name: str, queue_name: str, *, capacity_reservations: bool = False) -> dict[str, Any]:
+def helm_values(
+    cluster_name: str, queue_name: str, *, capacity_reservations: bool = False, node_repair: bool = True
+) -> dict[str, Any]:
     """Karpenter runs on the system node group, never on capacity it manages (the chart's default affinity
     also keeps it off any node with a `karpenter.sh/nodepool` label). With reservations in use, the
     `ReservedCapacity` feature gate (the chart's default since v1.6) is pinned on: without it Karpenter ignores
-    `capacityReservationSelectorTerms` and a reserved-only pool never launches."""
-    settings: dict[str, Any] = {"clusterName": cluster_name, "interruptionQueue": queue_name}
+    `capacityReservationSelectorTerms` and a reserved-only pool never launches.
+
+    Node repair (`NodeRepair`, alpha and off in the chart: values.yaml `settings.featureGates.nodeRepair: false`;
+    the chart passes it as FEATURE_GATES, charts/karpenter/templates/deployment.yaml:129) is on: Karpenter then
+    replaces a node whose `AcceleratedHardwareReady` condition (the EKS node monitoring agent's NVIDIA XID and
+    DCGM checks) has been False for 10 minutes, or whose Ready is False/Unknown, or StorageReady,
+    NetworkingReady, KernelReady or ContainerRuntimeReady False for 30 (karpenter-provider-aws v1.14.1
+    pkg/cloudprovider/cloudprovider.go:305-345 RepairPolicies). `cluster.nodeRepair: false` pins it off."""
+    gates: dict[str, bool] = {"nodeRepair": node_repair}
     if capacity_reservations:
-        settings["featureGates"] = {"reservedCapacity": True}
+        gates["reservedCapacity"] = True
+    settings: dict[str, Any] = {
+        "clusterName": cluster_name,
+        "interruptionQueue": queue_name,
+        "featureGates": gates,
+    }
     return {
         "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
         "settings": settings,
@@ -361,10 +375,12 @@ def node_class(
     extra_security_group_ids: list[str] | None = None,
     user_data: str | None = None,
     pool: GpuNodePool | None = None,
+    prefix: str = "",
 ) -> dict[str, Any]:
     """GPU EC2NodeClass: pinned AMI alias, NVMe RAID0 for ephemeral storage, encrypted gp3 root, IMDSv2.
-    Given a pool with capacity reservations, the pool's own class selecting them."""
-    name = pool_node_class_name(pool) if pool is not None else node_class_name(ami_family)
+    Given a pool with capacity reservations, the pool's own class selecting them. `prefix`: a team's on a
+    shared cluster (plan.naming.scoped)."""
+    name = scoped(prefix, pool_node_class_name(pool) if pool is not None else node_class_name(ami_family))
     if ami_family == "bottlerocket":
         # Bottlerocket: small OS volume, containerd and images on the data volume
         block_devices = [
@@ -454,8 +470,8 @@ def pool_weight(pool: GpuNodePool) -> int:
     return 100 if "spot" in pool.capacity_types else 10
 
 
-def node_labels(pool: GpuNodePool) -> dict[str, str]:
-    labels = {POOL_LABEL: pool.name, "llm-platform/ami-family": pool.ami_family}
+def node_labels(pool: GpuNodePool, prefix: str = "") -> dict[str, str]:
+    labels = {POOL_LABEL: node_pool_name(pool.name, prefix), "llm-platform/ami-family": pool.ami_family}
     if pool.ami_family == "bottlerocket":
         # Bottlerocket's NVIDIA variant ships its own device plugin: the GPU Operator must not add a second one
         labels["nvidia.com/gpu.deploy.device-plugin"] = "false"
@@ -496,7 +512,9 @@ def node_requirements(
     ]
 
 
-def node_pool(pool: GpuNodePool, *, zones: list[str], prod: bool) -> dict[str, Any]:
+def node_pool(pool: GpuNodePool, *, zones: list[str], prod: bool, prefix: str = "") -> dict[str, Any]:
+    """The pool's NodePool, named (and its nodes labelled) `plan.naming.node_pool_name`: the pool's name, or
+    `<prefix>-<pool>` for a team's on a shared cluster."""
     if pool.placement_zone is not None:
         zones = [pool.placement_zone]  # an EFA pool's nodes: one zone, its placement group's
     requirements = node_requirements(
@@ -509,15 +527,18 @@ def node_pool(pool: GpuNodePool, *, zones: list[str], prod: bool) -> dict[str, A
     return {
         "apiVersion": NODE_POOL_API,
         "kind": "NodePool",
-        "metadata": {"name": pool.name, "labels": {"app.kubernetes.io/managed-by": "pulumi"}},
+        "metadata": {
+            "name": node_pool_name(pool.name, prefix),
+            "labels": {"app.kubernetes.io/managed-by": "pulumi"},
+        },
         "spec": {
             "template": {
-                "metadata": {"labels": node_labels(pool)},
+                "metadata": {"labels": node_labels(pool, prefix)},
                 "spec": {
                     "nodeClassRef": {
                         "group": "karpenter.k8s.aws",
                         "kind": "EC2NodeClass",
-                        "name": pool_node_class_name(pool),
+                        "name": scoped(prefix, pool_node_class_name(pool)),
                     },
                     "requirements": requirements,
                     "taints": [GPU_TAINT],

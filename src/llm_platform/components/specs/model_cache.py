@@ -458,7 +458,7 @@ def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
                 "spec": {
                     "serviceAccountName": names.sync_service_account,
                     "automountServiceAccountToken": False,  # EKS Pod Identity brings its own token
-                    "nodeSelector": {POOL_LABEL: model.node_pool},
+                    "nodeSelector": {POOL_LABEL: names.node_pool},
                     "tolerations": [GPU_TOLERATION],
                     "priorityClassName": "system-node-critical",
                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},

@@ -27,6 +27,7 @@ from llm_platform.components.specs import serving
 from llm_platform.components.specs.common import GPU_TOLERATION, addon_placement
 from llm_platform.components.specs.model_cache import CacheWiring
 from llm_platform.config.schema import GpuNodePool, ModelConfig
+from llm_platform.facts.addons import EFA_DEVICE_PLUGIN, LWS
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.naming import model_selector
 
@@ -85,12 +86,21 @@ def worker_labels(m: ModelPlan, environment: str) -> dict[str, str]:
 
 
 def leader_worker_set(
-    m: ModelPlan, *, environment: str, wiring: CacheWiring, mounts_hf_token: bool
+    m: ModelPlan,
+    *,
+    environment: str,
+    wiring: CacheWiring,
+    mounts_hf_token: bool,
+    priority_class: str | None = serving.SERVING_PRIORITY_CLASS,
 ) -> dict[str, Any]:
     """The model's LeaderWorkerSet, from the single-node Deployment's pod template (same image, cache wiring,
     secrets, probes on the leader) plus the multi-node launch and EFA."""
     deployment = serving.deployment(
-        m, environment=environment, wiring=wiring, mounts_hf_token=mounts_hf_token
+        m,
+        environment=environment,
+        wiring=wiring,
+        mounts_hf_token=mounts_hf_token,
+        priority_class=priority_class,
     )
     template = deployment["spec"]["template"]
     template["spec"].pop("topologySpreadConstraints")  # one pod per node, nodes in one zone by the pool
@@ -109,8 +119,14 @@ def leader_worker_set(
     wcontainer["args"] = [a for a in base if a not in kv] + multinode_args(
         m, "$(LWS_WORKER_INDEX)", headless=True
     )
-    for key in ("ports", "startupProbe", "readinessProbe", "livenessProbe", "lifecycle"):
+    for key in ("ports", "startupProbe", "readinessProbe", "livenessProbe"):
         wcontainer.pop(key, None)
+    # a worker holds pipeline stages of the leader's in-flight streams: it takes SIGTERM only once the leader's
+    # drain is over (the leader's preStop sleep plus its --shutdown-timeout), within the same grace period
+    drain = m.drain
+    wcontainer["lifecycle"] = {
+        "preStop": {"sleep": {"seconds": drain.prestop_sleep_seconds + drain.shutdown_timeout_seconds}}
+    }
     _efa_container(wcontainer, m)
     startup_budget = m.cold_start.startup_probe_seconds
     return {
@@ -178,8 +194,8 @@ def worker_disruption_budget(m: ModelPlan) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------ controllers (Helm values)
 
-LWS_NAMESPACE = "lws-system"  # the chart's documented namespace (lws v0.10.0 installation docs)
-EFA_NAMESPACE = "kube-system"  # the EFA device plugin, a node-critical DaemonSet like the VPC CNI
+LWS_NAMESPACE = LWS.namespace  # the chart's documented namespace (its record, llm_platform/facts/addons.py)
+EFA_NAMESPACE = EFA_DEVICE_PLUGIN.namespace  # a node-critical DaemonSet like the VPC CNI
 
 
 def lws_values() -> dict[str, Any]:

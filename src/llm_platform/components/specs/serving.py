@@ -4,15 +4,18 @@ NetworkPolicy, built from the model's plan and the cache mode's wiring (componen
 Facts about current vLLM (shared/reference/README.md): `/health` answers once the server is up,
 `--api-key` guards `/v1/*` only (so `/metrics` and `/health` stay reachable for probes and Prometheus),
 `--shutdown-timeout N` drains in-flight requests on SIGTERM, `--disable-log-requests` no longer exists.
+The pod's stop (preStop sleep, `--shutdown-timeout`, `terminationGracePeriodSeconds`) is the model's drain plan
+(plan/drain.py), sized to its longest generation.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from llm_platform.components.specs.adapters import lora_args
-from llm_platform.components.specs.common import GPU_TOLERATION, POOL_LABEL, SERVING_PRIORITY_CLASS
+from llm_platform.components.specs.common import GPU_TOLERATION, POOL_LABEL
 from llm_platform.components.specs.compile_cache import (
     COMPILE_CACHE_MOUNT,
     COMPILE_CACHE_VOLUME,
@@ -29,6 +32,7 @@ from llm_platform.plan.naming import (
     API_KEY_SECRET_KEY,
     HF_TOKEN_SECRET_KEY,
     MONITORING_NAMESPACE,
+    SERVING_PRIORITY_CLASS,
     model_selector,
     non_root_pod,
     restricted_container,
@@ -37,10 +41,6 @@ from llm_platform.plan.naming import (
 PORT = 8000
 HOME = "/home/vllm"
 CONTAINER = "vllm"
-# graceful shutdown: the endpoint leaves the Service during the preStop sleep, then vLLM drains
-PRESTOP_SLEEP_SECONDS = 15
-DRAIN_SECONDS = 45
-TERMINATION_GRACE_SECONDS = PRESTOP_SLEEP_SECONDS + DRAIN_SECONDS + 15
 # on top of the startup probe's budget: a new GPU node and the first copy of the weights
 NODE_AND_WEIGHTS_SECONDS = 1800
 KV_EVENTS_PORT = 5557  # vLLM's ZMQ KV-cache event publisher (precise prefix routing)
@@ -107,8 +107,9 @@ def vllm_args(m: ModelPlan, wiring: CacheWiring) -> list[str]:
         str(model.gpu_memory_utilization),
         "--port",
         str(PORT),
+        # on SIGTERM: refuse new requests, finish the in-flight ones within the drain plan's timeout
         "--shutdown-timeout",
-        str(DRAIN_SECONDS),
+        str(m.drain.shutdown_timeout_seconds),
         *kv_events_args(model),
         *lora_args(m, wiring.adapter_dirs),
         *wiring.extra_args,
@@ -203,9 +204,15 @@ def shm_size_gib(m: ModelPlan) -> int:
 
 
 def deployment(
-    m: ModelPlan, *, environment: str, wiring: CacheWiring, mounts_hf_token: bool
+    m: ModelPlan,
+    *,
+    environment: str,
+    wiring: CacheWiring,
+    mounts_hf_token: bool,
+    priority_class: str | None = SERVING_PRIORITY_CLASS,
 ) -> dict[str, Any]:
-    """`mounts_hf_token`: the model uses the Hub and the stack holds the token (`m.uses_hf_token` and a secret)."""
+    """`mounts_hf_token`: the model uses the Hub and the stack holds the token (`m.uses_hf_token` and a secret).
+    `priority_class`: the PriorityClass the pods run at (GpuHeadroom's); None: the cluster's default priority."""
     model, names = m.model, m.names
     env: list[dict[str, Any]] = [
         # vLLM reads VLLM_API_KEY itself (as --api-key's default): the key never reaches the command line,
@@ -252,7 +259,8 @@ def deployment(
         },
         "readinessProbe": {**health, "periodSeconds": 5, "timeoutSeconds": 3, "failureThreshold": 3},
         "livenessProbe": {**health, "periodSeconds": 15, "timeoutSeconds": 5, "failureThreshold": 4},
-        "lifecycle": {"preStop": {"sleep": {"seconds": PRESTOP_SLEEP_SECONDS}}},
+        # the endpoint picker drops the pod when it is deleted; vLLM keeps serving what was already routed
+        "lifecycle": {"preStop": {"sleep": {"seconds": m.drain.prestop_sleep_seconds}}},
         "volumeMounts": [
             {"name": "dshm", "mountPath": "/dev/shm"},
             {"name": "home", "mountPath": HOME},
@@ -290,10 +298,10 @@ def deployment(
                     "serviceAccountName": names.service_account,
                     "automountServiceAccountToken": False,  # no Kubernetes API calls; Pod Identity has its own
                     # above the GPU headroom placeholders: a pending replica preempts one on a warm node
-                    "priorityClassName": SERVING_PRIORITY_CLASS,
+                    **({"priorityClassName": priority_class} if priority_class else {}),
                     "securityContext": non_root_pod(),
-                    "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
-                    "nodeSelector": {POOL_LABEL: model.node_pool},
+                    "terminationGracePeriodSeconds": m.drain.termination_grace_seconds,
+                    "nodeSelector": {POOL_LABEL: names.node_pool},
                     "tolerations": [GPU_TOLERATION],
                     "topologySpreadConstraints": [
                         {
@@ -353,13 +361,16 @@ def pod_disruption_budget(m: ModelPlan) -> dict[str, Any]:
     }
 
 
-def pod_monitor(m: ModelPlan) -> dict[str, Any]:
-    """vLLM's /metrics every few seconds: KEDA's decisions are only as fresh as the last scrape."""
+def pod_monitor(m: ModelPlan, monitor_labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """vLLM's /metrics every few seconds: KEDA's decisions are only as fresh as the last scrape.
+    `monitor_labels`: what the cluster's Prometheus selects PodMonitors by (none: the platform's own
+    Prometheus selects every PodMonitor)."""
     endpoint = {"port": "http", "path": "/metrics", "interval": f"{m.scaling.scrape_interval_s}s"}
+    labels = {**selector(m), **(monitor_labels or {})}
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PodMonitor",
-        "metadata": {"name": m.names.pod_monitor, "namespace": m.names.namespace, "labels": selector(m)},
+        "metadata": {"name": m.names.pod_monitor, "namespace": m.names.namespace, "labels": labels},
         "spec": {"selector": {"matchLabels": selector(m)}, "podMetricsEndpoints": [endpoint]},
     }
 
@@ -374,11 +385,11 @@ def default_deny_ingress(m: ModelPlan) -> dict[str, Any]:
     }
 
 
-def network_policy(m: ModelPlan) -> dict[str, Any]:
+def network_policy(m: ModelPlan, prometheus_namespace: str = MONITORING_NAMESPACE) -> dict[str, Any]:
     """Only the serving entry point (the gateway's Envoy proxies, not the rest of its namespace) and
-    Prometheus may reach vLLM."""
+    Prometheus (its pods in `prometheus_namespace`) may reach vLLM."""
     prometheus = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}},
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": prometheus_namespace}},
         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
     }
     return {

@@ -102,7 +102,7 @@ from llm_platform.config.schema.pools import (
     Headroom,
     HeadroomWindow,
 )
-from llm_platform.config.schema.serving import ServingBlocks, check_scale_to_zero
+from llm_platform.config.schema.serving import ServingBlocks, check_scale_to_zero, scale_to_zero_allowed
 from llm_platform.config.schema.stack import STACK_RULES, ServingConfig, StackConfig, StackRule
 
 __all__ = [
@@ -186,6 +186,7 @@ __all__ = [
     "refuse_unsupported_parallelism",
     "replica_floor",
     "replica_gpus",
+    "scale_to_zero_allowed",
     "served_by",
     "weights_and_kv_gib",
 ]

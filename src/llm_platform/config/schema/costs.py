@@ -13,14 +13,22 @@ from llm_platform.config.schema.base import Environment, Schema
 from llm_platform.config.schema.models import ModelConfig
 from llm_platform.config.schema.pools import GpuNodePool
 
+# a model's keys added to the schema after forecasts were written: left out of the hash while unset, so a
+# schema addition does not make every forecast stale
+_LATER_KEYS = (("autoscaling", "wakeRequestsPerSecond"),)
+
 
 def forecast_config_hash(model: ModelConfig, pool: GpuNodePool, environment: Environment) -> str:
     """What a cost forecast was simulated for: the model's block, its pool's block and the environment
     (everything the simulator reads from the stack file for one model), as 12 hex digits. `simulator replay`
     prints it next to the forecast; a forecast whose hash is not the deployed config's is stale."""
+    model_doc = model.model_dump(mode="json", by_alias=True)
+    for block, key in _LATER_KEYS:  # unset, as in every config written before them: the hash they had
+        if model_doc[block].get(key) is None:
+            model_doc[block].pop(key, None)
     doc = {
         "environment": environment.value,
-        "model": model.model_dump(mode="json", by_alias=True),
+        "model": model_doc,
         "pool": pool.model_dump(mode="json", by_alias=True),
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]

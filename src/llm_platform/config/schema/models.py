@@ -65,9 +65,12 @@ class PrewarmWindow(Schema):
 PROD_MIN_REPLICAS = 2
 
 
-def replica_floor(environment: Environment) -> int:
-    """Fewest replicas a model may run in an environment: one (no scale to zero), PROD_MIN_REPLICAS in prod.
-    The stack's rule (schema/stack.py) and the simulator's oracle (a bound the stack would accept) both read it."""
+def replica_floor(environment: Environment, scale_to_zero: bool = False) -> int:
+    """Fewest replicas a model may run in an environment: 0 where the stack lets it scale to zero
+    (`scale_to_zero`: schema/stack.py `scale_to_zero_allowed`), else one, PROD_MIN_REPLICAS in prod. The stack's
+    rule (schema/stack.py) and the simulator's oracle (a bound the stack would accept) both read it."""
+    if scale_to_zero:
+        return 0
     return PROD_MIN_REPLICAS if environment is Environment.PROD else 1
 
 
@@ -86,6 +89,10 @@ class Autoscaling(Schema):
     cooldown_period: int = Field(default=300, ge=0)
     # a prod model may scale to zero only with this explicit opt-in (dev and staging need no opt-in)
     allow_scale_to_zero: bool = False
+    # with minReplicas 0: the requests/s the model is expected to receive while at zero; the gateway holds a
+    # wake's arrivals (this x the from-zero hold, with a margin: plan/gateway.py `at_zero`). Unset: the most
+    # the gateway admits, its clients' requestsPerMinute together
+    wake_requests_per_second: float | None = Field(default=None, gt=0)
     scale_up: ScalingRules = ScalingRules(
         stabilization_window_seconds=0,
         policies=[ScalingPolicy(type="Percent", value=100, period_seconds=15)],

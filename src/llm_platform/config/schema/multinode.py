@@ -22,6 +22,7 @@ from llm_platform.config.schema.base import RuleError, plural
 from llm_platform.config.schema.capacity import weights_and_kv_gib
 from llm_platform.config.schema.models import ModelConfig
 from llm_platform.config.schema.pools import GpuNodePool
+from llm_platform.facts.catalog import efa_families
 
 
 def check_multi_node_model(
@@ -44,9 +45,9 @@ def check_multi_node_model(
         raise RuleError(
             (*at, "nodePool"),
             m.node_pool,
-            f"admits {', '.join(without)}, which has no EFA interface (facts/catalog.py EFA_INTERFACES); "
+            f"admits {', '.join(without)}, which has no EFA interface (facts/catalog.py, efa_interfaces); "
             "NCCL between the nodes of a multi-node replica needs EFA; allowed: a pool of "
-            "p4d, p4de, p5, p5e, p5en or p6-b200",
+            f"{', '.join(efa_families()[:-1])} or {efa_families()[-1]}",
         )
     counts = {i.instance_type: i.efa_interfaces for i in pool.instances}
     if len(set(counts.values())) > 1:

@@ -18,7 +18,7 @@ from llm_platform.config.schema.base import (
     _dns_label,
     did_you_mean,
 )
-from llm_platform.facts.catalog import DEDICATED_FAMILIES, GpuInstance, families, instances
+from llm_platform.facts.catalog import GpuInstance, dedicated_families, families, instances
 
 # `reserved`: On-Demand Capacity Reservations and Capacity Blocks the pool's EC2NodeClass selects
 CapacityType = Literal["reserved", "spot", "on-demand"]
@@ -144,7 +144,7 @@ class GpuNodePool(Schema):
                     ("instanceFamilies", i), family,
                     f"is not a catalog instance family{did_you_mean(family, known)}; allowed: {', '.join(known)}",
                 )  # fmt: skip
-        dedicated = DEDICATED_FAMILIES & set(self.instance_families)
+        dedicated = set(dedicated_families()) & set(self.instance_families)
         if dedicated and len(self.instance_families) > 1:
             raise RuleError(
                 ("instanceFamilies",),
@@ -164,7 +164,7 @@ class GpuNodePool(Schema):
             raise RuleError(
                 ("mig",),
                 True,
-                f"is allowed only on pools of {', '.join(sorted(DEDICATED_FAMILIES))}; allowed: false",
+                f"is allowed only on pools of {', '.join(dedicated_families())}; allowed: false",
             )
         blocks_only = [i.instance_type for i in self.instances if i.reserved_only]
         if blocks_only and self.capacity_types != ["reserved"]:

@@ -199,6 +199,13 @@ def _gateway_and_cache_rules(c: ServingBlocks, problems: Problems) -> None:
         )
 
 
+def scale_to_zero_allowed(c: ServingBlocks, a: Autoscaling) -> bool:
+    """Whether the stack's rules let a model with autoscaling `a` run at minReplicas 0: the conditions
+    `check_scale_to_zero` refuses it without (the gateway, and in prod the model's opt-in). The simulator's
+    oracle reads it through `replica_floor` (a bound at 0 only where the stack would accept minReplicas 0)."""
+    return c.gateway.enabled and (c.environment is not Environment.PROD or a.allow_scale_to_zero)
+
+
 def check_scale_to_zero(
     at: tuple[str | int, ...], a: Autoscaling, c: ServingBlocks, *, gateway_known: bool = True
 ) -> None:

@@ -1,4 +1,4 @@
-"""Typed argument values shared by the simulator's commands (the parser itself is tools/cli.py's, shared by
+"""Typed argument values shared by the simulator's commands (the parser itself is llm_platform/commandline.py's, shared by
 every command-line tool: one-line errors with exit status 2)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from llm_platform.tools.cli import known_stack
+from llm_platform.commandline import known_stack
 
 STACK_HELP = "stack name (reads Pulumi.<stack>.yaml) or the path of a stack file"
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from llm_platform.commandline import ArgumentParser
 from llm_platform.facts import geometry
 from llm_platform.facts.catalog import GPU_INSTANCES
 from llm_platform.facts.model_profiles import ModelProfile, profile
@@ -37,7 +38,6 @@ from llm_platform.simulator.serving.benchmark import (
 from llm_platform.simulator.serving.calibration_points import LLMPERF_SPACING_S
 from llm_platform.simulator.serving.replica import ReplicaModel, ReplicaTable, TokenStats
 from llm_platform.simulator.serving.replica_config import EngineConfig
-from llm_platform.tools.cli import ArgumentParser
 
 
 def parser() -> argparse.ArgumentParser:

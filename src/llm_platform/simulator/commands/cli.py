@@ -11,6 +11,7 @@ from dataclasses import replace
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from llm_platform.commandline import error, invalid_config, message
 from llm_platform.config.loader import ConfigError, Stack, stack_arg
 from llm_platform.simulator.commands import capacity_cmd, report
 from llm_platform.simulator.commands.day_args import PROG, STACK_ONLY, parser
@@ -20,6 +21,7 @@ from llm_platform.simulator.commands.overload_args import CLIENTS
 from llm_platform.simulator.controllers.platform_nodes import platform_nodes
 from llm_platform.simulator.controllers.strategies import Strategy
 from llm_platform.simulator.day.result import Result
+from llm_platform.simulator.search.node_loss import gpu_node_loss
 from llm_platform.simulator.search.scenarios import (
     Setup,
     capacity_summary,
@@ -32,7 +34,6 @@ from llm_platform.simulator.search.scenarios import (
 from llm_platform.simulator.search.stacks import StackRun, stack_run
 from llm_platform.simulator.search.yaml_out import autoscaling_yaml
 from llm_platform.simulator.traffic.traffic import load
-from llm_platform.tools.cli import error, invalid_config, message
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -190,6 +191,10 @@ def _day(argv: Sequence[str]) -> int:
         if args.stack is not None and (nodes := platform_nodes(args.stack)) is not None:
             discount = 0.6 if args.spot_discount is None else args.spot_discount
             console.print(nodes.line(discount), markup=False)
+        if args.gpu_node_loss:
+            loss = gpu_node_loss(setup.traffic, setup.table, strategies[0], setup.config)
+            for line in loss.lines():
+                console.print(f"{strategies[0].name}: {line}", markup=False)
         if recommendation is not None:
             console.print(f"recommended config: paste under {path} in the stack file", markup=False)
             console.print(autoscaling_yaml(recommendation), markup=False, soft_wrap=True)

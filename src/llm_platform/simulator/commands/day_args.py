@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from llm_platform.commandline import ArgumentParser
 from llm_platform.simulator.commands.args import (
     add_stack,
     clock_time,
@@ -20,7 +21,6 @@ from llm_platform.simulator.commands.args import (
 )
 from llm_platform.simulator.commands.overload_args import CLIENTS
 from llm_platform.simulator.traffic.traffic import HistogramMix, TokenMix, histogram_mix
-from llm_platform.tools.cli import ArgumentParser
 
 DESCRIPTION = """\
 `python -m llm_platform.simulator`: cost per day and SLO misses of autoscaling strategies, before deploying them.
@@ -99,6 +99,11 @@ def parser() -> argparse.ArgumentParser:
         "vllm-bench: one attempt, 6 h timeout",
     )  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--gpu-node-loss", action="store_true",
+        help="what-if: the GPU node serving the most replicas fails at the busiest minute (first strategy): "
+        "the SLO misses it adds and the warm headroom that would cover it",
+    )  # fmt: skip
     p.add_argument(
         "--json", action="store_true", help="JSON rows with per-day figures and the per-minute timeline"
     )

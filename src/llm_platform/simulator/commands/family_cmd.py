@@ -6,9 +6,9 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from llm_platform.commandline import ArgumentParser
 from llm_platform.simulator.commands.args import non_negative_int, positive_float
 from llm_platform.simulator.traffic.family import KINDS, RANDOM_KINDS, write
-from llm_platform.tools.cli import ArgumentParser
 
 
 def parser() -> argparse.ArgumentParser:

@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from llm_platform.commandline import ArgumentParser, known_stack
 from llm_platform.config.schema import StackConfig, forecast_config_hash
 from llm_platform.simulator.day.engine import simulate
 from llm_platform.simulator.day.result import Result
 from llm_platform.simulator.search.stacks import StackRun, stack_model, stack_run
 from llm_platform.simulator.traffic import replay_data
 from llm_platform.simulator.traffic.traffic import TokenMix, rate_traffic
-from llm_platform.tools.cli import ArgumentParser, known_stack
 
 PROG = "python -m llm_platform.simulator replay"
 DEPLOYED = "stack-config"

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from llm_platform.commandline import shown_prog
 from llm_platform.simulator.commands import day_args, report
 from llm_platform.simulator.commands.args import non_negative_int
 from llm_platform.simulator.search.reservations import cheapest, most_useful, sweep
 from llm_platform.simulator.search.stacks import stack_run
 from llm_platform.simulator.traffic.traffic import load
-from llm_platform.tools.cli import shown_prog
 
 
 def run(argv: Sequence[str]) -> int:

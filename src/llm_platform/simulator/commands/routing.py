@@ -35,13 +35,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from llm_platform.commandline import ArgumentParser, error, message
 from llm_platform.simulator.controllers.strategies import keda
 from llm_platform.simulator.day.engine import simulate
 from llm_platform.simulator.day.result import Result
 from llm_platform.simulator.search.scenarios import SEED_C, Setup, seed_setup, slo_rate_per_replica
 from llm_platform.simulator.serving.replica import ReplicaTable, TokenStats
 from llm_platform.simulator.traffic.traffic import Traffic
-from llm_platform.tools.cli import ArgumentParser, error, message
 
 # the article's KEDA config (strategy C) with maxReplicas lifted: capacity, not the cap, sets the GPU count, so
 # a router that saves prefill shows up as fewer replicas (cost) and shorter prompts (TTFT)

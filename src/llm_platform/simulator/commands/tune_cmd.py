@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 
+from llm_platform.commandline import ArgumentParser
 from llm_platform.config.loader import load_stack, stack_file
 from llm_platform.simulator.commands.args import (
     add_stack,
@@ -26,7 +27,6 @@ from llm_platform.simulator.search.tune import Tuner
 from llm_platform.simulator.search.yaml_out import autoscaling_yaml, go_duration, headroom_yaml
 from llm_platform.simulator.search.zero_tune import ZeroStep, zero_step
 from llm_platform.simulator.traffic.traffic import load
-from llm_platform.tools.cli import ArgumentParser
 
 
 def parser() -> argparse.ArgumentParser:

@@ -153,7 +153,9 @@ def from_plan(
         max_replica_count=scaling.max_replicas,
         polling_interval=scaling.polling_interval_s,
         cooldown_period=scaling.cooldown_period_s,
-        fallback=Fallback(scaling.fallback_failure_threshold, scaling.fallback_replicas),
+        fallback=None
+        if scaling.fallback_replicas is None
+        else Fallback(scaling.fallback_failure_threshold, scaling.fallback_replicas),
         behavior=Behavior(scaling.scale_up, scaling.scale_down),
     )
     return Strategy(

@@ -289,8 +289,9 @@ def _resend(
         [np.where(alone, sent, sent + retries.hold), evicted_at],
         s + retries.deadline,
     )
-    # nothing dispatched at the eviction: no Ready pod (the loop's test)
-    empty = sec.dispatched[np.minimum(evicted_at, len(alone) - 1)] == 0
+    # nothing dispatched at the eviction: no Ready pod (the loop's test); the day's last second for an eviction
+    # due after the day ends (its retry is then due after it too, so it gets no outcome: `fates`)
+    empty = sec.dispatched[np.minimum(evicted_at, len(sec.dispatched) - 1)] == 0
     no_pod = np.select([how == _SHED, how == _EVICTED], [alone, empty], False)
     after = np.where(no_pod & (retries.retry_after is not None), retries.retry_after or 0.0, backoff)
     r = fail_at + after

@@ -5,8 +5,8 @@ The oracle knows every minute's request rate in advance:
 - each minute it runs the fewest replicas such that the day's misses, from the replica model's steady-state
   miss share at each per-replica rate, stay within the config's own miss count (greedy on the marginal
   misses one more replica saves; no autoscaling lag, no queue carried between minutes), and never fewer than
-  the stack may deploy (`floor`: minReplicas >= 1 everywhere, >= 2 in prod; config.schema.replica_floor), so
-  the bound is a config the stack would accept;
+  the stack may deploy (`floor`: minReplicas >= 1 everywhere, >= 2 in prod, 0 for a model the stack lets scale
+  to zero; config.schema.replica_floor and scale_to_zero_allowed), so the bound is a config the stack would accept;
 - `per_second`: GPU time billed per second, per GPU slot, no start-up delay (the floor of all floors);
 - `whole_nodes`: whole nodes of the stack's instance, each launched one full cold start (node boot + pod start
   on a new node) before it serves and billed per second with EC2's 60 s minimum; a node idle for less than a

@@ -13,6 +13,7 @@ from llm_platform.config.schema import (
     StackConfig,
     gpus_at_min_replicas,
     replica_floor,
+    scale_to_zero_allowed,
 )
 from llm_platform.facts.catalog import GpuInstance
 from llm_platform.facts.cold_start import ImageMode
@@ -167,7 +168,9 @@ def stack_run(
     slo = m.slo
     sim = SimConfig(
         capacity, slo, scrape_interval=scrape_interval or mp.scaling.scrape_interval_s, seed=seed,
-        replica_floor=replica_floor(cfg.environment), flow_control=mp.flow_control,
+        replica_floor=replica_floor(cfg.environment, scale_to_zero_allowed(cfg, m.autoscaling)),
+        flow_control=mp.flow_control,
+        drain_grace_seconds=mp.drain.termination_grace_seconds,
     )  # fmt: skip
     setup = Setup(table, sim, traffic)
     strategies = for_stack(mp.scaling, memory_target)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from llm_platform.config.schema import Autoscaling, Environment, StackConfig
+from llm_platform.config.schema import Autoscaling, StackConfig, scale_to_zero_allowed
 from llm_platform.plan.model import ModelPlan
 from llm_platform.plan.zero import RETRY_ATTEMPTS
 from llm_platform.simulator.controllers.strategies import scaling_for
@@ -29,9 +29,7 @@ COOLDOWN_GRID_S = (300, 600, 900, 1800, 3600)
 def allows_zero(config: StackConfig, plan: ModelPlan) -> bool:
     """The stack's own rules (config/schema/stack.py): only behind the gateway (whose requests wake the model);
     non-prod stacks may, prod only for a model that opts in (`allowScaleToZero`)."""
-    if not config.gateway.enabled:
-        return False
-    return config.environment is not Environment.PROD or plan.model.autoscaling.allow_scale_to_zero
+    return scale_to_zero_allowed(config, plan.model.autoscaling)
 
 
 @dataclass(frozen=True)

@@ -27,15 +27,14 @@ One all-reduce of S bytes over TP ranks costs alpha + f x S / B with f = 2 (TP -
   two PCIe-only GPUs (vllm/distributed/device_communicators/custom_all_reduce.py, quoted in
   vllm-project/vllm#56128) and NCCL goes through the host bridge: alpha = 20 us and B = 12 GB/s
   (Unverified: PCIe Gen4 x16 is 32 GB/s per direction; no published vLLM all-reduce sweep on these parts).
+Each GPU of the catalog carries its interconnect with these figures (facts/catalog.py `GpuModel.interconnect`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from llm_platform.facts.catalog import GpuModel
+from llm_platform.facts.catalog import GpuModel, Interconnect
 from llm_platform.facts.model_profiles import ModelProfile
 
 KNEE_BYTES = 2**20  # 1 MB: largest message of the measured latency-bound sweep
@@ -59,32 +58,6 @@ def linear_seconds(
     return np.maximum(np.hypot(read_s, peak_compute_s), mfu_compute_s)
 
 
-@dataclass(frozen=True)
-class Interconnect:
-    name: str
-    alpha_s: float  # fixed cost of one all-reduce
-    small_gbps: float  # effective bandwidth of messages up to KNEE_BYTES (fit to the latency sweep)
-    large_gbps: float  # bus bandwidth beyond it
-
-
-NVLINK4 = Interconnect("NVLink 4", 4e-6, 65.0, 0.8 * 450)
-NVLINK3 = Interconnect("NVLink 3", 4e-6 * 450 / 300, 65.0 * 300 / 450, 0.8 * 300)
-NVLINK5 = Interconnect("NVLink 5", 4e-6, 65.0, 0.8 * 900)  # Unverified: H100's latency fit, B200's link
-PCIE4 = Interconnect("PCIe Gen4", 20e-6, 12.0, 20.0)
-INTERCONNECTS: dict[str, Interconnect] = {
-    "A100-40GB": NVLINK3,
-    "A100-80GB": NVLINK3,
-    "H100": NVLINK4,
-    "H200": NVLINK4,
-    "B200": NVLINK5,
-}
-
-
-def interconnect(gpu: GpuModel) -> Interconnect:
-    """How the GPUs of one instance talk: NVLink on the SXM parts of p4d/p5/p6, PCIe on g5/g6/g6e."""
-    return INTERCONNECTS.get(gpu.name, PCIE4)
-
-
 def allreduce_seconds(size_bytes: np.ndarray | float, tp: int, link: Interconnect) -> np.ndarray:
     """One all-reduce of `size_bytes` over `tp` ranks (module doc); 0 without tensor parallelism."""
     if tp <= 1:
@@ -103,4 +76,4 @@ def step_allreduce_seconds(
     if tp <= 1:
         return np.zeros_like(np.asarray(tokens, dtype=np.float64))
     size = np.maximum(tokens, 1.0) * profile.hidden_size * 2
-    return 2 * profile.layers * allreduce_seconds(size, tp, interconnect(gpu))
+    return 2 * profile.layers * allreduce_seconds(size, tp, gpu.interconnect)

@@ -2,8 +2,9 @@
 the same responses saved to a file (an export, so a replay works offline).
 
 Every query has one definition: the vLLM names and the SLO share from `plan/promql.py` (what the alerts use),
-the cost from the cost recording rules (`components/specs/costs.py`, `MODEL_COST_HOURLY`: the GPUs the
-model's pods hold at their nodes' catalog price), replicas from kube-state-metrics' Deployment series.
+the cost from the series the cost recording rules record (`components/specs/costs.py`; its name
+`MODEL_COST_HOURLY` is in plan/promql.py: the GPUs the model's pods hold at their nodes' catalog price),
+replicas from kube-state-metrics' Deployment series.
 
 An export is a JSON object:
   {"kind": "llm-platform-replay", "model": <served model name>, "start": <unix s>, "end": <unix s>,
@@ -24,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from llm_platform.components.specs.costs import MODEL_COST_HOURLY
 from llm_platform.plan import promql
 from llm_platform.plan.model import ModelPlan
+from llm_platform.plan.promql import MODEL_COST_HOURLY
 from llm_platform.simulator.traffic.traffic import TrafficError
 
 KIND = "llm-platform-replay"

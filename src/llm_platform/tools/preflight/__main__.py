@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import sys
 
+from llm_platform import commandline
 from llm_platform.config.loader import ConfigError, stack_name
-from llm_platform.tools import cli
 from llm_platform.tools.preflight.findings import blockers, to_json, to_text
 from llm_platform.tools.preflight.run import CHECKS, run
 from llm_platform.tools.preflight.view import from_stack
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.stack_parser(
+    parser = commandline.stack_parser(
         "python -m llm_platform.tools.preflight",
         "Prove from a stack's render that `pulumi up` will finish and every controller and alert works.",
     )
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         view = from_stack(args.stack)
     except ConfigError as exc:
-        raise SystemExit(cli.invalid_config(parser.prog, args.stack, exc)) from None
+        raise SystemExit(commandline.invalid_config(parser.prog, args.stack, exc)) from None
     findings = run(view)
     print(to_json(name, findings) if args.json else to_text(name, findings, list(CHECKS)))
     return 1 if blockers(findings) else 0

@@ -8,24 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_platform.facts import addons
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.view import RenderView
 
 CHECK = "ordering"
-# API group -> the charts that install its CRDs (pinned versions in facts/versions.py)
-CRD_CHARTS: dict[str, tuple[str, ...]] = {
-    "monitoring.coreos.com": ("kube-prometheus-stack",),
-    "keda.sh": ("keda",),
-    "leaderworkerset.x-k8s.io": ("lws",),
-    "karpenter.sh": ("karpenter-crd", "karpenter"),
-    "karpenter.k8s.aws": ("karpenter-crd", "karpenter"),
-    "gateway.networking.k8s.io": ("gateway-crds-helm", "gateway-helm"),
-    "gateway.envoyproxy.io": ("gateway-crds-helm", "gateway-helm"),
-    "aigateway.envoyproxy.io": ("ai-gateway-crds-helm",),
-    "inference.networking.k8s.io": ("gateway-crds-helm", "llm-d-router-gateway", "inferencepool"),
-    "inference.networking.x-k8s.io": ("gateway-crds-helm", "llm-d-router-gateway", "inferencepool"),
-    "elbv2.k8s.aws": ("aws-load-balancer-controller",),
-}
+
+
+def crd_charts() -> dict[str, tuple[str, ...]]:
+    """API group -> the charts that install its CRDs, as the add-on records (llm_platform/facts/addons.py) say; read
+    anew on each call."""
+    out: dict[str, tuple[str, ...]] = {}
+    for record in addons.ADDONS:
+        for chart in record.charts:
+            for group in chart.crd_groups:
+                out[group] = (*out.get(group, ()), chart.name)
+    return out
+
+
 BUILTIN_SUFFIXES = (".k8s.io",)
 BUILTIN = {"v1", "apps", "batch", "policy", "autoscaling"}
 
@@ -34,8 +34,8 @@ def _group(api_version: str) -> str:
     return api_version.rsplit("/", 1)[0] if "/" in api_version else "v1"
 
 
-def _builtin(group: str) -> bool:
-    return group in BUILTIN or (group.endswith(BUILTIN_SUFFIXES) and group not in CRD_CHARTS)
+def _builtin(group: str, crd_charts: dict[str, tuple[str, ...]]) -> bool:
+    return group in BUILTIN or (group.endswith(BUILTIN_SUFFIXES) and group not in crd_charts)
 
 
 def _monitoring_enabled(values: Any) -> list[str]:
@@ -60,15 +60,16 @@ def _monitoring_enabled(values: Any) -> list[str]:
 def ordering(view: RenderView) -> list[Finding]:
     out = []
     providers: dict[str, list[str]] = {}
+    by_group = crd_charts()
     for release in view.releases.values():
-        for group, charts in CRD_CHARTS.items():
+        for group, charts in by_group.items():
             if release.chart in charts:
                 providers.setdefault(group, []).append(release.key)
     for crd in view.of_kind("CustomResourceDefinition"):
         providers.setdefault(crd.body["spec"]["group"], []).append(crd.key)
     for m in view.manifests:
         group = _group(m.body["apiVersion"])
-        if _builtin(group) or m.kind == "CustomResourceDefinition":
+        if _builtin(group, by_group) or m.kind == "CustomResourceDefinition":
             continue
         provided_by = providers.get(group)
         if not provided_by:

@@ -11,6 +11,7 @@ from typing import Any
 
 from llm_platform.config.loader import Stack, load_stack, stack_name
 from llm_platform.plan import resolve
+from llm_platform.plan.gateway import FlowControlPlan
 from llm_platform.plan.zero import from_zero_wake_s
 from llm_platform.tools import mocks as platform_mocks
 from llm_platform.tools import render
@@ -62,6 +63,8 @@ class RenderView:
     slos: dict[str, tuple[float, float]] = field(default_factory=dict)  # model -> (TTFT, ITL) seconds
     # model at minReplicas 0 behind the gateway -> its from-zero wake, seconds (plan/zero.py from_zero_wake_s)
     from_zero_wakes: dict[str, float] = field(default_factory=dict)
+    # the same models -> (the picker's queue as planned, the model's maxModelLen)
+    zero_queues: dict[str, tuple[FlowControlPlan, int]] = field(default_factory=dict)
 
     def of_kind(self, *kinds: str) -> list[Manifest]:
         return [m for m in self.manifests if m.kind in kinds]
@@ -115,6 +118,11 @@ def from_mocks(stack: Stack, mocks: platform_mocks.PlatformMocks) -> RenderView:
             )
         elif render._is_manifest(r.typ):
             manifests.append(Manifest(key, render._manifest(r)))
+    at_zero = [
+        (m, m.flow_control)
+        for m in resolve(settings).models
+        if m.flow_control is not None and m.flow_control.from_zero_hold_s is not None
+    ]
     return RenderView(
         stack=stack_name(stack),
         environment=settings.environment.value,
@@ -124,11 +132,8 @@ def from_mocks(stack: Stack, mocks: platform_mocks.PlatformMocks) -> RenderView:
         resources=resources,
         dependencies=_closure(direct),
         slos={m.name: (m.slo.ttft_seconds, m.slo.itl_seconds) for m in settings.models},
-        from_zero_wakes={
-            m.name: from_zero_wake_s(m.cold_start, m.scaling)
-            for m in resolve(settings).models
-            if m.flow_control is not None and m.flow_control.from_zero_hold_s is not None
-        },
+        from_zero_wakes={m.name: from_zero_wake_s(m.cold_start, m.scaling) for m, _ in at_zero},
+        zero_queues={m.name: (queue, m.model.max_model_len) for m, queue in at_zero},
     )
 
 

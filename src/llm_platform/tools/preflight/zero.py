@@ -1,13 +1,21 @@
-"""A model at zero whose from-zero wake outlasts the longest hold the gateway can keep (plan/zero.py HOLD_CAP_S).
+"""A model at zero whose from-zero wake outlasts the longest hold the gateway can keep (plan/zero.py HOLD_CAP_S),
+or whose wake's arrivals the picker cannot hold in its byte bound.
 
 The picker holds the waking request at most HOLD_CAP_S (270 s: AI Gateway v1.1.0's hard-coded 300 s ext_proc
 message timeout, minus a margin); a wake that takes longer answers that request 503 + `Retry-After` and serves
 it on the client's retry (the OpenAI SDK retries a 503 twice by default). A warning, not a blocker: a
 retrying client is served, one that does not retry is not, and each retry adds the back-off to its wait.
+
+The picker holds a wake's expected arrivals (plan/gateway.py `at_zero`: the expected rate at zero x the hold x
+WAKE_HOLD_MARGIN, split over the pickers), but also at most QUEUE_MAX_BYTES of bodies per picker: where that
+many prompts of maxModelLen tokens (HELD_BYTES_PER_TOKEN each) exceed it, the byte bound answers the rest of a
+wake 503 before the count does. A warning with the numbers.
 """
 
 from __future__ import annotations
 
+from llm_platform.components.specs.inference_pool import HELD_BYTES_PER_TOKEN, QUEUE_MAX_BYTES, QUEUE_MAX_MIB
+from llm_platform.plan.gateway import WAKE_HOLD_MARGIN
 from llm_platform.plan.zero import HOLD_CAP_S, RETRY_AFTER_S
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.view import RenderView
@@ -23,6 +31,35 @@ SHORTER_START = (
 
 
 def zero(view: RenderView) -> list[Finding]:
+    return _wake_outlasts_hold(view) + _wake_outgrows_bytes(view)
+
+
+def _wake_outgrows_bytes(view: RenderView) -> list[Finding]:
+    out = []
+    for name, (queue, max_model_len) in sorted(view.zero_queues.items()):
+        wake = queue.wake_arrivals or 0
+        per_picker_mib = queue.held_per_picker * max_model_len * HELD_BYTES_PER_TOKEN / 2**20
+        if per_picker_mib <= QUEUE_MAX_MIB:
+            continue
+        fits = int(QUEUE_MAX_MIB * 2**20 // (max_model_len * HELD_BYTES_PER_TOKEN))
+        out.append(
+            Finding(
+                "warning",
+                CHECK,
+                f"model {name}",
+                "autoscaling.wakeRequestsPerSecond",
+                f"{queue.wake_requests_per_second:g} requests/s while at zero x its {queue.from_zero_hold_s:.0f} s "
+                f"hold x {WAKE_HOLD_MARGIN} = {wake} requests held per wake, {queue.held_per_picker} per picker; "
+                f"at maxModelLen {max_model_len} (~{HELD_BYTES_PER_TOKEN} bytes a token) that is "
+                f"{per_picker_mib:.0f} MiB of bodies, over the picker's {QUEUE_MAX_BYTES} byte bound, which "
+                f"holds ~{fits} such prompts: the rest of a wake gets a 503; lower the expected rate, or keep a "
+                "replica (minReplicas 1, or pre-warm windows for the busy hours)",
+            )
+        )
+    return out
+
+
+def _wake_outlasts_hold(view: RenderView) -> list[Finding]:
     return [
         Finding(
             "warning",

@@ -1,5 +1,5 @@
-"""What every command-line tool here (render, validate_render, security_scan, preflight, the simulator and
-its commands, the benchmarks) does the same way: a bad argument or setup is one line,
+"""What every command-line tool of the package (tools' render, validate_render, security_scan, preflight; the
+simulator and its commands; the benchmarks) does the same way, in one module below both tools/ and simulator/: a bad argument or setup is one line,
 `python -m <tool>: error: <what> (see --help)`, and exit 2 (never a usage dump or a traceback; a bad stack
 file adds its problems below it, one per line), an unknown stack lists the stacks, and a render older than
 its stack file or the program is refused instead of checked."""
@@ -16,8 +16,14 @@ from typing import Any, NoReturn
 from llm_platform.config.loader import ROOT, Stack, stack_arg, stack_file, stack_name, stack_names
 
 # what a render is made from: the project's program and the package's code it composes
-PACKAGE = Path(__file__).resolve().parents[1]
-PROGRAM = (ROOT / "__main__.py", PACKAGE / "components", PACKAGE / "config", PACKAGE / "plan")
+PACKAGE = Path(__file__).resolve().parent
+PROGRAM = (
+    ROOT / "__main__.py",
+    PACKAGE / "components",
+    PACKAGE / "config",
+    PACKAGE / "facts",
+    PACKAGE / "plan",
+)
 
 
 # every tool's exit status, the end of its --help

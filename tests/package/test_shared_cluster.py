@@ -1,0 +1,218 @@
+"""Several teams on one cluster none of them owns: each team's GPU pools, headroom, models and autoscaling,
+built from the public components with a prefix, its own Prometheus and its own providers."""
+
+from collections import Counter
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pytest
+
+from llm_platform import (
+    ConfigError,
+    ExistingCluster,
+    ExistingClusterArgs,
+    GpuHeadroom,
+    GpuHeadroomArgs,
+    GpuNodePools,
+    GpuNodePoolsArgs,
+    GpuNodePoolSettings,
+    InferenceService,
+    InferenceServiceArgs,
+    LlmPlatform,
+    ModelAutoscaling,
+    ModelAutoscalingArgs,
+    ModelSettings,
+)
+from llm_platform.testing import Registered, evaluate, example_values, test_args
+
+TEAM_PROMETHEUS = "http://prometheus-operated.observability.svc.cluster.local:9090"
+RELEASE = {"release": "team-prometheus"}  # kube-prometheus-stack's default selectors: release=<its release>
+POOLS: list[GpuNodePoolSettings] = [
+    {"name": "l4", "instanceFamilies": ["g6"], "gpuLimit": 4, "headroom": {"gpus": 1}},
+]
+MODELS: list[ModelSettings] = [
+    {
+        "name": name,
+        "huggingFaceId": "Qwen/Qwen2.5-1.5B-Instruct",
+        "nodePool": "l4",
+        "maxModelLen": 8192,
+        "cache": "hub",
+        "autoscaling": {"minReplicas": 1, "maxReplicas": 1},
+        "slo": {"ttftSeconds": 0.5, "itlSeconds": 0.05},
+    }
+    for name in ("chat", "embed")
+]
+
+
+def team(prefix: str, k8s: pulumi.ProviderResource) -> None:
+    """One team's share of the cluster, every name under `prefix` (the same pool and model names as the
+    other team's: the prefix alone keeps them apart)."""
+    opts = pulumi.ResourceOptions(providers=[k8s])
+    blocks: dict[str, Any] = {"environment": "dev", "gpu_node_pools": POOLS, "models": MODELS}
+    pools = GpuNodePools(
+        f"{prefix}-gpu",
+        GpuNodePoolsArgs(
+            cluster_name="shared",
+            gpu_node_pools=POOLS,
+            zones=["us-east-1a"],
+            node_role_name="shared-karpenter-node",
+            prefix=prefix,
+        ),
+        opts=opts,
+    )
+    headroom = GpuHeadroom(
+        f"{prefix}-headroom",
+        GpuHeadroomArgs(**blocks, has_model_bucket=False, prefix=prefix, monitor_labels=RELEASE),
+        opts=pulumi.ResourceOptions(providers=[k8s], depends_on=[pools]),
+    )
+    for model in MODELS:
+        service = InferenceService(
+            f"{prefix}-{model['name']}",
+            InferenceServiceArgs(
+                **blocks,
+                model=model,
+                api_key=pulumi.Output.secret("k"),
+                priority_class=headroom.serving_priority_class_name,
+                prefix=prefix,
+                prometheus_namespace="observability",
+                monitor_labels=RELEASE,
+            ),
+            opts=opts,
+        )
+        ModelAutoscaling(
+            f"{prefix}-{model['name']}-autoscaling",
+            ModelAutoscalingArgs(
+                **blocks, model=model, prefix=prefix, prometheus_url=TEAM_PROMETHEUS, monitor_labels=RELEASE
+            ),
+            opts=pulumi.ResourceOptions(providers=[k8s], depends_on=[service]),
+        )
+
+
+def two_teams() -> None:
+    cluster = ExistingCluster("shared", ExistingClusterArgs(cluster_name="shared", kubeconfig="{}"))
+    team("search", cluster.provider)
+    team("support", cluster.provider)
+
+
+def objects(recorded: Any) -> list[tuple[str, str, str]]:
+    """(kind, namespace, name) of every Kubernetes object the program writes."""
+    out = []
+    for r in recorded.created:
+        if r.typ.startswith("kubernetes:") and r.custom and "helm.sh" not in r.typ:
+            metadata = r.inputs.get("metadata") or {}
+            out.append((r.typ.rsplit(":", 1)[-1], metadata.get("namespace", ""), metadata["name"]))
+    return out
+
+
+def pod_spec(r: Registered) -> dict[str, Any]:
+    return r.inputs["spec"]["template"]["spec"]
+
+
+def test_two_teams_on_one_cluster_write_no_object_twice() -> None:
+    recorded = evaluate(two_teams)
+    written = objects(recorded)
+    twice = [key for key, count in Counter(written).items() if count > 1]
+    assert twice == []
+    kinds = {kind for kind, _, _ in written}
+    assert {"NodePool", "EC2NodeClass", "PriorityClass", "Namespace", "Deployment", "ScaledObject"} <= kinds
+    namespaces = sorted(name for kind, _, name in written if kind == "Namespace")
+    assert namespaces == [
+        "search-llm-headroom",
+        "search-model-chat",
+        "search-model-embed",
+        "support-llm-headroom",
+        "support-model-chat",
+        "support-model-embed",
+    ]
+
+
+def test_each_teams_pods_land_on_its_own_nodes_at_its_own_priority() -> None:
+    recorded = evaluate(two_teams)
+    pools = {r.inputs["metadata"]["name"]: r for r in recorded.by_type("kubernetes:karpenter.sh/v1:NodePool")}
+    assert sorted(pools) == ["search-l4", "support-l4"]
+    for name, pool in pools.items():
+        labels = pool.inputs["spec"]["template"]["metadata"]["labels"]
+        assert labels["llm-platform/gpu-pool"] == name
+        assert (
+            pool.inputs["spec"]["template"]["spec"]["nodeClassRef"]["name"]
+            == f"{name.split('-')[0]}-gpu-al2023"
+        )
+    priorities = {
+        r.inputs["metadata"]["name"]
+        for r in recorded.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
+    }
+    for deployment in recorded.by_type("kubernetes:apps/v1:Deployment"):
+        prefix = deployment.inputs["metadata"]["namespace"].split("-")[0]
+        spec = pod_spec(deployment)
+        assert spec["nodeSelector"] == {"llm-platform/gpu-pool": f"{prefix}-l4"}
+        if deployment.inputs["metadata"]["name"].startswith("headroom-"):
+            assert spec["priorityClassName"] == f"{prefix}-llm-headroom"
+        else:  # vLLM: the team's serving class, and the Deployment waits until it exists
+            assert spec["priorityClassName"] == f"{prefix}-llm-serving"
+            assert deployment.depends_on(
+                "kubernetes:scheduling.k8s.io/v1:PriorityClass", f"{prefix}-headroom-serving-priority"
+            )
+        assert spec["priorityClassName"] in priorities
+
+
+def test_the_teams_own_prometheus_is_queried_and_selects_the_monitors_and_rules() -> None:
+    recorded = evaluate(two_teams)
+    scaled = [
+        r
+        for r in recorded.by_type("kubernetes:keda.sh/v1alpha1:ScaledObject")
+        if "model" in r.inputs["metadata"]["namespace"]
+    ]
+    assert len(scaled) == 4
+    for r in scaled:
+        triggers = [t for t in r.inputs["spec"]["triggers"] if t["type"] == "prometheus"]
+        assert triggers
+        assert {t["metadata"]["serverAddress"] for t in triggers} == {TEAM_PROMETHEUS}
+    monitors = [
+        *recorded.by_type("kubernetes:monitoring.coreos.com/v1:PodMonitor"),
+        *recorded.by_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule"),
+    ]
+    assert len(monitors) == 4 + 4 + 2  # a PodMonitor and a rule per model, a headroom rule per team
+    assert all(r.inputs["metadata"]["labels"]["release"] == "team-prometheus" for r in monitors)
+    for policy in recorded.by_type("kubernetes:networking.k8s.io/v1:NetworkPolicy"):
+        for rule in policy.inputs["spec"].get("ingress", []):
+            namespaces = [
+                p["namespaceSelector"]["matchLabels"]
+                for p in rule["from"]
+                if "podSelector" in p and "namespaceSelector" in p
+            ]
+            assert {"kubernetes.io/metadata.name": "observability"} in namespaces
+
+
+def test_a_prefix_that_cannot_start_a_namespace_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"prefix: 'Team_A' is not allowed"):
+        evaluate(
+            lambda: team(
+                "Team_A",
+                ExistingCluster("c", ExistingClusterArgs(cluster_name="c", kubeconfig="{}")).provider,
+            )
+        )
+
+
+def test_the_callers_assume_role_provider_creates_every_aws_resource() -> None:
+    def program() -> None:
+        provider = aws.Provider(
+            "team-aws",
+            region="us-east-1",
+            assume_roles=[aws.ProviderAssumeRoleArgs(role_arn="arn:aws:iam::111122223333:role/deployer")],
+        )
+        LlmPlatform("llm-dev", test_args(example_values()), opts=pulumi.ResourceOptions(providers=[provider]))
+
+    recorded = evaluate(program)
+    providers = recorded.by_type("pulumi:providers:aws")
+    assert [p.name for p in providers] == ["team-aws"]  # the platform built none of its own
+    assert ":role/deployer" in str(providers[0].inputs["assumeRoles"])
+    resources = [r for r in recorded.created if r.typ.startswith("aws:")]
+    assert len(resources) > 20
+    assert {r.k8s_provider for r in resources} == {"team-aws"}
+
+
+def test_without_a_provider_the_platform_builds_its_own() -> None:
+    recorded = evaluate(lambda: LlmPlatform("llm-dev", test_args(example_values())))
+    resources = [r for r in recorded.created if r.typ.startswith("aws:")]
+    assert {r.k8s_provider for r in resources} == {"llm-dev-aws"}
