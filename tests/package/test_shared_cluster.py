@@ -24,6 +24,8 @@ from llm_platform import (
     ModelAutoscalingArgs,
     ModelSettings,
 )
+from llm_platform.components.multinode import EfaNetwork, EfaNetworkArgs
+from llm_platform.config.loader import parse_block
 from llm_platform.testing import Registered, evaluate, example_values, test_args
 
 TEAM_PROMETHEUS = "http://prometheus-operated.observability.svc.cluster.local:9090"
@@ -216,3 +218,56 @@ def test_without_a_provider_the_platform_builds_its_own() -> None:
     recorded = evaluate(lambda: LlmPlatform("llm-dev", test_args(example_values())))
     resources = [r for r in recorded.created if r.typ.startswith("aws:")]
     assert {r.k8s_provider for r in resources} == {"llm-dev-aws"}
+
+
+EFA_POOLS: list[GpuNodePoolSettings] = [
+    {
+        "name": "p5-efa",
+        "instanceFamilies": ["p5"],
+        "capacityTypes": ["on-demand"],
+        "placementZone": "us-east-1a",
+        "gpuLimit": 16,
+    },
+]
+
+
+def test_two_teams_efa_pools_get_placement_groups_of_their_own() -> None:
+    """A multi-node pool's cluster placement group is named after the cluster and the team's NodePool, and
+    each team's EC2NodeClass selects its own group: two teams' `p5-efa` pools never share one."""
+
+    def program() -> None:
+        cluster = ExistingCluster("shared", ExistingClusterArgs(cluster_name="shared", kubeconfig="{}"))
+        for prefix in ("search", "support"):
+            efa = EfaNetwork(
+                f"{prefix}-efa",
+                EfaNetworkArgs(
+                    cluster_name="shared",
+                    vpc_id="vpc-1",
+                    pools=parse_block("gpuNodePools", EFA_POOLS),
+                    prefix=prefix,
+                ),
+            )
+            GpuNodePools(
+                f"{prefix}-gpu",
+                GpuNodePoolsArgs(
+                    cluster_name="shared",
+                    gpu_node_pools=EFA_POOLS,
+                    zones=["us-east-1a"],
+                    node_role_name="shared-karpenter-node",
+                    efa_security_group_id=efa.security_group_id,
+                    prefix=prefix,
+                ),
+                opts=pulumi.ResourceOptions(providers=[cluster.provider]),
+            )
+
+    recorded = evaluate(program)
+    groups = sorted(r.inputs["name"] for r in recorded.by_type("aws:ec2/placementGroup:PlacementGroup"))
+    assert groups == ["shared-search-p5-efa", "shared-support-p5-efa"]
+    selected = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"]["placementGroupSelector"]["name"]
+        for r in recorded.by_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+    }
+    assert selected == {
+        "search-gpu-al2023-p5-efa": "shared-search-p5-efa",
+        "support-gpu-al2023-p5-efa": "shared-support-p5-efa",
+    }
