@@ -57,6 +57,9 @@ class GatewayArgs(TypedDict):
     """Where the NLB's connections and kubelet's probes come from."""
     storage_class: NotRequired[str]
     """The StorageClass of the quota store's volume (`gateway.quotaStore`); the cluster's default if unset."""
+    route_namespaces: NotRequired[list[str]]
+    """Other teams' model namespaces whose routes the Gateway admits beside its own models' (their
+    `GatewayRoutes`' `namespaces`, `<prefix>-model-<name>`). Default: none, its own models' only."""
 
 
 class Gateway(RouteWriter):
@@ -157,6 +160,7 @@ class Gateway(RouteWriter):
         )
         gateway_class = self._apply("gateway-class", spec.gateway_class(), proxy)
         model_namespaces = [m.names.namespace for m in models]
+        model_namespaces = list(dict.fromkeys([*model_namespaces, *args.get("route_namespaces", [])]))
         gateway_resource = self._apply(
             "gateway",
             spec.gateway(certificate_arn=gateway.certificate_arn, model_namespaces=model_namespaces),
@@ -177,6 +181,7 @@ class Gateway(RouteWriter):
         credential = pulumi.Output.secret(pulumi.Output.from_input(args["vllm_api_key"]).apply(pool.bearer))
         self._costs = quota.llm_request_costs(gateway.clients) if gateway.quota_store else []
         self._clients = gateway.clients
+        self._monitor_labels = None
         for model in models:
             self._model(model, credential, gateway_resource, pool_crd, *controllers)
         at_zero = [m for m in models if zero.at_zero(m)]
