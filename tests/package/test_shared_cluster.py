@@ -364,7 +364,7 @@ def test_each_teams_routes_attach_to_the_shared_gateway_on_paths_of_their_own() 
 
 
 def test_a_teams_model_at_zero_behind_the_shared_gateway_is_refused() -> None:
-    at_zero = [{**MODELS[0], "autoscaling": {"minReplicas": 0, "maxReplicas": 1}}]
+    at_zero: list[ModelSettings] = [{**MODELS[0], "autoscaling": {"minReplicas": 0, "maxReplicas": 1}}]
     with pytest.raises(ConfigError, match=r"models \(chat\)\.autoscaling\.minReplicas: 0 behind a shared"):
         evaluate(
             lambda: GatewayRoutes(

@@ -160,7 +160,8 @@ class Gateway(RouteWriter):
         )
         gateway_class = self._apply("gateway-class", spec.gateway_class(), proxy)
         model_namespaces = [m.names.namespace for m in models]
-        model_namespaces = list(dict.fromkeys([*model_namespaces, *args.get("route_namespaces", [])]))
+        routed: list[str] = [*model_namespaces, *args.get("route_namespaces", [])]
+        model_namespaces = list(dict.fromkeys(routed))
         gateway_resource = self._apply(
             "gateway",
             spec.gateway(certificate_arn=gateway.certificate_arn, model_namespaces=model_namespaces),
