@@ -64,7 +64,15 @@ class GatewayArgs(TypedDict):
 
 class Gateway(RouteWriter):
     """CRDs (Gateway API, Envoy Gateway, InferencePool, AI Gateway), the two controllers, the EnvoyProxy,
-    GatewayClass and Gateway, client keys, rate limits, and per model an InferencePool with its picker."""
+    GatewayClass and Gateway, client keys, rate limits, and per model an InferencePool with its picker.
+
+    Installed once per cluster; other teams' models join it through `GatewayRoutes` (their namespaces in
+    `route_namespaces`). Prerequisites: the models' InferenceServices (their namespaces `model-<name>`; pass
+    them as `models_ready`), the Prometheus Operator's CRDs (PodMonitor, PrometheusRule), the AWS Load
+    Balancer Controller for the NLB.
+    Its pods run on the add-on nodes (a cluster prerequisite): nodes labelled `llm-platform/node-role: addons` and
+    tainted `llm-platform/addons: true` (NoSchedule), which LlmPlatform's AddonNodePool makes; on a cluster you
+    run, label and taint a node group so."""
 
     namespace: str
 

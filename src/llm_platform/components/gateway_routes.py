@@ -144,7 +144,8 @@ class GatewayRoutes(RouteWriter):
 
     Prerequisites: the platform's `Gateway` (its controllers, CRDs and the `llm-gateway` Gateway in
     `envoy-gateway-system`) with the team's model namespaces among its `route_namespaces`; the team's
-    InferenceServices (their namespaces and pods: pass them as `models_ready`); the Prometheus Operator's
+    InferenceServices (their namespaces `<prefix>-model-<name>` and pods: pass them as `models_ready`);
+    Envoy Gateway's and AI Gateway's CRDs (the Gateway installs them); the Prometheus Operator's
     CRDs (PrometheusRule). Clients and rate limits are the Gateway's: a client's key reaches every team's
     models. Clients pick a model by its served name, which must be unique among every team's models behind
     the Gateway (the Gateway cannot tell two teams' `chat` apart). A model that scales to zero is refused:
