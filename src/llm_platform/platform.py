@@ -103,8 +103,9 @@ class LlmPlatformArgs(TypedDict):
     alert_receiver: NotRequired[pulumi.Input[str]]
     """The alert receiver's URL or key (a secret); required unless alerting.receiver is none."""
     addon_versions: NotRequired[dict[str, str]]
-    """Chart versions by add-on name (`llm_platform.facts.addons`) in place of the pinned ones, for the add-ons
-    `LlmPlatform` installs from their records; the CRD files the render validator checks stay the pinned ones."""
+    """Chart versions by add-on name (`llm_platform.facts.addons`: `karpenter`, `keda`, `gpu-operator`, ...) in
+    place of the pinned ones, for every add-on (the charts released with its main chart follow it); the CRD
+    files the render validator checks stay the pinned ones."""
 
 
 # the stack file's keys, as users write them (the schema's aliases), for the snake_case keys of LlmPlatformArgs
@@ -186,6 +187,7 @@ class LlmPlatform(pulumi.ComponentResource):
         """The children in the order their dependencies need: the cluster (and on EKS its network, Karpenter,
         add-on nodes, cache and GPU pools), monitoring, the cluster-wide add-ons, the models, the gateway."""
         self._plan, self._args, self._region = plan, args, region
+        self._versions: dict[str, str] = dict(args.get("addon_versions") or {})
         # every child was a top-level resource of the stack program before this component existed
         self._top = pulumi.ResourceOptions(
             parent=self, aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
@@ -225,8 +227,12 @@ class LlmPlatform(pulumi.ComponentResource):
                 and args.get("gateway_client_keys") is not None,
                 reservation_node_classes=list(plan.reservation_node_classes) if plan.eks else [],
                 scrape_karpenter=plan.eks,
+                gpu_health=plan.eks,
+                node_repair=plan.cluster.node_repair,
             ),
             opts=self._child(opts),
+            plan=plan,
+            versions=self._versions,
         )
 
     def _inside(self, in_cluster: pulumi.ResourceOptions) -> _Inside:
@@ -282,6 +288,8 @@ class LlmPlatform(pulumi.ComponentResource):
                 subnet_id=network.private_subnet_ids[0],
             ),
             opts=self._child(in_cluster),
+            plan=plan,
+            versions=self._versions,
         )
         inside.weights = cache.weights
         self._gpu_pools(network, cluster, karpenter, cache)
@@ -290,6 +298,7 @@ class LlmPlatform(pulumi.ComponentResource):
                 f"{name}-lb-controller",
                 LoadBalancerControllerArgs(cluster_name=name, region=region, vpc_id=network.vpc_id),
                 opts=self._child(in_cluster),
+                versions=self._versions,
             )
             inside.gateway_after.append(lb_controller)
             inside.installed["aws-load-balancer-controller"] = lb_controller
@@ -331,6 +340,7 @@ class LlmPlatform(pulumi.ComponentResource):
                 system_max=cluster_cfg.system_nodes.max,
                 system_disk_gib=cluster_cfg.system_nodes.disk_size_gib,
                 deletion_protection=plan.prod,
+                node_repair=cluster_cfg.node_repair,
             ),
             opts=self._top,
         )
@@ -342,8 +352,15 @@ class LlmPlatform(pulumi.ComponentResource):
         name = plan.cluster.name
         karpenter = Karpenter(
             f"{name}-karpenter",
-            KarpenterArgs(cluster_name=name, region=region, gpu_node_pools=self._args["gpu_node_pools"]),
+            KarpenterArgs(
+                cluster_name=name,
+                region=region,
+                gpu_node_pools=self._args["gpu_node_pools"],
+                node_repair=plan.cluster.node_repair,
+            ),
             opts=self._child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster])),
+            pools=plan.gpu_node_pools,
+            versions=self._versions,
         )
         assert plan.addon_pool is not None  # every EKS plan has one
         addon_nodes = AddonNodePool(
@@ -396,6 +413,7 @@ class LlmPlatform(pulumi.ComponentResource):
                     providers=[cluster.provider], depends_on=[karpenter, *([efa] if efa else [])]
                 )
             ),
+            plan=plan,
         )
 
     def _cluster_addons(self, inside: _Inside) -> tuple[Keda, GpuHeadroom]:
@@ -406,6 +424,7 @@ class LlmPlatform(pulumi.ComponentResource):
             f"{name}-gpu-operator",
             GpuOperatorArgs(mig_in_use=plan.mig_in_use),
             opts=self._child(inside.after_monitoring),
+            versions=self._versions,
         )
         if plan.costs.enabled and region:
             inside.installed["opencost"] = CostAllocation(
@@ -420,8 +439,11 @@ class LlmPlatform(pulumi.ComponentResource):
                 ),
                 opts=self._child(inside.after_monitoring),
                 plan=plan,
+                versions=self._versions,
             )
-        keda = Keda(f"{name}-keda", KedaArgs(), opts=self._child(inside.after_monitoring))
+        keda = Keda(
+            f"{name}-keda", KedaArgs(), opts=self._child(inside.after_monitoring), versions=self._versions
+        )
         headroom = GpuHeadroom(
             f"{name}-headroom",
             GpuHeadroomArgs(
@@ -441,7 +463,7 @@ class LlmPlatform(pulumi.ComponentResource):
         """Every add-on record without a component of its own that the stack runs (llm_platform/facts/addons.py), in
         the records' order, each after the add-ons its `after` names."""
         plan = self._plan
-        versions = self._args.get("addon_versions") or {}
+        versions = self._versions
         for record in addons.ordered():
             if record.component is not None or (record.enabled and not resolve_ref(record.enabled)(plan)):
                 continue
@@ -462,7 +484,9 @@ class LlmPlatform(pulumi.ComponentResource):
         # multi-node replicas: the LeaderWorkerSet controller and the EFA device plugin
         multi_node_after: list[pulumi.Resource] = []
         if any(m.multi_node for m in plan.models):
-            controllers = MultiNodeControllers(f"{name}-multinode", opts=self._child(inside.in_cluster))
+            controllers = MultiNodeControllers(
+                f"{name}-multinode", opts=self._child(inside.in_cluster), versions=self._versions
+            )
             multi_node_after = [controllers.lws]
         services: dict[str, InferenceService] = {}
         api_key = args.get("api_key")
@@ -531,6 +555,7 @@ class LlmPlatform(pulumi.ComponentResource):
             ),
             models_ready=services,
             plan=plan,
+            versions=self._versions,
         )
         self._outputs["gateway_namespace"] = gateway.namespace
 

@@ -110,3 +110,31 @@ def test_a_plan_file_or_ref_that_cannot_be_compared_is_a_usage_error(tmp_path: P
         plan.previous("dev", str(bad))
     with pytest.raises(plan.PlanError, match="no-such-ref"):
         plan.at_ref("dev", "no-such-ref")
+
+
+@pytest.mark.slow
+def test_a_change_that_adds_a_preflight_finding_marks_it_new(tmp_path: Path, capsys) -> None:
+    """gpuLimit 4 -> 2 under a model whose 2 replicas take 2 GPUs: the schema accepts it, the program rolls the
+    model out in place (maxSurge 0) and preflight warns that every rollout serves a replica fewer; the comment
+    counts the finding as new, marks it, and shows both field changes that caused it."""
+    stack = _before(tmp_path / "stack")
+    assert llm_platform(["plan", str(stack), "--json"]) == 0
+    before = tmp_path / "before.json"
+    before.write_text(capsys.readouterr().out)
+    text = stack.read_text()
+    assert text.count("gpuLimit: 4\n") == 1
+    stack.write_text(text.replace("gpuLimit: 4\n", "gpuLimit: 2\n"))
+    comment = tmp_path / "plan.md"
+    assert llm_platform(["plan", str(stack), "--against", str(before), "--markdown", str(comment)]) == 0
+    body = comment.read_text()
+    assert f"No blocker against `{before}`." in body
+    assert "**Preflight**: 0 blocker(s), 1 warning(s); 1 new, 0 cleared by this change" in body
+    new = [
+        line for line in body.splitlines() if line.startswith("- **new** `warning ceilings NodePool gpu-spot")
+    ]
+    assert len(new) == 1 and "rolls out with maxSurge 0" in new[0] and "gpuLimit 3 lets it surge" in new[0], (
+        new
+    )
+    diff = [line.strip() for line in body.split("```diff\n", 1)[1].split("```", 1)[0].splitlines()]
+    assert 'spec.limits.nvidia.com/gpu: "4" -> "2"' in diff, diff
+    assert "spec.strategy.rollingUpdate.maxSurge: 1 -> 0" in diff, diff

@@ -298,7 +298,11 @@ def test_karpenter_release_order(run_program) -> None:
     assert controller.depends_on("eks:index:Cluster") and controller.depends_on("eks:index:ManagedNodeGroup")
     assert controller.depends_on("aws:eks/podIdentityAssociation:PodIdentityAssociation")
     values = controller.inputs["values"]
-    assert values["settings"] == {"clusterName": "llm-prod", "interruptionQueue": "llm-prod-karpenter"}
+    assert values["settings"] == {
+        "clusterName": "llm-prod",
+        "interruptionQueue": "llm-prod-karpenter",
+        "featureGates": {"nodeRepair": True},  # failed GPU nodes are replaced (NodeRepair)
+    }
     assert values["nodeSelector"]["llm-platform/node-role"] == "system"
     for pool in m.by_type(NODE_POOL) + m.by_type(NODE_CLASS):
         assert pool.depends_on(RELEASE, "llm-prod-karpenter-controller"), f"{pool.name} waits for the CRDs"
@@ -316,3 +320,12 @@ def test_al2023_nodes_pull_images_fast_and_get_lustre_only_with_fsx() -> None:
     assert "lustre-client" in with_fsx and "lustre-client" not in without
     for data in (with_fsx, without):
         assert data.startswith("MIME-Version: 1.0") and data.rstrip().endswith("--//--")
+
+
+@pytest.mark.parametrize("reservations", [False, True])
+def test_node_repair_is_on_so_failed_gpu_nodes_are_replaced(reservations: bool) -> None:
+    """Karpenter's NodeRepair gate (alpha, off in the chart) replaces a node whose AcceleratedHardwareReady
+    condition is False; with reservations the ReservedCapacity gate stays on beside it."""
+    gates = spec.helm_values("c", "q", capacity_reservations=reservations)["settings"]["featureGates"]
+    assert gates["nodeRepair"] is True
+    assert gates.get("reservedCapacity", False) is reservations

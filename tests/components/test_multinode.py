@@ -132,3 +132,19 @@ def test_metrics_missing_alert_counts_ready_leaders() -> None:
         in missing["expr"]
     )
     assert "kube_deployment_status" not in missing["expr"]
+
+
+def test_workers_outlive_the_leaders_drain() -> None:
+    """A headless rank holds pipeline stages of the leader's streams: it gets SIGTERM only after the leader's
+    preStop sleep and --shutdown-timeout, and both pods' grace periods cover that."""
+    m = model_plan("multinode", "llama-405b")
+    lws = _lws(m)
+    leader, worker = _container(lws, "leaderTemplate"), _container(lws, "workerTemplate")
+    drain = int(leader["args"][leader["args"].index("--shutdown-timeout") + 1])
+    leader_sleep = leader["lifecycle"]["preStop"]["sleep"]["seconds"]
+    worker_sleep = worker["lifecycle"]["preStop"]["sleep"]["seconds"]
+    assert drain >= m.drain.longest_generation_seconds
+    assert worker_sleep >= leader_sleep + drain
+    template = lws["spec"]["leaderWorkerTemplate"]
+    for role in ("leaderTemplate", "workerTemplate"):
+        assert template[role]["spec"]["terminationGracePeriodSeconds"] > worker_sleep

@@ -43,7 +43,9 @@ def test_arguments_come_from_config() -> None:
     assert _flag(args, "--gpu-memory-utilization") == "0.9"
     assert _flag(args, "--port") == "8000"
     assert not any("api-key" in a or "VLLM_API_KEY" in a for a in args), "vLLM reads VLLM_API_KEY itself"
-    assert int(_flag(args, "--shutdown-timeout")) == serving.DRAIN_SECONDS
+    assert (
+        int(_flag(args, "--shutdown-timeout")) == _model("prod", "llama-70b").drain.shutdown_timeout_seconds
+    )
     assert "--disable-log-requests" not in args, "removed from current vLLM; passing it fails"
 
 
@@ -98,6 +100,21 @@ def test_graceful_drain_fits_the_grace_period() -> None:
     sleep = _container(deployment)["lifecycle"]["preStop"]["sleep"]["seconds"]
     drain = int(_flag(_container(deployment)["args"], "--shutdown-timeout"))
     assert pod["terminationGracePeriodSeconds"] > sleep + drain
+
+
+@pytest.mark.parametrize(
+    ("stack", "name"), [("dev", "qwen-1-5b"), ("prod", "llama-70b"), ("lora", "llama-8b")]
+)
+def test_the_grace_period_covers_the_longest_generation(stack: str, name: str) -> None:
+    """The engine drains for at least the model's longest generation (max_model_len tokens at the replica
+    model's slowest decode step), and the pod is killed only after the preStop sleep and that drain."""
+    plan = _model(stack, name)
+    container = _container(_deployment(stack, name))
+    drain = int(_flag(container["args"], "--shutdown-timeout"))
+    sleep = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+    grace = _deployment(stack, name)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert drain >= plan.drain.longest_generation_seconds > 60, "a fixed 45 s drain cuts long generations"
+    assert grace >= sleep + drain
 
 
 def test_scheduling_on_the_model_pool_across_zones() -> None:

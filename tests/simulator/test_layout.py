@@ -54,9 +54,6 @@ def test_no_module_takes_a_private_name_of_another() -> None:
 # The simulator reads the plan and its own code: never the components, the program's render, the mocks or
 # preflight (nor anything else under tools/), which would make its lowest floor the whole Pulumi program.
 ABOVE = ("llm_platform.components", "llm_platform.tools", "llm_platform.platform", "llm_platform.provider")
-# Still above: pricing the add-on pool renders the program and runs preflight's pod model. It moves to the plan
-# once each add-on's record carries the pods it runs (issue #48, "One record per add-on").
-PENDING = {f"{PACKAGE}.controllers.platform_nodes"}
 
 
 def _above(module: str) -> bool:
@@ -64,12 +61,12 @@ def _above(module: str) -> bool:
 
 
 def _reach(edges: dict[str, set[str]], start: str) -> set[str]:
-    """Every module `start` imports, directly or through others, not looking past a PENDING module."""
+    """Every module `start` imports, directly or through others."""
     seen: set[str] = set()
     todo = [start]
     while todo:
         for nxt in edges[todo.pop()]:
-            if nxt not in seen and nxt not in PENDING:
+            if nxt not in seen:
                 seen.add(nxt)
                 todo.append(nxt)
     return seen
@@ -83,14 +80,8 @@ def whole_graph() -> dict[str, set[str]]:
 def test_the_simulator_imports_nothing_above_the_plan() -> None:
     """Directly or through any module it imports (counting function-level imports)."""
     edges = whole_graph()
-    found = {f"{m} -> {d}" for m in modules() if m not in PENDING for d in _reach(edges, m) if _above(d)}
+    found = {f"{m} -> {d}" for m in modules() for d in _reach(edges, m) if _above(d)}
     assert found == set()
-
-
-def test_each_pending_exception_is_still_needed() -> None:
-    """A module listed in PENDING that no longer imports above the plan must leave the list."""
-    edges = whole_graph()
-    assert all(any(_above(d) for d in edges[m]) for m in PENDING)
 
 
 def test_a_simulator_module_importing_a_component_would_be_found() -> None:

@@ -512,3 +512,37 @@ def test_pod_requests_count_sidecars_with_the_init_containers_after_them() -> No
     assert pod_requests(spec)["cpu"] == 700  # the last init step beside the sidecar, not vLLM's 100 + 300
     spec["containers"] = [container("1")]
     assert pod_requests(spec)["cpu"] == 1300  # the containers beside the sidecar
+
+
+def test_staging_without_node_repair_is_a_blocker(view: RenderView) -> None:
+    """Failed GPUs are replaced in staging and prod: Karpenter's NodeRepair gate, the node monitoring agent that
+    reports AcceleratedHardwareReady, and the GPU health alerts must all be there."""
+    view.releases["karpenter"].values["settings"]["featureGates"]["nodeRepair"] = False
+    finding = only(run(view), "repair")
+    assert finding.severity == "blocker" and finding.field == "values.settings.featureGates.nodeRepair"
+    assert "cluster.nodeRepair: true" in finding.message
+
+
+def test_a_missing_node_monitoring_agent_or_gpu_alerts_is_a_blocker(view: RenderView) -> None:
+    addon = next(k for k, v in view.resources.items() if v.get("addonName") == "eks-node-monitoring-agent")
+    del view.resources[addon]
+    assert only(run(view), "repair").object == "EKS add-on eks-node-monitoring-agent"
+    dev = copy.deepcopy(view)
+    dev.environment = "dev"
+    assert [f for f in run(dev) if f.check == "repair"] == []
+    view.manifests = [m for m in view.manifests if m.name != "gpu-health"]
+    objects = {f.object for f in run(view) if f.check == "repair"}
+    assert objects == {"EKS add-on eks-node-monitoring-agent", "PrometheusRule gpu-health"}
+
+
+def test_a_grace_period_longer_than_the_nodes_is_a_blocker(view: RenderView) -> None:
+    """Karpenter deletes a node's pods when the NodePool's terminationGracePeriod (2h) runs out: a model whose
+    drain takes longer would have its longest streams cut when its node expires."""
+    deployment = next(
+        m
+        for m in view.of_kind("Deployment")
+        if "llm-platform/gpu-pool" in m.body["spec"]["template"]["spec"].get("nodeSelector", {})
+    )
+    deployment.body["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 7201
+    finding = only(run(view), "drain")
+    assert finding.severity == "blocker" and "7201 s" in finding.message and "2h" in finding.message

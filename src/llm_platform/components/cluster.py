@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 from llm_platform.components import child_options, typed_options
 from llm_platform.components.identity import node_role
 from llm_platform.components.specs import cluster as spec
+from llm_platform.components.specs import gpu_health
 from llm_platform.components.specs.common import pod_identity_trust_policy
 
 
@@ -41,6 +42,8 @@ class EksClusterArgs(TypedDict):
     """Root volume of each system node, GiB."""
     deletion_protection: bool
     """EKS refuses to delete the cluster until this is turned off (prod)."""
+    node_repair: NotRequired[bool]
+    """EKS node auto repair on the system node group (default on); the node monitoring agent runs regardless."""
     tags: NotRequired[dict[str, str]]
     """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
 
@@ -141,7 +144,21 @@ class EksCluster(pulumi.ComponentResource):
             taints=[aws.eks.NodeGroupTaintArgs(**t) for t in spec.system_node_taints()],
             subnet_ids=args["private_subnet_ids"],
             tags=tags,
-            opts=child,
+            # EKS node auto repair: pulumi-eks 4.4.0 has no argument for it; its NodeGroup child gets it
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(transforms=[gpu_health.system_node_group_repair])
+            )
+            if args.get("node_repair", True)
+            else child,
+        )
+        # the node conditions repair acts on (AcceleratedHardwareReady on GPU nodes): a DaemonSet on every node
+        aws.eks.Addon(
+            f"{name}-node-monitoring",
+            cluster_name=args["cluster_name"],
+            addon_name=gpu_health.NODE_MONITORING_AGENT_ADDON,
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=tags,
+            opts=child_options(self, opts, self.system_nodes),
         )
 
         ebs_role = aws.iam.Role(

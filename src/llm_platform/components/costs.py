@@ -1,6 +1,7 @@
 """Cost allocation: OpenCost priced from the catalogs, the cost recording rules, the forecasts and their
 overrun alert, and the forecast-vs-actual dashboard (`costs.enabled`)."""
 
+from collections.abc import Mapping
 from typing import NotRequired, TypedDict
 
 import pulumi
@@ -20,7 +21,7 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
-from llm_platform.facts.versions import OPENCOST_REPO, OPENCOST_VERSION
+from llm_platform.facts.addons import OPENCOST, version_of
 from llm_platform.plan import ModelPlan, Plan
 from llm_platform.plan.naming import MONITORING_NAMESPACE
 from llm_platform.plan.stack import resolve_serving, serving_config
@@ -65,10 +66,13 @@ class CostAllocation(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
         *,
         plan: Plan | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> None:
         """`plan`: the stack's plan, already resolved from these args (`LlmPlatform` passes its own; cost
         allocation reads its `costs`, `models` and `gpu_node_pools`); without it the args are validated and
-        resolved here."""
+        resolved here.
+        `versions`: chart versions by add-on name (`llm_platform.facts.addons`) in place of the pinned ones
+        (`LlmPlatform` passes its `addon_versions`)."""
         # bad input stops before any resource
         if plan is not None:
             costs, models, pools = plan.costs, plan.models, list(plan.gpu_node_pools)
@@ -96,8 +100,8 @@ class CostAllocation(pulumi.ComponentResource):
             f"{name}-opencost",
             name=spec.RELEASE,
             chart="opencost",
-            version=OPENCOST_VERSION,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=OPENCOST_REPO),
+            version=version_of(OPENCOST, OPENCOST.chart, versions),
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=OPENCOST.chart.repo),
             namespace=MONITORING_NAMESPACE,
             values=values,
             opts=child_options(self, opts, *waits),

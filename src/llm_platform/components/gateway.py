@@ -2,7 +2,7 @@
 with an InferencePool and an endpoint picker per model (components.specs.gateway, .inference_pool)."""
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
 from llm_platform.components import child_options, typed_options
+from llm_platform.components.certificates import server_certificate
 from llm_platform.components.gateway_routes import RouteWriter
 from llm_platform.components.specs import gateway as spec
 from llm_platform.components.specs import gateway_monitoring as monitoring
@@ -25,9 +26,8 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
+from llm_platform.facts.addons import AI_GATEWAY, ENVOY_GATEWAY
 from llm_platform.facts.versions import (
-    ENVOY_AI_GATEWAY_VERSION,
-    ENVOY_GATEWAY_VERSION,
     INFERENCE_POOL_CRD_URL,
 )
 from llm_platform.plan import Plan
@@ -84,11 +84,14 @@ class Gateway(RouteWriter):
         *,
         models_ready: Sequence[pulumi.Resource] = (),
         plan: Plan | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> None:
         """`models_ready`: the models' InferenceServices (Python only): their namespaces and pods exist
         before each model's pool and routes; the controllers and CRDs do not wait for them. `plan`: the
         stack's plan, already resolved from these args (`LlmPlatform` passes its own; the gateway reads its
-        `gateway` and `models`); without it the args are validated and resolved here."""
+        `gateway` and `models`); without it the args are validated and resolved here. `versions`: chart
+        versions by add-on name (`llm_platform.facts.addons`: envoy-gateway, ai-gateway, llm-d-router) in place
+        of the pinned ones (`LlmPlatform` passes its `addon_versions`)."""
         # bad input stops before any resource
         if plan is not None:
             gateway, models = plan.gateway, plan.models
@@ -102,6 +105,7 @@ class Gateway(RouteWriter):
             "llm-platform:index:Gateway", name, None, typed_options(opts, "llm-platform:gateway:Gateway")
         )
         self._name, self._opts, self._models_ready = name, opts, list(models_ready)
+        self._addon_versions = versions
         self.namespace = GATEWAY_NAMESPACE
         if gateway.replicas < 2:
             pulumi.log.warn(
@@ -111,7 +115,11 @@ class Gateway(RouteWriter):
         ns = self._apply("ns", spec.namespace(args["environment"]))
         aigw_ns = self._apply("ai-gateway-ns", namespace_manifest(AI_GATEWAY_NAMESPACE, "restricted"))
         crds = self._release(
-            "gateway-crds", "gateway-crds-helm", ENVOY_GATEWAY_VERSION, spec.gateway_crds_values(), ns
+            "gateway-crds",
+            "gateway-crds-helm",
+            self._chart_version(ENVOY_GATEWAY, 0),
+            spec.gateway_crds_values(),
+            ns,
         )
         pool_crd = k8s.yaml.v2.ConfigFile(
             f"{name}-inferencepool-crd", file=INFERENCE_POOL_CRD_URL, opts=child_options(self, opts, crds)
@@ -119,7 +127,7 @@ class Gateway(RouteWriter):
         envoy_gateway = self._release(
             "envoy-gateway",
             "gateway-helm",
-            ENVOY_GATEWAY_VERSION,
+            self._chart_version(ENVOY_GATEWAY),
             spec.envoy_gateway_values(gateway.quota_store),
             crds,
             pool_crd,
@@ -128,7 +136,7 @@ class Gateway(RouteWriter):
         aigw_crds = self._release(
             "ai-gateway-crds",
             "ai-gateway-crds-helm",
-            ENVOY_AI_GATEWAY_VERSION,
+            self._chart_version(AI_GATEWAY, 0),
             {},
             aigw_ns,
             crds,
@@ -140,7 +148,7 @@ class Gateway(RouteWriter):
         ai_gateway = self._release(
             spec.AI_GATEWAY_RELEASE,
             "ai-gateway-helm",
-            ENVOY_AI_GATEWAY_VERSION,
+            self._chart_version(AI_GATEWAY),
             spec.ai_gateway_values(),
             aigw_crds,
             envoy_gateway,
@@ -205,8 +213,10 @@ class Gateway(RouteWriter):
         self, store: QuotaStoreConfig | None, storage_class: str | None, ns: pulumi.Resource
     ) -> list[pulumi.Resource]:
         """The global rate limit's Valkey (specs.quota), before Envoy Gateway starts the rate limit service
-        that reads its Secret. Its password: the SHA-256 (hex) of a pulumi-tls private key kept as a Pulumi
-        secret, so it is random, stable across `pulumi up`s and never plaintext in state, renders or argv."""
+        that reads its Secrets. Its password: the SHA-256 (hex) of a pulumi-tls private key kept as a Pulumi
+        secret, so it is random, stable across `pulumi up`s and never plaintext in state, renders or argv.
+        Its TLS: a CA and a leaf for the Service's names (components/certificates.py), the rate limit
+        service trusting that CA."""
         if store is None:
             return []
         opts = child_options(self, self._opts)
@@ -218,51 +228,42 @@ class Gateway(RouteWriter):
 
         data = pulumi.Output.secret(key.private_key_pem.apply(auth))
         secret = self._apply("quota-store-auth", quota.store_secret(data), ns)
+        cert = server_certificate(
+            f"{self._name}-quota-store",
+            ca_common_name=f"{quota.STORE}-ca",
+            common_name=quota.STORE_HOST,
+            dns_names=quota.store_dns_names(),
+            ca_validity_hours=quota.STORE_CA_VALIDITY_HOURS,
+            cert_validity_hours=quota.STORE_CERT_VALIDITY_HOURS,
+            renew_hours=quota.STORE_CERT_RENEW_HOURS,
+            opts=opts,
+        )
+        tls_secret = self._apply("quota-store-tls", quota.store_tls_secret(cert.pems), ns)
         config = self._apply("quota-store-config", quota.store_config_map(), ns)
         service = self._apply("quota-store-svc", quota.store_service(), ns)
         self._apply("quota-store-netpol", quota.store_network_policy(), ns)
+        digest = cert.cert_pem.apply(lambda pem: hashlib.sha256(pem.encode()).hexdigest())
         stateful_set = self._apply(
-            "quota-store", quota.store_stateful_set(store, storage_class), secret, config, service
+            "quota-store",
+            quota.store_stateful_set(store, storage_class, digest),
+            secret,
+            tls_secret,
+            config,
+            service,
         )
-        return [secret, stateful_set]
+        return [secret, tls_secret, stateful_set]
 
     def _webhook_certificate(self) -> pulumi.Output[dict[str, str]]:
         """This cluster's own CA and the AI Gateway webhook's leaf, signed by it (ECDSA P-256): the Secret's
         ca.crt, tls.crt and tls.key, a Pulumi secret (the keys never reach state or a render in plaintext)."""
-        opts = child_options(self, self._opts)
-        name = f"{self._name}-ai-gateway-webhook"
-        ca_key = tls.PrivateKey(f"{name}-ca-key", algorithm="ECDSA", ecdsa_curve="P256", opts=opts)
-        ca = tls.SelfSignedCert(
-            f"{name}-ca",
-            private_key_pem=ca_key.private_key_pem,
-            is_ca_certificate=True,
-            subject=tls.SelfSignedCertSubjectArgs(common_name=f"{spec.AI_GATEWAY_CONTROLLER}-ca"),
-            validity_period_hours=spec.WEBHOOK_CA_VALIDITY_HOURS,
-            early_renewal_hours=spec.WEBHOOK_CERT_RENEW_HOURS,
-            allowed_uses=["cert_signing", "crl_signing", "digital_signature"],
-            opts=opts,
-        )
-        key = tls.PrivateKey(f"{name}-key", algorithm="ECDSA", ecdsa_curve="P256", opts=opts)
         dns_names = spec.webhook_dns_names()
-        request = tls.CertRequest(
-            f"{name}-csr",
-            private_key_pem=key.private_key_pem,
-            subject=tls.CertRequestSubjectArgs(common_name=dns_names[2]),
+        return server_certificate(
+            f"{self._name}-ai-gateway-webhook",
+            ca_common_name=f"{spec.AI_GATEWAY_CONTROLLER}-ca",
+            common_name=dns_names[2],
             dns_names=dns_names,
-            opts=opts,
-        )
-        leaf = tls.LocallySignedCert(
-            f"{name}-cert",
-            cert_request_pem=request.cert_request_pem,
-            ca_private_key_pem=ca_key.private_key_pem,
-            ca_cert_pem=ca.cert_pem,
-            validity_period_hours=spec.WEBHOOK_CERT_VALIDITY_HOURS,
-            early_renewal_hours=spec.WEBHOOK_CERT_RENEW_HOURS,
-            allowed_uses=["digital_signature", "key_encipherment", "server_auth"],
-            opts=opts,
-        )
-        return pulumi.Output.secret(
-            pulumi.Output.all(ca.cert_pem, leaf.cert_pem, key.private_key_pem).apply(
-                lambda pems: {"ca.crt": pems[0], "tls.crt": pems[1], "tls.key": pems[2]}
-            )
-        )
+            ca_validity_hours=spec.WEBHOOK_CA_VALIDITY_HOURS,
+            cert_validity_hours=spec.WEBHOOK_CERT_VALIDITY_HOURS,
+            renew_hours=spec.WEBHOOK_CERT_RENEW_HOURS,
+            opts=child_options(self, self._opts),
+        ).pems

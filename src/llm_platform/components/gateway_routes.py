@@ -2,7 +2,7 @@
 release), its two routes, their filters and policies, the picker's PDB, NetworkPolicies and alerts
 (components.specs.inference_pool). Written by `Gateway` for its own models and by `GatewayRoutes` for a team's."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
@@ -22,11 +22,8 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
-from llm_platform.facts.versions import (
-    ENVOY_GATEWAY_CHART_REPO,
-    LLM_D_ROUTER_CHART_REPO,
-    LLM_D_ROUTER_VERSION,
-)
+from llm_platform.facts.addons import ENDPOINT_PICKER, Addon, version_of
+from llm_platform.facts.versions import ENVOY_GATEWAY_CHART_REPO, LLM_D_ROUTER_CHART_REPO
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.naming import GATEWAY_NAMESPACE, check_prefix
 from llm_platform.plan.stack import resolve_serving, serving_config
@@ -42,6 +39,7 @@ class RouteWriter(pulumi.ComponentResource):
     _costs: list[dict[str, str]]
     _clients: list[GatewayClient]
     _monitor_labels: dict[str, str] | None
+    _addon_versions: Mapping[str, str] | None
 
     def _model(
         self,
@@ -55,7 +53,7 @@ class RouteWriter(pulumi.ComponentResource):
         picker = self._release(
             f"{prefix}-pool",
             "llm-d-router-gateway",
-            LLM_D_ROUTER_VERSION,
+            self._chart_version(ENDPOINT_PICKER),
             pool.helm_values(model),
             *waits,
             namespace=model.names.namespace,
@@ -84,6 +82,10 @@ class RouteWriter(pulumi.ComponentResource):
         self._apply(
             f"{prefix}-epp-alerts", monitoring.epp_prometheus_rule(model, self._monitor_labels), *waits
         )
+
+    def _chart_version(self, record: Addon, chart: int = -1) -> str:
+        """The version of the record's chart (by index; default its main chart) to install."""
+        return version_of(record, record.charts[chart], self._addon_versions)
 
     def _release(
         self,
@@ -160,9 +162,11 @@ class GatewayRoutes(RouteWriter):
         opts: pulumi.ResourceOptions | None = None,
         *,
         models_ready: Sequence[pulumi.Resource] = (),
+        versions: Mapping[str, str] | None = None,
     ) -> None:
         """`models_ready`: the team's InferenceServices (Python only): their namespaces and pods exist before
-        each model's pool and routes."""
+        each model's pool and routes. `versions`: chart versions by add-on name (`llm_platform.facts.addons`:
+        llm-d-router) in place of the pinned one."""
         # bad input stops before any resource
         config = serving_config(args)
         gateway = config.gateway
@@ -180,6 +184,7 @@ class GatewayRoutes(RouteWriter):
         super().__init__("llm-platform:index:GatewayRoutes", name, None, opts)
         self._name, self._opts, self._models_ready = name, opts, list(models_ready)
         self._monitor_labels = args.get("monitor_labels")
+        self._addon_versions = versions
         self._clients = list(gateway.clients)
         self._costs = quota.llm_request_costs(gateway.clients) if gateway.quota_store else []
         self.namespaces = [m.names.namespace for m in models]

@@ -1,5 +1,6 @@
 """GPU Operator: device plugin, GPU feature discovery and DCGM metrics on every GPU node."""
 
+from collections.abc import Mapping
 from typing import TypedDict
 
 import pulumi
@@ -9,7 +10,7 @@ from llm_platform.components import child_options, typed_options
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import gpu_operator as spec
 from llm_platform.components.specs.common import namespace_manifest
-from llm_platform.facts.versions import GPU_OPERATOR_REPO, GPU_OPERATOR_VERSION, NFD_REPO, NFD_VERSION
+from llm_platform.facts.addons import GPU_OPERATOR, version_of
 from llm_platform.plan.naming import GPU_OPERATOR_NAMESPACE
 
 
@@ -29,7 +30,17 @@ class GpuOperator(pulumi.ComponentResource):
 
     release: k8s.helm.v3.Release
 
-    def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: GpuOperatorArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        versions: Mapping[str, str] | None = None,
+    ) -> None:
+        """`versions`: chart versions by add-on name (`llm_platform.facts.addons`) in place of the pinned ones
+        (`LlmPlatform` passes its `addon_versions`)."""
+        nfd_chart, operator_chart = GPU_OPERATOR.charts
         super().__init__(
             "llm-platform:index:GpuOperator", name, None, typed_options(opts, "llm-platform:gpu:GpuOperator")
         )
@@ -41,8 +52,8 @@ class GpuOperator(pulumi.ComponentResource):
             f"{name}-nfd",
             name="node-feature-discovery",
             chart="node-feature-discovery",
-            version=NFD_VERSION,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=NFD_REPO),
+            version=version_of(GPU_OPERATOR, nfd_chart, versions),
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=nfd_chart.repo),
             namespace=GPU_OPERATOR_NAMESPACE,
             values=spec.nfd_values(),
             opts=child_options(self, opts, namespace),
@@ -51,8 +62,8 @@ class GpuOperator(pulumi.ComponentResource):
             f"{name}-release",
             name="gpu-operator",
             chart="gpu-operator",
-            version=GPU_OPERATOR_VERSION,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=GPU_OPERATOR_REPO),
+            version=version_of(GPU_OPERATOR, operator_chart, versions),
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=operator_chart.repo),
             namespace=GPU_OPERATOR_NAMESPACE,
             values=spec.helm_values(mig_in_use=args["mig_in_use"]),
             # operand DaemonSets only become ready once a GPU node exists; don't block `pulumi up` on them

@@ -2,6 +2,7 @@
 GPU NodePools."""
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import NotRequired, TypedDict
@@ -20,7 +21,8 @@ from llm_platform.config import names
 from llm_platform.config.loader import parse_block
 from llm_platform.config.schema import AmiVersions, GpuNodePool
 from llm_platform.config.stack_args import AmiVersionsSettings, GpuNodePoolSettings
-from llm_platform.facts.versions import KARPENTER_CHART, KARPENTER_CRD_CHART, KARPENTER_VERSION
+from llm_platform.facts.addons import KARPENTER, version_of
+from llm_platform.plan import Plan
 from llm_platform.plan.naming import KARPENTER_NAMESPACE, check_prefix
 from llm_platform.plan.nodes import AddonPoolPlan, efa_pool, pool_node_class_name, uses_reservations
 from llm_platform.plan.stack import node_class_plans
@@ -36,6 +38,8 @@ class KarpenterArgs(TypedDict):
     feature gates."""
     tags: NotRequired[dict[str, str]]
     """Tags of this component's own AWS resources, beyond the AWS provider's default_tags (the stack's tags)."""
+    node_repair: NotRequired[bool]
+    """Karpenter's NodeRepair feature gate: failed GPU nodes are replaced (default on)."""
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -52,9 +56,21 @@ class Karpenter(pulumi.ComponentResource):
     queue_name: pulumi.Output[str]
     release: k8s.helm.v3.Release
 
-    def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        given = args.get("gpu_node_pools")
-        pools: list[GpuNodePool] = parse_block("gpuNodePools", given) if given else []
+    def __init__(
+        self,
+        name: str,
+        args: KarpenterArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        pools: Sequence[GpuNodePool] | None = None,
+        versions: Mapping[str, str] | None = None,
+    ) -> None:
+        """`pools`: the stack's GPU pools, already validated from `gpu_node_pools` (`LlmPlatform` passes its
+        plan's); without them the args' block is validated here. `versions`: chart versions by add-on name
+        (`llm_platform.facts.addons`) in place of the pinned ones (`LlmPlatform` passes its `addon_versions`)."""
+        if pools is None:
+            given = args.get("gpu_node_pools")
+            pools = list(parse_block("gpuNodePools", given)) if given else []
         super().__init__(
             "llm-platform:index:Karpenter",
             name,
@@ -127,22 +143,26 @@ class Karpenter(pulumi.ComponentResource):
 
         namespace = apply_manifest(f"{name}-ns", namespace_manifest(KARPENTER_NAMESPACE, "restricted"), child)
         # CRDs from their own chart: Helm never upgrades CRDs shipped in a chart's crds/ folder
+        crd_chart, controller_chart = KARPENTER.charts
         crds = k8s.helm.v3.Release(
             f"{name}-crd",
             name="karpenter-crd",
-            chart=KARPENTER_CRD_CHART,
-            version=KARPENTER_VERSION,
+            chart=crd_chart.chart,
+            version=version_of(KARPENTER, crd_chart, versions),
             namespace=KARPENTER_NAMESPACE,
             opts=child_options(self, opts, namespace),
         )
+        repair = args.get("node_repair", True)
         self.release = k8s.helm.v3.Release(
             f"{name}-controller",
             name=spec.RELEASE,
-            chart=KARPENTER_CHART,
-            version=KARPENTER_VERSION,
+            chart=controller_chart.chart,
+            version=version_of(KARPENTER, controller_chart, versions),
             namespace=KARPENTER_NAMESPACE,
             skip_crds=True,
-            values=queue.name.apply(lambda q: spec.helm_values(cluster, q, capacity_reservations=reserved)),
+            values=queue.name.apply(
+                lambda q: spec.helm_values(cluster, q, capacity_reservations=reserved, node_repair=repair)
+            ),
             opts=child_options(self, opts, crds, association, node_access),
         )
 
@@ -194,11 +214,25 @@ class GpuNodePools(pulumi.ComponentResource):
     carry the `nvidia.com/gpu` NoSchedule taint and the `llm-platform/gpu-pool` label the serving pods
     select."""
 
-    def __init__(self, name: str, args: GpuNodePoolsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: GpuNodePoolsArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        plan: Plan | None = None,
+    ) -> None:
+        """`plan`: the stack's plan, already resolved from these args (`LlmPlatform` passes its own; the pools
+        read its `gpu_node_pools` and `node_classes`); without it the args are validated and resolved here."""
         # bad input stops before any resource
-        pools: list[GpuNodePool] = parse_block("gpuNodePools", args["gpu_node_pools"])
-        ami_versions: AmiVersions = parse_block("amiVersions", args.get("ami_versions", {}), AmiVersions)
-        node_classes = node_class_plans(pools, ami_versions, lustre_client=args.get("lustre_client", False))
+        if plan is not None:
+            pools, node_classes = list(plan.gpu_node_pools), plan.node_classes
+        else:
+            pools = parse_block("gpuNodePools", args["gpu_node_pools"])
+            ami_versions: AmiVersions = parse_block("amiVersions", args.get("ami_versions", {}), AmiVersions)
+            node_classes = node_class_plans(
+                pools, ami_versions, lustre_client=args.get("lustre_client", False)
+            )
         cluster_name, tags = args["cluster_name"], args.get("tags", {})
         security_groups = args.get("extra_security_group_ids", [])
         prefix = check_prefix(args.get("prefix", ""))

@@ -1,5 +1,6 @@
 """Load balancing: the AWS Load Balancer Controller, which turns the gateway's Service into an NLB."""
 
+from collections.abc import Mapping
 from functools import partial
 from typing import NotRequired, TypedDict
 
@@ -9,10 +10,7 @@ import pulumi_kubernetes as k8s
 from llm_platform.components import child_options, typed_options
 from llm_platform.components.identity import account_policy, service_account_identity
 from llm_platform.components.specs import load_balancer as spec
-from llm_platform.facts.versions import (
-    AWS_LOAD_BALANCER_CONTROLLER_REPO,
-    AWS_LOAD_BALANCER_CONTROLLER_VERSION,
-)
+from llm_platform.facts.addons import AWS_LOAD_BALANCER_CONTROLLER, version_of
 from llm_platform.plan.naming import KUBE_SYSTEM_NAMESPACE
 
 
@@ -38,8 +36,15 @@ class LoadBalancerController(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
 
     def __init__(
-        self, name: str, args: LoadBalancerControllerArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        args: LoadBalancerControllerArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        versions: Mapping[str, str] | None = None,
     ) -> None:
+        """`versions`: chart versions by add-on name (`llm_platform.facts.addons`) in place of the pinned ones
+        (`LlmPlatform` passes its `addon_versions`)."""
         super().__init__(
             "llm-platform:index:LoadBalancerController",
             name,
@@ -62,8 +67,8 @@ class LoadBalancerController(pulumi.ComponentResource):
             f"{name}-release",
             name="aws-load-balancer-controller",
             chart="aws-load-balancer-controller",
-            version=AWS_LOAD_BALANCER_CONTROLLER_VERSION,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=AWS_LOAD_BALANCER_CONTROLLER_REPO),
+            version=version_of(AWS_LOAD_BALANCER_CONTROLLER, AWS_LOAD_BALANCER_CONTROLLER.chart, versions),
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=AWS_LOAD_BALANCER_CONTROLLER.chart.repo),
             namespace=KUBE_SYSTEM_NAMESPACE,
             values=pulumi.Output.from_input(args["vpc_id"]).apply(
                 lambda vpc: spec.helm_values(

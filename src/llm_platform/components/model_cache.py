@@ -1,6 +1,7 @@
 """Model cache: the S3 bucket every replica's weights come from, and FSx for Lustre linked to it."""
 
 import json
+from collections.abc import Mapping
 from typing import NotRequired, TypedDict
 
 import pulumi
@@ -12,9 +13,11 @@ from llm_platform.components.identity import service_account_identity
 from llm_platform.components.specs import model_cache as spec
 from llm_platform.config.errors import ConfigError
 from llm_platform.config.loader import parse_block
-from llm_platform.config.schema import FsxConfig, ModelCacheConfig
+from llm_platform.config.schema import FsxConfig
 from llm_platform.config.stack_args import ModelCacheSettings
-from llm_platform.facts.versions import FSX_CSI_REPO, FSX_CSI_VERSION, FSX_LUSTRE_VERSION
+from llm_platform.facts.addons import FSX_CSI_DRIVER, version_of
+from llm_platform.facts.versions import FSX_LUSTRE_VERSION
+from llm_platform.plan import Plan
 from llm_platform.plan.naming import KUBE_SYSTEM_NAMESPACE
 
 
@@ -66,8 +69,23 @@ class ModelCache(pulumi.ComponentResource):
     bucket_arn: pulumi.Output[str]
     fsx: FsxVolume | None
 
-    def __init__(self, name: str, args: ModelCacheArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        config: ModelCacheConfig = parse_block("modelCache", args.get("model_cache", {}))
+    def __init__(
+        self,
+        name: str,
+        args: ModelCacheArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        plan: Plan | None = None,
+        versions: Mapping[str, str] | None = None,
+    ) -> None:
+        """`plan`: the stack's plan, already resolved from these args (`LlmPlatform` passes its own; the cache
+        reads its `model_cache`); without it the args' block is validated here. `versions`: chart versions by
+        add-on name (`llm_platform.facts.addons`) in place of the pinned ones (`LlmPlatform` passes its
+        `addon_versions`)."""
+        if plan is not None:
+            config = plan.model_cache
+        else:
+            config = parse_block("modelCache", args.get("model_cache", {}))
         if args.get("fsx") and config.fsx is None:
             raise ConfigError("modelCache.fsx: the FSx file system needs its settings, which are missing")
         super().__init__(
@@ -135,7 +153,9 @@ class ModelCache(pulumi.ComponentResource):
         # no role here: each model's loader, NVMe sync and vLLM pods get roles of their own, scoped to that
         # model's prefixes (components.inference)
         self.fsx = (
-            self._lustre(name, args, config.fsx, bucket, opts) if config.fsx and args.get("fsx") else None
+            self._lustre(name, args, config.fsx, bucket, opts, versions)
+            if config.fsx and args.get("fsx")
+            else None
         )
         self.bucket_name = bucket.bucket
         self.bucket_arn = bucket.arn
@@ -156,6 +176,7 @@ class ModelCache(pulumi.ComponentResource):
         fsx: FsxConfig,
         bucket: aws.s3.Bucket,
         opts: pulumi.ResourceOptions | None,
+        versions: Mapping[str, str] | None,
     ) -> FsxVolume:
         tags = args.get("tags", {})
         child = child_options(self, opts)
@@ -256,8 +277,8 @@ class ModelCache(pulumi.ComponentResource):
             f"{name}-fsx-csi",
             name="aws-fsx-csi-driver",
             chart="aws-fsx-csi-driver",
-            version=FSX_CSI_VERSION,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=FSX_CSI_REPO),
+            version=version_of(FSX_CSI_DRIVER, FSX_CSI_DRIVER.chart, versions),
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=FSX_CSI_DRIVER.chart.repo),
             namespace=KUBE_SYSTEM_NAMESPACE,
             values=spec.fsx_csi_values(),
             opts=child_options(self, opts, association),

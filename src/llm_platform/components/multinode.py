@@ -5,12 +5,12 @@
   and to the group itself), put on the EC2NodeClasses of EFA pools; and one cluster placement group per EFA pool
   that does not launch into Capacity Blocks (plan.nodes.placement_group).
 - `MultiNodeControllers` (Kubernetes): the LeaderWorkerSet controller and the EFA device plugin, each from its
-  pinned chart (facts/versions.py).
+  record's pinned chart (facts/addons.py), or the caller's version.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -22,12 +22,7 @@ from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import multinode as spec
 from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.config.schema import GpuNodePool
-from llm_platform.facts.versions import (
-    EFA_DEVICE_PLUGIN_REPO,
-    EFA_DEVICE_PLUGIN_VERSION,
-    LWS_CHART,
-    LWS_VERSION,
-)
+from llm_platform.facts.addons import EFA_DEVICE_PLUGIN, LWS, version_of
 from llm_platform.plan.naming import check_prefix
 from llm_platform.plan.nodes import placement_group
 
@@ -101,7 +96,15 @@ class MultiNodeControllers(pulumi.ComponentResource):
     lws: k8s.helm.v3.Release
     efa_device_plugin: k8s.helm.v3.Release
 
-    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        versions: Mapping[str, str] | None = None,
+    ) -> None:
+        """`versions`: chart versions by add-on name (`llm_platform.facts.addons`) in place of the pinned ones
+        (`LlmPlatform` passes its `addon_versions`)."""
         super().__init__(
             "llm-platform:index:MultiNodeControllers",
             name,
@@ -115,8 +118,8 @@ class MultiNodeControllers(pulumi.ComponentResource):
         self.lws = k8s.helm.v3.Release(
             f"{name}-lws",
             name="lws",
-            chart=LWS_CHART,
-            version=LWS_VERSION,
+            chart=LWS.chart.chart,
+            version=version_of(LWS, LWS.chart, versions),
             namespace=spec.LWS_NAMESPACE,
             values=spec.lws_values(),
             opts=child_options(self, opts, namespace),
@@ -125,8 +128,8 @@ class MultiNodeControllers(pulumi.ComponentResource):
             f"{name}-efa",
             name="aws-efa-k8s-device-plugin",
             chart="aws-efa-k8s-device-plugin",
-            version=EFA_DEVICE_PLUGIN_VERSION,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=EFA_DEVICE_PLUGIN_REPO),
+            version=version_of(EFA_DEVICE_PLUGIN, EFA_DEVICE_PLUGIN.chart, versions),
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=EFA_DEVICE_PLUGIN.chart.repo),
             namespace=spec.EFA_NAMESPACE,
             values=spec.efa_plugin_values(),
             # a DaemonSet on GPU nodes, which exist only once a model scales up: don't block `pulumi up` on it

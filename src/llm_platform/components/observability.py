@@ -1,5 +1,6 @@
 """Observability: kube-prometheus-stack, Grafana dashboards for vLLM and GPUs."""
 
+from collections.abc import Mapping
 from typing import NotRequired, TypedDict
 
 import pulumi
@@ -7,14 +8,14 @@ import pulumi_kubernetes as k8s
 
 from llm_platform.components import child_options, typed_options
 from llm_platform.components.kubernetes import apply_manifest
-from llm_platform.components.specs import dashboards, karpenter, reservations
+from llm_platform.components.specs import dashboards, gpu_health, karpenter, reservations
 from llm_platform.components.specs import observability as spec
 from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.components.specs.gateway_monitoring import epp_dashboard
 from llm_platform.config.loader import parse_block
-from llm_platform.config.schema import AlertingConfig
 from llm_platform.config.stack_args import AlertingSettings
-from llm_platform.facts.versions import KUBE_PROMETHEUS_STACK_REPO, KUBE_PROMETHEUS_STACK_VERSION
+from llm_platform.facts.addons import KUBE_PROMETHEUS_STACK, version_of
+from llm_platform.plan import Plan
 from llm_platform.plan.naming import MONITORING_NAMESPACE
 from llm_platform.plan.stack import PROMETHEUS_SIZING
 
@@ -37,6 +38,10 @@ class ObservabilityArgs(TypedDict):
     """The stack runs the gateway: ship the endpoint pickers' dashboard (without it every panel is empty)."""
     reservation_node_classes: NotRequired[list[str]]
     """EC2NodeClasses selecting capacity reservations: their end dates and selection are exported and alerted on."""
+    gpu_health: NotRequired[bool]
+    """GPU nodes run here (an EKS stack): alert on GPUs repair does not fix (components/specs/gpu_health.py)."""
+    node_repair: NotRequired[bool]
+    """The stack's cluster.nodeRepair, which the GPU alerts' advice follows."""
     scrape_karpenter: NotRequired[bool]
     """Karpenter is installed before monitoring (the add-ons run on nodes it launches), so its ServiceMonitor
     is made here, once the CRD exists."""
@@ -53,11 +58,24 @@ class Observability(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
 
     def __init__(
-        self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        args: ObservabilityArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        plan: Plan | None = None,
+        versions: Mapping[str, str] | None = None,
     ) -> None:
+        """`plan`: the stack's plan, already resolved from these args (`LlmPlatform` passes its own; monitoring
+        reads its Prometheus sizing and `alerting`); without it the args' blocks are validated here.
+        `versions`: chart versions by add-on name (`llm_platform.facts.addons`) in place of the pinned ones
+        (`LlmPlatform` passes its `addon_versions`)."""
         # bad input stops before any resource
-        sizing = PROMETHEUS_SIZING[parse_block("environment", args["environment"]).value]
-        alerting: AlertingConfig = parse_block("alerting", args.get("alerting", {}))
+        if plan is not None:
+            sizing, alerting = plan.monitoring.prometheus, plan.alerting
+        else:
+            sizing = PROMETHEUS_SIZING[parse_block("environment", args["environment"]).value]
+            alerting = parse_block("alerting", args.get("alerting", {}))
         create_storage_class = args["create_storage_class"]
         reservation_node_classes = args.get("reservation_node_classes", [])
         alert_receiver = args.get("alert_receiver")
@@ -101,9 +119,9 @@ class Observability(pulumi.ComponentResource):
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=spec.RELEASE,
-            chart="kube-prometheus-stack",
-            version=KUBE_PROMETHEUS_STACK_VERSION,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KUBE_PROMETHEUS_STACK_REPO),
+            chart=KUBE_PROMETHEUS_STACK.chart.chart,
+            version=version_of(KUBE_PROMETHEUS_STACK, KUBE_PROMETHEUS_STACK.chart, versions),
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KUBE_PROMETHEUS_STACK.chart.repo),
             namespace=MONITORING_NAMESPACE,
             values=spec.helm_values(
                 sizing=sizing,
@@ -124,6 +142,12 @@ class Observability(pulumi.ComponentResource):
             apply_manifest(
                 f"{name}-capacity-reservations",
                 reservations.prometheus_rule(reservation_node_classes, MONITORING_NAMESPACE),
+                child_options(self, opts, self.release),
+            )
+        if args.get("gpu_health"):
+            apply_manifest(
+                f"{name}-gpu-health",
+                gpu_health.prometheus_rule(MONITORING_NAMESPACE, node_repair=args.get("node_repair", True)),
                 child_options(self, opts, self.release),
             )
         self.register_outputs({"release": self.release.name})

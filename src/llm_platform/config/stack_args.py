@@ -104,6 +104,8 @@ class ClusterSettings(TypedDict):
     adminRoleArns: NotRequired[list[str]]
     amiVersions: NotRequired[AmiVersionsSettings]
     """default: the schema's defaults."""
+    nodeRepair: NotRequired[bool]
+    """default True."""
     kubeconfig: NotRequired[str]
     context: NotRequired[str]
 

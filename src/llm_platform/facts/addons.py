@@ -353,7 +353,10 @@ def ordered(records: Iterable[Addon] | None = None) -> list[Addon]:
 
 def version_of(record: Addon, chart: Chart, overrides: Mapping[str, str] | None = None) -> str:
     """The version to install of one of the record's charts: the caller's override of the add-on (by its
-    name) for its main chart, else the pin. A caller pinning a chart elsewhere owns its CRD files' match."""
-    if overrides and record.name in overrides and chart is record.chart:
+    name) for its main chart and every chart released with it (pinned at the main chart's version: a CRD
+    chart such as `karpenter-crd`, which must match its controller), else the pin (a chart versioned on its
+    own, such as the GPU Operator's Node Feature Discovery). A caller pinning a chart elsewhere owns its CRD
+    files' match."""
+    if overrides and record.name in overrides and chart.version == record.chart.version:
         return overrides[record.name]
     return chart.version

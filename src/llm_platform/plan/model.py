@@ -30,6 +30,7 @@ from llm_platform.facts.cold_start import (
 )
 from llm_platform.plan import naming, promql
 from llm_platform.plan.cold_start import ColdStartBudget
+from llm_platform.plan.drain import DrainPlan, drain_plan, replica_model
 from llm_platform.plan.gateway import FlowControlPlan, at_zero, flow_control, wake_rate
 from llm_platform.plan.lora import LoraPlan, lora_plan
 from llm_platform.plan.scaling import MetricTrigger, PrewarmTrigger, SaturationMemory, ScalingPlan, Smoothing
@@ -359,6 +360,8 @@ class ModelPlan:
     loader_uses_hf_token: bool
     # the vLLM container itself downloads from the Hub (cache `hub`); offline caches never get the token
     serving_uses_hf_token: bool
+    # how the pod stops without cutting a stream: preStop, vLLM's drain, the grace period (plan/drain.py)
+    drain: DrainPlan
     # multi-node (config/schema/multinode.py): the nodes one replica spans (pipelineParallelSize), `gpus` on each
     nodes: int = 1
     # LoRA adapters (plan/lora.py); None without adapters
@@ -417,6 +420,7 @@ def resolve_model(
         else None
     )
     budget = cold_start_budget(model, instance, image_pull, cache)
+    lora = lora_plan(model)
     scaling = scaling_plan(
         names,
         model.served_model_name,
@@ -443,5 +447,6 @@ def resolve_model(
         loader_uses_hf_token=model.needs_hf_token and model.cache != "hub",
         serving_uses_hf_token=model.cache == "hub",
         nodes=model.pipeline_parallel_size,
-        lora=lora_plan(model),
+        lora=lora,
+        drain=drain_plan(replica_model(model, instance.gpu, gpus * model.pipeline_parallel_size, lora)),
     )

@@ -33,6 +33,7 @@ from llm_platform.config.schema import CostsConfig, GpuNodePool
 from llm_platform.facts.catalog import GpuInstance
 from llm_platform.facts.cpu_catalog import CPU_INSTANCES
 from llm_platform.plan import ModelPlan
+from llm_platform.plan.addon_pods import OPENCOST_EXPORTER
 from llm_platform.plan.naming import MONITORING_NAMESPACE, PROMETHEUS_RELEASE
 from llm_platform.plan.promql import (
     CLIENT_COST_DAILY,
@@ -141,7 +142,7 @@ def helm_values(*, cluster_name: str, pools: Sequence[GpuNodePool], region: str)
             "tolerations": [dict(ADDON_TOLERATION)],
             "exporter": {
                 "defaultClusterId": cluster_name,
-                "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+                "resources": {"requests": OPENCOST_EXPORTER.as_dict(), "limits": {"memory": "1Gi"}},
                 "extraEnv": {"USE_CUSTOM_PROVIDER": "true"},
             },
             "customPricing": {

@@ -22,6 +22,12 @@ from typing import TYPE_CHECKING, Any
 from llm_platform.components.specs import quota
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, secret
 from llm_platform.config.schema import GatewayClient, QuotaStoreConfig
+from llm_platform.plan.addon_pods import (
+    AI_GATEWAY_CONTROLLER_REQUESTS,
+    AI_GATEWAY_REPLICAS,
+    PROXY_CPU,
+    PROXY_MEMORY,
+)
 from llm_platform.plan.gateway import duration, request_received_timeout_s
 from llm_platform.plan.naming import AI_GATEWAY_NAMESPACE, GATEWAY_NAMESPACE, MONITORING_NAMESPACE
 
@@ -63,8 +69,6 @@ CLIENT_METRIC_ATTRIBUTE = "llm.client"
 PROXY_READINESS_PORT = 19003  # container port "readiness", /ready
 PROXY_READINESS_PATH = "/ready"
 LISTENER_PORT_SHIFT = 10000  # EG maps listener ports below 1024 to port + 10000 in the pod
-PROXY_CPU = "1"
-PROXY_MEMORY = "512Mi"
 PROXY_MEMORY_LIMIT = "1Gi"
 
 # Timeouts for streamed generations: Envoy Gateway's defaults would cut long ones. The routes' request timeout
@@ -197,9 +201,9 @@ def ai_gateway_values() -> dict[str, Any]:
         "envoyGateway": {"namespace": GATEWAY_NAMESPACE},
         "controller": {
             **_addon_pod(),
-            "replicaCount": 2,
+            "replicaCount": AI_GATEWAY_REPLICAS,
             "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
-            "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+            "resources": {"requests": AI_GATEWAY_CONTROLLER_REQUESTS.as_dict(), "limits": {"memory": "1Gi"}},
             "mutatingWebhook": {"tlsCertSecretName": WEBHOOK_CERT_SECRET},
             # ai-gateway-helm v1.1.0 values.yaml: "header1:label1,..." onto the ext_proc's metrics only
             "metricsRequestHeaderAttributes": f"{CLIENT_HEADER}:{CLIENT_METRIC_ATTRIBUTE}",

@@ -10,6 +10,7 @@ from llm_platform.components.specs.common import (
     GPU_TOLERATION,
     SYSTEM_TOLERATION,
 )
+from llm_platform.plan.addon_pods import GPU_OPERATOR_OPERATOR
 
 
 def helm_values(*, mig_in_use: bool) -> dict[str, Any]:
@@ -35,7 +36,7 @@ def helm_values(*, mig_in_use: bool) -> dict[str, Any]:
         # MIG stays off unless a pool asks for it (its nodes then carry nvidia.com/mig.config)
         "migManager": {"enabled": mig_in_use},
         "daemonsets": {"tolerations": [GPU_TOLERATION]},
-        "operator": {**addons, "resources": {"requests": {"cpu": "200m", "memory": "128Mi"}}},
+        "operator": {**addons, "resources": {"requests": GPU_OPERATOR_OPERATOR.as_dict()}},
     }
 
 

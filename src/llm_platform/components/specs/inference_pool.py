@@ -39,6 +39,7 @@ from llm_platform.facts.versions import (
     VLLM_RENDER_IMAGE_TAG,
 )
 from llm_platform.plan import ModelPlan
+from llm_platform.plan.addon_pods import EPP_MEMORY, epp_cpu_millicores
 from llm_platform.plan.gateway import EPP_REPLICAS
 from llm_platform.plan.naming import GATEWAY_NAMESPACE, HF_TOKEN_SECRET, model_selector
 
@@ -62,7 +63,6 @@ QUEUE_MAX_BYTES = f"{QUEUE_MAX_MIB}Mi"
 HELD_BYTES_PER_TOKEN = 4
 # sizing: idle CPU grows with the pods scraped every 50 ms (~0.075 core per pod, docs/operations.md), and
 # short chat prompts cost far less than the 100k-token agentic runs measured there
-EPP_MEMORY = "1Gi"
 EPP_MEMORY_LIMIT = "2Gi"  # QUEUE_MAX_BYTES of held bodies plus in-flight state
 TOKENIZER_CPU = "1"
 TOKENIZER_MEMORY = "2Gi"
@@ -80,10 +80,6 @@ def epp_name(model: ModelPlan) -> str:
 def epp_labels(model: ModelPlan) -> dict[str, str]:
     """The chart's selector labels of the picker pods (routerlib _helpers.tpl)."""
     return {"llm-d-router-gateway": epp_name(model)}
-
-
-def epp_cpu_millicores(model: ModelPlan) -> int:
-    return max(500, 100 * model.model.autoscaling.max_replicas)
 
 
 def endpoint_picker_config(model: ModelPlan) -> dict[str, Any]:

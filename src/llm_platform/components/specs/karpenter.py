@@ -308,14 +308,28 @@ def queue_policy(queue_arn: str) -> dict[str, Any]:
     }
 
 
-def helm_values(cluster_name: str, queue_name: str, *, capacity_reservations: bool = False) -> dict[str, Any]:
+def helm_values(
+    cluster_name: str, queue_name: str, *, capacity_reservations: bool = False, node_repair: bool = True
+) -> dict[str, Any]:
     """Karpenter runs on the system node group, never on capacity it manages (the chart's default affinity
     also keeps it off any node with a `karpenter.sh/nodepool` label). With reservations in use, the
     `ReservedCapacity` feature gate (the chart's default since v1.6) is pinned on: without it Karpenter ignores
-    `capacityReservationSelectorTerms` and a reserved-only pool never launches."""
-    settings: dict[str, Any] = {"clusterName": cluster_name, "interruptionQueue": queue_name}
+    `capacityReservationSelectorTerms` and a reserved-only pool never launches.
+
+    Node repair (`NodeRepair`, alpha and off in the chart: values.yaml `settings.featureGates.nodeRepair: false`;
+    the chart passes it as FEATURE_GATES, charts/karpenter/templates/deployment.yaml:129) is on: Karpenter then
+    replaces a node whose `AcceleratedHardwareReady` condition (the EKS node monitoring agent's NVIDIA XID and
+    DCGM checks) has been False for 10 minutes, or whose Ready is False/Unknown, or StorageReady,
+    NetworkingReady, KernelReady or ContainerRuntimeReady False for 30 (karpenter-provider-aws v1.14.1
+    pkg/cloudprovider/cloudprovider.go:305-345 RepairPolicies). `cluster.nodeRepair: false` pins it off."""
+    gates: dict[str, bool] = {"nodeRepair": node_repair}
     if capacity_reservations:
-        settings["featureGates"] = {"reservedCapacity": True}
+        gates["reservedCapacity"] = True
+    settings: dict[str, Any] = {
+        "clusterName": cluster_name,
+        "interruptionQueue": queue_name,
+        "featureGates": gates,
+    }
     return {
         "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
         "settings": settings,

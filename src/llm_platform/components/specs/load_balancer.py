@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION
+from llm_platform.plan.addon_pods import LOAD_BALANCER_REPLICAS
 
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
 CLUSTER_TAG = "elbv2.k8s.aws/cluster"
@@ -222,7 +223,7 @@ def helm_values(*, cluster_name: str, region: str, vpc_id: str) -> dict[str, Any
         "clusterName": cluster_name,
         "region": region,
         "vpcId": vpc_id,
-        "replicaCount": 2,
+        "replicaCount": LOAD_BALANCER_REPLICAS,
         "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
         "nodeSelector": dict(ADDON_NODE_LABEL),
         "tolerations": [ADDON_TOLERATION],

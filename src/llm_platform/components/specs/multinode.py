@@ -119,8 +119,14 @@ def leader_worker_set(
     wcontainer["args"] = [a for a in base if a not in kv] + multinode_args(
         m, "$(LWS_WORKER_INDEX)", headless=True
     )
-    for key in ("ports", "startupProbe", "readinessProbe", "livenessProbe", "lifecycle"):
+    for key in ("ports", "startupProbe", "readinessProbe", "livenessProbe"):
         wcontainer.pop(key, None)
+    # a worker holds pipeline stages of the leader's in-flight streams: it takes SIGTERM only once the leader's
+    # drain is over (the leader's preStop sleep plus its --shutdown-timeout), within the same grace period
+    drain = m.drain
+    wcontainer["lifecycle"] = {
+        "preStop": {"sleep": {"seconds": drain.prestop_sleep_seconds + drain.shutdown_timeout_seconds}}
+    }
     _efa_container(wcontainer, m)
     startup_budget = m.cold_start.startup_probe_seconds
     return {

@@ -9,6 +9,7 @@ from llm_platform.components.specs import reservations
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, secret
 from llm_platform.config.schema import AlertingConfig
 from llm_platform.plan import PrometheusSizing
+from llm_platform.plan.addon_pods import PROMETHEUS
 from llm_platform.plan.naming import MONITORING_NAMESPACE, PROMETHEUS_RELEASE
 
 RELEASE = PROMETHEUS_RELEASE
@@ -86,7 +87,7 @@ def helm_values(
                 "retentionSize": sizing.retention_size,
                 "replicas": sizing.replicas,
                 "storageSpec": {"volumeClaimTemplate": volume_claim},
-                "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+                "resources": {"requests": PROMETHEUS.as_dict(), "limits": {"memory": "4Gi"}},
             },
         },
         "alertmanager": alertmanager_values(alerting),

@@ -8,6 +8,18 @@ Facts (Envoy Gateway v1.8.3, AI Gateway v1.1.0; CRDs in ../shared/reference/crds
   RateLimitRedisSettings: url and tls only). The password reaches the rate limit service as its REDIS_AUTH
   environment variable (envoyproxy/ratelimit settings.go), set through `provider.kubernetes.
   rateLimitDeployment.container.env` from a Secret (EG's ratelimit tests use the same REDIS_AUTH).
+- TLS to the store (Envoy Gateway v1.8.3 internal/infrastructure/kubernetes/ratelimit/resource.go): with
+  `redis.tls` set, EG sets REDIS_TLS=true and mounts a volume named `redis-certs` at /redis-certs in the
+  rate limit container, but creates that volume only from `tls.certificateRef` (a client certificate; there
+  is no CA field): with `tls: {}` alone the Deployment would mount a volume it lacks. The platform gives the
+  pod that volume itself (`rateLimitDeployment.pod.volumes`, merged by name: resource.ExpectedVolumes), the
+  store's CA only, and points REDIS_TLS_CACERT at it (envoyproxy/ratelimit 1e50889b, EG's pinned image:
+  settings.go RedisTlsConfig -> utils.TlsConfigFromFiles adds it to the system roots; the Go TLS dialer
+  checks the server's name against the host of REDIS_URL, STORE_HOST). Valkey listens only on TLS (`port 0`,
+  `tls-port`; valkey.conf's TLS section), with a leaf for the Service's names signed by the platform's own
+  CA (components/certificates.py, as for the AI Gateway webhook), and no client certificates
+  (`tls-auth-clients no`: the password still authenticates the client). The valkey/valkey image is built
+  with BUILD_TLS=yes (valkey-container Dockerfile.template).
 - The rate limit pods carry `app.kubernetes.io/{name: envoy-ratelimit, component: ratelimit, managed-by:
   envoy-gateway}` (internal/infrastructure/kubernetes/ratelimit/resource.go, rateLimitLabels).
 - BackendTrafficPolicy `rateLimit.global.rules[]`: `shared: true` makes one bucket across every route the
@@ -40,6 +52,7 @@ from typing import Any
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, secret
 from llm_platform.config.schema import GatewayClient, QuotaStoreConfig
 from llm_platform.facts.versions import VALKEY_IMAGE, VALKEY_UID
+from llm_platform.plan.addon_pods import RATE_LIMIT_CPU, RATE_LIMIT_MEMORY, STORE_CPU, STORE_MEMORY
 from llm_platform.plan.naming import GATEWAY_NAMESPACE
 
 STORE = "ratelimit-valkey"
@@ -47,9 +60,19 @@ STORE_PORT = 6379
 STORE_LABELS = {"app.kubernetes.io/name": "valkey", "app.kubernetes.io/instance": STORE}
 STORE_AUTH_SECRET = "ratelimit-valkey-auth"
 STORE_CONFIG = "ratelimit-valkey-config"
-STORE_URL = f"{STORE}.{GATEWAY_NAMESPACE}.svc.cluster.local:{STORE_PORT}"
-STORE_CPU = "100m"
-STORE_MEMORY = "256Mi"
+STORE_HOST = f"{STORE}.{GATEWAY_NAMESPACE}.svc.cluster.local"
+STORE_URL = f"{STORE_HOST}:{STORE_PORT}"
+STORE_TLS_SECRET = "ratelimit-valkey-tls"  # ca.crt, tls.crt, tls.key (components/certificates.py)
+STORE_TLS_DIR = "/etc/valkey/tls"
+STORE_CA_VALIDITY_HOURS = 10 * 365 * 24
+STORE_CERT_VALIDITY_HOURS = 3 * 365 * 24
+STORE_CERT_RENEW_HOURS = 90 * 24
+# the pod template's annotation that carries the leaf's SHA-256: Valkey reads its certificate only at start, so
+# a leaf renewed by `pulumi up` restarts the pod
+STORE_CERT_ANNOTATION = "llm-platform/tls-cert-sha256"
+# where the rate limit container finds the store's CA: the mount path EG gives the `redis-certs` volume
+RATE_LIMIT_CERTS_VOLUME = "redis-certs"
+RATE_LIMIT_CA_FILE = "/redis-certs/ca.crt"
 STORE_MEMORY_LIMIT = "512Mi"
 # below the container's limit: Valkey evicts the keys nearest expiry (every counter has a TTL) instead of
 # being OOM-killed
@@ -59,20 +82,30 @@ RATE_LIMIT_LABELS = {
     "app.kubernetes.io/component": "ratelimit",
     "app.kubernetes.io/managed-by": "envoy-gateway",
 }
-RATE_LIMIT_CPU = "100m"
-RATE_LIMIT_MEMORY = "128Mi"
 RATE_LIMIT_MEMORY_LIMIT = "512Mi"
 AI_GATEWAY_METADATA = "io.envoy.ai_gateway"  # AI Gateway's dynamic metadata namespace (llmRequestCosts)
 TOKEN_METADATA = {"input": "llm_input_token", "output": "llm_output_token", "total": "llm_total_token"}
 TOKEN_COST_TYPE = {"input": "InputToken", "output": "OutputToken", "total": "TotalToken"}
 
 
+def store_dns_names() -> list[str]:
+    """The names the store's certificate is for: its Service's, the fully qualified one last (STORE_HOST,
+    the host the rate limit service dials and checks the certificate against)."""
+    return [STORE, f"{STORE}.{GATEWAY_NAMESPACE}", f"{STORE}.{GATEWAY_NAMESPACE}.svc", STORE_HOST]
+
+
 def store_config() -> str:
-    """valkey.conf: append-only file synced every second on the volume (a restart keeps the day's budgets),
-    no RDB snapshots, the password from the Secret's file (never in argv or a ConfigMap)."""
+    """valkey.conf: TLS only (no plaintext port; no client certificates asked for), append-only file synced
+    every second on the volume (a restart keeps the day's budgets), no RDB snapshots, the password from the
+    Secret's file (never in argv or a ConfigMap)."""
     return "\n".join(
         [
-            f"port {STORE_PORT}",
+            "port 0",
+            f"tls-port {STORE_PORT}",
+            f"tls-cert-file {STORE_TLS_DIR}/tls.crt",
+            f"tls-key-file {STORE_TLS_DIR}/tls.key",
+            f"tls-ca-cert-file {STORE_TLS_DIR}/ca.crt",
+            "tls-auth-clients no",
             "bind * -::*",
             "protected-mode yes",
             "dir /data",
@@ -94,6 +127,11 @@ def auth_conf(password: str) -> str:
 def store_secret(data: Any) -> dict[str, Any]:
     """`data` = {password, auth.conf} (a Pulumi secret in the component: masked in state and renders)."""
     return secret(STORE_AUTH_SECRET, GATEWAY_NAMESPACE, data)
+
+
+def store_tls_secret(pems: Any) -> dict[str, Any]:
+    """`pems` = {ca.crt, tls.crt, tls.key} (a Pulumi secret in the component: masked in state and renders)."""
+    return secret(STORE_TLS_SECRET, GATEWAY_NAMESPACE, pems)
 
 
 def store_config_map() -> dict[str, Any]:
@@ -123,10 +161,13 @@ def _password_env(name: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"secretKeyRef": {"name": STORE_AUTH_SECRET, "key": "password"}}}
 
 
-def store_stateful_set(store: QuotaStoreConfig, storage_class: str | None) -> dict[str, Any]:
+def store_stateful_set(
+    store: QuotaStoreConfig, storage_class: str | None, cert_sha256: Any = None
+) -> dict[str, Any]:
     """One Valkey on the add-on nodes with its counters on a volume of the stack's StorageClass (the
     cluster's default outside eks mode). One replica: the rate limit service fails open while it restarts
-    (Envoy Gateway's default, `failClosed: false`), it does not lose the counters."""
+    (Envoy Gateway's default, `failClosed: false`), it does not lose the counters. `cert_sha256`: the
+    leaf's digest (an Output in the component) on the pod template, so a renewed leaf restarts Valkey."""
     claim: dict[str, Any] = {
         "metadata": {"name": "data"},
         "spec": {
@@ -137,10 +178,20 @@ def store_stateful_set(store: QuotaStoreConfig, storage_class: str | None) -> di
     if storage_class:
         claim["spec"]["storageClassName"] = storage_class
     ping = {
-        "exec": {"command": ["sh", "-c", "valkey-cli -h 127.0.0.1 ping | grep -q PONG"]},
+        # valkey-cli checks the chain, not the name (127.0.0.1 is not in the certificate)
+        "exec": {
+            "command": [
+                "sh",
+                "-c",
+                f"valkey-cli --tls --cacert {STORE_TLS_DIR}/ca.crt -h 127.0.0.1 ping | grep -q PONG",
+            ]
+        },
         "periodSeconds": 10,
         "timeoutSeconds": 3,
     }
+    template_metadata: dict[str, Any] = {"labels": dict(STORE_LABELS)}
+    if cert_sha256 is not None:
+        template_metadata["annotations"] = {STORE_CERT_ANNOTATION: cert_sha256}
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
@@ -151,7 +202,7 @@ def store_stateful_set(store: QuotaStoreConfig, storage_class: str | None) -> di
             "selector": {"matchLabels": dict(STORE_LABELS)},
             "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
             "template": {
-                "metadata": {"labels": dict(STORE_LABELS)},
+                "metadata": template_metadata,
                 "spec": {
                     "nodeSelector": dict(ADDON_NODE_LABEL),
                     "tolerations": [ADDON_TOLERATION],
@@ -196,6 +247,7 @@ def store_stateful_set(store: QuotaStoreConfig, storage_class: str | None) -> di
                                     "subPath": "valkey.conf",
                                 },
                                 {"name": "auth", "mountPath": "/etc/valkey/auth", "readOnly": True},
+                                {"name": "tls", "mountPath": STORE_TLS_DIR, "readOnly": True},
                             ],
                         }
                     ],
@@ -209,6 +261,7 @@ def store_stateful_set(store: QuotaStoreConfig, storage_class: str | None) -> di
                                 "defaultMode": 0o440,
                             },
                         },
+                        {"name": "tls", "secret": {"secretName": STORE_TLS_SECRET, "defaultMode": 0o440}},
                     ],
                 },
             },
@@ -237,18 +290,34 @@ def store_network_policy() -> dict[str, Any]:
 
 
 def envoy_gateway_quota_values(store: QuotaStoreConfig) -> dict[str, Any]:
-    """Merged into gateway-helm's `config.envoyGateway`: the Redis backend and the rate limit Deployment
-    Envoy Gateway then runs (on the add-on nodes, with the store's password from the Secret)."""
+    """Merged into gateway-helm's `config.envoyGateway`: the Redis backend over TLS and the rate limit
+    Deployment Envoy Gateway then runs (on the add-on nodes, with the store's password from the Secret and
+    its CA, nothing else of the TLS Secret, in the `redis-certs` volume EG mounts)."""
+    ca_volume = {
+        "name": RATE_LIMIT_CERTS_VOLUME,
+        "secret": {
+            "secretName": STORE_TLS_SECRET,
+            "items": [{"key": "ca.crt", "path": "ca.crt"}],
+            "defaultMode": 0o444,
+        },
+    }
     return {
-        "rateLimit": {"backend": {"type": "Redis", "redis": {"url": STORE_URL}}},
+        "rateLimit": {"backend": {"type": "Redis", "redis": {"url": STORE_URL, "tls": {}}}},
         "provider": {
             "type": "Kubernetes",
             "kubernetes": {
                 "rateLimitDeployment": {
                     "replicas": store.rate_limit_replicas,
-                    "pod": {"nodeSelector": dict(ADDON_NODE_LABEL), "tolerations": [ADDON_TOLERATION]},
+                    "pod": {
+                        "nodeSelector": dict(ADDON_NODE_LABEL),
+                        "tolerations": [ADDON_TOLERATION],
+                        "volumes": [ca_volume],
+                    },
                     "container": {
-                        "env": [_password_env("REDIS_AUTH")],
+                        "env": [
+                            _password_env("REDIS_AUTH"),
+                            {"name": "REDIS_TLS_CACERT", "value": RATE_LIMIT_CA_FILE},
+                        ],
                         "resources": {
                             "requests": {"cpu": RATE_LIMIT_CPU, "memory": RATE_LIMIT_MEMORY},
                             "limits": {"memory": RATE_LIMIT_MEMORY_LIMIT},

@@ -4,6 +4,8 @@ NetworkPolicy, built from the model's plan and the cache mode's wiring (componen
 Facts about current vLLM (shared/reference/README.md): `/health` answers once the server is up,
 `--api-key` guards `/v1/*` only (so `/metrics` and `/health` stay reachable for probes and Prometheus),
 `--shutdown-timeout N` drains in-flight requests on SIGTERM, `--disable-log-requests` no longer exists.
+The pod's stop (preStop sleep, `--shutdown-timeout`, `terminationGracePeriodSeconds`) is the model's drain plan
+(plan/drain.py), sized to its longest generation.
 """
 
 from __future__ import annotations
@@ -39,10 +41,6 @@ from llm_platform.plan.naming import (
 PORT = 8000
 HOME = "/home/vllm"
 CONTAINER = "vllm"
-# graceful shutdown: the endpoint leaves the Service during the preStop sleep, then vLLM drains
-PRESTOP_SLEEP_SECONDS = 15
-DRAIN_SECONDS = 45
-TERMINATION_GRACE_SECONDS = PRESTOP_SLEEP_SECONDS + DRAIN_SECONDS + 15
 # on top of the startup probe's budget: a new GPU node and the first copy of the weights
 NODE_AND_WEIGHTS_SECONDS = 1800
 KV_EVENTS_PORT = 5557  # vLLM's ZMQ KV-cache event publisher (precise prefix routing)
@@ -109,8 +107,9 @@ def vllm_args(m: ModelPlan, wiring: CacheWiring) -> list[str]:
         str(model.gpu_memory_utilization),
         "--port",
         str(PORT),
+        # on SIGTERM: refuse new requests, finish the in-flight ones within the drain plan's timeout
         "--shutdown-timeout",
-        str(DRAIN_SECONDS),
+        str(m.drain.shutdown_timeout_seconds),
         *kv_events_args(model),
         *lora_args(m, wiring.adapter_dirs),
         *wiring.extra_args,
@@ -260,7 +259,8 @@ def deployment(
         },
         "readinessProbe": {**health, "periodSeconds": 5, "timeoutSeconds": 3, "failureThreshold": 3},
         "livenessProbe": {**health, "periodSeconds": 15, "timeoutSeconds": 5, "failureThreshold": 4},
-        "lifecycle": {"preStop": {"sleep": {"seconds": PRESTOP_SLEEP_SECONDS}}},
+        # the endpoint picker drops the pod when it is deleted; vLLM keeps serving what was already routed
+        "lifecycle": {"preStop": {"sleep": {"seconds": m.drain.prestop_sleep_seconds}}},
         "volumeMounts": [
             {"name": "dshm", "mountPath": "/dev/shm"},
             {"name": "home", "mountPath": HOME},
@@ -300,7 +300,7 @@ def deployment(
                     # above the GPU headroom placeholders: a pending replica preempts one on a warm node
                     **({"priorityClassName": priority_class} if priority_class else {}),
                     "securityContext": non_root_pod(),
-                    "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
+                    "terminationGracePeriodSeconds": m.drain.termination_grace_seconds,
                     "nodeSelector": {POOL_LABEL: names.node_pool},
                     "tolerations": [GPU_TOLERATION],
                     "topologySpreadConstraints": [

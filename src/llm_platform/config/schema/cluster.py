@@ -138,6 +138,9 @@ class ClusterConfig(Schema):
     public_access_cidrs: list[IPv4Network] = Field(default_factory=lambda: [IPv4Network("0.0.0.0/0")])
     admin_role_arns: list[Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$")]] = []
     ami_versions: AmiVersions = Field(default_factory=AmiVersions)
+    # failed GPU nodes are found and replaced (components/specs/gpu_health.py): Karpenter's NodeRepair and EKS
+    # node auto repair on the system node group; staging and prod require it (preflight `repair`)
+    node_repair: bool = True
     # existing mode: reach a cluster someone else runs; no AWS resource is created
     kubeconfig: str | None = None
     context: str | None = None

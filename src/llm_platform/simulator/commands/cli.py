@@ -21,6 +21,7 @@ from llm_platform.simulator.commands.overload_args import CLIENTS
 from llm_platform.simulator.controllers.platform_nodes import platform_nodes
 from llm_platform.simulator.controllers.strategies import Strategy
 from llm_platform.simulator.day.result import Result
+from llm_platform.simulator.search.node_loss import gpu_node_loss
 from llm_platform.simulator.search.scenarios import (
     Setup,
     capacity_summary,
@@ -190,6 +191,10 @@ def _day(argv: Sequence[str]) -> int:
         if args.stack is not None and (nodes := platform_nodes(args.stack)) is not None:
             discount = 0.6 if args.spot_discount is None else args.spot_discount
             console.print(nodes.line(discount), markup=False)
+        if args.gpu_node_loss:
+            loss = gpu_node_loss(setup.traffic, setup.table, strategies[0], setup.config)
+            for line in loss.lines():
+                console.print(f"{strategies[0].name}: {line}", markup=False)
         if recommendation is not None:
             console.print(f"recommended config: paste under {path} in the stack file", markup=False)
             console.print(autoscaling_yaml(recommendation), markup=False, soft_wrap=True)

@@ -100,6 +100,11 @@ def parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
+        "--gpu-node-loss", action="store_true",
+        help="what-if: the GPU node serving the most replicas fails at the busiest minute (first strategy): "
+        "the SLO misses it adds and the warm headroom that would cover it",
+    )  # fmt: skip
+    p.add_argument(
         "--json", action="store_true", help="JSON rows with per-day figures and the per-minute timeline"
     )
     p.add_argument("--plot", type=png_path, help="write the day's timeline to this PNG")

@@ -104,6 +104,13 @@ def print_table(results: Sequence[Result], title: str, out: Console | None = Non
             "simulator/search/oracle.py)",
             markup=False,
         )
+    cut = [f"{r.strategy} {r.streams_cut}" for r in results if r.streams_cut is not None]
+    if cut:
+        out.print(
+            "  streams cut by scale-down and rollouts (still generating past the pods' grace period): "
+            + ", ".join(cut),
+            markup=False,
+        )
     for r in results:
         out.print(f"  {r.strategy}: {r.description}", markup=False)
 

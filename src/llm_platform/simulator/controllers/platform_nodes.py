@@ -1,9 +1,9 @@
 """What the platform's CPU nodes cost per day beside the GPUs: the fixed system node group (on-demand, its
 `systemNodes.min`) and the add-on NodePool's nodes.
 
-The add-on pool is sized from the stack's own render (tools.render under mocks, built from the same plan as
-the deploy) with preflight's packing (tools/preflight/room.py) of every add-on that runs all day, at its
-replica count (loader Jobs finish after the first deploy and are left out). Its nodes are priced on-demand,
+The add-on pool is sized from the plan: every workload that runs all day on it, at its replica count, as the
+specs size them (plan/addon_pods.py, the source the specs and preflight's pod model read too; loader Jobs
+finish after the first deploy and are left out), packed the way preflight packs the pool. Its nodes are priced on-demand,
 or at the spot discount when the pool allows spot (Karpenter launches spot first). Before issue #30 this was
 a fixed cost per environment (the system node group only: 2 x m6i.large in dev and staging, 4 x m6i.xlarge in
 prod); now it follows what the stack runs: each model's endpoint pickers add to the add-on pool.
@@ -15,13 +15,10 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from llm_platform.config.loader import Stack, stack_region
+from llm_platform.config.loader import Stack, load_stack, stack_region
 from llm_platform.facts.cpu_catalog import CPU_INSTANCES
-from llm_platform.tools import render
-from llm_platform.tools.preflight.pods import program_pods, release_pods
-from llm_platform.tools.preflight.room import pack
-from llm_platform.tools.preflight.scheduling import admission_problem, node_types
-from llm_platform.tools.preflight.view import from_mocks
+from llm_platform.plan import resolve
+from llm_platform.plan.addon_pods import addon_pool_pods, pack, pool_kinds
 
 HOURS = 24
 
@@ -61,24 +58,16 @@ class PlatformNodes:
 
 def platform_nodes(stack: Stack) -> PlatformNodes | None:
     """None for an existing cluster (its nodes are someone else's bill)."""
-    result = render.evaluate(stack)
-    view = from_mocks(stack, result.mocks)
-    groups = view.of_type("eks:index:ManagedNodeGroup")
-    pools = [p for p in view.of_kind("NodePool") if p.name == "addons"]
-    if not groups or not pools:
+    plan = resolve(load_stack(stack), str(stack))
+    pool = plan.addon_pool
+    if pool is None:
         return None
-    group = next(iter(groups.values()))
-    system = (group["instanceTypes"][0], int(group["scalingConfig"]["desiredSize"]))
-    nodes, _ = node_types(view)
-    pool_nodes = [n for n in nodes if n.group == pools[0].name]
-    pods = program_pods(view) + release_pods(view)[0]
+    system_nodes = plan.cluster.system_nodes
+    system = (system_nodes.instance_type, system_nodes.min)  # the group's desired size is its minimum
+    pods = addon_pool_pods(plan)
     daemons = [p for p in pods if p.daemon]
-    all_day = [
-        p
-        for p in pods
-        if not p.daemon and p.kind != "Job" and any(admission_problem(p, n) is None for n in pool_nodes)
-    ]
-    packed = Counter(n.node.instance_type for n in pack(all_day, pool_nodes, daemons))
-    requirements = pools[0].body["spec"]["template"]["spec"]["requirements"]
-    capacity = next(r["values"] for r in requirements if r["key"] == "karpenter.sh/capacity-type")
-    return PlatformNodes(system, tuple(packed.most_common()), "spot" in capacity, stack_region(stack))
+    kinds = pool_kinds(pool.instances, pool.disk_size_gib, daemons)
+    packed = Counter(n.node for n in pack([p for p in pods if not p.daemon], kinds))
+    return PlatformNodes(
+        system, tuple(packed.most_common()), "spot" in pool.capacity_types, stack_region(stack)
+    )

@@ -19,6 +19,11 @@ scale-from-zero waiting room) and they are served when a pod is Ready; what is s
 gets a 503, and what arrives past the bound a 503 at once (day/clients.py). The gateway counts arrivals as
 dispatched (entering service) plus shed and evicted.
 
+Streams cut (`Result.streams_cut`): when the ReplicaSet deletes a Ready pod (a scale-down) the pod holds its
+share (1 / Ready pods) of the streams in flight that second; one of them is cut if it would still be generating
+`SimConfig.drain_grace_seconds` later (the pods' terminationGracePeriodSeconds, plan/drain.py), when the kubelet
+kills vLLM. `SimConfig.rollouts` adds rollouts: at each of those seconds every Ready pod is replaced once.
+
 Clients (`SimConfig.client`, the OpenAI SDK's by default: day/clients.py) give up on a request still queued at
 their timeout and send a timed-out or shed attempt again after their backoff: the retries are arrivals too.
 """
@@ -66,6 +71,14 @@ class SimConfig:
     replica_floor: int = 1
     flow_control: FlowControlPlan | None = None  # the gateway's bounded queue in front of the model
     client: Client = OPENAI_SDK  # each request's timeout and retries (day/clients.py)
+    # the vLLM pods' terminationGracePeriodSeconds (plan/drain.py): a stream longer than this past its pod's
+    # deletion is cut; None: not known (no figure reported)
+    drain_grace_seconds: float | None = None
+    rollouts: tuple[float, ...] = ()  # seconds at which a rollout replaces every Ready pod
+    # what-if (search/node_loss.py): seconds at which the GPU node serving the most replicas fails, and warm
+    # placeholders kept on top of the headroom plan's
+    node_failures: tuple[float, ...] = ()
+    extra_placeholders: int = 0
 
 
 def simulate(
@@ -82,7 +95,7 @@ def simulate(
     kv_per_seq = (table.stats.mean_decode_context + KV_BLOCK_TOKENS / 2) / table.model.kv_capacity_tokens
     fb = table.model.framebuffer_used_fraction
 
-    placeholders = placeholder_targets(cfg.capacity.headroom, cfg.day_start_utc, T)
+    placeholders = placeholder_targets(cfg.capacity.headroom, cfg.day_start_utc, T) + cfg.extra_placeholders
     cluster = Cluster(cfg.capacity, rng, strategy.replicas, int(placeholders[0]))
     spec = strategy.replicas
     hpa: HPA | None = None
@@ -152,6 +165,9 @@ def simulate(
     q = 0.0
     lam_eff = 0.0
     ready = cluster.ready
+    removals: list[tuple[float, int, int]] = []  # (second, Ready pods deleted, Ready pods before)
+    rollout_at = {int(r): True for r in cfg.rollouts}
+    failures = {int(f): True for f in cfg.node_failures}
     report_every = max(1, T // 100)
     for t in range(T):
         now = float(t)
@@ -218,9 +234,17 @@ def simulate(
             cluster.set_placeholders(now, int(placeholders[t // 60]))  # the headroom's KEDA cron
         if t % RETRY_SECONDS == 0 and cluster.pending:
             cluster.reschedule_pending(now)
+        if failures.get(t):
+            cluster.fail_node(now)
+            ready = cluster.ready
         if len(cluster.pods) != spec:
+            before = ready
             cluster.set_replicas(now, spec)
             ready = cluster.ready
+            if ready < before:  # Ready pods deleted: their streams drain within the grace period
+                removals.append((now, before - ready, before))
+        if rollout_at.get(t) and ready:
+            removals.append((now, ready, ready))
         # serving (fluid, 1 s)
         if fc is not None and q > 0:  # the picker answers what it held past its TTL
             dispatched_s[t] = fc.saturation_queue_depth * ready
@@ -254,7 +278,23 @@ def simulate(
             progress(report_every)
 
     sec = clients.seconds(queue_start, capacity_s, admitted_s, room_s, ready_s, dispatched_s)
-    return _summarise(traffic, table, strategy, cfg, rng, cluster, ready_s, desired_s, lam_s, sec, clients)
+    result = _summarise(traffic, table, strategy, cfg, rng, cluster, ready_s, desired_s, lam_s, sec, clients)
+    if cfg.drain_grace_seconds is not None:
+        result.streams_cut = streams_cut(result.stream_spans, removals, cfg.drain_grace_seconds)
+    return result
+
+
+def streams_cut(
+    spans: tuple[np.ndarray, np.ndarray], removals: list[tuple[float, int, int]], grace: float
+) -> int:
+    """Streams cut by pod deletions: at each deletion of `k` of `n` Ready pods, k/n of the streams generating
+    then that would still be generating `grace` seconds later (module doc), rounded to whole streams."""
+    start, end = spans
+    cut = 0.0
+    for at, k, n in removals:
+        live = (start <= at) & (end > at + grace)
+        cut += float(live.sum()) * k / n
+    return round(cut)
 
 
 def _summarise(
@@ -283,6 +323,11 @@ def _summarise(
     if table.model.lora is not None:  # adapter loads at first use and swaps (simulator/serving/lora.py)
         ttft_s = ttft_s + table.model.lora.request_delays(t_arr, ready_s, rng)
     itl = state["itl"][admit]
+    # each stream's generation, first token to last (the replica's steady ITL of its admission second)
+    first = t_arr + ttft_s
+    last = first + traffic.output_tokens * itl
+    served_ok = ~failed & ~never
+    spans = (first[served_ok], last[served_ok])
     violated = (ttft_s > cfg.slo.ttft_seconds) | (itl > cfg.slo.itl_seconds) | never | failed
     n = len(t_arr)
     ttft_s = np.where(failed, np.nan, ttft_s)  # latency percentiles are over the requests that got tokens
@@ -352,4 +397,5 @@ def _summarise(
         failed=int(failed.sum()),
         timeouts=fate.timeouts,
         retries=fate.retries,
+        stream_spans=spans,
     )

@@ -41,6 +41,12 @@ class Result:
     failed: int = 0  # requests whose last attempt was shed or timed out (misses)
     timeouts: int = 0  # attempts the client gave up at its timeout
     retries: int = 0  # attempts after the first
+    # streams cut by scale-down and rollouts (day/engine.py streams_cut); None without a known grace period
+    streams_cut: int | None = None
+    # each served stream's (first token, last token) seconds, for the cut count
+    stream_spans: tuple[np.ndarray, np.ndarray] = field(
+        default_factory=lambda: (np.zeros(0), np.zeros(0)), repr=False
+    )
 
     @property
     def cost_vs_oracle(self) -> float | None:
@@ -65,6 +71,7 @@ class Result:
             "shed_pct": round(self.shed_pct, 3),
             **{k: round(v, 3) for k, v in self.client_pct.items()},
             "flaps": self.flaps,
+            "streams_cut": self.streams_cut,
             "gpu_cost_usd_per_day": round(self.gpu_cost_usd_per_day, 2),
             "oracle_usd_per_day": round(self.oracle["whole_nodes_usd_per_day"], 2) if self.oracle else None,
             "oracle_per_second_usd_per_day": (

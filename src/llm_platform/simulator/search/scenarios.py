@@ -29,6 +29,7 @@ from llm_platform.config.schema import (
 )
 from llm_platform.facts.catalog import GPU_INSTANCES
 from llm_platform.facts.model_profiles import profile
+from llm_platform.plan.drain import drain_plan
 from llm_platform.simulator.controllers.strategies import (
     Strategy,
     hpa_gpu_memory,
@@ -207,7 +208,9 @@ def seed_setup(seed: int = 0, traffic: Traffic | None = None, prefix_hit_rate: f
         weights_gb=model.profile.weights_gb,
         consolidate_after=300.0,
     )
-    return Setup(table, SimConfig(capacity, SEED_SLO, scrape_interval=5, seed=seed), traffic)
+    grace = drain_plan(model).termination_grace_seconds  # the pods' grace period (plan/drain.py)
+    sim = SimConfig(capacity, SEED_SLO, scrape_interval=5, seed=seed, drain_grace_seconds=grace)
+    return Setup(table, sim, traffic)
 
 
 def seed_strategies(setup: Setup) -> list[Strategy]:

@@ -170,6 +170,7 @@ def stack_run(
         capacity, slo, scrape_interval=scrape_interval or mp.scaling.scrape_interval_s, seed=seed,
         replica_floor=replica_floor(cfg.environment, scale_to_zero_allowed(cfg, m.autoscaling)),
         flow_control=mp.flow_control,
+        drain_grace_seconds=mp.drain.termination_grace_seconds,
     )  # fmt: skip
     setup = Setup(table, sim, traffic)
     strategies = for_stack(mp.scaling, memory_target)

@@ -216,6 +216,20 @@ class Cluster:
         if not node.pods and node.terminated_at is None:
             self.nodepool.mark_empty(max(now, node.ready_at), node)
 
+    def fail_node(self, now: float) -> int:
+        """The node serving the most Ready replicas loses a GPU (serving/nodepool.py `fail`); the replicas lost."""
+
+        def serving(n: Node) -> int:
+            return sum(1 for p in n.pods if p.ready and not p.placeholder)
+
+        nodes = [n for n in self.nodepool.nodes if n.terminated_at is None and not n.cordoned]
+        node = max(nodes, key=serving, default=None)
+        if node is None or serving(node) == 0:
+            return 0
+        lost = serving(node)
+        self.nodepool.fail(now, node)
+        return lost
+
     def _evict(self, node: Node) -> None:
         """Karpenter cordoned the node: its replicas are gone (the ReplicaSet recreates them), its placeholders
         go Pending again."""

@@ -45,6 +45,9 @@ from llm_platform.simulator.serving.capacity_config import (
 
 SPOT_NOTICE_SECONDS = 120
 POD_DRAIN_SECONDS = 10.0  # preStop + in-flight drain before the GPU is free (Unverified)
+# Karpenter NodeRepair deletes a node whose AcceleratedHardwareReady has been False this long
+# (karpenter-provider-aws v1.14.1 pkg/cloudprovider/cloudprovider.go:320-324); it bills until then
+REPAIR_SECONDS = 600.0
 # kubernetes-sigs/karpenter pkg/controllers/disruption/controller.go `pollingPeriod`
 DISRUPTION_POLL_SECONDS = 10.0
 
@@ -220,6 +223,14 @@ class NodePool:
             return
         self._drain(node)
         self.events.push(now + SPOT_NOTICE_SECONDS, self._reclaimed, node)
+
+    def fail(self, now: float, node: Node) -> None:
+        """A GPU of the node fails: its pods die at once, nothing new lands there, and node repair deletes the
+        node REPAIR_SECONDS later (the ReplicaSet's replacements launch elsewhere meanwhile)."""
+        if node.terminated_at is not None:
+            return
+        self._drain(node)
+        self.events.push(now + REPAIR_SECONDS, self._reclaimed, node)
 
     def _expire_reservations(self, now: float) -> None:
         """The Capacity Block is expiring: no launches into it from now on, its nodes drained and deleted."""

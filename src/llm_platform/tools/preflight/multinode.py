@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from llm_platform.facts.catalog import GPU_INSTANCES
+from llm_platform.plan.addon_pods import EFA
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.iam import _policies_of, granted, references  # pyright: ignore[reportPrivateUsage]
 from llm_platform.tools.preflight.nodes import requirement_values
-from llm_platform.tools.preflight.pods import EFA, pod_requests
+from llm_platform.tools.preflight.pods import pod_requests
 from llm_platform.tools.preflight.view import Manifest, RenderView
 
 CHECK = "multinode"

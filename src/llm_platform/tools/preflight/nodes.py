@@ -4,22 +4,33 @@ NodePool nodes from each NodePool's requirements, expanded to the catalog instan
 facts/catalog.py, disk the instance store; the add-on pool: facts/cpu_catalog.py, disk its EC2NodeClass'
 root volume).
 
-Allocatable follows the EKS AMIs' kubelet reservations (`/etc/eks/bootstrap.sh` and nodeadm, identical
-since AL2): CPU 6 % of the first core, 1 % of the second, 0.5 % of the next two, 0.25 % of the rest;
-memory 255 MiB + 11 MiB per pod slot plus the 100 MiB eviction threshold; ephemeral storage 1 GiB kube-reserved
-plus the 10 % `nodefs.available` eviction threshold. Pod slots: 110 (the VPC CNI's prefix delegation is on,
-and the EKS max-pods calculator caps instances under 30 vCPUs at 110, larger ones at 250).
+Allocatable follows the EKS AMIs' kubelet reservations (plan/addon_pods.py `allocatable`, what the simulator
+prices the add-on pool by too).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from llm_platform.facts.catalog import GPU_INSTANCES
 from llm_platform.facts.cpu_catalog import CPU_INSTANCES
+from llm_platform.plan.addon_pods import GI, allocatable, max_pods, reserved_cpu_millis
 
-GI = 1024  # MiB per GiB
+__all__ = [
+    "GI",
+    "KARPENTER_DEFAULT_ROOT_GIB",
+    "SYSTEM_INSTANCES",
+    "NodeType",
+    "allocatable",
+    "efa_capacity",
+    "max_pods",
+    "node_pool_nodes",
+    "requirement_values",
+    "reserved_cpu_millis",
+    "root_volume_gib",
+    "system_node",
+]
+
 
 # CPU instance types the system node group and the add-on NodePool may use: (vCPUs, memory GiB)
 SYSTEM_INSTANCES: dict[str, tuple[int, int]] = {
@@ -27,20 +38,6 @@ SYSTEM_INSTANCES: dict[str, tuple[int, int]] = {
 }
 # Karpenter's default root volume of an AL2023 node when the EC2NodeClass names none
 KARPENTER_DEFAULT_ROOT_GIB = 20
-
-
-def reserved_cpu_millis(vcpus: int) -> int:
-    steps = [(1, 0.06), (1, 0.01), (2, 0.005)]
-    millis, left = 0.0, vcpus
-    for cores, share in steps:
-        take = min(cores, left)
-        millis += take * 1000 * share
-        left -= take
-    return math.ceil(millis + left * 1000 * 0.0025)
-
-
-def max_pods(vcpus: int) -> int:
-    return 110 if vcpus < 30 else 250
 
 
 @dataclass(frozen=True)
@@ -72,18 +69,6 @@ class NodeType:
             "vpc.amazonaws.com/efa": self.efa,
             "pods": self.pods,
         }
-
-
-def allocatable(vcpus: int, memory_gib: float, disk_gib: float, gpus: int) -> dict[str, int]:
-    pods = max_pods(vcpus)
-    return {
-        "cpu": vcpus * 1000 - reserved_cpu_millis(vcpus),
-        "memory": math.floor(memory_gib * GI - (255 + 11 * pods) - 100),
-        "ephemeral-storage": math.floor(disk_gib * GI * 0.9 - GI),
-        "nvidia.com/gpu": gpus,
-        "vpc.amazonaws.com/efa": 0,
-        "pods": pods,
-    }
 
 
 def _node(name: str, group: str, instance: str, alloc: dict[str, int], **kwargs) -> NodeType:

@@ -9,34 +9,14 @@ reported, never silently passed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from llm_platform.facts import addons
 from llm_platform.facts.addons import resolve_ref
+from llm_platform.plan.addon_pods import CHART_DEFAULTS, RESOURCES, quantity
 from llm_platform.tools.preflight.view import Release, RenderView
-
-EFA = "vpc.amazonaws.com/efa"  # the EFA device plugin's resource (multi-node replicas)
-RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", EFA)
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-_DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
-
-
-def quantity(resource: str, value: Any) -> int:
-    """CPU in millicores, memory and storage in MiB, GPUs as a count."""
-    text = str(value).strip()
-    if resource == "cpu":
-        return round(float(text[:-1])) if text.endswith("m") else round(float(text) * 1000)
-    if resource in ("nvidia.com/gpu", EFA):
-        return int(text)
-    match = re.fullmatch(r"([0-9.eE+-]+)([KMGT]i?|k)?", text)
-    if not match:
-        raise ValueError(f"{resource}: cannot read quantity {value!r}")
-    number, unit = float(match.group(1)), match.group(2) or ""
-    scale = _BINARY.get(unit) or _DECIMAL.get(unit) or 1
-    return round(number * scale / 2**20)
 
 
 def requests_of(containers: list[dict[str, Any]]) -> dict[str, int]:
@@ -272,7 +252,7 @@ def _kube_prometheus_stack(r: Release) -> list[PodTemplate]:
 
 
 def _keda(r: Release) -> list[PodTemplate]:
-    defaults = {"requests": {"cpu": "100m", "memory": "100Mi"}}
+    defaults = {"requests": CHART_DEFAULTS["keda"].as_dict()}
     return [
         _system_style(r, component, "Deployment", "", resources=_get(r.values, f"resources.{key}", defaults))
         for component, key in (
@@ -346,13 +326,14 @@ def _fsx_csi(r: Release) -> list[PodTemplate]:
     return [
         _chart_pod(
             r, "controller", "Deployment", replicas=int(_get(v, "controller.replicaCount", 2)),
-            resources=_get(v, "controller.resources", {"requests": {"cpu": "10m", "memory": "40Mi"}}),
+            resources=_get(v, "controller.resources", {"requests": CHART_DEFAULTS["aws-fsx-csi-driver"].as_dict()}),
             node_selector=_get(v, "controller.nodeSelector", {}),
             tolerations=_get(v, "controller.tolerations", default_tolerations), where="controller",
         ),
         _chart_pod(
             r, "node", "DaemonSet", tolerations=node_tolerations,
-            resources=_get(v, "node.resources", {"requests": {"cpu": "10m", "memory": "40Mi"}}), where="node",
+            resources=_get(v, "node.resources", {"requests": CHART_DEFAULTS["aws-fsx-csi-driver"].as_dict()}),
+            where="node",
         ),
     ]  # fmt: skip
 
@@ -363,7 +344,7 @@ def _envoy_gateway(r: Release) -> list[PodTemplate]:
     return [
         _chart_pod(
             r, "controller", "Deployment", replicas=int(_get(v, "deployment.replicas", 1)),
-            resources=_get(v, "deployment.envoyGateway.resources", {"requests": {"cpu": "100m", "memory": "256Mi"}}),
+            resources=_get(v, "deployment.envoyGateway.resources", {"requests": CHART_DEFAULTS["gateway-helm"].as_dict()}),
             node_selector=_get(v, "deployment.pod.nodeSelector", {}),
             tolerations=_get(v, "deployment.pod.tolerations", []),
             affinity=_get(v, "deployment.pod.affinity", {}),
@@ -430,7 +411,7 @@ def envoy_proxy_pods(view: RenderView) -> list[PodTemplate]:
 def _lws(r: Release) -> list[PodTemplate]:
     """The LeaderWorkerSet controller (lws v0.10.0 chart: `replicaCount`, `resources` 1 CPU / 1Gi)."""
     v = r.values
-    resources = _get(v, "resources", {"requests": {"cpu": "1", "memory": "1Gi"}})
+    resources = _get(v, "resources", {"requests": CHART_DEFAULTS["lws"].as_dict()})
     return [
         _system_style(
             r, "controller", "Deployment", "", replicas=int(_get(v, "replicaCount", 1)), resources=resources

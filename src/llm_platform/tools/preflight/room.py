@@ -12,24 +12,17 @@ enough.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from llm_platform.facts.cpu_catalog import CPU_INSTANCES
+from llm_platform.plan.addon_pods import Bin
+from llm_platform.plan.addon_pods import pack as plan_pack
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.nodes import GI, NodeType
 from llm_platform.tools.preflight.pods import RESOURCES, PodTemplate
-from llm_platform.tools.preflight.scheduling import _overhead, admission_problem, shortfall
+from llm_platform.tools.preflight.scheduling import _overhead, admission_problem
 from llm_platform.tools.preflight.view import Manifest
 
 CHECK = "ceilings"
 WARN_SHARE = 0.85
-
-
-@dataclass
-class _Node:
-    node: NodeType
-    free: dict[str, int]
-    owners: set[str] = field(default_factory=set)
 
 
 def _quantity_gib(value: str) -> float:
@@ -41,33 +34,15 @@ def _quantity_gib(value: str) -> float:
     return float(text) / 2**30
 
 
-def pack(pods: list[PodTemplate], nodes: list[NodeType], daemons: list[PodTemplate]) -> list[_Node]:
-    """First-fit decreasing of every replica (a pod no admitted instance fits is schedulability's blocker)."""
+def pack(pods: list[PodTemplate], nodes: list[NodeType], daemons: list[PodTemplate]) -> list[Bin[NodeType]]:
+    """First-fit decreasing of every replica (plan/addon_pods.py `pack`, what the simulator prices the add-on
+    pool by) onto the node types, smallest first, each with what its DaemonSets leave free."""
     by_size = sorted(nodes, key=lambda n: (n.cpu_millis, n.memory_mib))
-    replicas = sorted(((p, i) for p in pods for i in range(p.replicas)), key=lambda r: -r[0].requests["cpu"])
-    packed: list[_Node] = []
-    for pod, _ in replicas:
-        need = {**pod.requests, "pods": 1}
-        home = next(
-            (
-                n
-                for n in packed
-                if all(n.free[r] >= need[r] for r in need)
-                and not (pod.hostname_anti_affinity and pod.owner in n.owners)
-            ),
-            None,
-        )
-        if home is None:
-            kind = next((n for n in by_size if shortfall(pod, n, daemons) is None), None)
-            if kind is None:
-                continue
-            overhead = _overhead(kind, daemons)
-            home = _Node(kind, {r: kind.allocatable[r] - overhead[r] for r in (*RESOURCES, "pods")})
-            packed.append(home)
-        for r in need:
-            home.free[r] -= need[r]
-        home.owners.add(pod.owner)
-    return packed
+    kinds = []
+    for kind in by_size:
+        overhead = _overhead(kind, daemons)
+        kinds.append((kind, {r: kind.allocatable[r] - overhead[r] for r in (*RESOURCES, "pods")}))
+    return plan_pack(pods, kinds)
 
 
 def cpu_pool_room(

@@ -6,10 +6,12 @@ from collections.abc import Callable
 
 from llm_platform.tools.preflight.alerting import alerting
 from llm_platform.tools.preflight.capacity import ceilings, disruption_budgets
+from llm_platform.tools.preflight.drain import drain
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.iam import iam
 from llm_platform.tools.preflight.multinode import multinode
 from llm_platform.tools.preflight.ordering import ordering
+from llm_platform.tools.preflight.repair import repair
 from llm_platform.tools.preflight.scheduling import coverage, schedulability
 from llm_platform.tools.preflight.view import RenderView
 from llm_platform.tools.preflight.zero import zero
@@ -24,6 +26,8 @@ CHECKS: dict[str, Callable[[RenderView], list[Finding]]] = {
     "alerting": alerting,
     "multinode": multinode,
     "zero": zero,
+    "repair": repair,
+    "drain": drain,
 }
 
 

@@ -1,0 +1,336 @@
+"""The pods that run all day on the add-on NodePool, from the plan, and their packing onto its instances.
+
+One source for three readers: the specs write these requests and replica counts into the add-on releases'
+values and the program's own workloads (EnvoyProxy, the quota store, the endpoint pickers); the chart
+defaults below are what preflight's pod model (`tools/preflight/pods.py`) assumes where the values set none;
+and the simulator prices the add-on pool (`simulator/controllers/platform_nodes.py`) from `addon_pool_pods`
+and `pack` here without rendering the program. `pack` is preflight's packing too (`tools/preflight/room.py`
+hands it the render's pods), and a test compares this module's pods and packing with preflight's from the
+render of every fixture stack (tests/plan/test_addon_pods.py), so the two cannot drift apart.
+
+Allocatable follows the EKS AMIs' kubelet reservations (`/etc/eks/bootstrap.sh` and nodeadm, identical
+since AL2): CPU 6 % of the first core, 1 % of the second, 0.5 % of the next two, 0.25 % of the rest;
+memory 255 MiB + 11 MiB per pod slot plus the 100 MiB eviction threshold; ephemeral storage 1 GiB kube-reserved
+plus the 10 % `nodefs.available` eviction threshold. Pod slots: 110 (the VPC CNI's prefix delegation is on,
+and the EKS max-pods calculator caps instances under 30 vCPUs at 110, larger ones at 250).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, Protocol, TypeVar
+
+from llm_platform.facts.cpu_catalog import CPU_INSTANCES, CpuInstance
+from llm_platform.plan.gateway import EPP_REPLICAS
+from llm_platform.plan.model import ModelPlan
+from llm_platform.plan.stack import Plan
+
+__all__ = [
+    "AI_GATEWAY_CONTROLLER_REQUESTS",
+    "AI_GATEWAY_REPLICAS",
+    "CHART_DEFAULTS",
+    "EFA",
+    "EPP_MEMORY",
+    "GI",
+    "GPU_OPERATOR_OPERATOR",
+    "LOAD_BALANCER_REPLICAS",
+    "OPENCOST_EXPORTER",
+    "PROMETHEUS",
+    "PROXY_CPU",
+    "PROXY_MEMORY",
+    "RATE_LIMIT_CPU",
+    "RATE_LIMIT_MEMORY",
+    "RESOURCES",
+    "STORE_CPU",
+    "STORE_MEMORY",
+    "Bin",
+    "PoolPod",
+    "Requests",
+    "addon_pool_pods",
+    "allocatable",
+    "epp_cpu_millicores",
+    "max_pods",
+    "pack",
+    "pool_kinds",
+    "quantity",
+    "reserved_cpu_millis",
+]
+
+GI = 1024  # MiB per GiB
+EFA = "vpc.amazonaws.com/efa"  # the EFA device plugin's resource (multi-node replicas)
+RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", EFA)
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+_DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+
+
+def quantity(resource: str, value: Any) -> int:
+    """CPU in millicores, memory and storage in MiB, GPUs as a count."""
+    text = str(value).strip()
+    if resource == "cpu":
+        return round(float(text[:-1])) if text.endswith("m") else round(float(text) * 1000)
+    if resource in ("nvidia.com/gpu", EFA):
+        return int(text)
+    match = re.fullmatch(r"([0-9.eE+-]+)([KMGT]i?|k)?", text)
+    if not match:
+        raise ValueError(f"{resource}: cannot read quantity {value!r}")
+    number, unit = float(match.group(1)), match.group(2) or ""
+    scale = _BINARY.get(unit) or _DECIMAL.get(unit) or 1
+    return round(number * scale / 2**20)
+
+
+@dataclass(frozen=True)
+class Requests:
+    """A container's CPU and memory requests, as Kubernetes quantities."""
+
+    cpu: str
+    memory: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"cpu": self.cpu, "memory": self.memory}
+
+
+# ---------------------------------------------------------------- what the program sets (the specs read these)
+
+PROXY_CPU = "1"  # each Envoy proxy of the gateway (components/specs/gateway.py envoy_proxy)
+PROXY_MEMORY = "512Mi"
+EPP_MEMORY = "1Gi"  # each endpoint picker (components/specs/inference_pool.py)
+STORE_CPU = "100m"  # the quota store, Valkey (components/specs/quota.py)
+STORE_MEMORY = "256Mi"
+RATE_LIMIT_CPU = "100m"  # each replica of Envoy Gateway's global rate limit service
+RATE_LIMIT_MEMORY = "128Mi"
+PROMETHEUS = Requests("500m", "2Gi")  # each Prometheus replica (components/specs/observability.py)
+GPU_OPERATOR_OPERATOR = Requests(
+    "200m", "128Mi"
+)  # the GPU Operator's operator (components/specs/gpu_operator.py)
+AI_GATEWAY_CONTROLLER_REQUESTS = Requests(
+    "100m", "256Mi"
+)  # the AI Gateway controller (components/specs/gateway.py)
+AI_GATEWAY_REPLICAS = 2
+OPENCOST_EXPORTER = Requests("100m", "256Mi")  # the OpenCost exporter (components/specs/costs.py)
+LOAD_BALANCER_REPLICAS = 2  # the AWS Load Balancer Controller (components/specs/load_balancer.py)
+
+
+def epp_cpu_millicores(model: ModelPlan) -> int:
+    """An endpoint picker's CPU: idle CPU grows with the pods it scrapes every 50 ms (docs/operations.md)."""
+    return max(500, 100 * model.model.autoscaling.max_replicas)
+
+
+# ---------------------------------------------- chart defaults where the program sets none (preflight's model)
+
+CHART_DEFAULTS: dict[str, Requests] = {
+    "keda": Requests("100m", "100Mi"),  # keda 2.20.2 values.yaml resources.{operator,metricServer,webhooks}
+    "aws-fsx-csi-driver": Requests(
+        "10m", "40Mi"
+    ),  # aws-fsx-csi-driver 1.17.0 controller.resources, node.resources
+    "gateway-helm": Requests("100m", "256Mi"),  # gateway-helm v1.8.3 deployment.envoyGateway.resources
+    "lws": Requests("1", "1Gi"),  # lws 0.10.0 values.yaml resources
+}
+
+
+# -------------------------------------------------------------------------------------- the add-on pool's pods
+
+
+@dataclass(frozen=True)
+class PoolPod:
+    """One workload on the add-on pool: CPU in millicores, memory in MiB (the shape `pack` reads)."""
+
+    owner: str
+    kind: str  # Deployment | StatefulSet | DaemonSet
+    replicas: int
+    requests: Mapping[str, int]
+    hostname_anti_affinity: bool = False
+
+    @property
+    def daemon(self) -> bool:
+        return self.kind == "DaemonSet"
+
+
+def _pod(owner: str, kind: str, replicas: int = 1, requests: Requests | None = None) -> PoolPod:
+    amounts: dict[str, int] = dict.fromkeys(RESOURCES, 0)
+    if requests is not None:
+        amounts |= {"cpu": quantity("cpu", requests.cpu), "memory": quantity("memory", requests.memory)}
+    return PoolPod(owner, kind, replicas, amounts)
+
+
+def _release(name: str, component: str) -> str:
+    return f"Helm release {name} ({component})"
+
+
+def _gateway_pods(plan: Plan) -> list[PoolPod]:
+    """The gateway's own workloads and its controllers' (with the gateway on and an EKS cluster)."""
+    store = plan.gateway.quota_store
+    out = [
+        _pod("StatefulSet llm-gateway/ratelimit-valkey", "StatefulSet", 1, Requests(STORE_CPU, STORE_MEMORY))
+    ]
+    out = out if store is not None else []
+    out.append(
+        _pod(
+            "EnvoyProxy llm-gateway/llm-gateway-proxy",
+            "Deployment",
+            plan.gateway.replicas,
+            Requests(PROXY_CPU, PROXY_MEMORY),
+        )
+    )
+    out.append(
+        _pod(_release("aws-load-balancer-controller", "controller"), "Deployment", LOAD_BALANCER_REPLICAS)
+    )
+    return out
+
+
+def _controller_pods(plan: Plan) -> list[PoolPod]:
+    store = plan.gateway.quota_store
+    out = [_pod(_release("envoy-gateway", "controller"), "Deployment", 1, CHART_DEFAULTS["gateway-helm"])]
+    if store is not None:
+        rate_limit = Requests(RATE_LIMIT_CPU, RATE_LIMIT_MEMORY)
+        out.append(
+            _pod(_release("envoy-gateway", "ratelimit"), "Deployment", store.rate_limit_replicas, rate_limit)
+        )
+    out.append(
+        _pod(
+            _release("ai-gateway", "controller"),
+            "Deployment",
+            AI_GATEWAY_REPLICAS,
+            AI_GATEWAY_CONTROLLER_REQUESTS,
+        )
+    )
+    for m in plan.models:
+        cpu = Requests(f"{epp_cpu_millicores(m)}m", EPP_MEMORY)
+        picker = _pod(_release(m.name, "epp"), "Deployment", EPP_REPLICAS, cpu)
+        # the pickers of one model on distinct nodes (inference_pool.py's required pod anti-affinity)
+        out.append(replace(picker, hostname_anti_affinity=True))
+    return out
+
+
+def addon_pool_pods(plan: Plan) -> list[PoolPod]:
+    """Every workload of a deployed stack (its API keys set) that lands on the add-on pool and runs all day,
+    DaemonSets included (loader Jobs finish after the first deploy and are left out); none without the pool."""
+    if plan.addon_pool is None:
+        return []
+    gateway = plan.gateway.enabled and bool(plan.models)
+    out = _gateway_pods(plan) if gateway else []
+    if any(m.multi_node for m in plan.models):
+        out.append(_pod(_release("lws", "controller"), "Deployment", 1, CHART_DEFAULTS["lws"]))
+    if plan.uses_fsx:
+        fsx = CHART_DEFAULTS["aws-fsx-csi-driver"]
+        out += [
+            _pod(_release("aws-fsx-csi-driver", "controller"), "Deployment", 2, fsx),
+            _pod(_release("aws-fsx-csi-driver", "node"), "DaemonSet", 1, fsx),
+        ]
+    kps = "kube-prometheus-stack"
+    prometheus = _pod(
+        _release(kps, "prometheus"), "StatefulSet", plan.monitoring.prometheus.replicas, PROMETHEUS
+    )
+    out += [
+        prometheus,
+        _pod(_release(kps, "alertmanager"), "StatefulSet"),
+        *(_pod(_release(kps, c), "Deployment") for c in ("operator", "grafana", "kube-state-metrics")),
+        _pod(_release(kps, "node-exporter"), "DaemonSet"),
+    ]
+    if plan.costs.enabled:
+        out.append(_pod(_release("opencost", "exporter"), "Deployment", 1, OPENCOST_EXPORTER))
+    out += [_pod(_release("node-feature-discovery", c), "Deployment") for c in ("master", "gc")]
+    out += [
+        _pod(_release("keda", c), "Deployment", 1, CHART_DEFAULTS["keda"])
+        for c in ("operator", "metrics server", "webhooks")
+    ]
+    out.append(_pod(_release("gpu-operator", "operator"), "Deployment", 1, GPU_OPERATOR_OPERATOR))
+    return out + (_controller_pods(plan) if gateway else [])
+
+
+# ------------------------------------------------------------------------------------------- nodes and packing
+
+
+def reserved_cpu_millis(vcpus: int) -> int:
+    steps = [(1, 0.06), (1, 0.01), (2, 0.005)]
+    millis, left = 0.0, vcpus
+    for cores, share in steps:
+        take = min(cores, left)
+        millis += take * 1000 * share
+        left -= take
+    return math.ceil(millis + left * 1000 * 0.0025)
+
+
+def max_pods(vcpus: int) -> int:
+    return 110 if vcpus < 30 else 250
+
+
+def allocatable(vcpus: int, memory_gib: float, disk_gib: float, gpus: int) -> dict[str, int]:
+    pods = max_pods(vcpus)
+    return {
+        "cpu": vcpus * 1000 - reserved_cpu_millis(vcpus),
+        "memory": math.floor(memory_gib * GI - (255 + 11 * pods) - 100),
+        "ephemeral-storage": math.floor(disk_gib * GI * 0.9 - GI),
+        "nvidia.com/gpu": gpus,
+        EFA: 0,
+        "pods": pods,
+    }
+
+
+class Packable(Protocol):
+    @property
+    def owner(self) -> str: ...
+    @property
+    def replicas(self) -> int: ...
+    @property
+    def requests(self) -> Mapping[str, int]: ...
+    @property
+    def hostname_anti_affinity(self) -> bool: ...
+
+
+K = TypeVar("K")
+
+
+@dataclass
+class Bin(Generic[K]):
+    """One packed node: its kind, what is left free on it, the workloads on it."""
+
+    node: K
+    free: dict[str, int]
+    owners: set[str] = field(default_factory=set)
+
+
+def pack(pods: Sequence[Packable], kinds: Sequence[tuple[K, Mapping[str, int]]]) -> list[Bin[K]]:
+    """First-fit decreasing by CPU of every replica onto nodes of the first kind (`kinds` smallest first, each
+    with what its DaemonSets leave free) the replica fits, never two replicas of a pod with required hostname
+    anti-affinity on one node; a replica no kind fits is left out (schedulability's blocker in preflight)."""
+    replicas = sorted(((p, i) for p in pods for i in range(p.replicas)), key=lambda r: -r[0].requests["cpu"])
+    packed: list[Bin[K]] = []
+    for pod, _ in replicas:
+        need = {**pod.requests, "pods": 1}
+        home = next(
+            (
+                n
+                for n in packed
+                if all(n.free[r] >= need[r] for r in need)
+                and not (pod.hostname_anti_affinity and pod.owner in n.owners)
+            ),
+            None,
+        )
+        if home is None:
+            kind = next(((k, free) for k, free in kinds if all(free[r] >= need[r] for r in need)), None)
+            if kind is None:
+                continue
+            home = Bin(kind[0], dict(kind[1]))
+            packed.append(home)
+        for r in need:
+            home.free[r] -= need[r]
+        home.owners.add(pod.owner)
+    return packed
+
+
+def pool_kinds(
+    instances: Sequence[CpuInstance], disk_gib: float, daemons: Sequence[Packable]
+) -> list[tuple[str, dict[str, int]]]:
+    """The add-on pool's instance types, smallest allocatable first (ties in the CPU catalog's order, as
+    preflight reads the pool's requirements), each with what the DaemonSets on it leave free."""
+    order = list(CPU_INSTANCES)
+    out = []
+    for i in sorted(instances, key=lambda i: order.index(i.instance_type)):
+        alloc = allocatable(i.vcpus, i.memory_gib, disk_gib, 0)
+        free = {r: alloc[r] - sum(d.requests[r] for d in daemons) for r in RESOURCES}
+        free["pods"] = alloc["pods"] - len(daemons)
+        out.append((i.instance_type, free, (alloc["cpu"], alloc["memory"])))
+    return [(name, free) for name, free, _ in sorted(out, key=lambda k: k[2])]
