@@ -37,6 +37,12 @@ if TYPE_CHECKING:  # the public names for type checkers (`X as X`: re-exported, 
     from llm_platform.components.gateway import (
         GatewayArgs as GatewayArgs,
     )
+    from llm_platform.components.gateway_routes import (
+        GatewayRoutes as GatewayRoutes,
+    )
+    from llm_platform.components.gateway_routes import (
+        GatewayRoutesArgs as GatewayRoutesArgs,
+    )
     from llm_platform.components.gpu_operator import (
         GpuOperator as GpuOperator,
     )
@@ -161,6 +167,7 @@ COMPONENTS = {
     "InferenceService": "llm_platform.components.inference",
     "ModelAutoscaling": "llm_platform.components.autoscaling",
     "Gateway": "llm_platform.components.gateway",
+    "GatewayRoutes": "llm_platform.components.gateway_routes",
     "LoadBalancerController": "llm_platform.components.load_balancer",
 }
 # the other public names: the stack file's blocks, the error, the plan, the components' shared types

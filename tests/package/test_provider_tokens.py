@@ -64,6 +64,7 @@ INPUTS: dict[str, dict[str, Any]] = {
     "InferenceService": {**BLOCKS, "model": MODELS[1], "models": MODELS},
     "ModelAutoscaling": {**BLOCKS, "model": MODELS[1], "models": MODELS},
     "Gateway": {**BLOCKS, "gateway": VALUES["gateway"], "models": MODELS, "vpcCidr": "10.40.0.0/16"},
+    "GatewayRoutes": {**BLOCKS, "gateway": VALUES["gateway"], "models": MODELS, "prefix": "search"},
     "LoadBalancerController": {
         "clusterName": "team",
         "region": "us-east-1",
@@ -76,6 +77,7 @@ SECRETS = {
     "Observability": {"grafanaAdminPassword": SECRET},
     "InferenceService": {"apiKey": SECRET},
     "Gateway": {"vllmApiKey": SECRET, "clientKeys": {"web": f"{SECRET}-web", "batch": f"{SECRET}-batch"}},
+    "GatewayRoutes": {"vllmApiKey": SECRET},
 }
 
 

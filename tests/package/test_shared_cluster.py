@@ -12,6 +12,11 @@ from llm_platform import (
     ConfigError,
     ExistingCluster,
     ExistingClusterArgs,
+    Gateway,
+    GatewayArgs,
+    GatewayRoutes,
+    GatewayRoutesArgs,
+    GatewaySettings,
     GpuHeadroom,
     GpuHeadroomArgs,
     GpuNodePools,
@@ -24,6 +29,8 @@ from llm_platform import (
     ModelAutoscalingArgs,
     ModelSettings,
 )
+from llm_platform.components.multinode import EfaNetwork, EfaNetworkArgs
+from llm_platform.config.loader import parse_block
 from llm_platform.testing import Registered, evaluate, example_values, test_args
 
 TEAM_PROMETHEUS = "http://prometheus-operated.observability.svc.cluster.local:9090"
@@ -216,3 +223,154 @@ def test_without_a_provider_the_platform_builds_its_own() -> None:
     recorded = evaluate(lambda: LlmPlatform("llm-dev", test_args(example_values())))
     resources = [r for r in recorded.created if r.typ.startswith("aws:")]
     assert {r.k8s_provider for r in resources} == {"llm-dev-aws"}
+
+
+EFA_POOLS: list[GpuNodePoolSettings] = [
+    {
+        "name": "p5-efa",
+        "instanceFamilies": ["p5"],
+        "capacityTypes": ["on-demand"],
+        "placementZone": "us-east-1a",
+        "gpuLimit": 16,
+    },
+]
+
+
+def test_two_teams_efa_pools_get_placement_groups_of_their_own() -> None:
+    """A multi-node pool's cluster placement group is named after the cluster and the team's NodePool, and
+    each team's EC2NodeClass selects its own group: two teams' `p5-efa` pools never share one."""
+
+    def program() -> None:
+        cluster = ExistingCluster("shared", ExistingClusterArgs(cluster_name="shared", kubeconfig="{}"))
+        for prefix in ("search", "support"):
+            efa = EfaNetwork(
+                f"{prefix}-efa",
+                EfaNetworkArgs(
+                    cluster_name="shared",
+                    vpc_id="vpc-1",
+                    pools=parse_block("gpuNodePools", EFA_POOLS),
+                    prefix=prefix,
+                ),
+            )
+            GpuNodePools(
+                f"{prefix}-gpu",
+                GpuNodePoolsArgs(
+                    cluster_name="shared",
+                    gpu_node_pools=EFA_POOLS,
+                    zones=["us-east-1a"],
+                    node_role_name="shared-karpenter-node",
+                    efa_security_group_id=efa.security_group_id,
+                    prefix=prefix,
+                ),
+                opts=pulumi.ResourceOptions(providers=[cluster.provider]),
+            )
+
+    recorded = evaluate(program)
+    groups = sorted(r.inputs["name"] for r in recorded.by_type("aws:ec2/placementGroup:PlacementGroup"))
+    assert groups == ["shared-search-p5-efa", "shared-support-p5-efa"]
+    selected = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"]["placementGroupSelector"]["name"]
+        for r in recorded.by_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+    }
+    assert selected == {
+        "search-gpu-al2023-p5-efa": "shared-search-p5-efa",
+        "support-gpu-al2023-p5-efa": "shared-support-p5-efa",
+    }
+
+
+GATEWAY: GatewaySettings = {
+    "enabled": True,
+    "replicas": 2,
+    "clients": [{"name": "web", "requestsPerMinute": 600}],
+}
+TEAMS = ("search", "support")
+
+
+def gateway_and_two_teams_routes() -> None:
+    """The platform's Gateway with its own `chat`, and two teams' routes to their own `chat` and `embed`."""
+    cluster = ExistingCluster("shared", ExistingClusterArgs(cluster_name="shared", kubeconfig="{}"))
+    opts = pulumi.ResourceOptions(providers=[cluster.provider])
+    Gateway(
+        "gateway",
+        GatewayArgs(
+            environment="dev",
+            gateway=GATEWAY,
+            models=MODELS[:1],
+            gpu_node_pools=POOLS,
+            client_keys={"web": "w" * 32},
+            vllm_api_key="v" * 32,
+            vpc_cidr="10.0.0.0/16",
+            route_namespaces=[f"{t}-model-{m['name']}" for t in TEAMS for m in MODELS],
+        ),
+        opts=opts,
+    )
+    for prefix in TEAMS:
+        GatewayRoutes(
+            f"{prefix}-routes",
+            GatewayRoutesArgs(
+                environment="dev",
+                gateway=GATEWAY,
+                models=MODELS,
+                gpu_node_pools=POOLS,
+                vllm_api_key=f"{prefix}-" + "k" * 32,
+                prefix=prefix,
+                monitor_labels=RELEASE,
+            ),
+            opts=opts,
+        )
+
+
+def test_two_teams_routes_on_one_gateway_write_no_object_twice() -> None:
+    recorded = evaluate(gateway_and_two_teams_routes)
+    written = objects(recorded)
+    assert [key for key, count in Counter(written).items() if count > 1] == []
+    releases = [
+        (r.inputs["namespace"], r.inputs["name"]) for r in recorded.by_type("kubernetes:helm.sh/v3:Release")
+    ]
+    assert [key for key, count in Counter(releases).items() if count > 1] == []
+    pickers = sorted(ns for ns, name in releases if name in ("chat", "embed"))
+    assert pickers == [
+        "model-chat",
+        "search-model-chat",
+        "search-model-embed",
+        "support-model-chat",
+        "support-model-embed",
+    ]
+
+
+def test_each_teams_routes_attach_to_the_shared_gateway_on_paths_of_their_own() -> None:
+    recorded = evaluate(gateway_and_two_teams_routes)
+    (gateway,) = recorded.by_type("kubernetes:gateway.networking.k8s.io/v1:Gateway")
+    (listener,) = gateway.inputs["spec"]["listeners"]
+    admitted = listener["allowedRoutes"]["namespaces"]["selector"]["matchExpressions"][0]["values"]
+    paths: dict[str, str] = {}
+    for route in recorded.by_type("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"):
+        namespace = route.inputs["metadata"]["namespace"]
+        assert namespace in admitted
+        assert route.inputs["spec"]["parentRefs"][0]["name"] == gateway.inputs["metadata"]["name"]
+        (rule,) = route.inputs["spec"]["rules"]
+        paths[rule["matches"][0]["path"]["value"]] = namespace
+    assert paths == {
+        "/chat/v1": "model-chat",
+        "/search-chat/v1": "search-model-chat",
+        "/search-embed/v1": "search-model-embed",
+        "/support-chat/v1": "support-model-chat",
+        "/support-embed/v1": "support-model-embed",
+    }
+    rules = recorded.by_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule")
+    team_rules = [r for r in rules if r.inputs["metadata"]["namespace"] != "model-chat"]
+    assert len(team_rules) == 4
+    assert all(r.inputs["metadata"]["labels"]["release"] == "team-prometheus" for r in team_rules)
+
+
+def test_a_teams_model_at_zero_behind_the_shared_gateway_is_refused() -> None:
+    at_zero: list[ModelSettings] = [{**MODELS[0], "autoscaling": {"minReplicas": 0, "maxReplicas": 1}}]
+    with pytest.raises(ConfigError, match=r"models \(chat\)\.autoscaling\.minReplicas: 0 behind a shared"):
+        evaluate(
+            lambda: GatewayRoutes(
+                "t",
+                GatewayRoutesArgs(
+                    environment="dev", gateway=GATEWAY, models=at_zero, gpu_node_pools=POOLS, vllm_api_key="k"
+                ),
+            )
+        )

@@ -11,7 +11,7 @@ import pulumi_tls as tls
 
 from llm_platform.components import child_options, typed_options
 from llm_platform.components.certificates import server_certificate
-from llm_platform.components.kubernetes import apply_manifest
+from llm_platform.components.gateway_routes import RouteWriter
 from llm_platform.components.specs import gateway as spec
 from llm_platform.components.specs import gateway_monitoring as monitoring
 from llm_platform.components.specs import inference_pool as pool
@@ -27,13 +27,11 @@ from llm_platform.config.stack_args import (
     ModelCacheSettings,
     ModelSettings,
 )
-from llm_platform.facts.addons import AI_GATEWAY, ENDPOINT_PICKER, ENVOY_GATEWAY, Addon, version_of
+from llm_platform.facts.addons import AI_GATEWAY, ENVOY_GATEWAY
 from llm_platform.facts.versions import (
-    ENVOY_GATEWAY_CHART_REPO,
     INFERENCE_POOL_CRD_URL,
-    LLM_D_ROUTER_CHART_REPO,
 )
-from llm_platform.plan import ModelPlan, Plan
+from llm_platform.plan import Plan
 from llm_platform.plan.naming import AI_GATEWAY_NAMESPACE, GATEWAY_NAMESPACE
 from llm_platform.plan.stack import resolve_serving, serving_config
 
@@ -60,11 +58,22 @@ class GatewayArgs(TypedDict):
     """Where the NLB's connections and kubelet's probes come from."""
     storage_class: NotRequired[str]
     """The StorageClass of the quota store's volume (`gateway.quotaStore`); the cluster's default if unset."""
+    route_namespaces: NotRequired[list[str]]
+    """Other teams' model namespaces whose routes the Gateway admits beside its own models' (their
+    `GatewayRoutes`' `namespaces`, `<prefix>-model-<name>`). Default: none, its own models' only."""
 
 
-class Gateway(pulumi.ComponentResource):
+class Gateway(RouteWriter):
     """CRDs (Gateway API, Envoy Gateway, InferencePool, AI Gateway), the two controllers, the EnvoyProxy,
-    GatewayClass and Gateway, client keys, rate limits, and per model an InferencePool with its picker."""
+    GatewayClass and Gateway, client keys, rate limits, and per model an InferencePool with its picker.
+
+    Installed once per cluster; other teams' models join it through `GatewayRoutes` (their namespaces in
+    `route_namespaces`). Prerequisites: the models' InferenceServices (their namespaces `model-<name>`; pass
+    them as `models_ready`), the Prometheus Operator's CRDs (PodMonitor, PrometheusRule), the AWS Load
+    Balancer Controller for the NLB.
+    Its pods run on the add-on nodes (a cluster prerequisite): nodes labelled `llm-platform/node-role: addons` and
+    tainted `llm-platform/addons: true` (NoSchedule), which LlmPlatform's AddonNodePool makes; on a cluster you
+    run, label and taint a node group so."""
 
     namespace: str
 
@@ -168,6 +177,8 @@ class Gateway(pulumi.ComponentResource):
         )
         gateway_class = self._apply("gateway-class", spec.gateway_class(), proxy)
         model_namespaces = [m.names.namespace for m in models]
+        routed: list[str] = [*model_namespaces, *args.get("route_namespaces", [])]
+        model_namespaces = list(dict.fromkeys(routed))
         gateway_resource = self._apply(
             "gateway",
             spec.gateway(certificate_arn=gateway.certificate_arn, model_namespaces=model_namespaces),
@@ -188,6 +199,7 @@ class Gateway(pulumi.ComponentResource):
         credential = pulumi.Output.secret(pulumi.Output.from_input(args["vllm_api_key"]).apply(pool.bearer))
         self._costs = quota.llm_request_costs(gateway.clients) if gateway.quota_store else []
         self._clients = gateway.clients
+        self._monitor_labels = None
         for model in models:
             self._model(model, credential, gateway_resource, pool_crd, *controllers)
         at_zero = [m for m in models if zero.at_zero(m)]
@@ -197,46 +209,6 @@ class Gateway(pulumi.ComponentResource):
                 "scale-to-zero-dashboard", dashboard_configmap(zero.DASHBOARD, GATEWAY_NAMESPACE, board), ns
             )
         self.register_outputs({"namespace": self.namespace, "gateway": spec.GATEWAY})
-
-    def _model(
-        self,
-        model: ModelPlan,
-        credential: pulumi.Output[str],
-        *after: pulumi.Resource,
-    ) -> None:
-        """The model's InferencePool and picker (one chart release), routes, PDB, policies and alerts."""
-        waits = [*after, *self._models_ready]
-        prefix = model.name
-        picker = self._release(
-            f"{prefix}-pool",
-            "llm-d-router-gateway",
-            self._chart_version(ENDPOINT_PICKER),
-            pool.helm_values(model),
-            *waits,
-            namespace=model.names.namespace,
-            release=pool.release_name(model),
-            repository=LLM_D_ROUTER_CHART_REPO,
-        )
-        secret = self._apply(f"{prefix}-vllm-credential", pool.credential_secret(model, credential), *waits)
-        path_filter = self._apply(f"{prefix}-vllm-key", pool.credential_filter(model), secret)
-        model_filter = self._apply(f"{prefix}-model-filter", pool.model_route_filter(model), secret)
-        by_path = self._apply(f"{prefix}-route-by-path", pool.path_route(model), picker, path_filter)
-        by_model = self._apply(
-            f"{prefix}-route-by-model", pool.model_field_route(model, self._costs), picker, model_filter
-        )
-        # clients with a token budget kept off the path route, which charges no tokens (specs/quota.py)
-        uncharged = quota.uncharged_route_policy(
-            pool.path_route_name(model), model.names.namespace, self._clients, spec.CLIENT_HEADER
-        )
-        if uncharged is not None:
-            self._apply(f"{prefix}-path-token-budgets", uncharged, by_path)
-        if zero.at_zero(model):
-            # merged into the Gateway's BackendTrafficPolicy (rate limits): specs/zero.py
-            self._apply(f"{prefix}-from-zero", zero.zero_hold_policy(model), by_path, by_model)
-        self._apply(f"{prefix}-epp-pdb", pool.epp_pod_disruption_budget(model), *waits)
-        self._apply(f"{prefix}-epp-netpol", pool.epp_network_policy(model), *waits)
-        self._apply(f"{prefix}-vllm-from-epp", pool.vllm_from_picker_network_policy(model), *waits)
-        self._apply(f"{prefix}-epp-alerts", monitoring.epp_prometheus_rule(model), *waits)
 
     def _quota_store(
         self, store: QuotaStoreConfig | None, storage_class: str | None, ns: pulumi.Resource
@@ -296,31 +268,3 @@ class Gateway(pulumi.ComponentResource):
             renew_hours=spec.WEBHOOK_CERT_RENEW_HOURS,
             opts=child_options(self, self._opts),
         ).pems
-
-    def _chart_version(self, record: Addon, chart: int = -1) -> str:
-        """The version of the record's chart (by index; default its main chart) to install."""
-        return version_of(record, record.charts[chart], self._addon_versions)
-
-    def _release(
-        self,
-        suffix: str,
-        chart: str,
-        version: str,
-        values: dict[str, Any],
-        *after: pulumi.Resource,
-        namespace: str = GATEWAY_NAMESPACE,
-        release: str | None = None,
-        repository: str = ENVOY_GATEWAY_CHART_REPO,
-    ) -> k8s.helm.v3.Release:
-        return k8s.helm.v3.Release(
-            f"{self._name}-{suffix}",
-            name=release or suffix,
-            chart=f"{repository}/{chart}",
-            version=version,
-            namespace=namespace,
-            values=values,
-            opts=child_options(self, self._opts, *after),
-        )
-
-    def _apply(self, suffix: str, manifest: dict, *after: pulumi.Resource) -> pulumi.CustomResource:
-        return apply_manifest(f"{self._name}-{suffix}", manifest, child_options(self, self._opts, *after))

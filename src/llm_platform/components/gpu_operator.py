@@ -22,6 +22,12 @@ class GpuOperatorArgs(TypedDict):
 
 
 class GpuOperator(pulumi.ComponentResource):
+    """The NVIDIA GPU Operator's namespace and chart (device plugin, DCGM exporter, node feature discovery).
+
+    Its pods run on the add-on nodes (a cluster prerequisite): nodes labelled `llm-platform/node-role: addons` and
+    tainted `llm-platform/addons: true` (NoSchedule), which LlmPlatform's AddonNodePool makes; on a cluster you
+    run, label and taint a node group so."""
+
     release: k8s.helm.v3.Release
 
     def __init__(

@@ -44,7 +44,12 @@ class KarpenterArgs(TypedDict):
 
 class Karpenter(pulumi.ComponentResource):
     """Controller IAM (Pod Identity), node IAM with an EC2_LINUX access entry, an encrypted interruption
-    queue fed by EventBridge, the CRD chart, and the controller chart on the system nodes."""
+    queue fed by EventBridge, the CRD chart, and the controller chart on the system nodes.
+
+    Installed once per cluster. Prerequisites: the EKS Pod Identity agent, the cluster's access entries
+    (authentication mode API or API_AND_CONFIG_MAP), and the system nodes the controller runs on (never on
+    nodes it launches itself): nodes labelled `llm-platform/node-role: system` and tainted `CriticalAddonsOnly`,
+    EksCluster's system node group; on a cluster you run, label and taint a node group so."""
 
     node_role_name: pulumi.Output[str]
     node_role_arn: pulumi.Output[str]

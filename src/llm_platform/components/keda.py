@@ -20,7 +20,11 @@ class KedaArgs(TypedDict):
 
 
 class Keda(pulumi.ComponentResource):
-    """The `keda` namespace and the KEDA chart (operator, metrics API server, admission webhooks)."""
+    """The `keda` namespace and the KEDA chart (operator, metrics API server, admission webhooks).
+
+    Its pods run on the add-on nodes (a cluster prerequisite): nodes labelled `llm-platform/node-role: addons` and
+    tainted `llm-platform/addons: true` (NoSchedule), which LlmPlatform's AddonNodePool makes; on a cluster you
+    run, label and taint a node group so."""
 
     release: k8s.helm.v3.Release
     """KEDA's Helm release: its CRDs (ScaledObject) exist once it is up."""

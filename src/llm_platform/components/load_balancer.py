@@ -26,7 +26,12 @@ class LoadBalancerControllerArgs(TypedDict):
 
 
 class LoadBalancerController(pulumi.ComponentResource):
-    """The controller's least-privilege role (EKS Pod Identity) and its Helm release on the system nodes."""
+    """The controller's least-privilege role (EKS Pod Identity) and its Helm release in `kube-system`.
+
+    Prerequisites: the EKS Pod Identity agent, subnets tagged for load balancer discovery.
+    Its pods run on the add-on nodes (a cluster prerequisite): nodes labelled `llm-platform/node-role: addons` and
+    tainted `llm-platform/addons: true` (NoSchedule), which LlmPlatform's AddonNodePool makes; on a cluster you
+    run, label and taint a node group so."""
 
     release: k8s.helm.v3.Release
 

@@ -59,7 +59,11 @@ class ModelCacheArgs(TypedDict):
 
 class ModelCache(pulumi.ComponentResource):
     """A versioned, encrypted, private, TLS-only bucket and, when asked for, FSx for Lustre with its CSI
-    driver."""
+    driver. Installed once per cluster and shared by every team's InferenceServices (`weights`).
+
+    Prerequisites: with `fsx`, a subnet in the GPU nodes' zone (`subnet_id`) and the cluster's VPC; the
+    models' readers get their access through the EKS Pod Identity agent (InferenceService makes their
+    associations)."""
 
     bucket_name: pulumi.Output[str]
     bucket_arn: pulumi.Output[str]

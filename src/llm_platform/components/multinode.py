@@ -23,6 +23,7 @@ from llm_platform.components.specs import multinode as spec
 from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.config.schema import GpuNodePool
 from llm_platform.facts.addons import EFA_DEVICE_PLUGIN, LWS, version_of
+from llm_platform.plan.naming import check_prefix
 from llm_platform.plan.nodes import placement_group
 
 
@@ -33,6 +34,9 @@ class EfaNetworkArgs:
     pools: Sequence[GpuNodePool]
     """The EFA pools (plan.nodes.efa_pool)."""
     tags: dict[str, str] = field(default_factory=dict)
+    prefix: str = ""
+    """A team's on a shared cluster (the same as its GpuNodePools'): the placement groups are
+    `<cluster>-<prefix>-<pool>`. Default: none, `<cluster>-<pool>`."""
 
 
 class EfaNetwork(pulumi.ComponentResource):
@@ -73,7 +77,7 @@ class EfaNetwork(pulumi.ComponentResource):
         self.security_group_id = sg.id
         self.placement_groups = []
         for pool in args.pools:
-            group = placement_group(pool, args.cluster_name)
+            group = placement_group(pool, args.cluster_name, check_prefix(args.prefix))
             if group is None:
                 continue
             self.placement_groups.append(

@@ -48,7 +48,12 @@ class ObservabilityArgs(TypedDict):
 
 
 class Observability(pulumi.ComponentResource):
-    """Prometheus (persistent, selecting every monitor and rule in the cluster), Alertmanager, Grafana."""
+    """Prometheus (persistent, selecting every monitor and rule in the cluster), Alertmanager, Grafana.
+
+    Its pods run on the add-on nodes (a cluster prerequisite): nodes labelled `llm-platform/node-role: addons` and
+    tainted `llm-platform/addons: true` (NoSchedule), which LlmPlatform's AddonNodePool makes; on a cluster you
+    run, label and taint a node group so. Without `create_storage_class`, the cluster's default StorageClass holds
+    Prometheus's and Grafana's volumes; the EBS CSI driver (an EKS add-on) provisions them either way."""
 
     release: k8s.helm.v3.Release
 

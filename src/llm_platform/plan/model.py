@@ -84,6 +84,9 @@ class ModelNames:
     fsx_claim: str
     # the NodePool of the model's pool: the `llm-platform/gpu-pool` label value its pods select
     node_pool: str
+    # the first segment of its gateway path route, `/<path_name>/v1/...`: a team's models are
+    # `<prefix>-<name>` there too, as two teams' routes share the one Gateway
+    path_name: str
 
 
 def model_names(model_name: str, pool_name: str, prefix: str = "") -> ModelNames:
@@ -110,6 +113,7 @@ def model_names(model_name: str, pool_name: str, prefix: str = "") -> ModelNames
         fsx_volume=f"{namespace}-fsx",
         fsx_claim=f"{model_name}-fsx",
         node_pool=naming.node_pool_name(pool_name, prefix),
+        path_name=naming.scoped(prefix, model_name),
     )
 
 

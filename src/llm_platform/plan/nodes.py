@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from llm_platform.config.schema import AddonNodes, GpuNodePool
 from llm_platform.facts.cpu_catalog import CpuInstance
+from llm_platform.plan.naming import node_pool_name
 
 # the Karpenter NodePool and EC2NodeClass of the add-on nodes
 ADDON_POOL = "addons"
@@ -27,13 +28,15 @@ def efa_pool(pool: GpuNodePool) -> bool:
     return pool.placement_zone is not None
 
 
-def placement_group(pool: GpuNodePool, cluster_name: str) -> str | None:
+def placement_group(pool: GpuNodePool, cluster_name: str, prefix: str = "") -> str | None:
     """The cluster placement group of an EFA pool, or None: a reserved-only pool launches into its Capacity
     Blocks, which EC2 already places together (EC2 User Guide, "Use Capacity Blocks": no cluster placement group
-    is needed), and a launch must not ask for a placement group the reservation is not in."""
+    is needed), and a launch must not ask for a placement group the reservation is not in. `prefix`: a team's
+    on a shared cluster, `<cluster>-<prefix>-<pool>` (its NodePool's name after the cluster's), so two teams'
+    pools of one name never select the same group."""
     if not efa_pool(pool) or pool.capacity_types == ["reserved"]:
         return None
-    return f"{cluster_name}-{pool.name}"
+    return f"{cluster_name}-{node_pool_name(pool.name, prefix)}"
 
 
 def node_class_name(ami_family: str) -> str:

@@ -7,6 +7,7 @@ Availability comes from kube-state-metrics (`namespace` = the Deployment's names
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from llm_platform.components.specs import dashboards, zero
@@ -197,14 +198,20 @@ def _wake_signal_missing_rule(model: ModelPlan, labels: dict[str, str]) -> list[
     ]
 
 
-def epp_prometheus_rule(model: ModelPlan) -> dict[str, Any]:
+def epp_prometheus_rule(model: ModelPlan, monitor_labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """`monitor_labels`: what the cluster's Prometheus selects rules by (none: the platform's, which selects
+    every rule)."""
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": {
             "name": f"{model.name}-endpoint-picker",
             "namespace": model.names.namespace,
-            "labels": {"app.kubernetes.io/name": "llm-d-router", "app.kubernetes.io/component": "alerting"},
+            "labels": {
+                "app.kubernetes.io/name": "llm-d-router",
+                "app.kubernetes.io/component": "alerting",
+                **(monitor_labels or {}),
+            },
         },
         "spec": {"groups": [{"name": f"endpoint-picker.{model.name}", "rules": epp_alert_rules(model)}]},
     }

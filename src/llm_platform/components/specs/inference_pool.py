@@ -382,7 +382,8 @@ def routed_model_names(model: ModelPlan) -> list[str]:
 
 
 def path_prefix(model: ModelPlan) -> str:
-    return f"/{model.name}/v1"
+    """`/<model>/v1`; a team's model on a shared gateway, `/<prefix>-<model>/v1`."""
+    return f"/{model.names.path_name}/v1"
 
 
 def path_route_name(model: ModelPlan) -> str:

@@ -412,7 +412,7 @@ def node_class(
     if pool is not None and uses_reservations(pool):
         spec["capacityReservationSelectorTerms"] = reservations.selector_terms(pool)
     if pool is not None and efa_pool(pool):
-        spec |= efa_node_class(pool, cluster_name)
+        spec |= efa_node_class(pool, cluster_name, prefix)
     if user_data:
         spec["userData"] = user_data
     return {
@@ -440,11 +440,12 @@ def efa_interfaces(count: int) -> list[dict[str, Any]]:
     return [primary, *efa]
 
 
-def efa_node_class(pool: GpuNodePool, cluster_name: str) -> dict[str, Any]:
-    """What an EFA pool's EC2NodeClass adds: its interfaces (the catalog's count) and its placement group."""
+def efa_node_class(pool: GpuNodePool, cluster_name: str, prefix: str = "") -> dict[str, Any]:
+    """What an EFA pool's EC2NodeClass adds: its interfaces (the catalog's count) and its placement group
+    (the team's, with a `prefix`)."""
     (count,) = {i.efa_interfaces for i in pool.instances}  # one count per pool (config/schema/multinode.py)
     out: dict[str, Any] = {"networkInterfaces": efa_interfaces(count)}
-    group = placement_group(pool, cluster_name)
+    group = placement_group(pool, cluster_name, prefix)
     if group is not None:
         out["placementGroupSelector"] = {"name": group}
     return out
