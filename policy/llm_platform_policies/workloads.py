@@ -61,6 +61,7 @@ class VllmPod(NamedTuple):
     props: dict[str, Any]
     spec: dict[str, Any]
     container: dict[str, Any]
+    role: str | None = None  # a LeaderWorkerSet's leader or worker
 
 
 def _where(args: ResourceValidationArgs, props: dict[str, Any]) -> str:
@@ -85,7 +86,7 @@ def _vllm_pods(args: ResourceValidationArgs) -> list[VllmPod]:
     for t in templates:
         container = vllm_container(t.spec)
         if container is not None:
-            pods.append(VllmPod(f"{where} ({t.role})" if t.role else where, props, t.spec, container))
+            pods.append(VllmPod(f"{where} ({t.role})" if t.role else where, props, t.spec, container, t.role))
     return pods
 
 
@@ -382,7 +383,8 @@ def _check_drain(pod: VllmPod, report_violation: ReportViolation) -> None:
         return
     grace = 30 if raw_grace is None else as_int(raw_grace)
     pre_stop = _prestop_seconds(container)
-    drain = flag_int(tokens(container), 0, "--shutdown-timeout")
+    # a worker serves no request: its preStop waits out the leader's drain, and then it stops at once
+    drain = 0 if pod.role == "worker" else flag_int(tokens(container), 0, "--shutdown-timeout")
     if grace is None or pre_stop is None or drain is None:
         return
     if grace <= pre_stop + drain:

@@ -58,6 +58,7 @@ def test_eks_cluster_settings(run_program) -> None:
     assert addons == {
         "eks-pod-identity-agent",
         "aws-ebs-csi-driver",
+        "eks-node-monitoring-agent",  # the GPU health conditions node repair acts on
     }  # vpc-cni, coredns, kube-proxy: pulumi-eks
 
 

@@ -127,7 +127,7 @@ def test_reservation_interruptions_and_feature_gate_are_wired(rendered: Path) ->
     )
     assert pattern["detail-type"] == ["EC2 Capacity Reservation Instance Interruption Warning"]
     karpenter = yaml.safe_load((rendered / "helm" / "karpenter.yaml").read_text())
-    assert karpenter["values"]["settings"]["featureGates"] == {"reservedCapacity": True}
+    assert karpenter["values"]["settings"]["featureGates"] == {"reservedCapacity": True, "nodeRepair": True}
 
 
 def test_reservation_end_times_reach_prometheus(rendered: Path) -> None:

@@ -17,6 +17,7 @@ from llm_platform.components.specs import quota, zero
 from llm_platform.config.errors import ConfigError
 from llm_platform.config.schema import GatewayClient
 from llm_platform.config.stack_args import (
+    EnvironmentValue,
     GatewaySettings,
     GpuNodePoolSettings,
     ModelCacheSettings,
@@ -116,7 +117,7 @@ class GatewayRoutesArgs(TypedDict):
     """A team's models behind a Gateway it shares: the stack file's blocks of the team's models (camelCase
     keys, checked by the stack's rules), the Gateway's `gateway` block, the team's prefix and vLLM key."""
 
-    environment: str
+    environment: EnvironmentValue
     """dev, staging or prod."""
     gateway: GatewaySettings
     """The `gateway` block the shared Gateway was built from: its clients (their token budgets reach these
