@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from llm_platform.components.specs.common import rule_manifest
 from llm_platform.config.schema import ModelConfig
 from llm_platform.plan import ModelPlan, promql
 from llm_platform.plan.naming import keda_hpa_name
@@ -257,31 +258,19 @@ def prometheus_rule(m: ModelPlan, *, labels: Mapping[str, str] | None = None) ->
     Prometheus' ruleSelector keeps its chart default (`ruleSelectorNilUsesHelmValues: true`).
     """
     names = m.names
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "PrometheusRule",
-        "metadata": {
-            "name": names.prometheus_rule,
-            "namespace": names.namespace,
-            "labels": {
-                "app.kubernetes.io/name": "vllm",
-                "app.kubernetes.io/instance": m.name,
-                "app.kubernetes.io/component": "alerting",
-                **(labels or {}),
-            },
-        },
-        "spec": {
-            "groups": [
-                {
-                    "name": f"vllm.{m.name}",
-                    "rules": alert_rules(
-                        m.model,
-                        names.namespace,
-                        deployment=names.deployment,
-                        scaled_object=names.scaled_object,
-                        multi_node=m.multi_node,
-                    ),
-                }
-            ]
-        },
+    rules = alert_rules(
+        m.model,
+        names.namespace,
+        deployment=names.deployment,
+        scaled_object=names.scaled_object,
+        multi_node=m.multi_node,
+    )
+    metadata_labels = {
+        "app.kubernetes.io/name": "vllm",
+        "app.kubernetes.io/instance": m.name,
+        "app.kubernetes.io/component": "alerting",
+        **(labels or {}),
     }
+    return rule_manifest(
+        names.prometheus_rule, names.namespace, [{"name": f"vllm.{m.name}", "rules": rules}], metadata_labels
+    )

@@ -61,6 +61,21 @@ def namespace_manifest(name: str, pod_security: str, **labels: str) -> dict[str,
     }
 
 
+def rule_manifest(
+    name: str, namespace: str, groups: list[dict[str, Any]], labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A PrometheusRule of `groups`; `labels` (None: none) include what the cluster's Prometheus selects rules by."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels is not None:
+        metadata["labels"] = labels
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": metadata,
+        "spec": {"groups": groups},
+    }
+
+
 # DaemonSets every GPU node needs whatever fills it (weights sync, image pre-pull)
 NODE_CRITICAL_PRIORITY_CLASS = "system-node-critical"
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from llm_platform.components.specs.alerts import VALUE
-from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION
+from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, rule_manifest
 from llm_platform.config.schema import CostsConfig, GpuNodePool
 from llm_platform.facts.catalog import GpuInstance
 from llm_platform.facts.cpu_catalog import CPU_INSTANCES
@@ -305,9 +305,4 @@ def prometheus_rule(
     ]
     if forecasts:
         groups.append({"name": "llm-platform-cost-alerts", "rules": alerts})
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "PrometheusRule",
-        "metadata": {"name": RULE_NAME, "namespace": MONITORING_NAMESPACE},
-        "spec": {"groups": groups},
-    }
+    return rule_manifest(RULE_NAME, MONITORING_NAMESPACE, groups)

@@ -12,6 +12,7 @@ from typing import Any
 
 from llm_platform.components.specs import dashboards, zero
 from llm_platform.components.specs.alerts import DEPLOYMENT_AVAILABLE, VALUE, _rule
+from llm_platform.components.specs.common import rule_manifest
 from llm_platform.components.specs.inference_pool import epp_name, release_name
 from llm_platform.plan import ModelPlan, promql
 from llm_platform.plan.gateway import EPP_REPLICAS
@@ -201,20 +202,13 @@ def _wake_signal_missing_rule(model: ModelPlan, labels: dict[str, str]) -> list[
 def epp_prometheus_rule(model: ModelPlan, monitor_labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """`monitor_labels`: what the cluster's Prometheus selects rules by (none: the platform's, which selects
     every rule)."""
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "PrometheusRule",
-        "metadata": {
-            "name": f"{model.name}-endpoint-picker",
-            "namespace": model.names.namespace,
-            "labels": {
-                "app.kubernetes.io/name": "llm-d-router",
-                "app.kubernetes.io/component": "alerting",
-                **(monitor_labels or {}),
-            },
-        },
-        "spec": {"groups": [{"name": f"endpoint-picker.{model.name}", "rules": epp_alert_rules(model)}]},
+    labels = {
+        "app.kubernetes.io/name": "llm-d-router",
+        "app.kubernetes.io/component": "alerting",
+        **(monitor_labels or {}),
     }
+    groups = [{"name": f"endpoint-picker.{model.name}", "rules": epp_alert_rules(model)}]
+    return rule_manifest(f"{model.name}-endpoint-picker", model.names.namespace, groups, labels)
 
 
 def epp_dashboard() -> dict[str, Any]:

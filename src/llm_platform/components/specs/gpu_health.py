@@ -28,6 +28,8 @@ from typing import Any
 
 import pulumi
 
+from llm_platform.components.specs.common import rule_manifest
+
 NODE_MONITORING_AGENT_ADDON = "eks-node-monitoring-agent"
 ACCELERATED_CONDITION = "AcceleratedHardwareReady"
 KARPENTER_TOLERATION_MINUTES = 10  # cloudprovider.go:323
@@ -111,16 +113,10 @@ def alert_rules(node_repair: bool) -> list[dict[str, Any]]:
 
 
 def prometheus_rule(namespace: str, *, node_repair: bool) -> dict[str, Any]:
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "PrometheusRule",
-        "metadata": {
-            "name": RULE_NAME,
-            "namespace": namespace,
-            "labels": {"app.kubernetes.io/name": "gpu-health", "app.kubernetes.io/component": "alerting"},
-        },
-        "spec": {"groups": [{"name": "gpu.health", "rules": alert_rules(node_repair)}]},
-    }
+    labels = {"app.kubernetes.io/name": "gpu-health", "app.kubernetes.io/component": "alerting"}
+    return rule_manifest(
+        RULE_NAME, namespace, [{"name": "gpu.health", "rules": alert_rules(node_repair)}], labels
+    )
 
 
 def system_node_group_repair(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:

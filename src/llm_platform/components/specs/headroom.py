@@ -26,7 +26,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llm_platform.components.specs.autoscaling import cooldown
-from llm_platform.components.specs.common import GPU_TOLERATION, NODE_CRITICAL_PRIORITY_CLASS, POOL_LABEL
+from llm_platform.components.specs.common import (
+    GPU_TOLERATION,
+    NODE_CRITICAL_PRIORITY_CLASS,
+    POOL_LABEL,
+    rule_manifest,
+)
 from llm_platform.components.specs.model_cache import cache_wiring
 from llm_platform.components.specs.serving import replica_resources
 from llm_platform.config.schema import GpuNodePool
@@ -354,17 +359,7 @@ def prometheus_rule(
     """`monitor_labels`: what the cluster's Prometheus selects rules by (none: the platform's, which selects
     every rule)."""
     (namespace,) = {p.headroom_namespace for p in plans}
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "PrometheusRule",
-        "metadata": {
-            "name": RULE_NAME,
-            "namespace": namespace,
-            "labels": {
-                "app.kubernetes.io/name": "gpu-headroom",
-                COMPONENT_LABEL: "alerting",
-                **(monitor_labels or {}),
-            },
-        },
-        "spec": {"groups": [{"name": "gpu-headroom", "rules": alert_rules(plans)}]},
-    }
+    labels = {"app.kubernetes.io/name": "gpu-headroom", COMPONENT_LABEL: "alerting", **(monitor_labels or {})}
+    return rule_manifest(
+        RULE_NAME, namespace, [{"name": "gpu-headroom", "rules": alert_rules(plans)}], labels
+    )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_platform.components.specs.common import rule_manifest
 from llm_platform.config.schema import GpuNodePool
 
 NODE_CLASS_GROUP = "karpenter.k8s.aws"
@@ -184,13 +185,6 @@ def _rule(alert: str, expr: str, severity: str, summary: str, description: str) 
 
 
 def prometheus_rule(node_classes: list[str], namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "PrometheusRule",
-        "metadata": {
-            "name": RULE_NAME,
-            "namespace": namespace,
-            "labels": {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/component": "alerting"},
-        },
-        "spec": {"groups": [{"name": "karpenter.capacity-reservations", "rules": alert_rules(node_classes)}]},
-    }
+    labels = {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/component": "alerting"}
+    groups = [{"name": "karpenter.capacity-reservations", "rules": alert_rules(node_classes)}]
+    return rule_manifest(RULE_NAME, namespace, groups, labels)
