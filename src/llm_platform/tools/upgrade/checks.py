@@ -121,9 +121,11 @@ def splits_by_backend(expr: str) -> list[str]:
     metric names."""
     text = re.sub(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'', '""', expr)
     text = re.sub(r"\{[^}]*\}", lambda m: " " * len(m.group(0)), text)
-    text = _GROUPING.sub(lambda m: re.sub(r"[^()]", " ", m.group(0)), text)
+    label_lists = [m.span() for m in _GROUPING.finditer(text)]
     found = []
     for match in GEN_AI_METRIC.finditer(text):
+        if any(start <= match.start() < end for start, end in label_lists):
+            continue
         depth, dropped = 0, False
         for i in range(match.start() - 1, -1, -1):
             char = text[i]

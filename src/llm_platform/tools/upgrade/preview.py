@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 import llm_platform
 from llm_platform.cli.diff import MISSING, flatten
 from llm_platform.config.loader import Stack, load_stack, stack_name
@@ -59,6 +61,7 @@ def candidate_program(candidates: Candidates) -> Iterator[None]:
         args["addon_versions"] = {**(args.get("addon_versions") or {}), **candidates.addon_versions}
         return args
 
+    pinned_values = {getattr(versions, name): value for name, value in candidates.pins.items()}
     patched: list[tuple[object, str, object]] = [(llm_platform, "platform_args", original)]
     llm_platform.platform_args = with_versions  # type: ignore[assignment]
     for name, value in candidates.pins.items():
@@ -67,11 +70,43 @@ def candidate_program(candidates: Candidates) -> Iterator[None]:
             if getattr(module, name, None) == pinned:
                 patched.append((module, name, pinned))
                 setattr(module, name, value)
+    defaults = _schema_defaults(pinned_values)
     try:
         yield
     finally:
         for owner, name, value in reversed(patched):
             setattr(owner, name, value)
+        _schema_defaults({new: old for old, new in defaults.items()})
+
+
+def _schema_models() -> list[type[BaseModel]]:
+    """The package's pydantic models, parents after the models they were defined from."""
+    found: list[type[BaseModel]] = []
+
+    def walk(cls: type[BaseModel]) -> None:
+        for sub in cls.__subclasses__():
+            if sub.__module__.startswith("llm_platform") and sub not in found:
+                found.append(sub)
+                walk(sub)
+
+    walk(BaseModel)
+    return found
+
+
+def _schema_defaults(moves: dict[str, str]) -> dict[str, str]:
+    """The stack schema's field defaults that are a moved pin (a model's `image` defaults to VLLM_IMAGE) set
+    to the candidate, the models rebuilt; returns the moves made."""
+    made: dict[str, str] = {}
+    models = _schema_models()
+    for model in models:
+        for info in model.model_fields.values():
+            if isinstance(info.default, str) and info.default in moves:
+                made[info.default] = moves[info.default]
+                info.default = moves[info.default]
+    if made:
+        for model in models:
+            model.model_rebuild(force=True)
+    return made
 
 
 def _label(doc: dict[str, Any]) -> str:
