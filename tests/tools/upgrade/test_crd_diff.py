@@ -79,3 +79,13 @@ def test_a_new_required_field_a_narrowed_enum_and_a_dropped_version_are_each_rep
 
 def test_an_unchanged_crd_has_no_changes() -> None:
     assert crd_diff.compare(schemas_of([widget_crd(OLD)]), schemas_of([widget_crd(copy.deepcopy(OLD))])) == []
+
+
+def test_a_new_cel_rule_is_reported_on_the_objects_that_set_its_field() -> None:
+    new = copy.deepcopy(OLD)
+    new["rules"]["x-kubernetes-validations"] = [{"rule": "size(self) > 0", "message": "at least one rule"}]
+    changes = crd_diff.compare(schemas_of([widget_crd(OLD)]), schemas_of([widget_crd(new)]))
+    assert [(c.path, c.change) for c in changes] == [("spec.rules", "cel")]
+    assert "at least one rule" in changes[0].detail
+    assert crd_diff.used_by(changes[0], [widget(rules=[])]) == ["Widget n/w"]
+    assert crd_diff.used_by(changes[0], [widget(size=1)]) == []

@@ -1,6 +1,6 @@
 """Old against new CRD schemas: the changes that can make the API server refuse an object it accepted before
 (a field removed or renamed, a field newly required, an enum narrowed, a type changed, a served version
-gone), and which of the render's objects use the field each change touches."""
+gone, a new CEL rule), and which of the render's objects use the field each change touches."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class SchemaChange:
     api_version: str
     kind: str
     path: str  # `spec.rules[].matches[].path`; "" for the version itself
-    change: str  # removed | required | enum | type | version
+    change: str  # removed | required | enum | type | version | cel
     detail: str
 
     def line(self) -> str:
@@ -43,6 +43,14 @@ def _walk(old: Any, new: Any, path: str) -> Iterator[tuple[str, str, str]]:
             yield path, "enum", f"enum values removed: {', '.join(map(str, gone))}"
     elif isinstance(new.get("enum"), list) and "enum" not in old:
         yield path, "enum", f"now limited to: {', '.join(map(str, new['enum']))}"
+    old_rules = {r.get("rule") for r in old.get("x-kubernetes-validations") or [] if isinstance(r, dict)}
+    for rule in new.get("x-kubernetes-validations") or []:
+        if isinstance(rule, dict) and rule.get("rule") not in old_rules:
+            yield (
+                path,
+                "cel",
+                f"new validation rule (CEL, not evaluated here): {rule.get('message') or rule.get('rule')}",
+            )
     old_props, new_props = old.get("properties") or {}, new.get("properties") or {}
     if old_props and not new.get("x-kubernetes-preserve-unknown-fields"):
         added = [k for k in new_props if k not in old_props]

@@ -181,6 +181,6 @@ def preview(stack: Stack, candidates: Candidates, crds: Path | None = None) -> P
     out.ledger = run_ledger(view, candidates.moves)
     out.unread = [
         u for u in breaking_changes.UNREAD
-        if u.component in candidates.moves and candidates.moves[u.component][1] == u.version
+        if u.component in candidates.moves and version(candidates.moves[u.component][1]) == version(u.version)
     ]  # fmt: skip
     return out

@@ -59,6 +59,10 @@ def markdown(preview: Preview) -> str:
         lines.append("- none in the CRDs read")
     lines += ["", "### The render against the candidate CRDs"]
     lines += [f"- REFUSED: {p}" for p in preview.rejected] or ["- every custom object passes"]
+    if any(not read.origin for read in preview.crd_reads):
+        lines.append(
+            "- (a CRD file not read keeps its pinned schema here: its objects are not checked against the candidate)"
+        )
     lines += ["", "### Known breaking changes (ledger)"]
     for entry, hits in preview.ledger:
         status = "note" if entry.check is None else "HITS" if hits else "not affected"
@@ -73,7 +77,7 @@ def markdown(preview: Preview) -> str:
 
 
 def document(previews: list[Preview]) -> str:
-    head = ["# Upgrade preview", "", "Candidates:", *moves(previews[0]), ""] if previews else []
+    head = ["# Upgrade preview", "", "Candidates:", *moves(previews[0]), "", ""] if previews else []
     return "\n".join(head) + "\n".join(markdown(p) for p in previews)
 
 
