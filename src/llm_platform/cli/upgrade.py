@@ -38,6 +38,10 @@ def parser() -> commandline.ArgumentParser:
         "--crds", type=Path, metavar="DIR",
         help="read the candidate CRD files from this folder (upstream file names) instead of downloading them",
     )  # fmt: skip
+    p.add_argument(
+        "--out", type=Path, metavar="DIR",
+        help="also write each candidate render to DIR/<stack> (for validate_render --build DIR, check_render.py)",
+    )  # fmt: skip
     p.add_argument("--markdown", type=Path, metavar="FILE", help="also write the preview here")
     p.add_argument("--json", action="store_true", help="the previews as JSON on stdout")
     return p
@@ -56,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     for stack in args.stacks:
         try:
             with commandline.working(f"previewing {stack}", quiet=args.json):
-                previews.append(preview_.preview(stack, candidates, args.crds))
+                previews.append(preview_.preview(stack, candidates, args.crds, args.out))
         except ConfigError as exc:
             return commandline.invalid_config(PROG, stack, exc)
     text = report.document(previews)

@@ -163,12 +163,18 @@ def run_ledger(view: RenderView, moves: dict[str, tuple[str, str]]) -> list[tupl
     return found
 
 
-def preview(stack: Stack, candidates: Candidates, crds: Path | None = None) -> Preview:
-    """The preview of one stack (two renders under mocks: a few seconds each)."""
+def preview(
+    stack: Stack, candidates: Candidates, crds: Path | None = None, write_to: Path | None = None
+) -> Preview:
+    """The preview of one stack (two renders under mocks: a few seconds each); `write_to` also keeps the
+    candidate render there (`<write_to>/<stack>`, as `llm-platform render` writes it) for the other checks."""
     out = Preview(stack_name(stack), candidates)
     pinned_render = render.evaluate(stack)
     with candidate_program(candidates):
         candidate_render = render.evaluate(stack)
+    if write_to is not None:
+        write_to.mkdir(parents=True, exist_ok=True)
+        render.write(candidate_render, write_to / out.stack)
     compare_renders(out, pinned_render, candidate_render)
     pinned, candidate, out.crd_reads = candidates_.schemas(candidates, crds)
     docs = candidate_render.manifests
