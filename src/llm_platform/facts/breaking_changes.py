@@ -146,6 +146,14 @@ LEDGER: tuple[BreakingChange, ...] = (
         "tag",
     ),
     BreakingChange(
+        "keda",
+        "v2.21.0",
+        "the Liiklus scaler is deprecated (upstream unmaintained), its code to be removed in a later release",
+        "kedacore/keda CHANGELOG.md, Unreleased section on main @ 8b4f083 (2026-08-20, toward v2.21) (#7929)",
+        f"{_CHECKS}:keda_liiklus_triggers",
+        "main before the tag (v2.21.1 not in the stored snapshot; its Breaking Changes list was still a TODO)",
+    ),
+    BreakingChange(
         "gateway-api",
         "v1.6.0",
         "HTTPRoute sessionPersistence.idleTimeout is removed: remove it before the CRDs move to v1.6",
@@ -173,8 +181,9 @@ UNREAD: tuple[Unread, ...] = (
     Unread(
         "keda",
         "v2.21.1",
-        "tag v2.21.1 is not in the stored snapshot of kedacore/keda (newest v2.20.2); "
-        "the research notes say its release notes were not read",
+        "tag v2.21.1 is not in the stored snapshot of kedacore/keda (newest v2.20.2); its entry above comes "
+        "from CHANGELOG.md's Unreleased section on main, whose Breaking Changes list was still a TODO on "
+        "2026-08-20",
     ),
 )
 """Candidate versions whose upstream notes the ledger could not read at the tag."""

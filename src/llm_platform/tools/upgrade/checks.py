@@ -261,3 +261,15 @@ def session_persistence_idle_timeout(view: RenderView) -> list[str]:
         for i, rule in enumerate((route.get("spec") or {}).get("rules") or [])
         if "idleTimeout" in (rule.get("sessionPersistence") or {})
     ]
+
+
+# ------------------------------------------------------------------------------------------- KEDA v2.21
+
+
+def keda_liiklus_triggers(view: RenderView) -> list[str]:
+    return [
+        f"{name_of(scaled)}: trigger {i} is liiklus"
+        for scaled in view.of_kind("ScaledObject")
+        for i, trigger in enumerate((scaled.get("spec") or {}).get("triggers") or [])
+        if trigger.get("type") == "liiklus"
+    ]
