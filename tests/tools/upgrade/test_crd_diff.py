@@ -89,3 +89,12 @@ def test_a_new_cel_rule_is_reported_on_the_objects_that_set_its_field() -> None:
     assert "at least one rule" in changes[0].detail
     assert crd_diff.used_by(changes[0], [widget(rules=[])]) == ["Widget n/w"]
     assert crd_diff.used_by(changes[0], [widget(size=1)]) == []
+
+
+def test_an_enum_added_to_a_free_field_hits_only_the_objects_with_a_value_outside_it() -> None:
+    new = copy.deepcopy(OLD)
+    new["rules"]["items"]["properties"]["path"]["enum"] = ["/v1", "/v2"]
+    changes = crd_diff.compare(schemas_of([widget_crd(OLD)]), schemas_of([widget_crd(new)]))
+    assert [(c.path, c.change) for c in changes] == [("spec.rules[].path", "enum")]
+    assert crd_diff.used_by(changes[0], [widget(rules=[{"path": "/v3"}])]) == ["Widget n/w"]
+    assert crd_diff.used_by(changes[0], [widget(rules=[{"path": "/v1"}])]) == []

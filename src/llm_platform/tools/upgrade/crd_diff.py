@@ -139,6 +139,8 @@ def _object_uses(change: SchemaChange, doc: dict[str, Any]) -> bool:
         return any(key not in value for value in parents)
     values = [v for p, v in paths if _matches(change.path, p)]
     if change.change == "enum":
-        gone = change.detail.partition(": ")[2].split(", ")
-        return any(str(v) in gone for v in values) if "removed" in change.detail else bool(values)
+        listed = change.detail.partition(": ")[2].split(", ")
+        if "removed" in change.detail:
+            return any(str(v) in listed for v in values)
+        return any(str(v) not in listed for v in values)  # "now limited to": a value outside the list
     return bool(values)
