@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 from llm_platform.tools.upgrade import crd_diff
+from llm_platform.tools.upgrade.preview import refused
 from llm_platform.tools.validate_render import schemas_of
 
 
@@ -98,3 +99,14 @@ def test_an_enum_added_to_a_free_field_hits_only_the_objects_with_a_value_outsid
     assert [(c.path, c.change) for c in changes] == [("spec.rules[].path", "enum")]
     assert crd_diff.used_by(changes[0], [widget(rules=[{"path": "/v3"}])]) == ["Widget n/w"]
     assert crd_diff.used_by(changes[0], [widget(rules=[{"path": "/v1"}])]) == []
+
+
+def test_the_render_is_checked_against_the_candidate_crds_and_a_field_they_refuse_is_reported() -> None:
+    new = copy.deepcopy(OLD)
+    del new["legacyMode"]
+    pinned, candidate = schemas_of([widget_crd(OLD)]), schemas_of([widget_crd(new)])
+    docs = [widget(size=1, legacyMode=True), widget(size=2)]
+    found = refused(docs, pinned, candidate, "1.34")
+    assert len(found) == 1 and found[0].startswith("Widget n/w: spec: Additional properties")
+    assert "legacyMode" in found[0]
+    assert refused([widget(size=2)], pinned, candidate, "1.34") == []

@@ -83,3 +83,56 @@ def test_every_ledger_entry_names_its_source_and_a_check_that_exists() -> None:
         assert entry.source and entry.since.startswith("v")
         if entry.check:
             assert callable(resolve_ref(entry.check))
+
+
+def policy(kind: str, spec: dict) -> dict:
+    return {"apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": kind,
+            "metadata": {"name": "llm-gateway", "namespace": "llm-gateway"}, "spec": spec}  # fmt: skip
+
+
+def test_token_limits_per_tenant_are_listed_and_request_limits_are_not() -> None:
+    header = {"headers": [{"name": "x-llm-client", "type": "Exact", "value": "web"}]}
+    token_cost = {"request": {"from": "Number", "number": 0},
+                  "response": {"from": "Metadata", "metadata": {"key": "llm_total_token"}}}  # fmt: skip
+    rules = [
+        {"clientSelectors": [header], "limit": {"requests": 600, "unit": "Minute"}},
+        {"clientSelectors": [header], "cost": token_cost, "limit": {"requests": 200000, "unit": "Minute"}},
+    ]
+    view = RenderView([policy("BackendTrafficPolicy", {"rateLimit": {"global": {"rules": rules}}})], {})
+    assert checks.tenant_token_limits(view) == [
+        "BackendTrafficPolicy llm-gateway/llm-gateway: x-llm-client=web: 200000 llm_total_token per Minute"
+    ]
+
+
+def test_envoy_gateway_1_9_checks_find_what_its_new_rules_refuse() -> None:
+    view = RenderView(
+        [
+            policy("ClientTrafficPolicy", {"clientIPDetection": {}}),
+            policy(
+                "SecurityPolicy",
+                {
+                    "apiKeyAuth": {"extractFrom": [{"headers": ["a"], "params": ["b"]}]},
+                    "targetRefs": [{"kind": "Gateway"}],
+                    "mergeType": "StrategicMerge",
+                },
+            ),
+        ],
+        {
+            "gateway-crds": {
+                "chart": "gateway-crds-helm",
+                "values": {"crds": {"gatewayAPI": {"enabled": True}}},
+            }
+        },
+        {"gateway-api": "v1.5.1"},
+    )
+    assert checks.client_ip_detection_exactly_one(view)
+    assert checks.api_key_extract_from(view)
+    assert checks.merge_type_on_gateway(view)
+    assert checks.safe_upgrades_policy_moves(view)
+    assert checks.gateway_api_for_envoy_gateway_1_9(view) == [
+        "Envoy Gateway v1.9 needs gateway-api v1.6.0 or newer; the candidate has v1.5.1"
+    ]
+    fine = RenderView(
+        [policy("ClientTrafficPolicy", {"clientIPDetection": {"xForwardedFor": {"numTrustedHops": 1}}})], {}
+    )
+    assert checks.client_ip_detection_exactly_one(fine) == []

@@ -163,6 +163,17 @@ def run_ledger(view: RenderView, moves: dict[str, tuple[str, str]]) -> list[tupl
     return found
 
 
+def refused(
+    docs: list[dict[str, Any]], pinned: crd_diff.Schemas, candidate: crd_diff.Schemas, kubernetes: str
+) -> list[str]:
+    """The custom objects' problems against the candidate CRDs (validate_render's check: defaults filled in,
+    unknown fields refused; a version the candidate no longer serves has no schema) that the pinned CRDs
+    did not already report."""
+    custom = [d for d in docs if (str(d.get("apiVersion")), str(d.get("kind"))) in pinned | candidate]
+    before = set(validate_render.problems(custom, pinned, kubernetes))
+    return [p for p in validate_render.problems(custom, candidate, kubernetes) if p not in before]
+
+
 def preview(
     stack: Stack, candidates: Candidates, crds: Path | None = None, write_to: Path | None = None
 ) -> Preview:
@@ -179,10 +190,7 @@ def preview(
     pinned, candidate, out.crd_reads = candidates_.schemas(candidates, crds)
     docs = candidate_render.manifests
     out.crd_changes = [(c, crd_diff.used_by(c, docs)) for c in crd_diff.compare(pinned, candidate)]
-    kubernetes = load_stack(stack).cluster.kubernetes_version
-    custom = [d for d in docs if (str(d.get("apiVersion")), str(d.get("kind"))) in pinned | candidate]
-    before = set(validate_render.problems(custom, pinned, kubernetes))
-    out.rejected = [p for p in validate_render.problems(custom, candidate, kubernetes) if p not in before]
+    out.rejected = refused(docs, pinned, candidate, load_stack(stack).cluster.kubernetes_version)
     view = RenderView(docs, candidate_render.helm, candidates.versions())
     out.ledger = run_ledger(view, candidates.moves)
     out.unread = [
