@@ -29,6 +29,10 @@ COMMANDS: dict[str, Command] = {
         "[STACK] render, schema check, preflight and each model's $/day and SLO misses; --against REF, --markdown",
         "llm_platform.cli.plan", "llm-platform plan",
     ),
+    "upgrade": Command(
+        "STACK... --to NAME=VERSION: what candidate chart, CRD and image versions change, object by object",
+        "llm_platform.cli.upgrade", "llm-platform upgrade",
+    ),
     "render": Command(
         "STACK [--out DIR] what the stack deploys, written to build/<stack> (resources, manifests, Helm values)",
         "llm_platform.tools.render", "python -m llm_platform.tools.render",
