@@ -36,7 +36,7 @@ from llm_platform.components.multinode import EfaNetwork, EfaNetworkArgs, MultiN
 from llm_platform.components.network import Network, NetworkArgs
 from llm_platform.components.observability import Observability, ObservabilityArgs
 from llm_platform.components.specs.observability import STORAGE_CLASS
-from llm_platform.config.loader import parse
+from llm_platform.config.loader import parse, stack_source
 from llm_platform.config.schema import StackConfig
 from llm_platform.config.stack_args import (
     AlertingSettings,
@@ -51,10 +51,16 @@ from llm_platform.config.stack_args import (
 )
 from llm_platform.facts import addons
 from llm_platform.facts.addons import resolve_ref
-from llm_platform.plan import Plan, resolve
+from llm_platform.plan import Plan
 from llm_platform.plan.nodes import efa_pool
 from llm_platform.plan.stack import SERVING_KEYS
-from llm_platform.platform_checks import SECRET_ARGS, needed_secrets, platform_checks, secrets_check
+from llm_platform.platform_checks import (
+    SECRET_ARGS,
+    PlanChecks,
+    needed_secrets,
+    platform_checks,
+    secrets_check,
+)
 
 __all__ = [
     "SECRET_ARGS",
@@ -178,8 +184,12 @@ class LlmPlatform(pulumi.ComponentResource):
     def __init__(self, name: str, args: LlmPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # bad input stops here, before any resource exists: field, value and what is allowed
         region = args.get("region") or pulumi.Config("aws").get("region")
-        config = parse(config_of(args), region=region, checks=platform_checks(args, region))
-        plan = resolve(config, pulumi.get_stack())
+        stack, values = pulumi.get_stack(), config_of(args)
+        planned = PlanChecks(stack)  # the plan's checks resolve it once, and the children get that plan
+        checks = [*platform_checks(args, region), *planned.checks]
+        # the stack file's lines when the args are its values (the stack program)
+        config = parse(values, stack_source(stack, values), region=region, checks=checks)
+        plan = planned.plan_of(config)
         super().__init__(TYPE, name, None, opts)
         self._given_aws = given_provider(opts, "aws")
         self._given_kubernetes = given_provider(opts, "kubernetes")

@@ -1,7 +1,9 @@
 """What LlmPlatform checks before any resource beyond the stack file's schema: the secrets its config needs are
-given, its nodes have prices (costs), the eks mode has a region. `config.loader.parse` runs them with the schema,
-so one run reports every problem (the stack program runs the secrets check on its Pulumi secrets)."""
+given, its nodes have prices (costs), the eks mode has a region, and, on the plan resolved from it, the add-on
+pool's limits hold what lands there at its peak. `config.loader.parse` runs them with the schema, so one run
+reports every problem (the stack program runs the secrets check on its Pulumi secrets)."""
 
+import math
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -9,8 +11,17 @@ from typing import Any
 
 from llm_platform.config.loader import ConfigCheck
 from llm_platform.config.schema import RuleError, StackConfig
+from llm_platform.plan import Plan, resolve
+from llm_platform.plan.addon_pods import addon_pool_peak
 
-__all__ = ["SECRET_ARGS", "needed_secrets", "platform_checks", "secrets_as_inputs_of", "secrets_check"]
+__all__ = [
+    "SECRET_ARGS",
+    "PlanChecks",
+    "needed_secrets",
+    "platform_checks",
+    "secrets_as_inputs_of",
+    "secrets_check",
+]
 
 # the stack file's Pulumi secrets, for the keys of LlmPlatformArgs that take them
 SECRET_ARGS = {
@@ -150,3 +161,72 @@ def needed_secrets(config: StackConfig) -> set[str]:
         "alertReceiver": config.alerting.receiver != "none",
     }
     return {secret for secret, required in needed.items() if required}
+
+
+# the stack-file blocks `resolve` reads
+RESOLVED_BLOCKS = (
+    "environment",
+    "cluster",
+    "gpuNodePools",
+    "models",
+    "modelCache",
+    "gateway",
+    "alerting",
+    "costs",
+)
+
+
+class PlanChecks:
+    """The checks that read the plan resolved from the config (what the add-on pool must hold at its peak),
+    resolving it once: `plan_of` hands LlmPlatform the plan they resolved, so a run resolves the stack once.
+    They run only on a config the schema accepted whole, after the checks on the config alone."""
+
+    def __init__(self, stack: str) -> None:
+        self._stack = stack
+        self._resolved: tuple[StackConfig, Plan] | None = None
+
+    @property
+    def checks(self) -> list[ConfigCheck]:
+        return [
+            ConfigCheck(RESOLVED_BLOCKS, lambda config: _addon_pool_room(self.plan_of(config)), whole=True)
+        ]
+
+    def plan_of(self, config: StackConfig) -> Plan:
+        """The plan of `config`: the one the checks resolved from this config, else resolved now."""
+        if self._resolved is None or self._resolved[0] is not config:
+            self._resolved = (config, resolve(config, self._stack))
+        return self._resolved[1]
+
+
+def _addon_pool_room(plan: Plan) -> list[ValueError]:
+    """The add-on pool's `limits` (cluster.addonNodes cpuLimit, memoryLimitGiB) hold its pods at their peak:
+    past them Karpenter launches no node and the rest stays Pending (preflight's `ceilings` reads the same
+    packing from the render: tools/preflight/room.py)."""
+    peak, pool = addon_pool_peak(plan), plan.addon_pool
+    if peak is None or pool is None:
+        return []
+    need = (
+        f"the add-on pool needs at its peak: {peak.pods} pods requesting {peak.cpu_millis}m CPU (every "
+        f"add-on, each model's endpoint pickers at its maxReplicas, every loader Job) pack onto {peak.shape}, "
+        f"{peak.vcpus} vCPUs and {peak.memory_gib:g} GiB of node capacity; Karpenter launches no node past "
+        "the limit and the rest stays Pending"
+    )
+    problems: list[ValueError] = []
+    if pool.cpu_limit < peak.vcpus:
+        problems.append(
+            RuleError(
+                ("cluster", "addonNodes", "cpuLimit"),
+                pool.cpu_limit,
+                f"vCPUs is below what {need}; allowed: at least {peak.vcpus}",
+            )
+        )
+    memory_floor = math.ceil(peak.memory_gib)
+    if pool.memory_limit_gib < memory_floor:
+        problems.append(
+            RuleError(
+                ("cluster", "addonNodes", "memoryLimitGiB"),
+                pool.memory_limit_gib,
+                f"GiB is below what {need}; allowed: at least {memory_floor}",
+            )
+        )
+    return problems

@@ -1,5 +1,6 @@
 """`llm-platform check STACK`: the stack file against the schema (every key, value and rule, with the file,
-line, field, value and what is allowed), without rendering. Exit 1 when it has problems."""
+line, field, value and what is allowed) and its resolved plan (the add-on pool's limits hold its peak), without
+rendering. Exit 1 when it has problems."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 
 from llm_platform import commandline
 from llm_platform.config.loader import ConfigError, load_stack, stack_file, stack_name
+from llm_platform.platform_checks import PlanChecks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     name = stack_name(args.stack)
     try:
-        cfg = load_stack(args.stack)
+        cfg = load_stack(args.stack, checks=PlanChecks(name).checks)
     except ConfigError as exc:
         problems = str(exc).splitlines()
         if args.json:

@@ -58,10 +58,12 @@ class ConfigCheck:
     """A check beyond the schema (the secrets a config needs are set, its nodes have prices), on the stack-file
     blocks in `needs`: `parse` runs it on the validated config, or, when the schema refused part of the config,
     on the blocks that validated, so one run reports every problem. `run` returns the problems it finds
-    (RuleErrors are placed on the stack file's lines)."""
+    (RuleErrors are placed on the stack file's lines). `whole`: it reads the plan resolved from the config,
+    so it runs only on a config the schema accepted whole, its rules across blocks included."""
 
     needs: tuple[str, ...]
     run: Callable[[StackConfig], list[ValueError]]
+    whole: bool = False
 
 
 def parse(
@@ -94,7 +96,8 @@ def parse(
             if set(rule.needs) <= valid:
                 rule.run(partial, rules, context)
         problems += [line for err in rules.errors for line in rule_lines(err, plain, source)]
-        problems += _check_lines([c for c in checks if set(c.needs) <= valid], partial, plain, source)
+        partial_checks = [c for c in checks if set(c.needs) <= valid and not c.whole]
+        problems += _check_lines(partial_checks, partial, plain, source)
         raise ConfigError("\n".join(dict.fromkeys(problems))) from None
     problems += _check_lines(checks, config, plain, source)
     if problems:
@@ -234,10 +237,11 @@ def stack_region(stack: Stack) -> str:
     return region
 
 
-def load_stack(stack: Stack) -> StackConfig:
-    """Validated config of a stack file, for offline tools (render, simulator) and tests."""
+def load_stack(stack: Stack, checks: Sequence[ConfigCheck] = ()) -> StackConfig:
+    """Validated config of a stack file, for offline tools (render, simulator) and tests; `checks` beyond the
+    schema (`llm-platform check` runs the plan's, platform_checks.PlanChecks)."""
     ours, source = read_stack(stack)
-    return parse(ours, source, region=raw_stack_config(stack).get("aws:region"))
+    return parse(ours, source, region=raw_stack_config(stack).get("aws:region"), checks=checks)
 
 
 def load_from_pulumi(checks: Sequence[ConfigCheck] = ()) -> StackConfig:
@@ -256,7 +260,7 @@ def load_from_pulumi(checks: Sequence[ConfigCheck] = ()) -> StackConfig:
     stack = pulumi.get_stack()
     raw = values_from_pulumi()
     try:
-        return parse(raw, _source_of(stack, raw), region=pulumi.Config("aws").get("region"), checks=checks)
+        return parse(raw, stack_source(stack, raw), region=pulumi.Config("aws").get("region"), checks=checks)
     except ConfigError as exc:
         raise pulumi.RunError(f"invalid config for stack {stack!r}, nothing was deployed:\n{exc}") from None
 
@@ -281,8 +285,9 @@ def _decoded(value: Any) -> Any:
         return value
 
 
-def _source_of(stack: str, raw: dict[str, Any]) -> StackSource | None:
-    """The stack file, when it holds exactly the values the engine handed over (so its lines are right)."""
+def stack_source(stack: str, raw: dict[str, Any]) -> StackSource | None:
+    """The stack file, when it holds exactly the values the engine handed over (so its lines are right):
+    `raw` keyed as in the stack file, without the prefix and secrets."""
     try:
         ours, source = read_stack(stack)
     except ConfigError:

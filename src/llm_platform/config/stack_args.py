@@ -183,7 +183,7 @@ class SystemNodesSettings(TypedDict):
 
 
 class AddonNodesSettings(TypedDict):
-    """The Karpenter CPU NodePool every platform add-on runs on (kube-prometheus-stack, KEDA, the GPU Operator's controllers, the gateway and endpoint pickers, loader Jobs, the LB and FSx CSI controllers). Karpenter sizes it to what is pending; `cpuLimit`/`memoryLimitGiB` cap the node capacity it may launch (preflight checks they hold every add-on at its maximum)."""
+    """The Karpenter CPU NodePool every platform add-on runs on (kube-prometheus-stack, KEDA, the GPU Operator's controllers, the gateway and endpoint pickers, loader Jobs, the LB and FSx CSI controllers). Karpenter sizes it to what is pending; `cpuLimit`/`memoryLimitGiB` cap the node capacity it may launch (platform_checks.PlanChecks refuses limits that cannot hold every add-on at its maximum with the loader Jobs, on the resolved plan; preflight checks the render)."""
 
     instanceFamilies: NotRequired[list[str]]
     """at least 1 items; default ['m7i', 'm6i', 'm6a']."""

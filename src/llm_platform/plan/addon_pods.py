@@ -36,6 +36,8 @@ __all__ = [
     "EPP_MEMORY",
     "GI",
     "GPU_OPERATOR_OPERATOR",
+    "LOADER",
+    "LOADER_SCRATCH_GIB",
     "LOAD_BALANCER_REPLICAS",
     "OPENCOST_EXPORTER",
     "PROMETHEUS",
@@ -46,12 +48,15 @@ __all__ = [
     "RESOURCES",
     "STORE_CPU",
     "STORE_MEMORY",
+    "AddonPoolPeak",
     "Bin",
     "PoolPod",
     "Requests",
+    "addon_pool_peak",
     "addon_pool_pods",
     "allocatable",
     "epp_cpu_millicores",
+    "loader_job_pods",
     "max_pods",
     "pack",
     "pool_kinds",
@@ -111,6 +116,9 @@ AI_GATEWAY_CONTROLLER_REQUESTS = Requests(
 AI_GATEWAY_REPLICAS = 2
 OPENCOST_EXPORTER = Requests("100m", "256Mi")  # the OpenCost exporter (components/specs/costs.py)
 LOAD_BALANCER_REPLICAS = 2  # the AWS Load Balancer Controller (components/specs/load_balancer.py)
+# each model's Hub -> S3 loader Job (components/specs/model_cache.py loader_job): CPU, memory, scratch space
+LOADER = Requests("1", "2Gi")
+LOADER_SCRATCH_GIB = 20
 
 
 def epp_cpu_millicores(model: ModelPlan) -> int:
@@ -334,3 +342,56 @@ def pool_kinds(
         free["pods"] = alloc["pods"] - len(daemons)
         out.append((i.instance_type, free, (alloc["cpu"], alloc["memory"])))
     return [(name, free) for name, free, _ in sorted(out, key=lambda k: k[2])]
+
+
+# ------------------------------------------------------------------------------------ the pool at its peak
+
+
+def loader_job_pods(plan: Plan) -> list[PoolPod]:
+    """Each model's Hub -> S3 loader Job (every cache mode but hub), on the add-on pool: all of them run at
+    once on a first deploy, beside the all-day pods."""
+    if plan.addon_pool is None:
+        return []
+    out = []
+    for m in plan.models:
+        if m.cache.loads_from_s3:
+            job = _pod(f"Job {m.names.namespace}/{m.names.loader_job}", "Job", 1, LOADER)
+            out.append(replace(job, requests={**job.requests, "ephemeral-storage": LOADER_SCRATCH_GIB * GI}))
+    return out
+
+
+@dataclass(frozen=True)
+class AddonPoolPeak:
+    """The add-on pool at its peak: every all-day pod at its maximum (each model's pickers sized for its
+    maxReplicas) plus every loader Job, packed as preflight's ceilings check packs them (`pack`). Karpenter
+    counts the NodePool's `limits` against the capacity of the nodes it launches, so the limits must hold
+    `vcpus` and `memory_gib`."""
+
+    pods: int  # replicas (the DaemonSets' pods on every node aside)
+    cpu_millis: int  # their CPU requests
+    nodes: tuple[str, ...]  # the packed nodes' instance types
+    vcpus: int
+    memory_gib: float
+
+    @property
+    def shape(self) -> str:
+        return ", ".join(f"{self.nodes.count(t)} x {t}" for t in dict.fromkeys(self.nodes)) or "no node"
+
+
+def addon_pool_peak(plan: Plan) -> AddonPoolPeak | None:
+    """What the add-on pool's `limits` must hold (None without the pool: an existing cluster)."""
+    if plan.addon_pool is None:
+        return None
+    pods = addon_pool_pods(plan) + loader_job_pods(plan)
+    daemons = [p for p in pods if p.daemon]
+    kinds = pool_kinds(plan.addon_pool.instances, plan.addon_pool.disk_size_gib, daemons)
+    packed = pack([p for p in pods if not p.daemon], kinds)
+    nodes = tuple(b.node for b in packed)
+    landing = [p for p in pods if not p.daemon]
+    return AddonPoolPeak(
+        pods=sum(p.replicas for p in landing),
+        cpu_millis=sum(p.requests["cpu"] * p.replicas for p in landing),
+        nodes=nodes,
+        vcpus=sum(CPU_INSTANCES[n].vcpus for n in nodes),
+        memory_gib=sum(CPU_INSTANCES[n].memory_gib for n in nodes),
+    )

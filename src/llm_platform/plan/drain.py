@@ -10,7 +10,11 @@ The order of a stop:
 2. The preStop sleep (`PRESTOP_SLEEP_SECONDS`) keeps vLLM serving while that event reaches every EPP replica and
    requests the picker already sent reach the pod; only then does the kubelet send SIGTERM.
 3. On SIGTERM vLLM rejects new requests and waits up to `--shutdown-timeout` seconds for the in-flight ones
-   (vllm PR #36666, v0.18+; the default 0 aborts them): the drain below.
+   (vllm PR #34730, re-landed as #36666 for v0.18.0; the default 0 aborts them): the drain below. The flag is
+   `EngineArgs.shutdown_timeout: int = 0` (vllm/engine/arg_utils.py, whole seconds, so the plan writes an int)
+   and is still there at the pinned v0.30.0 (facts/versions.py VLLM_IMAGE): the v0.27 arg_utils carries it, and
+   vllm PR #56886 (2026-09, after v0.30.0) and llm-d's graceful-shutdown guide (2026-09) drive
+   `--shutdown-timeout` with these semantics; the v0.30.0 tree itself is over the source index's fetch limit.
 4. `terminationGracePeriodSeconds` covers 2 and 3 plus the process's own exit (`EXIT_SECONDS`).
 
 The drain: after SIGTERM no request is admitted, so the engine only decodes what it holds. The slowest step it

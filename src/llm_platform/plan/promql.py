@@ -89,7 +89,20 @@ def queue_depth(namespace: str, model_name: str) -> str:
 
 
 def kv_cache_usage(namespace: str, model_name: str) -> str:
-    """Sum of each replica's KV-cache fill (0..1): divided by replicas, the average fill."""
+    """Sum of each replica's KV-cache fill (0..1): divided by replicas, the average fill.
+
+    An idle replica reads exactly 0 with prefix caching on, so the KV trigger (KEDA's default activation, 0)
+    goes inactive and a model at minReplicas 0 can reach zero (issue #49). vLLM v0.30.0 (facts/versions.py
+    VLLM_IMAGE), vllm/v1/core/block_pool.py: `free_blocks` puts every block whose ref_cnt falls to 0, cached
+    (hashed) ones included, back in `free_block_queue`, where prefix hits find them; `get_usage` is
+    `1 - get_num_free_blocks() / (num_gpu_blocks - 1)` (the null block left out of both), so with no request
+    running every block but the null one is free and the usage is 0.0. vllm/v1/core/sched/scheduler.py:
+    `update_from_output` frees finished requests before `make_stats` (`kv_cache_usage=self.kv_cache_manager
+    .usage`) and returns the stats even with no request output, so the step that finishes (or flushes the abort
+    of) the last request reports the 0; vllm/v1/metrics/loggers.py sets the `vllm:kv_cache_usage_perc` gauge
+    from it. Read in the source index's snapshots on both sides of the tag (vllm-project/vllm@c59cb79, before
+    the 0.23 `free_blocks` reorder, and one after #51482 of 2026-08): the same in both; the tag itself is over
+    the fetch limit."""
     return f"sum({KV_CACHE}{selector(namespace, model_name)})"
 
 

@@ -36,6 +36,7 @@ from llm_platform.facts.versions import (
     PYTHON_IMAGE,
 )
 from llm_platform.plan import ModelPlan
+from llm_platform.plan.addon_pods import LOADER, LOADER_SCRATCH_GIB
 from llm_platform.plan.naming import (
     HF_TOKEN_SECRET_KEY,
     MODELS_PREFIX,
@@ -51,7 +52,7 @@ LUSTRE_PORTS = [(988, 988), (1018, 1023)]  # TCP: Lustre server and client ports
 # The loader holds one file at a time in its scratch space: the largest file of a Hub repo (Llama-3.1-70B's
 # original/consolidated.*.pth are ~17.6 GB) plus pip's cache. It runs on an add-on node, whose root volume
 # (cluster.addonNodes.diskSizeGiB, 100 GiB by default) must leave this much allocatable.
-LOADER_SCRATCH_REQUEST_GIB = 20
+LOADER_SCRATCH_REQUEST_GIB = LOADER_SCRATCH_GIB
 LOADER_SCRATCH_LIMIT_GIB = 40
 
 
@@ -363,9 +364,9 @@ def loader_job(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
                             "args": [run],
                             "env": env,
                             "resources": {
+                                # plan/addon_pods.py: what the add-on pool's limits must hold at its peak
                                 "requests": {
-                                    "cpu": "1",
-                                    "memory": "2Gi",
+                                    **LOADER.as_dict(),
                                     "ephemeral-storage": f"{LOADER_SCRATCH_REQUEST_GIB}Gi",
                                 },
                                 "limits": {

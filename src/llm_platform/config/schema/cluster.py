@@ -73,7 +73,8 @@ class AddonNodes(Schema):
     """The Karpenter CPU NodePool every platform add-on runs on (kube-prometheus-stack, KEDA, the GPU
     Operator's controllers, the gateway and endpoint pickers, loader Jobs, the LB and FSx CSI controllers).
     Karpenter sizes it to what is pending; `cpuLimit`/`memoryLimitGiB` cap the node capacity it may launch
-    (preflight checks they hold every add-on at its maximum)."""
+    (platform_checks.PlanChecks refuses limits that cannot hold every add-on at its maximum with the loader
+    Jobs, on the resolved plan; preflight checks the render)."""
 
     instance_families: list[str] = Field(default_factory=lambda: ["m7i", "m6i", "m6a"], min_length=1)
     instance_sizes: list[str] = Field(default_factory=lambda: ["large", "xlarge", "2xlarge"], min_length=1)
