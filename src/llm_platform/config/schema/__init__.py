@@ -76,6 +76,7 @@ from llm_platform.config.schema.kv_offload import (
     OFFLOAD_FLAGS,
     PREFIX_CACHING_OFF,
     KvCacheOffload,
+    TieredModel,
     check_kv_offload,
     hbm_kv_gib,
 )
@@ -181,6 +182,7 @@ __all__ = [
     "StackConfig",
     "StackRule",
     "SystemNodes",
+    "TieredModel",
     "Timezone",
     "check_adapter_rank",
     "check_adapter_source",

@@ -13,15 +13,13 @@ own `--kv-transfer-config` or offload flags would contradict them.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from pydantic import Field
 
 from llm_platform.config.schema.base import RuleError, Schema, plural
-
-if TYPE_CHECKING:
-    from llm_platform.config.schema.models import ModelConfig
-    from llm_platform.config.schema.pools import GpuNodePool
+from llm_platform.config.schema.pools import GpuNodePool
+from llm_platform.facts.model_profiles import ModelProfile
 
 _GIB = 2**30
 
@@ -44,7 +42,31 @@ class KvCacheOffload(Schema):
     cpu_gib_per_replica: float = Field(gt=0, le=4096, alias="cpuGiBPerReplica")
 
 
-def hbm_kv_gib(m: ModelConfig, pool: GpuNodePool) -> float:
+class TieredModel(Protocol):
+    """What the tier's rules read of a model (schema/models.py ModelConfig, which holds the block, so this
+    module cannot import it back)."""
+
+    @property
+    def hugging_face_id(self) -> str: ...
+    @property
+    def tensor_parallel_size(self) -> int: ...
+    @property
+    def pipeline_parallel_size(self) -> int: ...
+    @property
+    def max_model_len(self) -> int: ...
+    @property
+    def gpu_memory_utilization(self) -> float: ...
+    @property
+    def extra_args(self) -> list[str]: ...
+    @property
+    def kv_cache_offload(self) -> KvCacheOffload | None: ...
+    @property
+    def multi_node(self) -> bool: ...
+    @property
+    def profile(self) -> ModelProfile: ...
+
+
+def hbm_kv_gib(m: TieredModel, pool: GpuNodePool) -> float:
     """The most GPU KV cache one replica of `m` can hold on `pool`: gpuMemoryUtilization of the largest GPUs the
     pool may give it, less the weights (vLLM's profile also takes activations and CUDA graphs, so this is
     the upper bound the tier must exceed)."""
@@ -61,7 +83,7 @@ def _flag_value(args: list[str], i: int) -> str | None:
     return args[i + 1] if i + 1 < len(args) else None
 
 
-def _check_extra_args(at: tuple[str | int, ...], m: ModelConfig) -> None:
+def _check_extra_args(at: tuple[str | int, ...], m: TieredModel) -> None:
     for i, arg in enumerate(m.extra_args):
         flag = arg.split("=", 1)[0]
         if flag in OFFLOAD_FLAGS:
@@ -90,7 +112,7 @@ def _check_extra_args(at: tuple[str | int, ...], m: ModelConfig) -> None:
                 )
 
 
-def check_kv_offload(at: tuple[str | int, ...], m: ModelConfig, pool: GpuNodePool) -> None:
+def check_kv_offload(at: tuple[str | int, ...], m: TieredModel, pool: GpuNodePool) -> None:
     """The model's tier against the model and its pool (`at`: the model); needs a known geometry."""
     tier = m.kv_cache_offload
     if tier is None:
