@@ -5,16 +5,19 @@ its DaemonSets blocks with the numbers, as does a node whose GPUs take more grow
 from __future__ import annotations
 
 import copy
+import shutil
 from pathlib import Path
 
 import pytest
 
+from llm_platform.tools import render, validate_render
 from llm_platform.tools.preflight import view as preflight_view
 from llm_platform.tools.preflight.findings import Finding, blockers
 from llm_platform.tools.preflight.kv_offload import kv_offload, tier_gib
 from llm_platform.tools.preflight.run import run
 from llm_platform.tools.preflight.view import Manifest, RenderView
 from tests.conftest import fixture_stack
+from tests.shared_check import check_render
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +100,15 @@ def test_an_oversized_tier_in_the_stack_file_blocks(tmp_path: Path) -> None:
     assert {f.object for f in findings} == {"Deployment model-chat-tier/chat-tier"}
     (tier,) = [f for f in findings if f.check == "kv-offload"]
     assert "CPU KV tier 40 GiB; the pod requests 58368 MiB" in tier.message
+
+
+def test_fixture_render_has_no_schema_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The kvtier render against the pinned CRDs and kubernetes-validate, and the workspace's check_render."""
+    stack = tmp_path / "Pulumi.kvtier.yaml"
+    shutil.copy(fixture_stack("kvtier"), stack)
+    out = tmp_path / "build" / "kvtier"
+    render.write(render.evaluate(stack), out)
+    assert validate_render.main([str(stack), "--build", str(tmp_path / "build")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith("0 problems")
+    checked = check_render(out)
+    assert checked.returncode == 0 and "0 problems" in checked.stdout, checked.stdout + checked.stderr
