@@ -25,8 +25,8 @@ def test_fixture_has_a_native_and_an_lmcache_tier() -> None:
     cfg = load_fixture("kvtier")
     tiers = {m.name: m.kv_cache_offload for m in cfg.models}
     assert tiers == {
-        "chat-tier": KvCacheOffload(backend="native", cpu_gib_per_replica=12),
-        "docs-tier": KvCacheOffload(backend="lmcache", cpu_gib_per_replica=10),
+        "chat-tier": KvCacheOffload.model_validate({"backend": "native", "cpuGiBPerReplica": 12}),
+        "docs-tier": KvCacheOffload.model_validate({"backend": "lmcache", "cpuGiBPerReplica": 10}),
     }
 
 

@@ -27,7 +27,9 @@ from llm_platform.plan.kv_offload import KvOffloadPlan
 LMCACHE_CONNECTOR = {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
 # llm-d-router v0.10.0 pkg/kvcache/backend.go DefaultKVCacheBackendConfig: a block held in GPU memory scores
 # 1.0, one in the CPU tier 0.8 (loading it back costs a copy over PCIe, far less than a prefill); the device
-# tier is vLLM's KV event `medium`, lower-cased (pkg/kvevents/pool.go)
+# tier is vLLM's KV event `medium`, lower-cased (pkg/kvevents/pool.go); vLLM's OffloadingConnector publishes
+# its CPU blocks' stores and evictions with their medium (distributed/kv_transfer/kv_connector/v1/
+# offloading_connector.py `take_events`, stored copy)
 TIER_WEIGHTS = ({"name": "gpu", "weight": 1.0}, {"name": "cpu", "weight": 0.8})
 
 
