@@ -4,9 +4,11 @@ or LMCache in vLLM's process), sized per replica, and the rules that keep it fro
 The rules follow the requirements upstream states for the tier (awsdocs-neuron vllm-neuron guide
 "How to use CPU KV offloading", 2026-11-20, which configures the same upstream OffloadingConnector): prefix
 caching on, `--max-num-batched-tokens` below `--max-model-len` (chunked prefill), and a host tier larger than the
-HBM KV cache ("a host tier that is not larger than HBM adds few hits"). MLA models are refused: the research
-notes (../shared/research/serving_paths_2026.md, "KV offload flags") record them as unsupported and the pinned
-v0.30.0 tag could not be read to prove otherwise. The platform writes vLLM's offload flags itself, so a model's
+HBM KV cache ("a host tier that is not larger than HBM adds few hits"). MLA models are refused: Vultr's
+inference cookbook (kv-cache-offloading, 2026-03-17: "MLA models are not supported", DeepSeek V3.2 failing
+with a KeyError on its indexer's k_cache, Kimi-K2.5 listed unsupported) and the research notes
+(../shared/research/serving_paths_2026.md, "KV offload flags") say so, and the pinned v0.30.0 tag could not be
+read to prove otherwise. The platform writes vLLM's offload flags itself, so a model's
 own `--kv-transfer-config` or offload flags would contradict them.
 """
 
