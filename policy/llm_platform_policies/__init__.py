@@ -14,6 +14,7 @@ from .autoscaling import (
     prod_vllm_min_replicas,
     vllm_no_utilisation_autoscaling,
 )
+from .kv_offload import KV_OFFLOAD_POLICIES, vllm_kv_offload_memory
 from .nodes import NODE_POLICIES, gpu_nodes_imdsv2
 from .workloads import (
     WORKLOAD_POLICIES,
@@ -31,6 +32,7 @@ PACK_NAME = "llm-platform"
 ALL_POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
     *AUTOSCALING_POLICIES,
     *WORKLOAD_POLICIES,
+    *KV_OFFLOAD_POLICIES,
     *NODE_POLICIES,
 ]
 
@@ -44,6 +46,7 @@ __all__ = [
     "prod_vllm_zone_spread",
     "vllm_environment_label",
     "vllm_graceful_drain",
+    "vllm_kv_offload_memory",
     "vllm_no_hub_downloads_outside_dev",
     "vllm_no_utilisation_autoscaling",
     "vllm_shm_for_tensor_parallel",

@@ -41,6 +41,9 @@ __all__ = [
     "GpuNodePoolSettings",
     "HeadroomSettings",
     "HeadroomWindowSettings",
+    "KvCacheOffloadBackend",
+    "KvCacheOffloadBackendValue",
+    "KvCacheOffloadSettings",
     "LoraAdapterSettings",
     "ModelCacheKind",
     "ModelCacheKindValue",
@@ -114,6 +117,13 @@ class GpuNodePoolCapacityType(StrEnum):
     ON_DEMAND = "on-demand"
 
 
+class KvCacheOffloadBackend(StrEnum):
+    """The values of KvCacheOffloadSettings.backend."""
+
+    NATIVE = "native"
+    LMCACHE = "lmcache"
+
+
 class ModelCacheKind(StrEnum):
     """The values of ModelSettings.cache."""
 
@@ -152,6 +162,7 @@ if TYPE_CHECKING:
     GpuNodePoolCapacityTypeValue: TypeAlias = (
         GpuNodePoolCapacityType | Literal["reserved", "spot", "on-demand"]
     )
+    KvCacheOffloadBackendValue: TypeAlias = KvCacheOffloadBackend | Literal["native", "lmcache"]
     ModelCacheKindValue: TypeAlias = ModelCacheKind | Literal["nvme", "fsx", "s3", "hub"]
     ScalingPolicyTypeValue: TypeAlias = ScalingPolicyType | Literal["Pods", "Percent"]
     ScalingRulesSelectPolicyValue: TypeAlias = ScalingRulesSelectPolicy | Literal["Max", "Min", "Disabled"]
@@ -164,6 +175,7 @@ else:
     GatewayClientTokenKindValue = GatewayClientTokenKind
     GpuNodePoolAmiFamilyValue = GpuNodePoolAmiFamily
     GpuNodePoolCapacityTypeValue = GpuNodePoolCapacityType
+    KvCacheOffloadBackendValue = KvCacheOffloadBackend
     ModelCacheKindValue = ModelCacheKind
     ScalingPolicyTypeValue = ScalingPolicyType
     ScalingRulesSelectPolicyValue = ScalingRulesSelectPolicy
@@ -395,6 +407,15 @@ class LoraAdapterSettings(TypedDict):
     """>= 1."""
 
 
+class KvCacheOffloadSettings(TypedDict):
+    """A CPU tier of `cpuGiBPerReplica` GiB per replica (all its tensor-parallel ranks together, vLLM's `kv_offloading_size`), read by `native` (vLLM's OffloadingConnector) or `lmcache` (LMCacheConnectorV1)."""
+
+    backend: NotRequired[KvCacheOffloadBackendValue]
+    """one of 'native', 'lmcache'; default 'native'."""
+    cpuGiBPerReplica: float
+    """> 0; <= 4096."""
+
+
 class ModelSettings(TypedDict):
     """The stack file's ModelConfig."""
 
@@ -427,6 +448,7 @@ class ModelSettings(TypedDict):
     """at most 63 items."""
     adapterSlots: NotRequired[int]
     """>= 1."""
+    kvCacheOffload: NotRequired[KvCacheOffloadSettings]
 
 
 class S3BucketSettings(TypedDict):

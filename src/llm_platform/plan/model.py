@@ -32,6 +32,7 @@ from llm_platform.plan import naming, promql
 from llm_platform.plan.cold_start import ColdStartBudget
 from llm_platform.plan.drain import DrainPlan, drain_plan, replica_model
 from llm_platform.plan.gateway import FlowControlPlan, at_zero, flow_control, wake_rate
+from llm_platform.plan.kv_offload import KvOffloadPlan, kv_offload_plan
 from llm_platform.plan.lora import LoraPlan, lora_plan
 from llm_platform.plan.scaling import MetricTrigger, PrewarmTrigger, SaturationMemory, ScalingPlan, Smoothing
 from llm_platform.plan.zero import from_zero_hold_s
@@ -366,6 +367,8 @@ class ModelPlan:
     nodes: int = 1
     # LoRA adapters (plan/lora.py); None without adapters
     lora: LoraPlan | None = None
+    # a CPU tier under the GPU prefix cache (plan/kv_offload.py); None: the KV cache stays in GPU memory
+    kv_offload: KvOffloadPlan | None = None
 
     @property
     def replica_gpus(self) -> int:
@@ -448,5 +451,6 @@ def resolve_model(
         serving_uses_hf_token=model.cache == "hub",
         nodes=model.pipeline_parallel_size,
         lora=lora,
+        kv_offload=kv_offload_plan(model, pool),
         drain=drain_plan(replica_model(model, instance.gpu, gpus * model.pipeline_parallel_size, lora)),
     )

@@ -32,6 +32,7 @@ from llm_platform.components.specs.common import (
     POOL_LABEL,
     rule_manifest,
 )
+from llm_platform.components.specs.kv_offload import grown_resources
 from llm_platform.components.specs.model_cache import cache_wiring
 from llm_platform.components.specs.serving import replica_resources
 from llm_platform.config.schema import GpuNodePool
@@ -103,11 +104,14 @@ def _headroom(p: PoolPlan) -> HeadroomPlan:
 
 def placeholder_resources(p: PoolPlan) -> dict[str, Any]:
     """One replica's pod requests: those of the pool's model with the largest tensor-parallel size, with
-    the compile-cache sidecar when one of those replicas runs it (a replica then fits wherever one
-    placeholder was)."""
+    the compile-cache sidecar when one of those replicas runs it and the memory of its CPU KV tier when one
+    has one (a replica then fits wherever one placeholder was)."""
     h = _headroom(p)
     sidecar = any(m.cache.compile_cache_in_pod for m in p.models if m.gpus == h.replica_gpus)
-    return replica_resources(h.replica_gpus, h.instance, sidecar)
+    resources = replica_resources(h.replica_gpus, h.instance, sidecar)
+    # a replica with a CPU KV tier needs its grown memory on the warm node too (the largest tier of those)
+    tiers = [m.kv_offload for m in p.models if m.gpus == h.replica_gpus and m.kv_offload is not None]
+    return grown_resources(resources, max(tiers, key=lambda t: t.growth_gib)) if tiers else resources
 
 
 def _non_root_pod() -> dict[str, Any]:

@@ -30,6 +30,7 @@ import yaml
 
 from llm_platform.components.specs import gateway as gw
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, secret
+from llm_platform.components.specs.kv_offload import tier_scoring
 from llm_platform.components.specs.serving import KV_EVENTS_PORT, PORT
 from llm_platform.facts.versions import (
     LLM_D_EPP_IMAGE_REGISTRY,
@@ -125,7 +126,10 @@ def endpoint_picker_config(model: ModelPlan) -> dict[str, Any]:
                         "discoverPods": True,
                         "podDiscoveryConfig": {"socketPort": KV_EVENTS_PORT},
                     },
-                    "indexerConfig": {"kvBlockIndexConfig": {"enableMetrics": True}},
+                    "indexerConfig": {
+                        "kvBlockIndexConfig": {"enableMetrics": True},
+                        **tier_scoring(model.kv_offload),
+                    },
                 },
             },
             {

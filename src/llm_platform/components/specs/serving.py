@@ -23,6 +23,7 @@ from llm_platform.components.specs.compile_cache import (
     SAVER_MEMORY_MIB,
 )
 from llm_platform.components.specs.gateway import proxy_peer
+from llm_platform.components.specs.kv_offload import grown_resources, grown_shm_gib, offload_args, offload_env
 from llm_platform.components.specs.model_cache import CacheWiring
 from llm_platform.config.schema import ModelConfig
 from llm_platform.facts.catalog import GpuInstance
@@ -111,6 +112,7 @@ def vllm_args(m: ModelPlan, wiring: CacheWiring) -> list[str]:
         "--shutdown-timeout",
         str(m.drain.shutdown_timeout_seconds),
         *kv_events_args(model),
+        *offload_args(m.kv_offload),
         *lora_args(m, wiring.adapter_dirs),
         *wiring.extra_args,
         *model.extra_args,
@@ -139,7 +141,8 @@ def kv_events_env(model: ModelConfig) -> list[dict[str, Any]]:
 
 
 def resources(m: ModelPlan) -> dict[str, Any]:
-    return pod_resources(m.gpus, m.instance)
+    """The instance's share, grown for the model's CPU KV tier (components/specs/kv_offload.py)."""
+    return grown_resources(pod_resources(m.gpus, m.instance), m.kv_offload)
 
 
 def pod_resources(gpus: int, instance: GpuInstance) -> dict[str, Any]:
@@ -199,8 +202,9 @@ def startup_check(m: ModelPlan) -> dict[str, Any]:
 
 
 def shm_size_gib(m: ModelPlan) -> int:
-    """NCCL between tensor-parallel ranks goes through /dev/shm; Docker's 64 MiB default is far too small."""
-    return min(16, 2 + 2 * m.gpus)
+    """NCCL between tensor-parallel ranks goes through /dev/shm; Docker's 64 MiB default is far too small.
+    A CPU KV tier grows it by the tier x 1.2 (components/specs/kv_offload.py)."""
+    return grown_shm_gib(min(16, 2 + 2 * m.gpus), m.kv_offload)
 
 
 def deployment(
@@ -227,6 +231,7 @@ def deployment(
         {"name": "VLLM_CACHE_ROOT", "value": COMPILE_CACHE_MOUNT},
         *wiring.env,
         *kv_events_env(model),
+        *offload_env(m.kv_offload),
     ]
     if mounts_hf_token:
         env.append(

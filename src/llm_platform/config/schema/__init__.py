@@ -70,6 +70,16 @@ from llm_platform.config.schema.gateway import (
     GatewayConfig,
     QuotaStoreConfig,
 )
+from llm_platform.config.schema.kv_offload import (
+    BATCHED_TOKENS_FLAG,
+    MLA_MODELS,
+    OFFLOAD_FLAGS,
+    PREFIX_CACHING_OFF,
+    KvCacheOffload,
+    TieredModel,
+    check_kv_offload,
+    hbm_kv_gib,
+)
 from llm_platform.config.schema.model_cache import FSX_THROUGHPUT, FsxConfig, ModelCacheConfig, S3BucketConfig
 from llm_platform.config.schema.models import (
     PROD_MIN_REPLICAS,
@@ -107,6 +117,7 @@ from llm_platform.config.schema.stack import STACK_RULES, ServingConfig, StackCo
 
 __all__ = [
     "AWS_ACCOUNT_ID",
+    "BATCHED_TOKENS_FLAG",
     "CAPACITY_RESERVATION_ID",
     "CLUSTER_NAME_WHY",
     "CRON",
@@ -120,6 +131,9 @@ __all__ = [
     "MAX_RESERVATION_TAGS",
     "MAX_RESERVATION_TERMS",
     "MIN_KUBERNETES_MINOR",
+    "MLA_MODELS",
+    "OFFLOAD_FLAGS",
+    "PREFIX_CACHING_OFF",
     "PROD_MIN_REPLICAS",
     "REMOVED_GATEWAY_KEYS",
     "RESERVED_FLAGS",
@@ -148,6 +162,7 @@ __all__ = [
     "GpuNodePool",
     "Headroom",
     "HeadroomWindow",
+    "KvCacheOffload",
     "LoraAdapter",
     "ModelCacheConfig",
     "ModelConfig",
@@ -167,11 +182,13 @@ __all__ = [
     "StackConfig",
     "StackRule",
     "SystemNodes",
+    "TieredModel",
     "Timezone",
     "check_adapter_rank",
     "check_adapter_source",
     "check_adapters",
     "check_fits_nodes",
+    "check_kv_offload",
     "check_multi_node_model",
     "check_multi_node_pools",
     "check_scale_to_zero",
@@ -180,6 +197,7 @@ __all__ = [
     "forecast_config_hash",
     "gpus_at_max_replicas",
     "gpus_at_min_replicas",
+    "hbm_kv_gib",
     "is_s3",
     "max_lora_rank",
     "plural",

@@ -15,7 +15,8 @@ from llm_platform.config.schema.pools import GpuNodePool
 
 # a model's keys added to the schema after forecasts were written: left out of the hash while unset, so a
 # schema addition does not make every forecast stale
-_LATER_KEYS = (("autoscaling", "wakeRequestsPerSecond"),)
+# (a path below the model block; a one-key path is a key of the model block itself)
+_LATER_KEYS = (("autoscaling", "wakeRequestsPerSecond"), ("kvCacheOffload",))
 
 
 def forecast_config_hash(model: ModelConfig, pool: GpuNodePool, environment: Environment) -> str:
@@ -23,9 +24,12 @@ def forecast_config_hash(model: ModelConfig, pool: GpuNodePool, environment: Env
     (everything the simulator reads from the stack file for one model), as 12 hex digits. `simulator replay`
     prints it next to the forecast; a forecast whose hash is not the deployed config's is stale."""
     model_doc = model.model_dump(mode="json", by_alias=True)
-    for block, key in _LATER_KEYS:  # unset, as in every config written before them: the hash they had
-        if model_doc[block].get(key) is None:
-            model_doc[block].pop(key, None)
+    for *blocks, key in _LATER_KEYS:  # unset, as in every config written before them: the hash they had
+        block = model_doc
+        for name in blocks:
+            block = block[name]
+        if block.get(key) is None:
+            block.pop(key, None)
     doc = {
         "environment": environment.value,
         "model": model_doc,

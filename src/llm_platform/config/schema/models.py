@@ -18,6 +18,7 @@ from llm_platform.config.schema.base import (
     Timezone,
     _dns_label,
 )
+from llm_platform.config.schema.kv_offload import KvCacheOffload
 from llm_platform.facts.model_profiles import PROFILES, ModelProfile
 from llm_platform.facts.versions import VLLM_IMAGE
 
@@ -200,6 +201,8 @@ class ModelConfig(Schema):
     adapters: list[LoraAdapter] = Field(default=[], max_length=MAX_ADAPTERS)
     # vLLM --max-loras: GPU slots for adapters in one batch; default one per adapter
     adapter_slots: int | None = Field(default=None, ge=1)
+    # a CPU tier under the GPU prefix cache (config/schema/kv_offload.py); None: the KV cache stays in GPU memory
+    kv_cache_offload: KvCacheOffload | None = None
 
     @model_validator(mode="before")
     @classmethod

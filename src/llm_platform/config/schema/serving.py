@@ -9,6 +9,7 @@ from typing import Protocol
 from llm_platform.config.schema.base import Environment, Problems, RuleError, _unique, plural
 from llm_platform.config.schema.capacity import _check_fits_gpus, _check_headroom, _check_pool_limit
 from llm_platform.config.schema.gateway import GatewayConfig
+from llm_platform.config.schema.kv_offload import check_kv_offload
 from llm_platform.config.schema.model_cache import ModelCacheConfig
 from llm_platform.config.schema.models import (
     PROD_MIN_REPLICAS,
@@ -115,6 +116,7 @@ def _model_on_pool(
         check_fits_nodes(at, m, pool)
     else:
         _check_fits_gpus(at, m, pool)
+    check_kv_offload(at, m, pool)
     if m.multi_node:
         known = zones if zones is not None else [z for z in [pool.placement_zone] if z]
         check_multi_node_model(at, m, pool, c.gpu_node_pools.index(pool), known)

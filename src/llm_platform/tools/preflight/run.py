@@ -9,6 +9,7 @@ from llm_platform.tools.preflight.capacity import ceilings, disruption_budgets
 from llm_platform.tools.preflight.drain import drain
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.iam import iam
+from llm_platform.tools.preflight.kv_offload import kv_offload
 from llm_platform.tools.preflight.multinode import multinode
 from llm_platform.tools.preflight.ordering import ordering
 from llm_platform.tools.preflight.repair import repair
@@ -25,6 +26,7 @@ CHECKS: dict[str, Callable[[RenderView], list[Finding]]] = {
     "iam": iam,
     "alerting": alerting,
     "multinode": multinode,
+    "kv-offload": kv_offload,
     "zero": zero,
     "repair": repair,
     "drain": drain,
