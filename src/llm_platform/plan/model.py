@@ -30,6 +30,7 @@ from llm_platform.facts.cold_start import (
 )
 from llm_platform.plan import naming, promql
 from llm_platform.plan.cold_start import ColdStartBudget
+from llm_platform.plan.disaggregation import DisaggregationPlan, resolve_disaggregation
 from llm_platform.plan.drain import DrainPlan, drain_plan, replica_model
 from llm_platform.plan.gateway import FlowControlPlan, at_zero, flow_control, wake_rate
 from llm_platform.plan.lora import LoraPlan, lora_plan
@@ -366,6 +367,8 @@ class ModelPlan:
     nodes: int = 1
     # LoRA adapters (plan/lora.py); None without adapters
     lora: LoraPlan | None = None
+    # separate prefill and decode roles (plan/disaggregation.py); None: one aggregated Deployment
+    disaggregation: DisaggregationPlan | None = None
 
     @property
     def replica_gpus(self) -> int:
@@ -448,5 +451,6 @@ def resolve_model(
         serving_uses_hf_token=model.cache == "hub",
         nodes=model.pipeline_parallel_size,
         lora=lora,
+        disaggregation=resolve_disaggregation(model, pool, names.namespace, names.deployment),
         drain=drain_plan(replica_model(model, instance.gpu, gpus * model.pipeline_parallel_size, lora)),
     )

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from llm_platform.config.schema.base import Environment, Problems, RuleError, _unique, plural
 from llm_platform.config.schema.capacity import _check_fits_gpus, _check_headroom, _check_pool_limit
+from llm_platform.config.schema.disaggregation import check_disaggregated_model
 from llm_platform.config.schema.gateway import GatewayConfig
 from llm_platform.config.schema.model_cache import ModelCacheConfig
 from llm_platform.config.schema.models import (
@@ -118,6 +119,16 @@ def _model_on_pool(
     if m.multi_node:
         known = zones if zones is not None else [z for z in [pool.placement_zone] if z]
         check_multi_node_model(at, m, pool, c.gpu_node_pools.index(pool), known)
+    if m.disaggregation is not None:
+        check_disaggregated_model(
+            at,
+            m.disaggregation,
+            model_tp=m.tensor_parallel_size,
+            pipeline_parallel_size=m.pipeline_parallel_size,
+            has_adapters=bool(m.adapters),
+            precise_prefix_routing=m.precise_prefix_routing,
+            pool=pool,
+        )
 
 
 def _autoscaling_rules(
