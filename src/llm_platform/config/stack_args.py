@@ -24,6 +24,10 @@ __all__ = [
     "ClusterSettings",
     "CostForecastSettings",
     "CostsSettings",
+    "DisaggregationKvTransport",
+    "DisaggregationKvTransportValue",
+    "DisaggregationRoleSettings",
+    "DisaggregationSettings",
     "Environment",
     "EnvironmentValue",
     "ExpectedTrafficSettings",
@@ -49,6 +53,9 @@ __all__ = [
     "ModelSettings",
     "PrewarmWindowSettings",
     "QuotaStoreSettings",
+    "RoleAutoscalingSettings",
+    "RoleAutoscalingSignal",
+    "RoleAutoscalingSignalValue",
     "S3BucketSettings",
     "ScalingPolicySettings",
     "ScalingPolicyType",
@@ -82,6 +89,12 @@ class ClusterMode(StrEnum):
 
     EKS = "eks"
     EXISTING = "existing"
+
+
+class DisaggregationKvTransport(StrEnum):
+    """The values of DisaggregationSettings.kvTransport."""
+
+    NIXL_LIBFABRIC = "nixl-libfabric"
 
 
 class FsxDeploymentType(StrEnum):
@@ -123,6 +136,15 @@ class ModelCacheKind(StrEnum):
     HUB = "hub"
 
 
+class RoleAutoscalingSignal(StrEnum):
+    """The values of RoleAutoscalingSettings.signal."""
+
+    QUEUEDEPTH = "queueDepth"
+    TTFT = "ttft"
+    KVCACHEUSAGE = "kvCacheUsage"
+    RUNNINGREQUESTS = "runningRequests"
+
+
 class ScalingPolicyType(StrEnum):
     """The values of ScalingPolicySettings.type."""
 
@@ -145,6 +167,7 @@ if TYPE_CHECKING:
     AddonNodesCapacityTypeValue: TypeAlias = AddonNodesCapacityType | Literal["spot", "on-demand"]
     AlertingReceiverValue: TypeAlias = AlertingReceiver | Literal["none", "slack", "pagerduty", "webhook"]
     ClusterModeValue: TypeAlias = ClusterMode | Literal["eks", "existing"]
+    DisaggregationKvTransportValue: TypeAlias = DisaggregationKvTransport | Literal["nixl-libfabric"]
     EnvironmentValue: TypeAlias = Environment | Literal["dev", "staging", "prod"]
     FsxDeploymentTypeValue: TypeAlias = FsxDeploymentType | Literal["SCRATCH_2", "PERSISTENT_2"]
     GatewayClientTokenKindValue: TypeAlias = GatewayClientTokenKind | Literal["input", "output", "total"]
@@ -153,18 +176,23 @@ if TYPE_CHECKING:
         GpuNodePoolCapacityType | Literal["reserved", "spot", "on-demand"]
     )
     ModelCacheKindValue: TypeAlias = ModelCacheKind | Literal["nvme", "fsx", "s3", "hub"]
+    RoleAutoscalingSignalValue: TypeAlias = (
+        RoleAutoscalingSignal | Literal["queueDepth", "ttft", "kvCacheUsage", "runningRequests"]
+    )
     ScalingPolicyTypeValue: TypeAlias = ScalingPolicyType | Literal["Pods", "Percent"]
     ScalingRulesSelectPolicyValue: TypeAlias = ScalingRulesSelectPolicy | Literal["Max", "Min", "Disabled"]
 else:
     AddonNodesCapacityTypeValue = AddonNodesCapacityType
     AlertingReceiverValue = AlertingReceiver
     ClusterModeValue = ClusterMode
+    DisaggregationKvTransportValue = DisaggregationKvTransport
     EnvironmentValue = Environment
     FsxDeploymentTypeValue = FsxDeploymentType
     GatewayClientTokenKindValue = GatewayClientTokenKind
     GpuNodePoolAmiFamilyValue = GpuNodePoolAmiFamily
     GpuNodePoolCapacityTypeValue = GpuNodePoolCapacityType
     ModelCacheKindValue = ModelCacheKind
+    RoleAutoscalingSignalValue = RoleAutoscalingSignal
     ScalingPolicyTypeValue = ScalingPolicyType
     ScalingRulesSelectPolicyValue = ScalingRulesSelectPolicy
 
@@ -395,6 +423,36 @@ class LoraAdapterSettings(TypedDict):
     """>= 1."""
 
 
+class RoleAutoscalingSettings(TypedDict):
+    """One role's KEDA ScaledObject: its replica bounds and the one vLLM signal it scales on, per replica (queueDepth: requests waiting; ttft: p90 seconds; kvCacheUsage: fill 0..1; runningRequests: sequences)."""
+
+    minReplicas: NotRequired[int]
+    """>= 1; default 1."""
+    maxReplicas: NotRequired[int]
+    """>= 1; default 2."""
+    signal: RoleAutoscalingSignalValue
+    """one of 'queueDepth', 'ttft', 'kvCacheUsage', 'runningRequests'."""
+    target: float
+    """> 0."""
+
+
+class DisaggregationRoleSettings(TypedDict):
+    """The stack file's DisaggregationRole."""
+
+    tensorParallelSize: NotRequired[int]
+    """default 1."""
+    autoscaling: RoleAutoscalingSettings
+
+
+class DisaggregationSettings(TypedDict):
+    """The stack file's Disaggregation."""
+
+    kvTransport: NotRequired[DisaggregationKvTransportValue]
+    """one of 'nixl-libfabric'; default 'nixl-libfabric'."""
+    prefill: DisaggregationRoleSettings
+    decode: DisaggregationRoleSettings
+
+
 class ModelSettings(TypedDict):
     """The stack file's ModelConfig."""
 
@@ -427,6 +485,7 @@ class ModelSettings(TypedDict):
     """at most 63 items."""
     adapterSlots: NotRequired[int]
     """>= 1."""
+    disaggregation: NotRequired[DisaggregationSettings]
 
 
 class S3BucketSettings(TypedDict):
