@@ -112,13 +112,6 @@ def _model_on_pool(
             "cannot be sized; describe it from its config.json under the model's `geometry:` "
             "{parameters, layers, kvHeads, headDim, weightBits}; built-in: " + ", ".join(sorted(PROFILES)),
         )
-    if m.multi_node:
-        check_fits_nodes(at, m, pool)
-    else:
-        _check_fits_gpus(at, m, pool)
-    if m.multi_node:
-        known = zones if zones is not None else [z for z in [pool.placement_zone] if z]
-        check_multi_node_model(at, m, pool, c.gpu_node_pools.index(pool), known)
     if m.disaggregation is not None:
         check_disaggregated_model(
             at,
@@ -129,6 +122,13 @@ def _model_on_pool(
             precise_prefix_routing=m.precise_prefix_routing,
             pool=pool,
         )
+    if m.multi_node:
+        check_fits_nodes(at, m, pool)
+    else:
+        _check_fits_gpus(at, m, pool)
+    if m.multi_node:
+        known = zones if zones is not None else [z for z in [pool.placement_zone] if z]
+        check_multi_node_model(at, m, pool, c.gpu_node_pools.index(pool), known)
 
 
 def _autoscaling_rules(
