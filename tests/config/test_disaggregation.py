@@ -72,7 +72,9 @@ def test_role_tensor_parallel_must_divide_the_node() -> None:
     values = _values()
     _pd(values)["decode"]["tensorParallelSize"] = 8
     message = config_error(values)
-    assert "disaggregation.decode.tensorParallelSize: 8 must equal the model's tensorParallelSize 4" in message
+    assert (
+        "disaggregation.decode.tensorParallelSize: 8 must equal the model's tensorParallelSize 4" in message
+    )
 
 
 def test_not_with_pipeline_parallel() -> None:
