@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from llm_platform.tools.preflight.alerting import alerting
 from llm_platform.tools.preflight.capacity import ceilings, disruption_budgets
+from llm_platform.tools.preflight.disaggregation import disaggregation
 from llm_platform.tools.preflight.drain import drain
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.iam import iam
@@ -25,6 +26,7 @@ CHECKS: dict[str, Callable[[RenderView], list[Finding]]] = {
     "iam": iam,
     "alerting": alerting,
     "multinode": multinode,
+    "disaggregation": disaggregation,
     "zero": zero,
     "repair": repair,
     "drain": drain,
