@@ -14,6 +14,7 @@ from .autoscaling import (
     prod_vllm_min_replicas,
     vllm_no_utilisation_autoscaling,
 )
+from .efa import EFA_POLICIES, vllm_efa_pods
 from .nodes import NODE_POLICIES, gpu_nodes_imdsv2
 from .workloads import (
     WORKLOAD_POLICIES,
@@ -32,6 +33,7 @@ ALL_POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
     *AUTOSCALING_POLICIES,
     *WORKLOAD_POLICIES,
     *NODE_POLICIES,
+    *EFA_POLICIES,
 ]
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "no_plaintext_secret_env",
     "prod_vllm_min_replicas",
     "prod_vllm_zone_spread",
+    "vllm_efa_pods",
     "vllm_environment_label",
     "vllm_graceful_drain",
     "vllm_no_hub_downloads_outside_dev",
