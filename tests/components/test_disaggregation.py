@@ -111,6 +111,9 @@ def test_one_scaled_object_per_role_on_its_signal() -> None:
     assert 'pod=~"llama-70b-prefill-' in pt["metadata"]["query"]
     assert "vllm:kv_cache_usage_perc" in dt["metadata"]["query"] and dt["metadata"]["threshold"] == "0.7"
     assert 'pod=~"llama-70b-decode-' in dt["metadata"]["query"]
+    # 0 until one of the role's replicas is available (first rollout), as the aggregated triggers read
+    assert 'deployment="llama-70b-prefill"} ) > 0' not in pt["metadata"]["query"]
+    assert 'deployment="llama-70b-prefill"}) > 0))' in pt["metadata"]["query"]
 
 
 def test_network_policies_open_exactly_the_role_ports() -> None:

@@ -29,6 +29,8 @@ def test_fixture_resolves_both_roles_on_the_efa_image() -> None:
     # the model names no image: a model that needs EFA runs the EFA image, an aggregated one the stock one
     assert model.image == EFA_VLLM_IMAGE and model.needs_efa
     assert load_fixture("dev").models[0].image == VLLM_IMAGE
+    # a multi-node LeaderWorkerSet talks NCCL over EFA: the EFA image too
+    assert load_fixture("multinode").models[0].image == EFA_VLLM_IMAGE
 
 
 def test_pool_gpu_limit_counts_every_role_at_max() -> None:

@@ -88,6 +88,9 @@ def resolve_disaggregation(
     for role, spec in d.roles():
         name = f"{deployment}-{role}"
         metric, query = role_query(spec.autoscaling.signal, namespace, model.served_model_name, name)
+        # 0 while none of the role's replicas is available yet (first rollout: no vLLM series exist), as the
+        # aggregated model's triggers read; afterwards a missing series stays an error KEDA reports
+        query = promql.until_a_replica_serves(query, namespace, name)
         roles.append(
             RolePlan(
                 role=role,
