@@ -8,7 +8,8 @@ with the field path, the bad value and what is allowed.
 One module per block of the stack file, so each stays readable on its own: `base` (the base model, RuleError,
 the checked string types), `cluster`, `pools` (gpuNodePools, headroom), `adapters` (a model's LoRA adapters),
 `models` (models, autoscaling), `model_cache`, `gateway`, `alerting`, `costs`, `capacity` (a pool's GPUs against
-its models), `multinode` (models larger than one node against their pool), `serving` (the rules of the models,
+its models), `multinode` (models larger than one node against their pool), `disaggregation` (a model's prefill and
+decode roles against their EFA pool), `serving` (the rules of the models,
 their pools, the model cache and the gateway) and `stack` (StackConfig, ServingConfig and the rules across
 blocks). No module imports the package or one that imports it back (tests/test_import_graph.py). Import from
 here: every name is re-exported.
@@ -64,6 +65,15 @@ from llm_platform.config.schema.cluster import (
     SystemNodes,
 )
 from llm_platform.config.schema.costs import CostForecast, CostsConfig, ExpectedTraffic, forecast_config_hash
+from llm_platform.config.schema.disaggregation import (
+    ALLOWED_SIGNALS,
+    DECODE_SIGNALS,
+    PREFILL_SIGNALS,
+    Disaggregation,
+    DisaggregationRole,
+    RoleAutoscaling,
+    check_disaggregated_model,
+)
 from llm_platform.config.schema.gateway import (
     REMOVED_GATEWAY_KEYS,
     GatewayClient,
@@ -106,10 +116,12 @@ from llm_platform.config.schema.serving import ServingBlocks, check_scale_to_zer
 from llm_platform.config.schema.stack import STACK_RULES, ServingConfig, StackConfig, StackRule
 
 __all__ = [
+    "ALLOWED_SIGNALS",
     "AWS_ACCOUNT_ID",
     "CAPACITY_RESERVATION_ID",
     "CLUSTER_NAME_WHY",
     "CRON",
+    "DECODE_SIGNALS",
     "DNS_LABEL",
     "DURATION",
     "FSX_THROUGHPUT",
@@ -120,6 +132,7 @@ __all__ = [
     "MAX_RESERVATION_TAGS",
     "MAX_RESERVATION_TERMS",
     "MIN_KUBERNETES_MINOR",
+    "PREFILL_SIGNALS",
     "PROD_MIN_REPLICAS",
     "REMOVED_GATEWAY_KEYS",
     "RESERVED_FLAGS",
@@ -139,6 +152,8 @@ __all__ = [
     "CostForecast",
     "CostsConfig",
     "Cron",
+    "Disaggregation",
+    "DisaggregationRole",
     "Duration",
     "Environment",
     "ExpectedTraffic",
@@ -155,6 +170,7 @@ __all__ = [
     "PrewarmWindow",
     "Problems",
     "QuotaStoreConfig",
+    "RoleAutoscaling",
     "RuleError",
     "RuleErrors",
     "S3BucketConfig",
@@ -171,6 +187,7 @@ __all__ = [
     "check_adapter_rank",
     "check_adapter_source",
     "check_adapters",
+    "check_disaggregated_model",
     "check_fits_nodes",
     "check_multi_node_model",
     "check_multi_node_pools",
