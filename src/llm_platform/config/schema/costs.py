@@ -15,7 +15,10 @@ from llm_platform.config.schema.pools import GpuNodePool
 
 # a model's keys added to the schema after forecasts were written: left out of the hash while unset, so a
 # schema addition does not make every forecast stale
-_LATER_KEYS = (("autoscaling", "wakeRequestsPerSecond"),)
+_LATER_KEYS: tuple[tuple[str | None, str], ...] = (
+    ("autoscaling", "wakeRequestsPerSecond"),
+    (None, "disaggregation"),  # None: a key of the model block itself
+)
 
 
 def forecast_config_hash(model: ModelConfig, pool: GpuNodePool, environment: Environment) -> str:
@@ -24,8 +27,9 @@ def forecast_config_hash(model: ModelConfig, pool: GpuNodePool, environment: Env
     prints it next to the forecast; a forecast whose hash is not the deployed config's is stale."""
     model_doc = model.model_dump(mode="json", by_alias=True)
     for block, key in _LATER_KEYS:  # unset, as in every config written before them: the hash they had
-        if model_doc[block].get(key) is None:
-            model_doc[block].pop(key, None)
+        where = model_doc if block is None else model_doc[block]
+        if where.get(key) is None:
+            where.pop(key, None)
     doc = {
         "environment": environment.value,
         "model": model_doc,
