@@ -56,8 +56,10 @@ VLLM_IMAGE = "vllm/vllm-openai:v0.30.0"
 # image name is llm-d's release table's (`ghcr.io/llm-d/llm-d-aws`: "NVIDIA + EFA/libfabric + NIXL"). NOT
 # confirmed at the v0.9.0 tag itself: the files above were read at the stored main-branch revisions
 # (Dockerfile.cuda 0199edbf, install-efa.sh 2760655c), and no digest for v0.9.0 was seen; pin the digest
-# before production. Its vLLM is llm-d's v0.9.0 build, not VLLM_IMAGE's v0.30.0: both roles of a model run this
-# one image (NixlConnector refuses peers whose vLLM version differs: compute_nixl_compatibility_hash).
+# before production. Its vLLM is llm-d's v0.9.0 build, vLLM v0.26.0 (llm-d PR #2206, "bump images to match vllm
+# v0.26.0", merged 2026-08-07), not VLLM_IMAGE's v0.30.0; `--shutdown-timeout` (vLLM v0.18.0+, vllm PR #34730)
+# and the other flags the platform writes predate it. Both roles of a model run this one image (NixlConnector
+# refuses peers whose vLLM version differs: compute_nixl_compatibility_hash).
 EFA_VLLM_IMAGE = "ghcr.io/llm-d/llm-d-aws:v0.9.0"
 # the libraries the EFA image carries (the preflight's and the policies' check of any image a model needing EFA
 # names): an image not listed here is not known to carry them
