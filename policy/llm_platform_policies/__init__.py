@@ -14,7 +14,7 @@ from .autoscaling import (
     prod_vllm_min_replicas,
     vllm_no_utilisation_autoscaling,
 )
-from .efa import EFA_POLICIES, vllm_efa_pods
+from .efa import EFA_POLICIES, pd_role_ports, vllm_efa_pods
 from .nodes import NODE_POLICIES, gpu_nodes_imdsv2
 from .workloads import (
     WORKLOAD_POLICIES,
@@ -42,6 +42,7 @@ __all__ = [
     "gpu_nodes_imdsv2",
     "keda_prometheus_queries",
     "no_plaintext_secret_env",
+    "pd_role_ports",
     "prod_vllm_min_replicas",
     "prod_vllm_zone_spread",
     "vllm_efa_pods",

@@ -8,8 +8,9 @@ decode Deployments): what one resource shows of whether NCCL and NIXL will reall
   it, or as an inclusion list without it (aws-samples/aws-do-eks PR #54: when EFA initialisation fails, NCCL's
   TCP fallback otherwise takes `pod-id-link0` and hangs).
 
-Zones and NetworkPolicies between the roles need more than one resource: the preflight checks those
-(llm_platform/tools/preflight/disaggregation.py).
+`pd-role-ports` (a stack rule) checks the NetworkPolicies between a disaggregated model's roles; the zones of
+the roles need the NodePools' requirements, which the preflight reads (llm_platform/tools/preflight/
+disaggregation.py).
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ from pulumi_policy import (
     ResourceValidationArgs,
     ResourceValidationPolicy,
     Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
 )
 
 from .objects import (
     DEPLOYMENT,
     LEADER_WORKER_SET,
+    as_dict,
     as_list,
     dig,
     env_literal,
@@ -127,4 +131,109 @@ vllm_efa_pods = ResourceValidationPolicy(
     "built with the AWS EFA installer and NIXL and add its repository to efaImages.",
 )
 
-EFA_POLICIES = [vllm_efa_pods]
+
+# ---------------------------------------------------------------------------------- P/D role ports
+
+ROLE_LABEL = "llm-d.ai/role"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+SIDE_CHANNEL_ENV = "VLLM_NIXL_SIDE_CHANNEL_PORT"
+
+
+def _matches(selector: Any, pod_labels: dict[str, Any]) -> bool:
+    wanted = dig(selector, "matchLabels") or {}
+    return isinstance(wanted, dict) and all(pod_labels.get(k) == v for k, v in wanted.items())
+
+
+def admits(policies: list[dict[str, Any]], pods: dict[str, Any], peers: dict[str, Any], port: int) -> bool:
+    """Some NetworkPolicy selecting `pods` admits same-namespace `peers` on `port` (unknowns admit)."""
+    for p in policies:
+        spec = as_dict(p.get("spec"))
+        if not _matches(spec.get("podSelector") or {}, pods):
+            continue
+        for rule in as_list(spec.get("ingress")):
+            rule = as_dict(rule)
+            ports = [x.get("port") for x in as_list(rule.get("ports")) if isinstance(x, dict)]
+            sources = as_list(rule.get("from"))
+            peer_ok = not sources or any(
+                isinstance(f, dict)
+                and "podSelector" in f
+                and "namespaceSelector" not in f
+                and _matches(f["podSelector"], peers)
+                for f in sources
+            )
+            if peer_ok and (not ports or port in ports or any(is_unknown(x) for x in ports)):
+                return True
+    return False
+
+
+def role_port_problems(deployments: list[dict[str, Any]], policies: list[dict[str, Any]]) -> list[str]:
+    """One namespace's P/D roles against its NetworkPolicies: the decode pods reach the prefill pods' vLLM
+    port, and each role reaches the other on its NIXL side-channel port."""
+    roles: dict[str, dict[str, dict[str, Any]]] = {}
+    for d in deployments:
+        pod_labels = as_dict(dig(d, "spec", "template", "metadata", "labels"))
+        role = pod_labels.get(ROLE_LABEL)
+        if isinstance(role, str):
+            roles.setdefault(str(pod_labels.get(INSTANCE_LABEL)), {})[role] = d
+    out = []
+    for model, found in sorted(roles.items()):
+        prefill, decode = found.get("prefill"), found.get("decode")
+        if prefill is None or decode is None:
+            continue
+        labels_of = {r: as_dict(dig(d, "spec", "template", "metadata", "labels")) for r, d in found.items()}
+        vllm = {
+            r: vllm_container(as_dict(dig(d, "spec", "template", "spec"))) or {} for r, d in found.items()
+        }
+        http = next(
+            (
+                x.get("containerPort")
+                for x in as_list(vllm["prefill"].get("ports"))
+                if dig(x, "name") == "http"
+            ),
+            None,
+        )
+        if isinstance(http, int) and not admits(policies, labels_of["prefill"], labels_of["decode"], http):
+            out.append(
+                f"model {model}: no NetworkPolicy admits its decode pods on the prefill pods' port {http}"
+            )
+        for role, other in (("prefill", "decode"), ("decode", "prefill")):
+            raw = env_literal(vllm[role], SIDE_CHANNEL_ENV)
+            if raw is None or is_unknown(raw):
+                continue
+            port = int(str(raw))
+            if not admits(policies, labels_of[role], labels_of[other], port):
+                out.append(
+                    f"model {model}: no NetworkPolicy admits its {other} pods on the {role} pods' NIXL "
+                    f"side-channel port {port}"
+                )
+    return out
+
+
+def _validate_role_ports(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    by_namespace: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+    for r in args.resources:
+        if r.resource_type not in (DEPLOYMENT, NETWORK_POLICY):
+            continue
+        props = plain(r.props)
+        ns = namespace_of(props)
+        deployments, policies = by_namespace.setdefault(str(ns), ([], []))
+        (deployments if r.resource_type == DEPLOYMENT else policies).append(props)
+    for deployments, policies in by_namespace.values():
+        for problem in role_port_problems(deployments, policies):
+            report_violation(f"{problem}: the KV transfer between the roles cannot start.", None)
+
+
+pd_role_ports = StackValidationPolicy(
+    name="pd-role-ports",
+    description="A disaggregated model's NetworkPolicies admit the decode pods on the prefill port and each "
+    "role on the other's NIXL side-channel port.",
+    validate=_validate_role_ports,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    remediation_steps="Admit the model's pods to each other on VLLM_NIXL_SIDE_CHANNEL_PORT and the decode pods "
+    "to the prefill pods' vLLM port (llm-platform renders both: <model>-kv-side-channel, "
+    "<model>-prefill-from-decode).",
+)
+
+EFA_POLICIES = [vllm_efa_pods, pd_role_ports]

@@ -1,15 +1,19 @@
-"""The pack's `vllm-efa-pods` rule (policy/llm_platform_policies/efa.py) on a vLLM Deployment that requests EFA:
-the platform's own P/D role passes, and each way a pod would silently fall back to TCP is refused."""
+"""The pack's EFA rules (policy/llm_platform_policies/efa.py): `vllm-efa-pods` on a vLLM Deployment that requests
+EFA (the platform's own P/D role passes, each way a pod would silently fall back to TCP is refused) and
+`pd-role-ports` on the pd fixture's render (passes; a NetworkPolicy removed closes a role port and is refused)."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
-from policy.llm_platform_policies import vllm_efa_pods
+from llm_platform.tools.render import evaluate
+from policy.llm_platform_policies import pd_role_ports, vllm_efa_pods
 from policy.llm_platform_policies.objects import DEPLOYMENT
-from tests.policy.builders import container_of, resource_args, violations, vllm_deployment
+from tests.conftest import fixture_stack
+from tests.policy.builders import container_of, render_violations, resource_args, violations, vllm_deployment
 
 
 def _efa_deployment() -> dict[str, Any]:
@@ -62,3 +66,34 @@ def test_pods_without_efa_are_not_judged() -> None:
     d = vllm_deployment(tp=4)
     container_of(d)["image"] = "vllm/vllm-openai:v0.30.0"
     assert _violations(d) == []
+
+
+# ------------------------------------------------------------------------------------ P/D role ports
+
+
+def _pd_render() -> list[dict[str, Any]]:
+    return copy.deepcopy(evaluate(fixture_stack("pd")).resources)
+
+
+def test_pd_render_passes_the_role_ports_rule() -> None:
+    assert render_violations(pd_role_ports, _pd_render(), "pd") == []
+
+
+@pytest.mark.parametrize(
+    ("dropped", "expected"),
+    [
+        ("llama-70b-prefill-from-decode", "decode pods on the prefill pods' port 8000"),
+        ("llama-70b-kv-side-channel", "NIXL side-channel port 5600"),
+    ],
+)
+def test_a_closed_role_port_is_refused(dropped: str, expected: str) -> None:
+    resources = [
+        r
+        for r in _pd_render()
+        if not (
+            r["type"].endswith("NetworkPolicy") and r["inputs"].get("metadata", {}).get("name") == dropped
+        )
+    ]
+    found = render_violations(pd_role_ports, resources, "pd")
+    assert found and all("model llama-70b" in v for v in found)
+    assert any(expected in v for v in found)
