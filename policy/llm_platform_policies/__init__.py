@@ -14,6 +14,7 @@ from .autoscaling import (
     prod_vllm_min_replicas,
     vllm_no_utilisation_autoscaling,
 )
+from .efa import EFA_POLICIES, pd_role_ports, vllm_efa_pods
 from .kv_offload import KV_OFFLOAD_POLICIES, vllm_kv_offload_memory
 from .nodes import NODE_POLICIES, gpu_nodes_imdsv2
 from .workloads import (
@@ -34,6 +35,7 @@ ALL_POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
     *WORKLOAD_POLICIES,
     *KV_OFFLOAD_POLICIES,
     *NODE_POLICIES,
+    *EFA_POLICIES,
 ]
 
 __all__ = [
@@ -42,8 +44,10 @@ __all__ = [
     "gpu_nodes_imdsv2",
     "keda_prometheus_queries",
     "no_plaintext_secret_env",
+    "pd_role_ports",
     "prod_vllm_min_replicas",
     "prod_vllm_zone_spread",
+    "vllm_efa_pods",
     "vllm_environment_label",
     "vllm_graceful_drain",
     "vllm_kv_offload_memory",

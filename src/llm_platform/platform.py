@@ -495,7 +495,7 @@ class LlmPlatform(pulumi.ComponentResource):
         name = plan.cluster.name
         # multi-node replicas: the LeaderWorkerSet controller and the EFA device plugin
         multi_node_after: list[pulumi.Resource] = []
-        if any(m.multi_node for m in plan.models):
+        if any(m.model.needs_efa for m in plan.models):
             controllers = MultiNodeControllers(
                 f"{name}-multinode", opts=self._child(inside.in_cluster), versions=self._versions
             )

@@ -6,12 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pulumi_policy import StackValidationPolicy
 
 from policy.llm_platform_policies import (
     ALL_POLICIES,
     gpu_nodes_imdsv2,
     keda_prometheus_queries,
     no_plaintext_secret_env,
+    pd_role_ports,
     prod_vllm_min_replicas,
     prod_vllm_zone_spread,
     vllm_environment_label,
@@ -404,7 +406,7 @@ def test_unknown_values_during_preview_are_skipped_not_raised() -> None:
     pod_spec_of(d)["topologySpreadConstraints"] = UNKNOWN_STRING
     d["metadata"]["namespace"] = UNKNOWN_STRING
     for policy in ALL_POLICIES:
-        if policy in (vllm_no_utilisation_autoscaling, prod_vllm_min_replicas):
+        if isinstance(policy, StackValidationPolicy):
             continue
         assert violations(policy, resource_args(DEPLOYMENT, d, stack="prod")) == [], policy.name
     scaler = scaled_object(min_replicas=None)
@@ -413,6 +415,7 @@ def test_unknown_values_during_preview_are_skipped_not_raised() -> None:
     args = stack_args([(DEPLOYMENT, d), (SCALED_OBJECT, scaler)], stack="prod")
     assert violations(prod_vllm_min_replicas, args) == []
     assert violations(vllm_no_utilisation_autoscaling, args) == []
+    assert violations(pd_role_ports, args) == []
     assert violations(keda_prometheus_queries, resource_args(SCALED_OBJECT, scaler)) == []
     options = {"httpTokens": UNKNOWN_STRING, "httpPutResponseHopLimit": UNKNOWN_NUMBER}
     assert violations(gpu_nodes_imdsv2, resource_args(NODE_CLASS, node_class(options))) == []
@@ -423,7 +426,7 @@ def test_missing_keys_are_tolerated() -> None:
     vllm_bare = {"metadata": {"labels": {"app.kubernetes.io/name": "vllm"}}, "spec": {"template": {}}}
     for props in (bare, vllm_bare, {}):
         for policy in ALL_POLICIES:
-            if policy in (vllm_no_utilisation_autoscaling, prod_vllm_min_replicas):
+            if isinstance(policy, StackValidationPolicy):
                 args: Any = stack_args([(DEPLOYMENT, props), (SCALED_OBJECT, {})], stack="prod")
             else:
                 args = resource_args(DEPLOYMENT, props, stack="prod")

@@ -8,6 +8,7 @@ from llm_platform.components import child_options, typed_options
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.specs import alerts
 from llm_platform.components.specs import autoscaling as spec
+from llm_platform.components.specs import disaggregation as pd_spec
 from llm_platform.config.stack_args import (
     EnvironmentValue,
     GatewaySettings,
@@ -75,8 +76,13 @@ class ModelAutoscaling(pulumi.ComponentResource):
             None,
             typed_options(opts, "llm-platform:autoscaling:ModelAutoscaling"),
         )
-        scaled_object = spec.scaled_object(model, args["environment"])
-        apply_manifest(f"{name}-scaledobject", scaled_object, child_options(self, opts))
+        if model.disaggregation is None:
+            scaled_object = spec.scaled_object(model, args["environment"])
+            apply_manifest(f"{name}-scaledobject", scaled_object, child_options(self, opts))
+        else:  # one ScaledObject per role, each on its own signal (components/specs/disaggregation.py)
+            for role in model.disaggregation.roles:
+                role_object = pd_spec.role_scaled_object(model, role, args["environment"])
+                apply_manifest(f"{name}-{role.role}-scaledobject", role_object, child_options(self, opts))
         rule = alerts.prometheus_rule(model, labels=args.get("monitor_labels"))
         apply_manifest(f"{name}-alerts", rule, child_options(self, opts))
         self.register_outputs({"scaledObject": model.names.scaled_object})

@@ -12,6 +12,7 @@ from llm_platform.components.identity import pod_identity_association, pod_ident
 from llm_platform.components.kubernetes import apply_manifest
 from llm_platform.components.model_cache import ModelWeights
 from llm_platform.components.specs import adapters as adapter_spec
+from llm_platform.components.specs import disaggregation as pd_spec
 from llm_platform.components.specs import model_cache as cache_spec
 from llm_platform.components.specs import multinode as multinode_spec
 from llm_platform.components.specs import serving as spec
@@ -140,6 +141,10 @@ class InferenceService(pulumi.ComponentResource):
             prerequisites += self._weights_pipeline(ns, prerequisites)
 
         bucket = pulumi.Output.from_input(weights["bucket_name"] if weights else "")
+        if model.disaggregation is not None:
+            self._roles(bucket, needs_token, prerequisites)
+            self._shared_objects(ns)
+            return
         workload = multinode_spec.leader_worker_set if model.multi_node else spec.deployment
         # an Output of the PriorityClass's registration carries it into the Deployment's dependencies
         priority = pulumi.Output.from_input(args.get("priority_class"))
@@ -162,15 +167,48 @@ class InferenceService(pulumi.ComponentResource):
         if model.multi_node:
             self._apply("group-netpol", multinode_spec.group_network_policy(model), ns)
             self._apply("workers-pdb", multinode_spec.worker_disruption_budget(model), ns)
+        self._shared_objects(ns)
+
+    def _shared_objects(self, ns: pulumi.Resource) -> None:
+        """The Service, PDB, PodMonitor and NetworkPolicies over the model's pods (every role's)."""
+        args, model = self._args, self._model
+        environment, names = args["environment"], model.names
         self._apply("service", spec.service(model, environment), ns)
         self._apply("pdb", spec.pod_disruption_budget(model), ns)
         self._apply("podmonitor", spec.pod_monitor(model, args.get("monitor_labels")), ns)
         self._apply("deny-ingress", spec.default_deny_ingress(model), ns)
         prometheus_namespace = args.get("prometheus_namespace") or MONITORING_NAMESPACE
         self._apply("netpol", spec.network_policy(model, prometheus_namespace), ns)
+        if model.disaggregation is not None:
+            for policy in pd_spec.network_policies(model, prometheus_namespace):
+                self._apply(policy["metadata"]["name"], policy, ns)
 
         self.service_host = names.service_host
-        self.register_outputs({"namespace": namespace, "service": self.service_host})
+        self.register_outputs({"namespace": names.namespace, "service": self.service_host})
+
+    def _roles(self, bucket: pulumi.Output, needs_token: bool, prerequisites: list[pulumi.Resource]) -> None:
+        """A disaggregated model's prefill and decode Deployments (components/specs/disaggregation.py)."""
+        args, model, name, opts = self._args, self._model, self._name, self._opts
+        assert model.disaggregation is not None
+        priority = pulumi.Output.from_input(args.get("priority_class"))
+        for role in model.disaggregation.roles:
+            deployment = pulumi.Output.all(bucket, priority).apply(
+                lambda o, role=role: pd_spec.role_deployment(
+                    model,
+                    role,
+                    environment=args["environment"],
+                    wiring=cache_spec.cache_wiring(model, bucket=o[0]),
+                    mounts_hf_token=needs_token and model.serving_uses_hf_token,
+                    priority_class=o[1],
+                )
+            )
+            apply_manifest(
+                f"{name}-{role.role}",
+                deployment,
+                child_options(self, opts, *prerequisites, *self._after),
+                api_version="apps/v1",
+                kind="Deployment",
+            )
 
     def _apply(self, suffix: str, manifest: dict, *after: pulumi.Resource) -> pulumi.CustomResource:
         return apply_manifest(f"{self._name}-{suffix}", manifest, child_options(self, self._opts, *after))

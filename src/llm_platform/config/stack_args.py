@@ -24,6 +24,10 @@ __all__ = [
     "ClusterSettings",
     "CostForecastSettings",
     "CostsSettings",
+    "DisaggregationKvTransport",
+    "DisaggregationKvTransportValue",
+    "DisaggregationRoleSettings",
+    "DisaggregationSettings",
     "Environment",
     "EnvironmentValue",
     "ExpectedTrafficSettings",
@@ -52,6 +56,9 @@ __all__ = [
     "ModelSettings",
     "PrewarmWindowSettings",
     "QuotaStoreSettings",
+    "RoleAutoscalingSettings",
+    "RoleAutoscalingSignal",
+    "RoleAutoscalingSignalValue",
     "S3BucketSettings",
     "ScalingPolicySettings",
     "ScalingPolicyType",
@@ -85,6 +92,12 @@ class ClusterMode(StrEnum):
 
     EKS = "eks"
     EXISTING = "existing"
+
+
+class DisaggregationKvTransport(StrEnum):
+    """The values of DisaggregationSettings.kvTransport."""
+
+    NIXL_LIBFABRIC = "nixl-libfabric"
 
 
 class FsxDeploymentType(StrEnum):
@@ -133,6 +146,15 @@ class ModelCacheKind(StrEnum):
     HUB = "hub"
 
 
+class RoleAutoscalingSignal(StrEnum):
+    """The values of RoleAutoscalingSettings.signal."""
+
+    QUEUEDEPTH = "queueDepth"
+    TTFT = "ttft"
+    KVCACHEUSAGE = "kvCacheUsage"
+    RUNNINGREQUESTS = "runningRequests"
+
+
 class ScalingPolicyType(StrEnum):
     """The values of ScalingPolicySettings.type."""
 
@@ -155,6 +177,7 @@ if TYPE_CHECKING:
     AddonNodesCapacityTypeValue: TypeAlias = AddonNodesCapacityType | Literal["spot", "on-demand"]
     AlertingReceiverValue: TypeAlias = AlertingReceiver | Literal["none", "slack", "pagerduty", "webhook"]
     ClusterModeValue: TypeAlias = ClusterMode | Literal["eks", "existing"]
+    DisaggregationKvTransportValue: TypeAlias = DisaggregationKvTransport | Literal["nixl-libfabric"]
     EnvironmentValue: TypeAlias = Environment | Literal["dev", "staging", "prod"]
     FsxDeploymentTypeValue: TypeAlias = FsxDeploymentType | Literal["SCRATCH_2", "PERSISTENT_2"]
     GatewayClientTokenKindValue: TypeAlias = GatewayClientTokenKind | Literal["input", "output", "total"]
@@ -164,12 +187,16 @@ if TYPE_CHECKING:
     )
     KvCacheOffloadBackendValue: TypeAlias = KvCacheOffloadBackend | Literal["native", "lmcache"]
     ModelCacheKindValue: TypeAlias = ModelCacheKind | Literal["nvme", "fsx", "s3", "hub"]
+    RoleAutoscalingSignalValue: TypeAlias = (
+        RoleAutoscalingSignal | Literal["queueDepth", "ttft", "kvCacheUsage", "runningRequests"]
+    )
     ScalingPolicyTypeValue: TypeAlias = ScalingPolicyType | Literal["Pods", "Percent"]
     ScalingRulesSelectPolicyValue: TypeAlias = ScalingRulesSelectPolicy | Literal["Max", "Min", "Disabled"]
 else:
     AddonNodesCapacityTypeValue = AddonNodesCapacityType
     AlertingReceiverValue = AlertingReceiver
     ClusterModeValue = ClusterMode
+    DisaggregationKvTransportValue = DisaggregationKvTransport
     EnvironmentValue = Environment
     FsxDeploymentTypeValue = FsxDeploymentType
     GatewayClientTokenKindValue = GatewayClientTokenKind
@@ -177,6 +204,7 @@ else:
     GpuNodePoolCapacityTypeValue = GpuNodePoolCapacityType
     KvCacheOffloadBackendValue = KvCacheOffloadBackend
     ModelCacheKindValue = ModelCacheKind
+    RoleAutoscalingSignalValue = RoleAutoscalingSignal
     ScalingPolicyTypeValue = ScalingPolicyType
     ScalingRulesSelectPolicyValue = ScalingRulesSelectPolicy
 
@@ -416,6 +444,36 @@ class KvCacheOffloadSettings(TypedDict):
     """> 0; <= 4096."""
 
 
+class RoleAutoscalingSettings(TypedDict):
+    """One role's KEDA ScaledObject: its replica bounds and the one vLLM signal it scales on, per replica (queueDepth: requests waiting; ttft: p90 seconds; kvCacheUsage: fill 0..1; runningRequests: sequences)."""
+
+    minReplicas: NotRequired[int]
+    """>= 1; default 1."""
+    maxReplicas: NotRequired[int]
+    """>= 1; default 2."""
+    signal: RoleAutoscalingSignalValue
+    """one of 'queueDepth', 'ttft', 'kvCacheUsage', 'runningRequests'."""
+    target: float
+    """> 0."""
+
+
+class DisaggregationRoleSettings(TypedDict):
+    """The stack file's DisaggregationRole."""
+
+    tensorParallelSize: NotRequired[int]
+    """default 1."""
+    autoscaling: RoleAutoscalingSettings
+
+
+class DisaggregationSettings(TypedDict):
+    """The stack file's Disaggregation."""
+
+    kvTransport: NotRequired[DisaggregationKvTransportValue]
+    """one of 'nixl-libfabric'; default 'nixl-libfabric'."""
+    prefill: DisaggregationRoleSettings
+    decode: DisaggregationRoleSettings
+
+
 class ModelSettings(TypedDict):
     """The stack file's ModelConfig."""
 
@@ -449,6 +507,7 @@ class ModelSettings(TypedDict):
     adapterSlots: NotRequired[int]
     """>= 1."""
     kvCacheOffload: NotRequired[KvCacheOffloadSettings]
+    disaggregation: NotRequired[DisaggregationSettings]
 
 
 class S3BucketSettings(TypedDict):

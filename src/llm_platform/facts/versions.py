@@ -47,6 +47,27 @@ OPENCOST_REPO, OPENCOST_VERSION = OPENCOST.chart.repo, OPENCOST.chart.version
 
 # vLLM: plain tags are CUDA 13 builds from v0.20 on; the EKS NVIDIA AMIs' driver must support the CUDA major.
 VLLM_IMAGE = "vllm/vllm-openai:v0.30.0"
+# The image of models whose pods use EFA (a multi-node LeaderWorkerSet, a disaggregated model's roles): llm-d's
+# AWS build, vLLM with NIXL (built with its LIBFABRIC plugin), UCX --with-efa and the AWS EFA installer's
+# userspace (libfabric, aws-ofi-nccl, rdma-core). Provenance: llm-d/llm-d docker/Dockerfile.cuda built with
+# ENABLE_EFA=true (ARG EFA_INSTALLER_VERSION "1.46.0", NIXL_VERSION "0.9.0", built from source against the EFA
+# prefix) and docker/scripts/cuda/common/install-efa.sh (efa-installer.amazonaws.com, `efa_installer.sh
+# --skip-kmod`); llm-d PR #1022 moved the full installer (with aws-ofi-nccl) into the runtime stage; the
+# image name is llm-d's release table's (`ghcr.io/llm-d/llm-d-aws`: "NVIDIA + EFA/libfabric + NIXL"). NOT
+# confirmed at the v0.9.0 tag itself: the files above were read at the stored main-branch revisions
+# (Dockerfile.cuda 0199edbf, install-efa.sh 2760655c), and no digest for v0.9.0 was seen; pin the digest
+# before production. Its vLLM is llm-d's v0.9.0 build, vLLM v0.26.0 (llm-d PR #2206, "bump images to match vllm
+# v0.26.0", merged 2026-08-07), not VLLM_IMAGE's v0.30.0; `--shutdown-timeout` (vLLM v0.18.0+, vllm PR #34730)
+# and the other flags the platform writes predate it. Both roles of a model run this one image (NixlConnector
+# refuses peers whose vLLM version differs: compute_nixl_compatibility_hash).
+EFA_VLLM_IMAGE = "ghcr.io/llm-d/llm-d-aws:v0.9.0"
+# the libraries the EFA image carries (the preflight's and the policies' check of any image a model needing EFA
+# names): an image not listed here is not known to carry them
+EFA_IMAGES = {EFA_VLLM_IMAGE: ("libfabric", "aws-ofi-nccl", "nixl")}
+# llm-d's routing sidecar on a disaggregated model's decode pods (llm-d-router v0.10.0 Makefile
+# SIDECAR_IMAGE_NAME "llm-d-router-disagg-sidecar", IMAGE_REGISTRY ghcr.io/llm-d; Dockerfile.sidecar builds
+# cmd/pd-sidecar): released with the picker, at its version
+LLM_D_SIDECAR_IMAGE = f"ghcr.io/llm-d/llm-d-router-disagg-sidecar:{LLM_D_ROUTER_VERSION}"
 
 # Small utility images used by Jobs and DaemonSets (weights sync from S3).
 AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.27.50"

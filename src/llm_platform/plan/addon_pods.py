@@ -219,7 +219,7 @@ def addon_pool_pods(plan: Plan) -> list[PoolPod]:
         return []
     gateway = plan.gateway.enabled and bool(plan.models)
     out = _gateway_pods(plan) if gateway else []
-    if any(m.multi_node for m in plan.models):
+    if any(m.model.needs_efa for m in plan.models):
         out.append(_pod(_release("lws", "controller"), "Deployment", 1, CHART_DEFAULTS["lws"]))
     if plan.uses_fsx:
         fsx = CHART_DEFAULTS["aws-fsx-csi-driver"]

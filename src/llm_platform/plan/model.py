@@ -30,6 +30,7 @@ from llm_platform.facts.cold_start import (
 )
 from llm_platform.plan import naming, promql
 from llm_platform.plan.cold_start import ColdStartBudget
+from llm_platform.plan.disaggregation import DisaggregationPlan, resolve_disaggregation
 from llm_platform.plan.drain import DrainPlan, drain_plan, replica_model
 from llm_platform.plan.gateway import FlowControlPlan, at_zero, flow_control, wake_rate
 from llm_platform.plan.kv_offload import KvOffloadPlan, kv_offload_plan
@@ -369,6 +370,8 @@ class ModelPlan:
     lora: LoraPlan | None = None
     # a CPU tier under the GPU prefix cache (plan/kv_offload.py); None: the KV cache stays in GPU memory
     kv_offload: KvOffloadPlan | None = None
+    # separate prefill and decode roles (plan/disaggregation.py); None: one aggregated Deployment
+    disaggregation: DisaggregationPlan | None = None
 
     @property
     def replica_gpus(self) -> int:
@@ -452,5 +455,6 @@ def resolve_model(
         nodes=model.pipeline_parallel_size,
         lora=lora,
         kv_offload=kv_offload_plan(model, pool),
+        disaggregation=resolve_disaggregation(model, pool, names.namespace, names.deployment),
         drain=drain_plan(replica_model(model, instance.gpu, gpus * model.pipeline_parallel_size, lora)),
     )

@@ -30,6 +30,7 @@ import yaml
 
 from llm_platform.components.specs import gateway as gw
 from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION, secret
+from llm_platform.components.specs.disaggregation import pd_picker_config
 from llm_platform.components.specs.kv_offload import tier_scoring
 from llm_platform.components.specs.serving import KV_EVENTS_PORT, PORT
 from llm_platform.facts.versions import (
@@ -152,7 +153,7 @@ def endpoint_picker_config(model: ModelPlan) -> dict[str, Any]:
     if model.lora is not None:
         plugins.append({"type": "lora-affinity-scorer"})
         lora_profile.append({"pluginRef": "lora-affinity-scorer", "weight": LORA_AFFINITY_WEIGHT})
-    return {
+    config = {
         "apiVersion": "llm-d.ai/v1alpha1",
         "kind": "EndpointPickerConfig",
         "featureGates": ["flowControl"],
@@ -176,6 +177,7 @@ def endpoint_picker_config(model: ModelPlan) -> dict[str, Any]:
             "saturationDetector": {"pluginRef": "utilization-detector"},
         },
     }
+    return config if model.disaggregation is None else pd_picker_config(config)
 
 
 def _affinity(model: ModelPlan) -> dict[str, Any]:

@@ -63,8 +63,8 @@ def selector(m: ModelPlan) -> dict[str, str]:
 
 def namespace(m: ModelPlan, environment: str) -> dict[str, Any]:
     """Pod Security: baseline, or privileged where the cache mode reads the node's NVMe through hostPath."""
-    # a multi-node replica's pods add IPC_LOCK (EFA memory registration), which baseline forbids
-    level = "privileged" if m.cache.reads_host_path or m.multi_node else "baseline"
+    # a multi-node replica's or a P/D role's pods add IPC_LOCK (EFA memory registration), which baseline forbids
+    level = "privileged" if m.cache.reads_host_path or m.model.needs_efa else "baseline"
     return {
         "apiVersion": "v1",
         "kind": "Namespace",

@@ -8,7 +8,8 @@ with the field path, the bad value and what is allowed.
 One module per block of the stack file, so each stays readable on its own: `base` (the base model, RuleError,
 the checked string types), `cluster`, `pools` (gpuNodePools, headroom), `adapters` (a model's LoRA adapters),
 `models` (models, autoscaling), `model_cache`, `gateway`, `alerting`, `costs`, `capacity` (a pool's GPUs against
-its models), `multinode` (models larger than one node against their pool), `serving` (the rules of the models,
+its models), `multinode` (models larger than one node against their pool), `disaggregation` (a model's prefill and
+decode roles against their EFA pool), `serving` (the rules of the models,
 their pools, the model cache and the gateway) and `stack` (StackConfig, ServingConfig and the rules across
 blocks). No module imports the package or one that imports it back (tests/test_import_graph.py). Import from
 here: every name is re-exported.
@@ -64,6 +65,15 @@ from llm_platform.config.schema.cluster import (
     SystemNodes,
 )
 from llm_platform.config.schema.costs import CostForecast, CostsConfig, ExpectedTraffic, forecast_config_hash
+from llm_platform.config.schema.disaggregation import (
+    ALLOWED_SIGNALS,
+    DECODE_SIGNALS,
+    PREFILL_SIGNALS,
+    Disaggregation,
+    DisaggregationRole,
+    RoleAutoscaling,
+    check_disaggregated_model,
+)
 from llm_platform.config.schema.gateway import (
     REMOVED_GATEWAY_KEYS,
     GatewayClient,
@@ -116,11 +126,13 @@ from llm_platform.config.schema.serving import ServingBlocks, check_scale_to_zer
 from llm_platform.config.schema.stack import STACK_RULES, ServingConfig, StackConfig, StackRule
 
 __all__ = [
+    "ALLOWED_SIGNALS",
     "AWS_ACCOUNT_ID",
     "BATCHED_TOKENS_FLAG",
     "CAPACITY_RESERVATION_ID",
     "CLUSTER_NAME_WHY",
     "CRON",
+    "DECODE_SIGNALS",
     "DNS_LABEL",
     "DURATION",
     "FSX_THROUGHPUT",
@@ -133,6 +145,7 @@ __all__ = [
     "MIN_KUBERNETES_MINOR",
     "MLA_MODELS",
     "OFFLOAD_FLAGS",
+    "PREFILL_SIGNALS",
     "PREFIX_CACHING_OFF",
     "PROD_MIN_REPLICAS",
     "REMOVED_GATEWAY_KEYS",
@@ -153,6 +166,8 @@ __all__ = [
     "CostForecast",
     "CostsConfig",
     "Cron",
+    "Disaggregation",
+    "DisaggregationRole",
     "Duration",
     "Environment",
     "ExpectedTraffic",
@@ -170,6 +185,7 @@ __all__ = [
     "PrewarmWindow",
     "Problems",
     "QuotaStoreConfig",
+    "RoleAutoscaling",
     "RuleError",
     "RuleErrors",
     "S3BucketConfig",
@@ -187,6 +203,7 @@ __all__ = [
     "check_adapter_rank",
     "check_adapter_source",
     "check_adapters",
+    "check_disaggregated_model",
     "check_fits_nodes",
     "check_kv_offload",
     "check_multi_node_model",

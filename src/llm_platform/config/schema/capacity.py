@@ -27,12 +27,12 @@ def replica_gpus(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
 def gpus_at_max_replicas(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
     """GPUs the pool's models request with every one at maxReplicas: what its `gpuLimit` must allow (the
     schema's rule) and what the plan's `pool_headroom_gpus` subtracts from it."""
-    return sum(m.autoscaling.max_replicas * m.replica_gpus for m in served_by(pool, models))
+    return sum(m.gpus_at_replicas("max") for m in served_by(pool, models))
 
 
 def gpus_at_min_replicas(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
     """GPUs the pool's models hold with every one at minReplicas (what headroom must fit next to)."""
-    return sum(m.autoscaling.min_replicas * m.replica_gpus for m in served_by(pool, models))
+    return sum(m.gpus_at_replicas("min") for m in served_by(pool, models))
 
 
 def _check_headroom(at: tuple[str | int, ...], pool: GpuNodePool, models: list[ModelConfig]) -> None:

@@ -18,9 +18,10 @@ from llm_platform.config.schema.base import (
     Timezone,
     _dns_label,
 )
+from llm_platform.config.schema.disaggregation import Disaggregation
 from llm_platform.config.schema.kv_offload import KvCacheOffload
 from llm_platform.facts.model_profiles import PROFILES, ModelProfile
-from llm_platform.facts.versions import VLLM_IMAGE
+from llm_platform.facts.versions import EFA_VLLM_IMAGE, VLLM_IMAGE
 
 
 def _power_of_two(value: int) -> int:
@@ -203,6 +204,8 @@ class ModelConfig(Schema):
     adapter_slots: int | None = Field(default=None, ge=1)
     # a CPU tier under the GPU prefix cache (config/schema/kv_offload.py); None: the KV cache stays in GPU memory
     kv_cache_offload: KvCacheOffload | None = None
+    # separate prefill and decode roles, the KV cache moved over EFA (config/schema/disaggregation.py)
+    disaggregation: Disaggregation | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -218,6 +221,23 @@ class ModelConfig(Schema):
                 )
         return refuse_unsupported_parallelism(data)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _efa_image_default(cls, data: object) -> object:
+        """A model whose pods use EFA (multi-node, or disaggregated) runs the EFA image unless it names one:
+        the stock vLLM image is not known to carry libfabric, aws-ofi-nccl or NIXL (facts/versions.py)."""
+        if not isinstance(data, dict) or "image" in data:
+            return data
+        pp = data.get("pipelineParallelSize", data.get("pipeline_parallel_size", 1))
+        if data.get("disaggregation") is not None or (isinstance(pp, int) and pp > 1):
+            return {**data, "image": EFA_VLLM_IMAGE}
+        return data
+
+    @property
+    def needs_efa(self) -> bool:
+        """Its pods talk over EFA: NCCL between nodes, or NIXL between prefill and decode."""
+        return self.multi_node or self.disaggregation is not None
+
     @property
     def served_model_name(self) -> str:
         return self.name
@@ -230,6 +250,18 @@ class ModelConfig(Schema):
     @property
     def multi_node(self) -> bool:
         return self.pipeline_parallel_size > 1
+
+    def gpus_at_replicas(self, bound: Literal["min", "max"]) -> int:
+        """GPUs the model holds with every replica (of each role, when disaggregated) at its min or max."""
+        d = self.disaggregation
+        if d is None:
+            a = self.autoscaling
+            return (a.max_replicas if bound == "max" else a.min_replicas) * self.replica_gpus
+        return sum(
+            (r.autoscaling.max_replicas if bound == "max" else r.autoscaling.min_replicas)
+            * r.tensor_parallel_size
+            for _, r in d.roles()
+        )
 
     @property
     def profile(self) -> ModelProfile:

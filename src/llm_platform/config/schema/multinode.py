@@ -81,6 +81,7 @@ def check_multi_node_pools(pools: Sequence[GpuNodePool], models: Sequence[ModelC
     could never hold the room of a replica spanning nodes); placementZone only where a multi-node model is."""
     for i, pool in enumerate(pools):
         multi = [m.name for m in models if m.node_pool == pool.name and m.multi_node]
+        disaggregated = [m.name for m in models if m.node_pool == pool.name and m.disaggregation is not None]
         if multi and pool.headroom is not None:
             raise RuleError(
                 ("gpuNodePools", i, "headroom"),
@@ -88,12 +89,12 @@ def check_multi_node_pools(pools: Sequence[GpuNodePool], models: Sequence[ModelC
                 f"is not allowed on pool {pool.name!r}: it serves {', '.join(multi)}, whose replicas span "
                 "nodes, and a headroom placeholder is one pod on one node; remove headroom",
             )
-        if pool.placement_zone is not None and not multi:
+        if pool.placement_zone is not None and not multi and not disaggregated:
             raise RuleError(
                 ("gpuNodePools", i, "placementZone"),
                 pool.placement_zone,
-                f"is only for pools serving a multi-node model (pipelineParallelSize > 1); pool {pool.name!r} "
-                "serves none, so remove it",
+                "is only for pools serving a multi-node model (pipelineParallelSize > 1) or a disaggregated "
+                f"one (disaggregation); pool {pool.name!r} serves neither, so remove it",
             )
 
 

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from llm_platform.config.schema.base import Environment, Problems, RuleError, _unique, plural
 from llm_platform.config.schema.capacity import _check_fits_gpus, _check_headroom, _check_pool_limit
+from llm_platform.config.schema.disaggregation import check_disaggregated_model
 from llm_platform.config.schema.gateway import GatewayConfig
 from llm_platform.config.schema.kv_offload import check_kv_offload
 from llm_platform.config.schema.model_cache import ModelCacheConfig
@@ -111,6 +112,17 @@ def _model_on_pool(
             "has no built-in geometry (facts/model_profiles.py), so its GPU fit and start time "
             "cannot be sized; describe it from its config.json under the model's `geometry:` "
             "{parameters, layers, kvHeads, headDim, weightBits}; built-in: " + ", ".join(sorted(PROFILES)),
+        )
+    if m.disaggregation is not None:
+        check_disaggregated_model(
+            at,
+            m.disaggregation,
+            model_tp=m.tensor_parallel_size,
+            pipeline_parallel_size=m.pipeline_parallel_size,
+            has_adapters=bool(m.adapters),
+            precise_prefix_routing=m.precise_prefix_routing,
+            kv_cache_offload=m.kv_cache_offload is not None,
+            pool=pool,
         )
     if m.multi_node:
         check_fits_nodes(at, m, pool)

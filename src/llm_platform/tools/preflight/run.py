@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from llm_platform.tools.preflight.alerting import alerting
 from llm_platform.tools.preflight.capacity import ceilings, disruption_budgets
+from llm_platform.tools.preflight.disaggregation import disaggregation
 from llm_platform.tools.preflight.drain import drain
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.iam import iam
@@ -27,6 +28,7 @@ CHECKS: dict[str, Callable[[RenderView], list[Finding]]] = {
     "alerting": alerting,
     "multinode": multinode,
     "kv-offload": kv_offload,
+    "disaggregation": disaggregation,
     "zero": zero,
     "repair": repair,
     "drain": drain,

@@ -250,7 +250,9 @@ def _needed_daemons(view: RenderView, pods: list[PodTemplate], pool: str) -> lis
             continue
         volumes = spec.get("volumes") or []
         if any("hostPath" in v and "/models" in v["hostPath"]["path"] for v in volumes):
-            needs.append((f"weights sync of {d.name}", f"DaemonSet {d.namespace}/"))
+            # the model's sync, by its instance label (one per model, whatever Deployments serve it)
+            model = d.body["spec"]["template"]["metadata"]["labels"].get("app.kubernetes.io/instance", d.name)
+            needs.append((f"weights sync of {model}", f"DaemonSet {d.namespace}/"))
         claims = {v["persistentVolumeClaim"]["claimName"] for v in volumes if "persistentVolumeClaim" in v}
         if claims and any(r.chart == "aws-fsx-csi-driver" for r in view.releases.values()):
             needs.append(("FSx CSI node plugin", "Helm release aws-fsx-csi-driver (node)"))
