@@ -1,0 +1,91 @@
+"""The serving-paths what-if for one model of a stack: the four paths (search/serving_paths.py) built from the
+model's plan (its GPU, tensor parallelism, engine settings, SLO, instance price and replica floor) whatever the
+stack enables, their days (search/serving_paths_day.py), and the stack-file block of the cheapest that meets the
+SLO, spelled as the model options of issue #46 (`disaggregation`, `kvCacheOffload`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from llm_platform.config.schema import replica_floor, scale_to_zero_allowed
+from llm_platform.plan import ModelPlan
+from llm_platform.simulator.search.serving_paths import Inputs, build
+from llm_platform.simulator.search.serving_paths_day import PathDay, recommend, simulate_day
+from llm_platform.simulator.search.stacks import stack_model
+from llm_platform.simulator.serving.kv_paths import DEFAULT_HOST_SHARE_FOR_TIER, PrefixCache
+from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
+from llm_platform.simulator.serving.replica_config import EngineConfig
+from llm_platform.simulator.traffic.traffic import Traffic
+
+if TYPE_CHECKING:
+    from llm_platform.config.loader import Stack
+
+KV_TRANSPORT = "nixl-libfabric"  # NIXL's LIBFABRIC backend over EFA, llm-d's P/D path on AWS (issue #46)
+OFFLOAD_BACKEND = "native"  # vLLM's OffloadingConnector
+
+
+@dataclass(frozen=True)
+class PathsRun:
+    model_name: str
+    model_path: str  # where the block goes in the stack file
+    instance_type: str
+    tensor_parallel: int
+    cpu_gib: float
+    host_gib: float  # the replica's share of the instance's memory
+    days: list[PathDay]
+    best: PathDay | None
+
+    def block(self) -> dict[str, object]:
+        """The stack-file block that selects the recommended path under the model (empty: as deployed)."""
+        if self.best is None:
+            return {}
+        block: dict[str, object] = {}
+        if self.best.name.startswith("pd"):
+            block["disaggregation"] = {
+                role.name: {
+                    "tensorParallelSize": self.tensor_parallel,
+                    "autoscaling": {"minReplicas": int(role.replicas.min()), "maxReplicas": role.peak},
+                }
+                for role in self.best.roles
+            } | {"kvTransport": KV_TRANSPORT}
+        if self.best.name.endswith("cpu-tier"):
+            block["kvCacheOffload"] = {"backend": OFFLOAD_BACKEND, "cpuGiBPerReplica": int(self.cpu_gib)}
+        return block
+
+
+def host_gib(mp: ModelPlan) -> float:
+    """The host memory of a replica's GPU share of its instance (all of it for a multi-node replica's nodes)."""
+    inst = mp.instance
+    return inst.memory_gib * min(mp.replica_gpus, inst.gpus) / inst.gpus * mp.nodes
+
+
+def paths_run(
+    stack: Stack, model_name: str | None, traffic: Traffic, reuse: float, working_set_gib: float,
+    cpu_gib: float | None = None,
+) -> PathsRun:  # fmt: skip
+    """The four paths of one model of `stack` on `traffic` (module doc); `cpu_gib` None: the default tier."""
+    from llm_platform.config.loader import stack_region
+
+    cfg, _, mp = stack_model(stack, model_name)
+    m = mp.model
+    host = host_gib(mp)
+    tier = float(int(host * DEFAULT_HOST_SHARE_FOR_TIER)) if cpu_gib is None else cpu_gib
+    if tier <= 0 or tier > host:
+        raise ValueError(
+            f"--cpu-gib {tier:g}: a replica of {m.name} on {mp.instance.instance_type} has {host:g} GiB of host "
+            f"memory; allowed: more than 0 and at most that"
+        )
+    engine = EngineConfig(gpu_memory_utilization=m.gpu_memory_utilization, max_model_len=m.max_model_len)
+    model = ReplicaModel(m.profile, mp.instance.gpu, mp.replica_gpus, engine)
+    stats = TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens)
+    inputs = Inputs(
+        model, mp.instance, stats, traffic.input_tokens, m.slo, PrefixCache(reuse, working_set_gib), tier
+    )
+    usd = mp.instance.on_demand_usd_per_hour(stack_region(stack)) * mp.replica_gpus / mp.instance.gpus
+    floor = max(1, replica_floor(cfg.environment, scale_to_zero_allowed(cfg, m.autoscaling)))
+    days = [simulate_day(p, traffic, m.slo, usd, floor) for p in build(inputs)]
+    path = f"models[{cfg.models.index(m)}] ({m.name})"
+    return PathsRun(
+        m.name, path, mp.instance.instance_type, mp.replica_gpus, tier, host, days, recommend(days)
+    )
