@@ -67,6 +67,11 @@ def parser() -> argparse.ArgumentParser:
         "--cpu-gib", type=positive_float,
         help="CPU tier per replica, GiB (default: half the replica's share of the instance's memory)",
     )  # fmt: skip
+    p.add_argument(
+        "--day-engine", action="store_true",
+        help="also run each path's roles through the day engine (KEDA, HPA, Karpenter, cold starts): its "
+        "replicas and $/day beside the steady-state sizing (about 10 s per role)",
+    )  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--json", action="store_true", help="the paths, the recommendation and the comparison as JSON"
@@ -92,6 +97,19 @@ def _print(run: PathsRun, title: str, comparisons: list[Comparison]) -> None:
         "hit % HBM/CPU", "KV moved ms", "meets SLO",
     )  # fmt: skip
     report.print_rows(title, headers, [_row(d) for d in run.days], out)
+    if run.engine is not None:
+        rows = [
+            (
+                e.path,
+                " + ".join(f"{r.peak} {r.name}" for r in e.roles) or "-",
+                "-" if e.usd_per_day is None else f"{e.usd_per_day:,.2f}",
+            )
+            for e in run.engine
+        ]
+        report.print_rows(
+            "the same roles through the day engine (recommended ScaledObject per role; replicas and cost only)",
+            ("path", "peak replicas", "$/day"), rows, out,
+        )  # fmt: skip
     if run.best is None:
         out.print("no path meets the SLO on this day: see the miss columns", markup=False)
     elif not run.block():
@@ -110,7 +128,15 @@ def run(argv: Sequence[str]) -> int:
     p = parser()
     args = take_stack(p, p.parse_args(argv), required=True)
     traffic = load(args.traffic or "builtin:seed-day", args.seed, mix(args), args.scale or 1.0)
-    result = paths_run(args.stack, args.model, traffic, args.prefix_reuse, args.working_set_gib, args.cpu_gib)
+    result = paths_run(
+        args.stack,
+        args.model,
+        traffic,
+        args.prefix_reuse,
+        args.working_set_gib,
+        args.cpu_gib,
+        args.day_engine,
+    )
     comparisons = compare_all()
     if args.json:
         print(json.dumps({
@@ -118,6 +144,7 @@ def run(argv: Sequence[str]) -> int:
             "paths": [d.row() for d in result.days],
             "recommended": None if result.best is None else result.best.name,
             "stack_file": {"under": result.model_path, "block": result.block()},
+            "day_engine": None if result.engine is None else [e.row() for e in result.engine],
             "published": [c.row() for c in comparisons],
         }, indent=2))  # fmt: skip
         return 0

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from llm_platform.config.schema import replica_floor, scale_to_zero_allowed
 from llm_platform.plan import ModelPlan
 from llm_platform.simulator.search.serving_paths import Inputs, build
 from llm_platform.simulator.search.serving_paths_day import PathDay, recommend, simulate_day
-from llm_platform.simulator.search.stacks import stack_model
+from llm_platform.simulator.search.serving_paths_engine import EngineDay, engine_days
+from llm_platform.simulator.search.stacks import stack_run
 from llm_platform.simulator.serving.kv_paths import DEFAULT_HOST_SHARE_FOR_TIER, PrefixCache
 from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
 from llm_platform.simulator.serving.replica_config import EngineConfig
@@ -35,6 +35,7 @@ class PathsRun:
     host_gib: float  # the replica's share of the instance's memory
     days: list[PathDay]
     best: PathDay | None
+    engine: list[EngineDay] | None = None  # the same paths through the day engine (--day-engine)
 
     def block(self) -> dict[str, object]:
         """The stack-file block that selects the recommended path under the model (empty: as deployed)."""
@@ -62,12 +63,12 @@ def host_gib(mp: ModelPlan) -> float:
 
 def paths_run(
     stack: Stack, model_name: str | None, traffic: Traffic, reuse: float, working_set_gib: float,
-    cpu_gib: float | None = None,
+    cpu_gib: float | None = None, day_engine: bool = False,
 ) -> PathsRun:  # fmt: skip
-    """The four paths of one model of `stack` on `traffic` (module doc); `cpu_gib` None: the default tier."""
-    from llm_platform.config.loader import stack_region
-
-    cfg, _, mp = stack_model(stack, model_name)
+    """The four paths of one model of `stack` on `traffic` (module doc); `cpu_gib` None: the default tier;
+    `day_engine` also runs each path's roles through the day engine (search/serving_paths_engine.py)."""
+    deployed = stack_run(stack, model_name, traffic)  # the pool as the day simulator buys it (spot, price)
+    mp, sim = deployed.plan, deployed.setup.config
     m = mp.model
     host = host_gib(mp)
     tier = float(int(host * DEFAULT_HOST_SHARE_FOR_TIER)) if cpu_gib is None else cpu_gib
@@ -82,10 +83,11 @@ def paths_run(
     inputs = Inputs(
         model, mp.instance, stats, traffic.input_tokens, m.slo, PrefixCache(reuse, working_set_gib), tier
     )
-    usd = mp.instance.on_demand_usd_per_hour(stack_region(stack)) * mp.replica_gpus / mp.instance.gpus
-    floor = max(1, replica_floor(cfg.environment, scale_to_zero_allowed(cfg, m.autoscaling)))
+    usd = sim.capacity.node_price_per_hour / sim.capacity.slots_per_node  # one replica's share of its nodes
+    floor = max(1, sim.replica_floor)
     days = [simulate_day(p, traffic, m.slo, usd, floor) for p in build(inputs)]
-    path = f"models[{cfg.models.index(m)}] ({m.name})"
+    engine = engine_days(days, traffic, sim, mp) if day_engine else None
+    path = deployed.model_path.removesuffix(".autoscaling")
     return PathsRun(
-        m.name, path, mp.instance.instance_type, mp.replica_gpus, tier, host, days, recommend(days)
+        m.name, path, mp.instance.instance_type, mp.replica_gpus, tier, host, days, recommend(days), engine
     )
