@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import yaml
 
+from llm_platform.config.schema import Slo
 from llm_platform.commandline import ArgumentParser, shown_prog
 from llm_platform.simulator.commands import report
 from llm_platform.simulator.commands.args import (
@@ -23,6 +24,7 @@ from llm_platform.simulator.commands.args import (
 from llm_platform.simulator.commands.day_args import mix
 from llm_platform.simulator.search.serving_paths_day import PathDay
 from llm_platform.simulator.search.serving_paths_stack import PathsRun, paths_run
+from llm_platform.simulator.search.stacks import stack_model
 from llm_platform.simulator.serving.kv_paths_points import Comparison, compare_all
 from llm_platform.simulator.traffic.traffic import load
 
@@ -67,6 +69,12 @@ def parser() -> argparse.ArgumentParser:
         "--cpu-gib", type=positive_float,
         help="CPU tier per replica, GiB (default: half the replica's share of the instance's memory)",
     )  # fmt: skip
+    p.add_argument(
+        "--ttft-seconds", type=positive_float, help="what-if TTFT objective (default: the model's slo)"
+    )
+    p.add_argument(
+        "--itl-seconds", type=positive_float, help="what-if ITL objective (default: the model's slo)"
+    )
     p.add_argument(
         "--day-engine", action="store_true",
         help="also run each path's roles through the day engine (KEDA, HPA, Karpenter, cold starts): its "
@@ -124,23 +132,30 @@ def _print(run: PathsRun, title: str, comparisons: list[Comparison]) -> None:
         out.print(f"  {c.line()}", markup=False)
 
 
+def _what_if_slo(args: argparse.Namespace) -> Slo | None:
+    """--ttft-seconds / --itl-seconds over the model's own SLO; None: the model's."""
+    if args.ttft_seconds is None and args.itl_seconds is None:
+        return None
+    deployed = stack_model(args.stack, args.model)[2].model.slo
+    return Slo(
+        ttft_seconds=args.ttft_seconds or deployed.ttft_seconds,
+        itl_seconds=args.itl_seconds or deployed.itl_seconds,
+    )
+
+
 def run(argv: Sequence[str]) -> int:
     p = parser()
     args = take_stack(p, p.parse_args(argv), required=True)
     traffic = load(args.traffic or "builtin:seed-day", args.seed, mix(args), args.scale or 1.0)
     result = paths_run(
-        args.stack,
-        args.model,
-        traffic,
-        args.prefix_reuse,
-        args.working_set_gib,
-        args.cpu_gib,
-        args.day_engine,
-    )
+        args.stack, args.model, traffic, args.prefix_reuse, args.working_set_gib, args.cpu_gib, args.day_engine,
+        _what_if_slo(args),
+    )  # fmt: skip
     comparisons = compare_all()
     if args.json:
         print(json.dumps({
             "model": result.model_name, "instance": result.instance_type, "cpu_gib_per_replica": result.cpu_gib,
+            "slo": None if result.slo is None else result.slo.model_dump(by_alias=True),
             "paths": [d.row() for d in result.days],
             "recommended": None if result.best is None else result.best.name,
             "stack_file": {"under": result.model_path, "block": result.block()},
@@ -148,10 +163,11 @@ def run(argv: Sequence[str]) -> int:
             "published": [c.row() for c in comparisons],
         }, indent=2))  # fmt: skip
         return 0
+    slo_of = result.slo or Slo(ttft_seconds=0, itl_seconds=0)
     title = (
         f"{args.stack}/{result.model_name} on {result.instance_type} (TP {result.tensor_parallel}), traffic "
         f"{traffic.name}, prefix reuse {args.prefix_reuse:g} of a {args.working_set_gib:g} GiB working set, "
-        f"CPU tier {result.cpu_gib:g} GiB/replica"
+        f"CPU tier {result.cpu_gib:g} GiB/replica, SLO TTFT {slo_of.ttft_seconds:g} s ITL {slo_of.itl_seconds:g} s"
     )
     _print(result, title, comparisons)
     return 0

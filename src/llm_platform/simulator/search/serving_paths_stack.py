@@ -5,9 +5,10 @@ SLO, spelled as the model options of issue #46 (`disaggregation`, `kvCacheOffloa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from llm_platform.config.schema import Slo
 from llm_platform.plan import ModelPlan
 from llm_platform.simulator.search.serving_paths import Inputs, build
 from llm_platform.simulator.search.serving_paths_day import PathDay, recommend, simulate_day
@@ -35,6 +36,7 @@ class PathsRun:
     host_gib: float  # the replica's share of the instance's memory
     days: list[PathDay]
     best: PathDay | None
+    slo: Slo | None = None  # the objectives the paths were sized and judged on
     engine: list[EngineDay] | None = None  # the same paths through the day engine (--day-engine)
 
     def block(self) -> dict[str, object]:
@@ -63,13 +65,17 @@ def host_gib(mp: ModelPlan) -> float:
 
 def paths_run(
     stack: Stack, model_name: str | None, traffic: Traffic, reuse: float, working_set_gib: float,
-    cpu_gib: float | None = None, day_engine: bool = False,
+    cpu_gib: float | None = None, day_engine: bool = False, slo: Slo | None = None,
 ) -> PathsRun:  # fmt: skip
     """The four paths of one model of `stack` on `traffic` (module doc); `cpu_gib` None: the default tier;
-    `day_engine` also runs each path's roles through the day engine (search/serving_paths_engine.py)."""
+    `day_engine` also runs each path's roles through the day engine (search/serving_paths_engine.py); `slo`
+    a what-if SLO instead of the model's."""
     deployed = stack_run(stack, model_name, traffic)  # the pool as the day simulator buys it (spot, price)
     mp, sim = deployed.plan, deployed.setup.config
     m = mp.model
+    if slo is not None:
+        sim = replace(sim, slo=slo)
+    target = sim.slo
     host = host_gib(mp)
     tier = float(int(host * DEFAULT_HOST_SHARE_FOR_TIER)) if cpu_gib is None else cpu_gib
     if tier <= 0 or tier > host:
@@ -81,13 +87,14 @@ def paths_run(
     model = ReplicaModel(m.profile, mp.instance.gpu, mp.replica_gpus, engine)
     stats = TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens)
     inputs = Inputs(
-        model, mp.instance, stats, traffic.input_tokens, m.slo, PrefixCache(reuse, working_set_gib), tier
+        model, mp.instance, stats, traffic.input_tokens, target, PrefixCache(reuse, working_set_gib), tier
     )
     usd = sim.capacity.node_price_per_hour / sim.capacity.slots_per_node  # one replica's share of its nodes
     floor = max(1, sim.replica_floor)
-    days = [simulate_day(p, traffic, m.slo, usd, floor) for p in build(inputs)]
+    days = [simulate_day(p, traffic, target, usd, floor) for p in build(inputs)]
     engine = engine_days(days, traffic, sim, mp) if day_engine else None
     path = deployed.model_path.removesuffix(".autoscaling")
     return PathsRun(
-        m.name, path, mp.instance.instance_type, mp.replica_gpus, tier, host, days, recommend(days), engine
-    )
+        m.name, path, mp.instance.instance_type, mp.replica_gpus, tier, host, days, recommend(days), target,
+        engine,
+    )  # fmt: skip
