@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import yaml
 
-from llm_platform.config.schema import Slo
 from llm_platform.commandline import ArgumentParser, shown_prog
+from llm_platform.config.schema import Slo
 from llm_platform.simulator.commands import report
 from llm_platform.simulator.commands.args import (
     add_stack,
