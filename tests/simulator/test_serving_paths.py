@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from llm_platform.config.schema import Slo
 from llm_platform.facts.catalog import GPU_INSTANCES
 from llm_platform.facts.model_profiles import profile
 from llm_platform.simulator.commands import cli
-from llm_platform.simulator.search.serving_paths import Inputs, build
-from llm_platform.simulator.search.serving_paths_day import PathDay, recommend, simulate_day
+from llm_platform.simulator.search.serving_paths import Inputs, build, role_tensor_parallel
+from llm_platform.simulator.search.serving_paths_day import PathDay, best_shapes, recommend, simulate_day
 from llm_platform.simulator.search.serving_paths_stack import PathsRun, paths_run
 from llm_platform.simulator.serving.kv_paths import (
     PrefixCache,
@@ -37,8 +38,8 @@ def long_prompt_70b_day() -> list[PathDay]:
     stats = TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens)
     slo = Slo(ttft_seconds=2.0, itl_seconds=0.05)
     inputs = Inputs(model, instance, stats, traffic.input_tokens, slo, PrefixCache(0.0, 64.0), 1024.0)
-    usd = instance.on_demand_usd_per_hour("us-east-1")
-    return [simulate_day(p, traffic, slo, usd, 1) for p in build(inputs)]
+    usd_per_gpu = instance.on_demand_usd_per_hour("us-east-1") / instance.gpus
+    return best_shapes([simulate_day(p, traffic, slo, usd_per_gpu, 1) for p in build(inputs)])
 
 
 @pytest.fixture(scope="module")
@@ -156,3 +157,18 @@ def test_a_cpu_tier_larger_than_the_hosts_memory_is_refused(capsys) -> None:
     assert cli.main(["serving-paths", "prod", "--model", "mistral-7b", "--cpu-gib", "64"]) != 0
     err = capsys.readouterr().err
     assert "--cpu-gib 64" in err and "g5.2xlarge has 32 GiB of host memory" in err and "allowed" in err
+
+
+def test_pd_roles_try_every_tensor_parallelism_that_holds_the_model() -> None:
+    """A P/D role may run on fewer GPUs than the deployed replica, down to the smallest that holds the weights
+    and one request's KV: 70B on H100 (80 GB) down to TP 2, on A100-40GB to TP 4; a multi-node replica keeps its shape."""
+
+    def shapes(instance_type: str, tp: int) -> list[int]:
+        instance = GPU_INSTANCES[instance_type]
+        model = ReplicaModel(profile(LLAMA_70B), instance.gpu, tp)
+        inputs = Inputs(model, instance, TokenStats.fixed(8000, 1000), np.full(4, 8000.0), Slo(ttft_seconds=2.0, itl_seconds=0.05), PrefixCache(0.0, 1.0), 1.0)  # fmt: skip
+        return role_tensor_parallel(inputs)
+
+    assert shapes("p5.48xlarge", 8) == [8, 4, 2]
+    assert shapes("p4d.24xlarge", 8) == [8, 4]
+    assert shapes("p5.48xlarge", 16) == [16]

@@ -88,7 +88,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _row(d: PathDay) -> tuple[str, ...]:
-    replicas = " + ".join(f"{r.peak} {r.name}" for r in d.roles)
+    replicas = " + ".join(
+        f"{r.peak} {r.name}" + (f" TP{r.gpus}" if len(d.roles) > 1 else "") for r in d.roles
+    )
     hits = f"{d.path.hbm_hit * 100:.0f}/{d.path.cpu_hit * 100:.0f}"
     moved = d.path.transfer_s + d.path.cpu_load_s
     return (

@@ -47,6 +47,11 @@ class Role:
     table: ReplicaTable
     lam_slo: float  # requests/s per replica at the SLO target; 0: no rate meets it
 
+    @property
+    def gpus(self) -> int:
+        """GPUs one replica of the role holds (its tensor parallelism)."""
+        return self.table.model.tensor_parallel
+
 
 @dataclass(frozen=True)
 class PathModel:
@@ -63,6 +68,11 @@ class PathModel:
     @property
     def meets_at_some_rate(self) -> bool:
         return all(r.lam_slo > 0 for r in self.roles)
+
+    @property
+    def shape(self) -> str:
+        """GPUs per replica of each role, e.g. "prefill TP 4, decode TP 8"."""
+        return ", ".join(f"{r.name} TP {r.gpus}" for r in self.roles)
 
 
 @dataclass(frozen=True)
@@ -105,9 +115,9 @@ def miss_share(latency: Latency, rates: dict[str, float], prompts: np.ndarray, s
 
 
 def _largest_rate(misses: Callable[[float], float], capacity: float, target: float = SLO_TARGET) -> float:
-    """Largest per-replica rate up to `capacity` whose miss share stays <= target (bisection)."""
+    """Largest per-replica rate up to `capacity` whose miss share stays <= target (bisection to 1e-9 of it)."""
     lo, hi = 0.0, capacity
-    for _ in range(40):
+    for _ in range(30):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if misses(mid) <= target else (lo, mid)
     return lo if lo > capacity * 1e-3 else 0.0
@@ -164,13 +174,38 @@ def aggregated(inputs: Inputs, cpu_tier: bool) -> PathModel:
     return PathModel("cpu-tier" if cpu_tier else "aggregated", (role,), latency, hbm, cpu, 0.0, mean_load)
 
 
-def disaggregated(inputs: Inputs, cpu_tier: bool) -> PathModel:
-    """Prefill and decode replicas of the deployed shape (same GPUs and tensor parallelism), KV over the network."""
+def role_tensor_parallel(inputs: Inputs) -> list[int]:
+    """Tensor parallelism a P/D role may take: the deployed one, and every smaller power of two dividing it whose
+    replica still holds the weights and one request's KV (a multi-node replica keeps its shape)."""
+    m = inputs.model
+    if m.tensor_parallel > inputs.instance.gpus:
+        return [m.tensor_parallel]
+    need = inputs.stats.mean_input + inputs.stats.mean_output
+    fits = [m.tensor_parallel]
+    tp = m.tensor_parallel // 2
+    while tp >= 1 and m.tensor_parallel % tp == 0:
+        try:
+            if replace(m, tensor_parallel=tp).kv_capacity_tokens >= need:
+                fits.append(tp)
+        except ValueError:  # the weights do not fit: no smaller TP will
+            break
+        tp //= 2
+    return fits
+
+
+def disaggregated(
+    inputs: Inputs, cpu_tier: bool, prefill_tp: int | None = None, decode_tp: int | None = None
+) -> PathModel:
+    """Prefill and decode replicas, each of its own tensor parallelism (default: the deployed one), KV over the
+    network at the slower role's link."""
     m, slo, stats, prompts = inputs.model, inputs.slo, inputs.stats, _sample(inputs.prompts)
-    decode = m.table(TokenStats(1.0, stats.mean_output, stats.mean_decode_context))
-    link = replica_network_bytes_per_second(inputs.instance, m.tensor_parallel)
-    transfer_per_token = kv_transfer_seconds(m.profile, 1.0, link, link)
-    load_per_token = cpu_load_seconds(m.profile, 1.0, m.gpu, m.tensor_parallel)
+    pm = replace(m, tensor_parallel=prefill_tp or m.tensor_parallel)
+    dm = replace(m, tensor_parallel=decode_tp or m.tensor_parallel)
+    decode = dm.table(TokenStats(1.0, stats.mean_output, stats.mean_decode_context))
+    send = replica_network_bytes_per_second(inputs.instance, pm.tensor_parallel)
+    receive = replica_network_bytes_per_second(inputs.instance, dm.tensor_parallel)
+    transfer_per_token = kv_transfer_seconds(m.profile, 1.0, send, receive)
+    load_per_token = cpu_load_seconds(m.profile, 1.0, m.gpu, pm.tensor_parallel)
     lam_d = _largest_rate(lambda lam: float(tail_itl(decode.at(lam)) > slo.itl_seconds), decode.capacity_rps)
     holder: dict[str, float] = {"cpu": 0.0}
 
@@ -192,7 +227,7 @@ def disaggregated(inputs: Inputs, cpu_tier: bool) -> PathModel:
 
     prefill_stats = TokenStats(stats.mean_input, 1.0, stats.mean_input + 0.5)
     cpu_gib = inputs.cpu_gib if cpu_tier else 0.0
-    prefill, hbm, cpu = _cached_table(m, prefill_stats, inputs.cache, cpu_gib, sizing)
+    prefill, hbm, cpu = _cached_table(pm, prefill_stats, inputs.cache, cpu_gib, sizing)
     holder["cpu"] = cpu
     roles = (Role("prefill", prefill, sizing(prefill)), Role("decode", decode, lam_d))
     mean_transfer = float(stats.mean_input * transfer_per_token)
@@ -202,10 +237,13 @@ def disaggregated(inputs: Inputs, cpu_tier: bool) -> PathModel:
 
 
 def build(inputs: Inputs) -> list[PathModel]:
-    """The four paths in PATHS order."""
-    return [
-        aggregated(inputs, False),
-        disaggregated(inputs, False),
-        aggregated(inputs, True),
-        disaggregated(inputs, True),
-    ]
+    """The four paths in PATHS order, P/D in every shape of `role_tensor_parallel` (prefill x decode): the day
+    picks each path's best shape (search/serving_paths_day.py `best_shapes`)."""
+    shapes = [(p, d) for p in role_tensor_parallel(inputs) for d in role_tensor_parallel(inputs)]
+    plain = [aggregated(inputs, False), *(disaggregated(inputs, False, p, d) for p, d in shapes)]
+    if inputs.cache.reuse == 0:  # no prefix to cache: a CPU tier changes nothing (the same paths, renamed)
+        tiered = [replace(path, name=f"{path.name}+cpu-tier" if path.roles[0].name == "prefill" else "cpu-tier")
+                  for path in plain]  # fmt: skip
+    else:
+        tiered = [aggregated(inputs, True), *(disaggregated(inputs, True, p, d) for p, d in shapes)]
+    return [plain[0], *plain[1:], tiered[0], *tiered[1:]]

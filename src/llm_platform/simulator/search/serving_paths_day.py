@@ -31,6 +31,7 @@ class RoleDay:
     name: str
     replicas: np.ndarray  # per minute
     usd_per_hour: float  # one replica
+    gpus: int = 1  # one replica's GPUs
 
     @property
     def peak(self) -> int:
@@ -65,7 +66,12 @@ class PathDay:
         return {
             "path": p.name,
             "replicas": {
-                r.name: {"peak": r.peak, "replica_hours": round(r.replica_hours, 2)} for r in self.roles
+                r.name: {
+                    "peak": r.peak,
+                    "replica_hours": round(r.replica_hours, 2),
+                    "tensor_parallel": r.gpus,
+                }
+                for r in self.roles
             },
             "usd_per_day": round(self.usd_per_day, 2),
             "slo_miss_pct": round(self.miss_pct, 3),
@@ -92,12 +98,14 @@ def role_replicas(role: Role, rate: np.ndarray, floor: int) -> np.ndarray:
     return held
 
 
-def simulate_day(path: PathModel, traffic: Traffic, slo: Slo, usd_per_hour: float, floor: int) -> PathDay:
-    """The day on one path (module doc)."""
+def simulate_day(path: PathModel, traffic: Traffic, slo: Slo, usd_per_gpu_hour: float, floor: int) -> PathDay:
+    """The day on one path (module doc); a replica costs its GPUs' share of its node's price."""
     minutes = max(1, math.ceil(traffic.duration / 60))
     counts = np.bincount((traffic.arrivals // 60).astype(np.int64), minlength=minutes)[:minutes] / 60
     rate = np.maximum(minute_rates(traffic)[:minutes], counts)
-    roles = tuple(RoleDay(r.name, role_replicas(r, rate, floor), usd_per_hour) for r in path.roles)
+    roles = tuple(
+        RoleDay(r.name, role_replicas(r, rate, floor), usd_per_gpu_hour * r.gpus, r.gpus) for r in path.roles
+    )
     usd = sum(r.replica_hours * r.usd_per_hour for r in roles) / traffic.days
     rng = np.random.default_rng(3)
     take = rng.choice(len(traffic), min(len(traffic), DAY_SAMPLE), replace=False) if len(traffic) else []
@@ -120,6 +128,20 @@ def simulate_day(path: PathModel, traffic: Traffic, slo: Slo, usd_per_hour: floa
         path, roles, usd, float(miss.mean() * 100), float(itl_miss.mean() * 100),
         float(np.percentile(served, 50) * 1000), float(np.percentile(served, 95) * 1000),
     )  # fmt: skip
+
+
+def _rank(day: PathDay) -> tuple[bool, float, float]:
+    """How two shapes of one path compare: meeting the SLO first, then cheaper, then fewer misses."""
+    return (not day.meets_slo, round(day.usd_per_day, 2), day.miss_pct)
+
+
+def best_shapes(days: list[PathDay]) -> list[PathDay]:
+    """One day per path, in the order the paths first appear: the best of its shapes (`_rank`)."""
+    best: dict[str, PathDay] = {}
+    for day in days:
+        if day.name not in best or _rank(day) < _rank(best[day.name]):
+            best[day.name] = day
+    return list(best.values())
 
 
 def recommend(days: list[PathDay]) -> PathDay | None:

@@ -83,7 +83,8 @@ def engine_days(
             floor = max(1, config.replica_floor)
             recommended = recommend(role.table, served, config.slo, cold, top, floor, lam_slo=role.lam_slo)
             strategy = from_plan("recommended", scaling_for(model, role_autoscaling(role, recommended)))
-            result = simulate(served, role.table, strategy, config)
+            pods = replace(config, capacity=replace(config.capacity, gpus_per_pod=role.gpus))
+            result = simulate(served, role.table, strategy, pods)
             done[key] = EngineRole(role.name, result.peak_replicas, result.gpu_cost_usd_per_day)
         return done[key]
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from llm_platform.config.schema import Slo
 from llm_platform.plan import ModelPlan
 from llm_platform.simulator.search.serving_paths import Inputs, build
-from llm_platform.simulator.search.serving_paths_day import PathDay, recommend, simulate_day
+from llm_platform.simulator.search.serving_paths_day import PathDay, best_shapes, recommend, simulate_day
 from llm_platform.simulator.search.serving_paths_engine import EngineDay, engine_days
 from llm_platform.simulator.search.stacks import stack_run
 from llm_platform.simulator.serving.kv_paths import DEFAULT_HOST_SHARE_FOR_TIER, PrefixCache
@@ -31,7 +31,8 @@ class PathsRun:
     model_name: str
     model_path: str  # where the block goes in the stack file
     instance_type: str
-    tensor_parallel: int
+    tensor_parallel: int  # GPUs of one replica as deployed
+    deployed_tp: int  # its tensorParallelSize (a multi-node replica's GPUs are TP x PP)
     cpu_gib: float
     host_gib: float  # the replica's share of the instance's memory
     days: list[PathDay]
@@ -47,7 +48,9 @@ class PathsRun:
         if self.best.name.startswith("pd"):
             block["disaggregation"] = {
                 role.name: {
-                    "tensorParallelSize": self.tensor_parallel,
+                    "tensorParallelSize": self.deployed_tp
+                    if role.gpus == self.tensor_parallel
+                    else role.gpus,
                     "autoscaling": {"minReplicas": int(role.replicas.min()), "maxReplicas": role.peak},
                 }
                 for role in self.best.roles
@@ -89,12 +92,13 @@ def paths_run(
     inputs = Inputs(
         model, mp.instance, stats, traffic.input_tokens, target, PrefixCache(reuse, working_set_gib), tier
     )
-    usd = sim.capacity.node_price_per_hour / sim.capacity.slots_per_node  # one replica's share of its nodes
+    # one GPU's share of its node's price (a multi-node replica: of its nodes together)
+    usd = sim.capacity.node_price_per_hour / sim.capacity.slots_per_node / mp.replica_gpus
     floor = max(1, sim.replica_floor)
-    days = [simulate_day(p, traffic, target, usd, floor) for p in build(inputs)]
+    days = best_shapes([simulate_day(p, traffic, target, usd, floor) for p in build(inputs)])
     engine = engine_days(days, traffic, sim, mp) if day_engine else None
     path = deployed.model_path.removesuffix(".autoscaling")
     return PathsRun(
-        m.name, path, mp.instance.instance_type, mp.replica_gpus, tier, host, days, recommend(days), target,
+        m.name, path, mp.instance.instance_type, mp.replica_gpus, m.tensor_parallel_size, tier, host, days, recommend(days), target,
         engine,
     )  # fmt: skip
