@@ -148,7 +148,10 @@ def _what_if_slo(args: argparse.Namespace) -> Slo | None:
 def run(argv: Sequence[str]) -> int:
     p = parser()
     args = take_stack(p, p.parse_args(argv), required=True)
-    traffic = load(args.traffic or "builtin:seed-day", args.seed, mix(args), args.scale or 1.0)
+    spec, lengths = args.traffic or "builtin:seed-day", mix(args)
+    traffic = load(spec, args.seed, lengths, args.scale or 1.0)
+    if traffic.is_trace and (lengths is not None or args.scale is not None):
+        raise ValueError(f"{spec} is a request trace: --scale and token-length flags apply to rate traffic")
     result = paths_run(
         args.stack, args.model, traffic, args.prefix_reuse, args.working_set_gib, args.cpu_gib, args.day_engine,
         _what_if_slo(args),
