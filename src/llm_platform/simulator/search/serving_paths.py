@@ -10,7 +10,8 @@
 - pd+cpu-tier: P/D whose prefill replicas have the CPU tier (the prefill role is where prefix hits save work).
 
 Each role is sized on its own: decode on ITL, prefill (and an aggregated replica) on TTFT and ITL, at the
-largest per-replica rate whose steady-state misses stay within the SLO target (search/scenarios.py's rule).
+largest per-replica rate whose steady-state misses stay within the SLO target (search/scenarios.py's rule);
+P/D is built in every prefill x decode tensor parallelism of `role_tensor_parallel`, the day picks the best.
 """
 
 from __future__ import annotations

@@ -15,8 +15,7 @@ from llm_platform.simulator.search.serving_paths_day import PathDay, best_shapes
 from llm_platform.simulator.search.serving_paths_engine import EngineDay, engine_days
 from llm_platform.simulator.search.stacks import stack_run
 from llm_platform.simulator.serving.kv_paths import DEFAULT_HOST_SHARE_FOR_TIER, PrefixCache
-from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
-from llm_platform.simulator.serving.replica_config import EngineConfig
+from llm_platform.simulator.serving.replica import TokenStats
 from llm_platform.simulator.traffic.traffic import Traffic
 
 if TYPE_CHECKING:
@@ -86,8 +85,7 @@ def paths_run(
             f"--cpu-gib {tier:g}: a replica of {m.name} on {mp.instance.instance_type} has {host:g} GiB of host "
             f"memory; allowed: more than 0 and at most that"
         )
-    engine = EngineConfig(gpu_memory_utilization=m.gpu_memory_utilization, max_model_len=m.max_model_len)
-    model = ReplicaModel(m.profile, mp.instance.gpu, mp.replica_gpus, engine)
+    model = deployed.setup.table.model  # the replica as the day simulator runs it (engine settings, LoRA)
     stats = TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens)
     inputs = Inputs(
         model, mp.instance, stats, traffic.input_tokens, target, PrefixCache(reuse, working_set_gib), tier
