@@ -4,7 +4,8 @@
 - pd: prefill/decode disaggregation: prefill replicas run prompts only (one output token each, as vLLM's P/D
   proxy sends them), decode replicas run decodes only (no prompt chunk ever shares their steps, so their ITL
   has no chunked-prefill interference), and each prompt's KV crosses the network between them
-  (serving/kv_paths.py `kv_transfer_seconds`); TTFT = prefill TTFT + transfer + one decode step;
+  (serving/kv_paths.py `kv_transfer_seconds`); TTFT = prefill TTFT + transfer + one decode step (token #1
+  computed again) + the handover's orchestration (`PD_HANDOVER_OVERHEAD_S`);
 - cpu-tier: aggregated with a CPU tier of `cpu_gib` per replica: a larger prefix cache (HBM free + CPU), the
   hits found only in the CPU tier loaded over PCIe before the prompt's first step (`cpu_load_seconds`);
 - pd+cpu-tier: P/D whose prefill replicas have the CPU tier (the prefill role is where prefix hits save work).
@@ -25,6 +26,7 @@ from llm_platform.config.schema import Slo
 from llm_platform.facts.catalog import GpuInstance
 from llm_platform.simulator.search.scenarios import SLO_TARGET
 from llm_platform.simulator.serving.kv_paths import (
+    PD_HANDOVER_OVERHEAD_S,
     PrefixCache,
     cpu_load_seconds,
     kv_transfer_seconds,
@@ -215,7 +217,7 @@ def disaggregated(
             d = decode.at(rates["decode"])
             own = prefill.ttft_seconds(p, prefill.at(rates["prefill"]), rng)
             moved = p * (transfer_per_token + holder["cpu"] * load_per_token)
-            return own + moved + d["step"], tail_itl(d)
+            return own + moved + d["step"] + PD_HANDOVER_OVERHEAD_S, tail_itl(d)
 
         return latency
 

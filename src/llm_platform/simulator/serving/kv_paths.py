@@ -44,6 +44,14 @@ HOST_TO_DEVICE_GBPS: dict[str, float] = {
 # how far off the formula is where it has been measured.
 TRANSFER_EFFICIENCY = 1.0
 
+# The P/D handover beyond moving the bytes and computing token #1 again on the decode side: step-boundary waits
+# and the router's serial dispatch of the stock NixlConnector path. vllm-project/vllm#50913 (2026-08-03; PR
+# #51919 makes the fixes opt-in: `seed_first_token`, `pd_early_arm`, default off) traced it on 8 x L20,
+# Qwen3-32B-FP8, TP 2, 3P1D, ~4.9k-token prompts, --block-size 16 (vLLM's default), p50: handover (prefill
+# emits token #1 -> client receives it) ~263 ms, of which the KV transfer window ~105 ms and the recompute of
+# token #1 ~58 ms; the rest, 263 - 105 - 58 = 100 ms, is charged to every P/D request here.
+PD_HANDOVER_OVERHEAD_S = 0.100
+
 # Host memory a CPU tier may take by default: half of the replica's share of the instance's memory (the rest
 # is vLLM's own process, the page cache and the node's daemons; the tier's pod grows memory and /dev/shm by
 # tier x 1.2, opendatahub-io/kserve PR #1842). An assumption, overridden by --cpu-gib.

@@ -4,6 +4,8 @@ model's error against each (serving/kv_paths.py run on the same setup).
 Which point set a constant and which is held out:
 - `offload-dma-h100` set PCIE5_HOST_TO_DEVICE_GBPS (the calibration: its error is 0 by construction);
 - `offload-ttft-512` is checked from the same post (not independent of the calibration);
+- `pd-handover-orchestration` set PD_HANDOVER_OVERHEAD_S (calibration, error 0);
+- `pd-transfer-l20` is checked from the same trace (not independent of that calibration);
 - `pd-nvlink-7500` is HELD OUT: no constant was fitted to it (TRANSFER_EFFICIENCY is an uncalibrated 1.0).
 """
 
@@ -14,9 +16,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from llm_platform.facts.catalog import H100, NVLINK4
-from llm_platform.facts.model_profiles import profile
+from llm_platform.facts.model_profiles import ModelProfile, profile
 from llm_platform.simulator.serving.kv_paths import (
+    PCIE4_HOST_TO_DEVICE_GBPS,
     PCIE5_HOST_TO_DEVICE_GBPS,
+    PD_HANDOVER_OVERHEAD_S,
     cpu_load_seconds,
     host_to_device_bytes_per_second,
     kv_transfer_seconds,
@@ -32,7 +36,14 @@ LMCACHE_PD_BLOG = (
     "LMCache blog 'Bringing State-Of-The-Art PD Speed to vLLM', 2025-04-29: "
     "LMCache/lmcache.github.io@1af0eb2:_posts/2025-04-29-pdbench.md"
 )
+VLLM_PD_RFC = (
+    "vllm-project/vllm#50913 'Cutting P/D-disaggregation TTFT' (RFC, 2026-08-03) and PR #51919 (2026-08-12): "
+    "https://github.com/vllm-project/vllm/issues/50913"
+)
 Role = Literal["calibration", "checked", "held out"]
+# Qwen/Qwen3-32B config.json: 64 layers, hidden 5120, 64 heads, 8 KV heads, head_dim 128; the trace ran an FP8
+# checkpoint with an FP8 KV cache (1 byte per element)
+QWEN3_32B_FP8_KV = ModelProfile("Qwen/Qwen3-32B-FP8", 32.8e9, 64, 5120, 8, 128, 151936, kv_cache_bytes=1)
 
 
 @dataclass(frozen=True)
@@ -98,6 +109,17 @@ def _nvlink_transfer_ms() -> float:
     return kv_transfer_seconds(llama, 7500.0, link, link) * 1000
 
 
+def _handover_orchestration_ms() -> float:
+    return PD_HANDOVER_OVERHEAD_S * 1000
+
+
+def _l20_transfer_ms() -> float:
+    """The KV of a ~4.9k-token Qwen3-32B-FP8 prompt between two TP 2 replicas of one 8 x L20 node (PCIe Gen4, no
+    NVLink): each rank over its own PCIe link at the Gen4 rate."""
+    link = 2 * PCIE4_HOST_TO_DEVICE_GBPS * 1e9
+    return kv_transfer_seconds(QWEN3_32B_FP8_KV, 4900.0, link, link) * 1000
+
+
 POINTS: tuple[Point, ...] = (
     Point(
         "offload-dma-h100", "calibration", VLLM_OFFLOAD_BLOG,
@@ -108,6 +130,17 @@ POINTS: tuple[Point, ...] = (
         "offload-ttft-512", "checked", VLLM_OFFLOAD_BLOG,
         "Llama-3.1-8B-Instruct, H100, one 512-token request ('TTFT for this prompt size only decreased by X2')",
         "TTFT computed / TTFT loaded from CPU", 2.0, _ttft_ratio_512,
+    ),
+    Point(
+        "pd-handover-orchestration", "calibration", VLLM_PD_RFC,
+        "Qwen3-32B-FP8, 8 x L20, TP 2, 3P1D, ~4.9k-token prompts, block 16, p50: handover 263 ms less the 105 ms "
+        "transfer window and the 58 ms recompute of token #1",
+        "P/D handover orchestration ms", 100.0, _handover_orchestration_ms,
+    ),
+    Point(
+        "pd-transfer-l20", "checked", VLLM_PD_RFC,
+        "the same trace at --block-size 64: 'the actual KV transfer is only ~29ms' (PR #51919)",
+        "KV transfer ms", 29.0, _l20_transfer_ms,
     ),
     Point(
         "pd-nvlink-7500", "held out", LMCACHE_PD_BLOG,
