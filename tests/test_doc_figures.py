@@ -274,7 +274,8 @@ SERVING_PATH_EXAMPLES = {  # the doc's marker -> the command whose output its te
         "--working-set-gib 40"
     ),
     "The third command above:": (
-        f"{SERVING_PATHS} llama-70b --input-tokens 8000 --output-tokens 1000 --ttft-seconds 4 --itl-seconds 0.05"
+        "-m llm_platform.simulator serving-paths tests/fixtures/stacks/Pulumi.reservations.yaml --model llama-70b "
+        "--input-tokens 8000 --output-tokens 1000 --ttft-seconds 2 --itl-seconds 0.05"
     ),
 }
 

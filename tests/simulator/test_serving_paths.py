@@ -33,7 +33,9 @@ def long_prompt_70b_day() -> list[PathDay]:
     """Llama-3.1-70B on p5.48xlarge (TP 8), 8k-token prompts and 1k-token answers at the seed day's rate,
     SLO TTFT 2 s / ITL 50 ms: llm-d's 'large model, long input' case for P/D."""
     instance = GPU_INSTANCES["p5.48xlarge"]
-    traffic = load("builtin:seed-day", 0, TokenMix(input_median=8000, output_median=1000), 1.0)
+    traffic = load(
+        "builtin:seed-day", 0, TokenMix(input_median=8000, output_median=1000, max_input=16384), 1.0
+    )
     model = ReplicaModel(profile(LLAMA_70B), instance.gpu, 8)
     stats = TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens)
     slo = Slo(ttft_seconds=2.0, itl_seconds=0.05)

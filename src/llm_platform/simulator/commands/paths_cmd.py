@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 
 import yaml
 
@@ -26,7 +27,7 @@ from llm_platform.simulator.search.serving_paths_day import PathDay
 from llm_platform.simulator.search.serving_paths_stack import PathsRun, paths_run
 from llm_platform.simulator.search.stacks import stack_model
 from llm_platform.simulator.serving.kv_paths_points import Comparison, compare_all
-from llm_platform.simulator.traffic.traffic import load
+from llm_platform.simulator.traffic.traffic import HistogramMix, TokenMix, load
 
 DEFAULT_WORKING_SET_GIB = 64.0
 
@@ -134,6 +135,17 @@ def _print(run: PathsRun, title: str, comparisons: list[Comparison]) -> None:
         out.print(f"  {c.line()}", markup=False)
 
 
+def _up_to_max_model_len(args: argparse.Namespace, lengths: TokenMix | HistogramMix | None):
+    """Lognormal lengths clipped at the model's maxModelLen (what vLLM accepts) rather than the day command's
+    4096/1024, so a stated long-prompt median is not silently cut (the paths differ most on long prompts)."""
+    if not isinstance(lengths, TokenMix):
+        return lengths
+    limit = stack_model(args.stack, args.model)[2].model.max_model_len
+    return replace(
+        lengths, max_input=max(lengths.max_input, limit), max_output=max(lengths.max_output, limit)
+    )
+
+
 def _what_if_slo(args: argparse.Namespace) -> Slo | None:
     """--ttft-seconds / --itl-seconds over the model's own SLO; None: the model's."""
     if args.ttft_seconds is None and args.itl_seconds is None:
@@ -148,7 +160,7 @@ def _what_if_slo(args: argparse.Namespace) -> Slo | None:
 def run(argv: Sequence[str]) -> int:
     p = parser()
     args = take_stack(p, p.parse_args(argv), required=True)
-    spec, lengths = args.traffic or "builtin:seed-day", mix(args)
+    spec, lengths = args.traffic or "builtin:seed-day", _up_to_max_model_len(args, mix(args))
     traffic = load(spec, args.seed, lengths, args.scale or 1.0)
     if traffic.is_trace and (lengths is not None or args.scale is not None):
         raise ValueError(f"{spec} is a request trace: --scale and token-length flags apply to rate traffic")

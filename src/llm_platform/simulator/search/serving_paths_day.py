@@ -131,8 +131,10 @@ def simulate_day(path: PathModel, traffic: Traffic, slo: Slo, usd_per_gpu_hour: 
 
 
 def _rank(day: PathDay) -> tuple[bool, float, float]:
-    """How two shapes of one path compare: meeting the SLO first, then cheaper, then fewer misses."""
-    return (not day.meets_slo, round(day.usd_per_day, 2), day.miss_pct)
+    """How two shapes of one path compare: meeting the SLO first, then the cheaper; of two that miss it, the
+    one that misses less."""
+    cost = round(day.usd_per_day, 2)
+    return (False, cost, day.miss_pct) if day.meets_slo else (True, day.miss_pct, cost)
 
 
 def best_shapes(days: list[PathDay]) -> list[PathDay]:
