@@ -46,7 +46,8 @@ TRANSFER_EFFICIENCY = 1.0
 
 # The P/D handover beyond moving the bytes and computing token #1 again on the decode side: step-boundary waits
 # and the router's serial dispatch of the stock NixlConnector path. vllm-project/vllm#50913 (2026-08-03; PR
-# #51919 makes the fixes opt-in: `seed_first_token`, `pd_early_arm`, default off) traced it on 8 x L20,
+# #51919 adds the fixes as opt-in kv_connector_extra_config flags `seed_first_token`, `pd_early_arm`, default off;
+# not checked at the pinned vLLM) traced it on 8 x L20,
 # Qwen3-32B-FP8, TP 2, 3P1D, ~4.9k-token prompts, --block-size 16 (vLLM's default), p50: handover (prefill
 # emits token #1 -> client receives it) ~263 ms, of which the KV transfer window ~105 ms and the recompute of
 # token #1 ~58 ms; the rest, 263 - 105 - 58 = 100 ms, is charged to every P/D request here.
