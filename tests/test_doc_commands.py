@@ -57,6 +57,11 @@ RUNS: dict[str, str | None] = {
     ),
     "-m llm_platform.simulator --stack staging --scale 0.2 --input-tokens 550 --output-tokens 150": None,
     "-m llm_platform.simulator reservations --stack prod --model llama-70b": None,
+    "-m llm_platform.simulator serving-paths prod --model mistral-7b --day-engine": (
+        "-m llm_platform.simulator serving-paths prod --model mistral-7b --day-engine --traffic {short}/a.csv"
+    ),
+    "-m llm_platform.simulator serving-paths prod --model mistral-7b --input-tokens 800 --output-tokens 150 --scale 0.2 --prefix-reuse 0.8 --working-set-gib 40": None,
+    "-m llm_platform.simulator serving-paths tests/fixtures/stacks/Pulumi.reservations.yaml --model llama-70b --input-tokens 8000 --output-tokens 1000 --ttft-seconds 2 --itl-seconds 0.05 [--json]": None,
     "-m llm_platform.simulator replay tests/fixtures/stacks/Pulumi.prod.yaml --model mistral-7b --export tests/fixtures/replay/simulated-day.json": None,
     "-m llm_platform.simulator reservations --stack prod --model llama-70b --reserved-usd-per-hour 14.75": None,
     "-m llm_platform.simulator.commands.routing --shared-fraction 0.8 --prefix-tokens 1500 --distinct-prefixes 100": None,
