@@ -46,9 +46,14 @@ __all__ = [
     "ModelCacheKindValue",
     "ModelCacheSettings",
     "ModelGeometrySettings",
+    "ModelRolloutSettings",
+    "ModelRolloutStrategy",
+    "ModelRolloutStrategyValue",
     "ModelSettings",
     "PrewarmWindowSettings",
     "QuotaStoreSettings",
+    "RolloutAnalysisSettings",
+    "RolloutCandidateSettings",
     "S3BucketSettings",
     "ScalingPolicySettings",
     "ScalingPolicyType",
@@ -123,6 +128,13 @@ class ModelCacheKind(StrEnum):
     HUB = "hub"
 
 
+class ModelRolloutStrategy(StrEnum):
+    """The values of ModelRolloutSettings.strategy."""
+
+    CANARY = "canary"
+    BLUEGREEN = "blueGreen"
+
+
 class ScalingPolicyType(StrEnum):
     """The values of ScalingPolicySettings.type."""
 
@@ -153,6 +165,7 @@ if TYPE_CHECKING:
         GpuNodePoolCapacityType | Literal["reserved", "spot", "on-demand"]
     )
     ModelCacheKindValue: TypeAlias = ModelCacheKind | Literal["nvme", "fsx", "s3", "hub"]
+    ModelRolloutStrategyValue: TypeAlias = ModelRolloutStrategy | Literal["canary", "blueGreen"]
     ScalingPolicyTypeValue: TypeAlias = ScalingPolicyType | Literal["Pods", "Percent"]
     ScalingRulesSelectPolicyValue: TypeAlias = ScalingRulesSelectPolicy | Literal["Max", "Min", "Disabled"]
 else:
@@ -165,6 +178,7 @@ else:
     GpuNodePoolAmiFamilyValue = GpuNodePoolAmiFamily
     GpuNodePoolCapacityTypeValue = GpuNodePoolCapacityType
     ModelCacheKindValue = ModelCacheKind
+    ModelRolloutStrategyValue = ModelRolloutStrategy
     ScalingPolicyTypeValue = ScalingPolicyType
     ScalingRulesSelectPolicyValue = ScalingRulesSelectPolicy
 
@@ -395,6 +409,43 @@ class LoraAdapterSettings(TypedDict):
     """>= 1."""
 
 
+class RolloutAnalysisSettings(TypedDict):
+    """What the canary must hold at every analysis run; unset latencies default to the model's `slo`."""
+
+    ttftP95Seconds: NotRequired[float]
+    """> 0."""
+    itlP95Seconds: NotRequired[float]
+    """> 0."""
+    maxErrorRate: NotRequired[float]
+    """>= 0; < 1; default 0.01."""
+    maxThrottleRate: NotRequired[float]
+    """>= 0; < 1; default 0.05."""
+    failureLimit: NotRequired[int]
+    """>= 0; <= 10; default 1."""
+    intervalSeconds: NotRequired[int]
+    """>= 30; <= 600; default 60."""
+
+
+class RolloutCandidateSettings(TypedDict):
+    """The version to roll out: what differs from the model's own `image` and `extraArgs`."""
+
+    image: NotRequired[str]
+    extraArgs: NotRequired[list[str]]
+
+
+class ModelRolloutSettings(TypedDict):
+    """The stack file's ModelRollout."""
+
+    strategy: NotRequired[ModelRolloutStrategyValue]
+    """one of 'canary', 'blueGreen'; default 'canary'."""
+    steps: NotRequired[list[int]]
+    stepSeconds: NotRequired[int]
+    """>= 60; <= 86400; default 600."""
+    analysis: NotRequired[RolloutAnalysisSettings]
+    """default: the schema's defaults."""
+    candidate: NotRequired[RolloutCandidateSettings]
+
+
 class ModelSettings(TypedDict):
     """The stack file's ModelConfig."""
 
@@ -427,6 +478,7 @@ class ModelSettings(TypedDict):
     """at most 63 items."""
     adapterSlots: NotRequired[int]
     """>= 1."""
+    rollout: NotRequired[ModelRolloutSettings]
 
 
 class S3BucketSettings(TypedDict):

@@ -102,6 +102,7 @@ from llm_platform.config.schema.pools import (
     Headroom,
     HeadroomWindow,
 )
+from llm_platform.config.schema.rollout import ModelRollout, RolloutAnalysis, RolloutCandidate
 from llm_platform.config.schema.serving import ServingBlocks, check_scale_to_zero, scale_to_zero_allowed
 from llm_platform.config.schema.stack import STACK_RULES, ServingConfig, StackConfig, StackRule
 
@@ -152,9 +153,12 @@ __all__ = [
     "ModelCacheConfig",
     "ModelConfig",
     "ModelGeometry",
+    "ModelRollout",
     "PrewarmWindow",
     "Problems",
     "QuotaStoreConfig",
+    "RolloutAnalysis",
+    "RolloutCandidate",
     "RuleError",
     "RuleErrors",
     "S3BucketConfig",

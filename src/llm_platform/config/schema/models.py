@@ -18,6 +18,7 @@ from llm_platform.config.schema.base import (
     Timezone,
     _dns_label,
 )
+from llm_platform.config.schema.rollout import ModelRollout
 from llm_platform.facts.model_profiles import PROFILES, ModelProfile
 from llm_platform.facts.versions import VLLM_IMAGE
 
@@ -200,6 +201,8 @@ class ModelConfig(Schema):
     adapters: list[LoraAdapter] = Field(default=[], max_length=MAX_ADAPTERS)
     # vLLM --max-loras: GPU slots for adapters in one batch; default one per adapter
     adapter_slots: int | None = Field(default=None, ge=1)
+    # a new version (image, engine args) rolled out in steps with analysis (config/schema/rollout.py)
+    rollout: ModelRollout | None = None
 
     @model_validator(mode="before")
     @classmethod
