@@ -202,9 +202,12 @@ class InferenceService(pulumi.ComponentResource):
             "canary-service", rollout_spec.canary_service(model, rolled, environment), service
         )
         template = self._apply(
-            "rollout-analysis", rollout_spec.analysis_template(rolled, model.model.served_model_name), service
+            "rollout-analysis",
+            rollout_spec.analysis_template(rolled, model.model.served_model_name),
+            service,
+            *self._after,
         )
-        self._apply("rollout", rollout_spec.rollout(model, rolled), workload, canary, template)
+        self._apply("rollout", rollout_spec.rollout(model, rolled), workload, canary, template, *self._after)
 
     def _identities(self, ns: pulumi.Resource) -> list[pulumi.Resource]:
         """Pod Identity for each of the model's service accounts that reaches the bucket, each with a role of

@@ -12,6 +12,7 @@ from llm_platform.tools.preflight.iam import iam
 from llm_platform.tools.preflight.multinode import multinode
 from llm_platform.tools.preflight.ordering import ordering
 from llm_platform.tools.preflight.repair import repair
+from llm_platform.tools.preflight.rollout import rollout_overlap
 from llm_platform.tools.preflight.scheduling import coverage, schedulability
 from llm_platform.tools.preflight.view import RenderView
 from llm_platform.tools.preflight.zero import zero
@@ -28,6 +29,7 @@ CHECKS: dict[str, Callable[[RenderView], list[Finding]]] = {
     "zero": zero,
     "repair": repair,
     "drain": drain,
+    "rollout": rollout_overlap,
 }
 
 
