@@ -20,6 +20,7 @@ from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERAT
 from llm_platform.components.specs.serving import PORT, labels
 from llm_platform.facts.versions import ARGO_ROLLOUTS_GATEWAY_PLUGIN_IMAGE
 from llm_platform.plan import ModelPlan, Plan, promql
+from llm_platform.plan.addon_pods import ARGO_ROLLOUTS_CONTROLLER, ARGO_ROLLOUTS_REPLICAS
 from llm_platform.plan.naming import PROMETHEUS_URL, model_selector
 from llm_platform.plan.rollout import (
     CANARY,
@@ -38,8 +39,6 @@ from llm_platform.plan.rollout import (
 
 PLUGIN_DIR = "/plugins"
 PLUGIN_BINARY = "rollouts-plugin-trafficrouter-gatewayapi"  # where the plugin image keeps it: /bin/<binary>
-CONTROLLER_REQUESTS = {"cpu": "100m", "memory": "256Mi"}
-CONTROLLER_REPLICAS = 2  # the chart's default: one leader, one standby
 
 
 def _restricted() -> dict[str, Any]:
@@ -59,10 +58,10 @@ def controller_values(plan: Plan) -> dict[str, Any]:
     del plan  # one controller for the cluster, whatever the models
     return {
         "controller": {
-            "replicas": CONTROLLER_REPLICAS,
+            "replicas": ARGO_ROLLOUTS_REPLICAS,
             "nodeSelector": dict(ADDON_NODE_LABEL),
             "tolerations": [ADDON_TOLERATION],
-            "resources": {"requests": dict(CONTROLLER_REQUESTS)},
+            "resources": {"requests": ARGO_ROLLOUTS_CONTROLLER.as_dict()},
             "initContainers": [
                 {
                     "name": "copy-gatewayapi-plugin",
