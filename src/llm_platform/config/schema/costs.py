@@ -26,6 +26,8 @@ def forecast_config_hash(model: ModelConfig, pool: GpuNodePool, environment: Env
     for block, key in _LATER_KEYS:  # unset, as in every config written before them: the hash they had
         if model_doc[block].get(key) is None:
             model_doc[block].pop(key, None)
+    if model_doc.get("rollout") is None:  # a later key too (config/schema/rollout.py)
+        model_doc.pop("rollout", None)
     doc = {
         "environment": environment.value,
         "model": model_doc,
