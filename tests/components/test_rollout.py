@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from llm_platform.components.specs import rollout as rollout_spec
 from llm_platform.config.loader import ConfigError, parse
 from llm_platform.facts.addons import ARGO_ROLLOUTS, addon
 from llm_platform.plan.rollout import SCALE_DOWN_DELAY_SECONDS, rollout_plan
@@ -219,3 +220,25 @@ def test_preflight_blocks_a_rollout_past_the_gpu_limit(clean_view: RenderView) -
 def test_the_stack_file_rollout_fixture_is_yaml_of_one_model() -> None:
     stack = yaml.safe_load(fixture_stack("rollout").read_text())
     assert [m["name"] for m in stack["config"]["llm-platform:models"]] == ["llama-8b"]
+
+
+def test_blue_green_brings_the_candidate_up_at_full_size_before_any_traffic() -> None:
+    values = stack_values("rollout")
+    values["models"][0]["rollout"] = {
+        "strategy": "blueGreen",
+        "candidate": {"image": "vllm/vllm-openai:v0.31.0"},
+    }
+    m = model_plan(parse(values, region="us-east-1"), "llama-8b")
+    plan = rollout_plan(m)
+    assert plan is not None
+    manifest = rollout_spec.rollout(m, plan)
+    assert manifest["spec"]["strategy"]["canary"]["steps"] == [
+        {"setCanaryScale": {"weight": 100}},
+        {"setWeight": 100},
+        {"pause": {"duration": "600s"}},
+    ]
+    assert [(s.weight, s.stable_replicas, s.canary_replicas) for s in plan.steps(3)] == [
+        (100, 3, 3),
+        (100, 3, 3),
+    ]
+    assert validate_render.problems([manifest], validate_render.load_crds(), "1.34") == []

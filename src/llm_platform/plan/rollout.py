@@ -157,8 +157,10 @@ def latency_p95(r: RolloutPlan, served_model: str, histogram: str, hash_arg: str
 
 
 def _picker(r: RolloutPlan, metric: str, epp: str, extra: str = "") -> str:
-    # the picker's ServiceMonitor puts the Service's name on its series (`service`: Prometheus Operator's
-    # target label); each version has its own picker, so its own series
+    # each version has its own picker, so its own series: the chart names the picker's Service `<release>-epp`
+    # (llm-d-router config/charts/routerlib/templates/_helpers.tpl@v0.10.0 `llm-d-router.name`) and its
+    # ServiceMonitor (_servicemonitor.yaml) scrapes it; Prometheus Operator puts the Service's name on every
+    # series it scrapes through a ServiceMonitor as `service`
     labels = f'namespace="{r.namespace}",service="{epp}"{extra}'
     return f"sum(rate({metric}{{{labels}}}[{r.analysis.interval_seconds}s]))"
 
