@@ -39,7 +39,9 @@ def _one(run: render.Render, kind: str, name: str) -> dict[str, Any]:
 
 def test_the_rollout_takes_the_pods_over_from_the_deployments_template(run: render.Render) -> None:
     deployment = _one(run, "Deployment", "llama-8b")
-    assert deployment["spec"]["replicas"] == 0  # the Rollout's ReplicaSets run the pods
+    # no replicas (Argo scales it down as the Rollout's pods become Ready); its pods are the stable track
+    assert "replicas" not in deployment["spec"]
+    assert deployment["spec"]["template"]["metadata"]["labels"]["llm-platform/track"] == "stable"
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "vllm/vllm-openai:v0.31.0"  # the candidate
     assert container["args"][-1] == "--enable-chunked-prefill"
@@ -48,6 +50,7 @@ def test_the_rollout_takes_the_pods_over_from_the_deployments_template(run: rend
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "name": "llama-8b",
+        "scaleDown": "progressively",
     }
     canary = rollout["spec"]["strategy"]["canary"]
     assert (canary["stableService"], canary["canaryService"]) == ("llama-8b", "llama-8b-canary")

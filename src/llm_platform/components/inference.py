@@ -31,7 +31,7 @@ from llm_platform.plan.stack import model_plan
 
 
 def _as_template(workload: dict[str, Any], rolled: bool) -> dict[str, Any]:
-    """A rolled model's Deployment holds only the Rollout's pod template (0 replicas)."""
+    """A rolled model's Deployment is the Rollout's pod template (components/specs/rollout.py)."""
     return rollout_spec.rolled_deployment(workload) if rolled else workload
 
 

@@ -2,8 +2,10 @@
 analysis queries on the platform's own metrics per version (config/schema/rollout.py is the stack-file side).
 
 How Argo Rollouts v1.9.0 runs it (components/specs/rollout.py writes the objects):
-- The Rollout takes the model's pods over from its Deployment (`workloadRef`; the Deployment keeps the pod
-  template at 0 replicas). Each version is a ReplicaSet; Argo labels the stable one's pods `llm-platform/track:
+- The Rollout takes the model's pods over from its Deployment (`workloadRef`, `scaleDown: progressively`: the
+  Deployment is scaled down as the Rollout's pods become Ready, then kept at 0 as the pod template; its pods
+  carry the stable track, so a model that served before keeps serving while it moves). Each version is a
+  ReplicaSet; Argo labels the stable one's pods `llm-platform/track:
   stable` and the candidate's `canary` (`stableMetadata`/`canaryMetadata`, rollout/ephemeralmetadata.go@v1.9.0),
   and each InferencePool selects one track: `<model>` the stable pods, `<model>-canary` the candidate's.
 - At a step the Gateway API plugin sets the path HTTPRoute's two InferencePool backendRefs to `weight` and

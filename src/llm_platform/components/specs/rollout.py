@@ -92,9 +92,13 @@ def candidate_plan(m: ModelPlan, r: RolloutPlan) -> ModelPlan:
 
 
 def rolled_deployment(deployment: dict[str, Any]) -> dict[str, Any]:
-    """The Deployment as the Rollout's template only: 0 replicas (the Rollout's ReplicaSets run the pods)."""
+    """The Deployment as the Rollout's template: its pods labelled as the stable track, so that while a model
+    that served before moves to the Rollout its Deployment's pods stay in the stable pool; the Rollout scales
+    the Deployment down as its own pods become Ready (`workloadRef.scaleDown: progressively`, then 0 once
+    Healthy: rollout/replicaset.go@v1.9.0). No `replicas`, as before: Pulumi never resets Argo's count."""
     out = copy.deepcopy(deployment)
-    out["spec"]["replicas"] = 0
+    template = out["spec"]["template"]["metadata"]
+    template["labels"] = {**template["labels"], TRACK_LABEL: STABLE}
     return out
 
 
@@ -135,7 +139,12 @@ def rollout(m: ModelPlan, r: RolloutPlan) -> dict[str, Any]:
             # no `replicas`: KEDA's HPA owns the count through the Rollout's scale subresource
             "selector": {"matchLabels": model_selector(m.name)},
             "revisionHistoryLimit": 5,
-            "workloadRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": m.names.deployment},
+            "workloadRef": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "name": m.names.deployment,
+                "scaleDown": "progressively",
+            },
             "strategy": {"canary": canary},
         },
     }
