@@ -102,7 +102,16 @@ from llm_platform.config.schema.pools import (
     Headroom,
     HeadroomWindow,
 )
-from llm_platform.config.schema.rollout import ModelRollout, RolloutAnalysis, RolloutCandidate
+from llm_platform.config.schema.rollout import (
+    DEFAULT_STEPS,
+    ModelRollout,
+    RolledModel,
+    RolloutAnalysis,
+    RolloutCandidate,
+    check_candidate,
+    check_model_rollout,
+    check_steps,
+)
 from llm_platform.config.schema.serving import ServingBlocks, check_scale_to_zero, scale_to_zero_allowed
 from llm_platform.config.schema.stack import STACK_RULES, ServingConfig, StackConfig, StackRule
 
@@ -111,6 +120,7 @@ __all__ = [
     "CAPACITY_RESERVATION_ID",
     "CLUSTER_NAME_WHY",
     "CRON",
+    "DEFAULT_STEPS",
     "DNS_LABEL",
     "DURATION",
     "FSX_THROUGHPUT",
@@ -157,6 +167,7 @@ __all__ = [
     "PrewarmWindow",
     "Problems",
     "QuotaStoreConfig",
+    "RolledModel",
     "RolloutAnalysis",
     "RolloutCandidate",
     "RuleError",
@@ -175,10 +186,13 @@ __all__ = [
     "check_adapter_rank",
     "check_adapter_source",
     "check_adapters",
+    "check_candidate",
     "check_fits_nodes",
+    "check_model_rollout",
     "check_multi_node_model",
     "check_multi_node_pools",
     "check_scale_to_zero",
+    "check_steps",
     "did_you_mean",
     "duration_seconds",
     "forecast_config_hash",
