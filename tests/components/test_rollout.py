@@ -245,3 +245,27 @@ def test_blue_green_brings_the_candidate_up_at_full_size_before_any_traffic() ->
         (100, 3, 3),
     ]
     assert validate_render.problems([manifest], validate_render.load_crds(), "1.34") == []
+
+
+def test_preflight_warns_when_only_the_warm_placeholders_make_room(tmp_path: Path) -> None:
+    """A pool keeping 1 GPU warm at gpuLimit 9: the models at maxReplicas (4) plus the placeholder (1) plus the
+    candidate (4) need 9 node GPUs and fit; at 8 the candidate fits only by evicting the placeholder."""
+    stack = yaml.safe_load(fixture_stack("rollout").read_text())
+    pool = stack["config"]["llm-platform:gpuNodePools"][0]
+    pool |= {"headroom": {"gpus": 1}, "gpuLimit": 9}
+    path = tmp_path / "Pulumi.rollout-headroom.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    view = preflight_view.from_stack(path)
+    (fits,) = rollout_overlap(view)
+    assert fits.severity == "info" and "= 9 <= NodePool g6e spec.limits.nvidia.com/gpu 9" in fits.message
+    tight = copy.deepcopy(view)
+    limits = next(m for m in tight.manifests if m.kind == "NodePool" and m.name == "g6e").body["spec"][
+        "limits"
+    ]
+    limits["nvidia.com/gpu"] = "8"
+    (warning,) = rollout_overlap(tight)
+    assert warning.severity == "warning"
+    assert (
+        "preempt the 1 GPUs of warm placeholders" in warning.message
+        and "gpuLimit 9 keeps it" in warning.message
+    )
