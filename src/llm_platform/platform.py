@@ -51,7 +51,7 @@ from llm_platform.config.stack_args import (
 )
 from llm_platform.facts import addons
 from llm_platform.facts.addons import resolve_ref
-from llm_platform.plan import Plan
+from llm_platform.plan import ModelPlan, Plan
 from llm_platform.plan.nodes import efa_pool
 from llm_platform.plan.stack import SERVING_KEYS
 from llm_platform.platform_checks import (
@@ -146,6 +146,14 @@ class _Inside:
         default_factory=list
     )  # the gateway's load balancer needs first
     installed: dict[str, pulumi.Resource] = field(default_factory=dict)  # what installs each add-on, by name
+
+
+def _rollout_controller(inside: _Inside, model: ModelPlan) -> list[pulumi.Resource]:
+    """A progressively rolled model's Rollout and AnalysisTemplate wait for Argo Rollouts and its CRDs."""
+    controller = inside.installed.get("argo-rollouts")
+    if model.model.rollout is None or controller is None:
+        return []
+    return [controller.release] if isinstance(controller, HelmAddon) else [controller]
 
 
 class LlmPlatform(pulumi.ComponentResource):
@@ -524,7 +532,7 @@ class LlmPlatform(pulumi.ComponentResource):
                     **secrets,
                 ),
                 opts=self._child(serving_opts),
-                after=multi_node_after if model.multi_node else [],
+                after=multi_node_after if model.multi_node else _rollout_controller(inside, model),
                 plan=model,
             )
             ModelAutoscaling(

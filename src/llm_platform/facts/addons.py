@@ -136,6 +136,16 @@ ENVOY_AI_GATEWAY_VERSION = "v1.1.0"  # charts ai-gateway-crds-helm and ai-gatewa
 GATEWAY_API_INFERENCE_EXTENSION_VERSION = "v1.6.0"  # the InferencePool CRD (inference.networking.k8s.io/v1)
 LLM_D_ROUTER_VERSION = "v0.10.0"  # chart llm-d-router-gateway and the EPP image (facts/versions.py)
 LWS_VERSION = "0.10.0"
+# Progressive rollouts (models[].rollout): Argo Rollouts with its Gateway API traffic-router plugin. Chosen over
+# Flagger because only the plugin can shift weights between InferencePool backendRefs: it finds the HTTPRoute's
+# backendRefs by name alone and sets their weights in place, whatever their kind
+# (argoproj-labs/rollouts-plugin-trafficrouter-gatewayapi pkg/plugin/httproute.go@v0.15.0 setHTTPRouteWeight:
+# `switch string(...BackendRefs[j].Name) { case canaryServiceName ... case stableServiceName ...}`), while
+# Flagger's gatewayapi router writes the whole HTTPRoute itself with `kind: Service` backendRefs
+# (fluxcd/flagger pkg/router/gateway_api.go@v1.44.0: `backendRefKind = "Service"`, makeBackendRef), which would
+# send the traffic around the endpoint picker. docs/rollouts.md has the rest.
+ARGO_ROLLOUTS_CHART_VERSION = "2.41.0"  # argoproj/argo-helm charts/argo-rollouts: appVersion v1.9.0
+ARGO_ROLLOUTS_VERSION = "v1.9.0"  # the controller (and CRDs) chart 2.41.0 ships
 
 KARPENTER = Addon(
     name="karpenter",
@@ -309,6 +319,23 @@ EFA_DEVICE_PLUGIN = Addon(
     component="llm_platform.components.multinode:MultiNodeControllers",
 )  # fmt: skip
 
+ARGO_ROLLOUTS = Addon(
+    name="argo-rollouts",
+    namespace="argo-rollouts",  # the namespace the plugin's docs and the chart's examples use
+    charts=(
+        Chart("argo-rollouts", "argo-rollouts", ARGO_ROLLOUTS_CHART_VERSION, "https://argoproj.github.io/argo-helm",
+              pods=f"{_PODS}:_argo_rollouts", crd_groups=("argoproj.io",)),
+    ),
+    # the chart's own CRD templates are these files (charts/argo-rollouts/templates/crds, installCRDs: true)
+    crd_files=_gh("argoproj/argo-rollouts", ARGO_ROLLOUTS_VERSION, "manifests/crds", {
+        "rollout-crd": ("Rollout", "d79c0dab9bb386b1c9329fb69cf0d843fff2152b3f7916839755c1aabc7387f5"),
+        "analysis-template-crd": ("AnalysisTemplate", "96a871705477bb8876f91630789ce753c8291f0ff5457a8cbc781ff150522369"),
+    }),
+    after=("kube-prometheus-stack", "envoy-gateway"),  # its ServiceMonitor; the HTTPRoutes its plugin edits
+    values="llm_platform.components.specs.rollout:controller_values",
+    enabled="llm_platform.plan.rollout:any_rollout",
+)  # fmt: skip
+
 ADDONS: tuple[Addon, ...] = (
     KARPENTER,
     KUBE_PROMETHEUS_STACK,
@@ -322,6 +349,7 @@ ADDONS: tuple[Addon, ...] = (
     OPENCOST,
     LWS,
     EFA_DEVICE_PLUGIN,
+    ARGO_ROLLOUTS,
 )
 """Every add-on of the platform; a new one is a new record here (`LlmPlatform` reads this tuple each time)."""
 

@@ -31,6 +31,8 @@ from llm_platform.plan.stack import Plan
 __all__ = [
     "AI_GATEWAY_CONTROLLER_REQUESTS",
     "AI_GATEWAY_REPLICAS",
+    "ARGO_ROLLOUTS_CONTROLLER",
+    "ARGO_ROLLOUTS_REPLICAS",
     "CHART_DEFAULTS",
     "EFA",
     "EPP_MEMORY",
@@ -119,6 +121,10 @@ LOAD_BALANCER_REPLICAS = 2  # the AWS Load Balancer Controller (components/specs
 # each model's Hub -> S3 loader Job (components/specs/model_cache.py loader_job): CPU, memory, scratch space
 LOADER = Requests("1", "2Gi")
 LOADER_SCRATCH_GIB = 20
+# the Argo Rollouts controller of progressive rollouts (components/specs/rollout.py): the chart's 2 replicas
+# (leader and standby; argo-rollouts 2.41.0 values `controller.replicas`), requests the chart leaves unset
+ARGO_ROLLOUTS_CONTROLLER = Requests("100m", "256Mi")
+ARGO_ROLLOUTS_REPLICAS = 2
 
 
 def epp_cpu_millicores(model: ModelPlan) -> int:
@@ -206,9 +212,11 @@ def _controller_pods(plan: Plan) -> list[PoolPod]:
     )
     for m in plan.models:
         cpu = Requests(f"{epp_cpu_millicores(m)}m", EPP_MEMORY)
-        picker = _pod(_release(m.name, "epp"), "Deployment", EPP_REPLICAS, cpu)
-        # the pickers of one model on distinct nodes (inference_pool.py's required pod anti-affinity)
-        out.append(replace(picker, hostname_anti_affinity=True))
+        # a progressive rollout's candidate has its own InferencePool and picker (`<model>-canary`)
+        for release in (m.name, f"{m.name}-canary") if m.model.rollout is not None else (m.name,):
+            picker = _pod(_release(release, "epp"), "Deployment", EPP_REPLICAS, cpu)
+            # the pickers of one model on distinct nodes (inference_pool.py's required pod anti-affinity)
+            out.append(replace(picker, hostname_anti_affinity=True))
     return out
 
 
@@ -239,6 +247,14 @@ def addon_pool_pods(plan: Plan) -> list[PoolPod]:
     ]
     if plan.costs.enabled:
         out.append(_pod(_release("opencost", "exporter"), "Deployment", 1, OPENCOST_EXPORTER))
+    if any(m.model.rollout is not None for m in plan.models):
+        controller = _pod(
+            _release("argo-rollouts", "controller"),
+            "Deployment",
+            ARGO_ROLLOUTS_REPLICAS,
+            ARGO_ROLLOUTS_CONTROLLER,
+        )
+        out.append(controller)
     out += [_pod(_release("node-feature-discovery", c), "Deployment") for c in ("master", "gc")]
     out += [
         _pod(_release("keda", c), "Deployment", 1, CHART_DEFAULTS["keda"])

@@ -121,7 +121,13 @@ def _slo_rule(
 
 
 def alert_rules(
-    model: ModelConfig, namespace: str, *, deployment: str, scaled_object: str, multi_node: bool = False
+    model: ModelConfig,
+    namespace: str,
+    *,
+    deployment: str,
+    scaled_object: str,
+    multi_node: bool = False,
+    rolled: bool = False,
 ) -> list[dict[str, Any]]:
     """The alerting rules of one model, in the PrometheusRule `rules` form."""
     name = model.served_model_name
@@ -185,7 +191,7 @@ def alert_rules(
         ),
         _rule(
             "VLLMMetricsMissing",
-            f"sum({promql.replicas_available(namespace, deployment, multi_node)})"
+            f"sum({promql.replicas_available(namespace, deployment, multi_node, rolled)})"
             f" > (count({promql.RUNNING}{sel}) or vector(0))",
             METRICS_MISSING_FOR,
             "critical",
@@ -264,6 +270,7 @@ def prometheus_rule(m: ModelPlan, *, labels: Mapping[str, str] | None = None) ->
         deployment=names.deployment,
         scaled_object=names.scaled_object,
         multi_node=m.multi_node,
+        rolled=m.model.rollout is not None,
     )
     metadata_labels = {
         "app.kubernetes.io/name": "vllm",

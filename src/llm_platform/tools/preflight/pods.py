@@ -419,6 +419,23 @@ def _lws(r: Release) -> list[PodTemplate]:
     ]
 
 
+def _argo_rollouts(r: Release) -> list[PodTemplate]:
+    """The Argo Rollouts controller (argo-rollouts 2.41.0: `controller.replicas` 2, `controller.resources`
+    unset, `controller.initContainers` beside it; the dashboard is off by default)."""
+    v = r.values
+    init = _get(v, "controller.initContainers", [])
+    spec = {
+        "containers": [{"resources": _get(v, "controller.resources", {})}],
+        "initContainers": init,
+        "nodeSelector": _get(v, "controller.nodeSelector", {}),
+        "tolerations": _get(v, "controller.tolerations", []),
+        "affinity": _get(v, "controller.affinity", {}),
+    }
+    replicas = int(_get(v, "controller.replicas", 2))
+    owner = f"Helm release {r.name} (controller)"
+    return [from_pod_spec(owner, "values.controller", "Deployment", replicas, spec, {})]
+
+
 def _efa_device_plugin(r: Release) -> list[PodTemplate]:
     """The EFA device plugin DaemonSet (aws-efa-k8s-device-plugin v0.5.30: tolerates CriticalAddonsOnly plus
     `tolerations`, node affinity on `supportedInstanceLabels`, 10m / 20Mi)."""
