@@ -12,30 +12,25 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
 import sys
 from functools import cache
 from typing import Any
 
 import pytest
 
-from llm_platform.config.loader import ROOT
 from tests import docs
+from tests.conftest import run_once
+from tests.test_doc_commands import COMMAND_ENV
 
 pytestmark = pytest.mark.slow
 
 
 @cache
 def output(command: str) -> str:
-    """stdout of `uv run python <command>` from the repository (each command runs once per session)."""
-    proc = subprocess.run(
-        [sys.executable, *shlex.split(command)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=True,
-    )
+    """stdout of `uv run python <command>` from the repository: each command runs once per session, also when
+    tests/test_doc_commands.py runs the same documented command (tests/conftest.py run_once)."""
+    proc = run_once([sys.executable, *shlex.split(command)], env=COMMAND_ENV, timeout=1200)
+    proc.check_returncode()
     return proc.stdout
 
 
