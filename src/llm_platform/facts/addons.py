@@ -2,15 +2,15 @@
 where preflight's model of its pods and its values builder live, and what it must come after.
 
 Everything that needs a fact about an add-on reads it here: the pins (`facts/versions.py` re-exports the
-versions), the namespaces (`plan/naming.py`), preflight's pod model (`tools/preflight/pods.py`) and CRD
-ordering table (`tools/preflight/ordering.py`), the render validator's CRD files (`tools/validate_render.py`)
-and the components that install them; `LlmPlatform` installs every record without a component of its own
+versions), the namespaces (`plan/naming.py`), the pod models of its charts (`plan/chart_pods.py`, which
+preflight and the simulator's add-on pool read), preflight's CRD ordering table (`tools/preflight/ordering.py`),
+the render validator's CRD files (`tools/validate_render.py`) and the components that install them; `LlmPlatform` installs every record without a component of its own
 (`component=None`) from `ordered()`, after what its `after` names.
 
 The record sits below the code it names: the pod model and values builder are references `module:function`
 (entry-point style, resolved by `resolve_ref` when used), so this module imports nothing of the package and
 any layer may read it. Adding an add-on: its record here, its values builder (`components/specs/`), its pod
-model (`tools/preflight/pods.py`), then the regenerated snapshots (URNs, the bundled CRDs with
+model (`plan/chart_pods.py`), then the regenerated snapshots (URNs, the bundled CRDs with
 `validate_render --download`).
 """
 
@@ -121,7 +121,7 @@ def _tag(version: str) -> str:
     return version if version.startswith("v") else f"v{version}"
 
 
-_PODS = "llm_platform.tools.preflight.pods"
+_PODS = "llm_platform.plan.chart_pods"
 _KARPENTER_API = ("karpenter.sh", "karpenter.k8s.aws")
 _GATEWAY_API = ("gateway.networking.k8s.io", "gateway.envoyproxy.io")
 _INFERENCE_API = ("inference.networking.k8s.io", "inference.networking.x-k8s.io")

@@ -2,7 +2,7 @@
 
 One source for three readers: the specs write these requests and replica counts into the add-on releases'
 values and the program's own workloads (EnvoyProxy, the quota store, the endpoint pickers); the chart
-defaults below are what preflight's pod model (`tools/preflight/pods.py`) assumes where the values set none;
+defaults below are what the charts' pod models (`plan/chart_pods.py`) assume where the values set none;
 and the simulator prices the add-on pool (`simulator/controllers/platform_nodes.py`) from `addon_pool_pods`
 and `pack` here without rendering the program. `pack` is preflight's packing too (`tools/preflight/room.py`
 hands it the render's pods), and a test compares this module's pods and packing with preflight's from the

@@ -141,7 +141,7 @@ def schedulability(view: RenderView) -> list[Finding]:
     for release in unknown:
         findings.append(
             Finding("warning", CHECK, f"Helm release {release}", "chart",
-                    f"pods of chart {view.releases[release].chart} are not modelled in tools/preflight/pods.py")
+                    f"pods of chart {view.releases[release].chart} are not modelled (no `pods=` in its add-on record, facts/addons.py; the models: plan/chart_pods.py)")
         )  # fmt: skip
     if not nodes:
         return [

@@ -1,0 +1,442 @@
+"""The pods of each Helm add-on's chart, as scheduling templates, from its release's values: what preflight
+checks the render with (`tools/preflight/pods.py`) and what the simulator prices the add-on pool with
+(`plan/addon_pods.py`), read below both so neither imports the other.
+
+A chart's pods are modelled from its templates and default values at the pinned version
+(`shared/reference/chart-values/<chart>-<version>.values.yaml`), overlaid with the values the program sets:
+replicas, requests, node selectors, tolerations, affinity and topology spread. The add-on records
+(`facts/addons.py`) name each chart's model here (`pods=`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from llm_platform.plan.addon_pods import CHART_DEFAULTS, RESOURCES, quantity
+
+__all__ = [
+    "CRITICAL_ADDONS",
+    "GPU_OPERANDS",
+    "ChartRelease",
+    "PodTemplate",
+    "from_pod_spec",
+    "pod_requests",
+    "requests_of",
+    "value_at",
+]
+
+
+class ChartRelease(Protocol):
+    """What a chart's pod model reads of a Helm release (preflight's `view.Release`, or one made of the plan)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def values(self) -> dict[str, Any]: ...
+
+
+def requests_of(containers: list[dict[str, Any]]) -> dict[str, int]:
+    total: dict[str, int] = dict.fromkeys(RESOURCES, 0)
+    for c in containers:
+        for resource, value in ((c.get("resources") or {}).get("requests") or {}).items():
+            if resource in total:
+                total[resource] += quantity(resource, value)
+    return total
+
+
+def pod_requests(spec: dict[str, Any]) -> dict[str, int]:
+    """What the scheduler reserves for a pod: its containers plus its native sidecars (init containers with
+    `restartPolicy: Always`, which run beside them), or an ordinary init container plus the sidecars started
+    before it, whichever is larger (KEP-753; k8s.io/component-helpers resource.PodRequests, which the
+    scheduler and Karpenter's own podRequests follow)."""
+    sidecars: dict[str, int] = dict.fromkeys(RESOURCES, 0)
+    peaks = []
+    for c in spec.get("initContainers") or []:
+        own = requests_of([c])
+        if c.get("restartPolicy") == "Always":
+            sidecars = {r: sidecars[r] + own[r] for r in RESOURCES}
+        else:
+            peaks.append({r: sidecars[r] + own[r] for r in RESOURCES})
+    main = requests_of(spec.get("containers") or [])
+    return {r: max([main[r] + sidecars[r], *(p[r] for p in peaks)]) for r in RESOURCES}
+
+
+@dataclass
+class PodTemplate:
+    owner: str  # "Deployment model-x/x", "Helm release karpenter (controller)"
+    where: str  # where its scheduling fields live
+    kind: str  # Deployment | StatefulSet | DaemonSet | Job
+    replicas: int  # the most the stack runs (a ScaledObject's maxReplicaCount)
+    requests: dict[str, int]
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+    required_terms: list[list[dict[str, Any]]] = field(default_factory=list)
+    spread: list[dict[str, Any]] = field(default_factory=list)
+    hostname_anti_affinity: bool = False
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def daemon(self) -> bool:
+        return self.kind == "DaemonSet"
+
+
+def from_pod_spec(
+    owner: str, where: str, kind: str, replicas: int, spec: dict[str, Any], labels: dict[str, str]
+) -> PodTemplate:
+    requests = pod_requests(spec)
+    affinity = spec.get("affinity") or {}
+    node_affinity = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    terms = [t.get("matchExpressions") or [] for t in (node_affinity or {}).get("nodeSelectorTerms") or []]
+    anti = (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []
+    return PodTemplate(
+        owner=owner,
+        where=where,
+        kind=kind,
+        replicas=replicas,
+        requests=requests,
+        node_selector=dict(spec.get("nodeSelector") or {}),
+        tolerations=list(spec.get("tolerations") or []),
+        required_terms=terms,
+        spread=list(spec.get("topologySpreadConstraints") or []),
+        hostname_anti_affinity=any(t.get("topologyKey") == "kubernetes.io/hostname" for t in anti),
+        labels=labels,
+    )
+
+
+def value_at(values: dict[str, Any], path: str, default: Any = None) -> Any:
+    """The value at a dotted `path` of `values`, else `default`."""
+    node: Any = values
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def _chart_pod(
+    release: ChartRelease,
+    component: str,
+    kind: str,
+    *,
+    replicas: int = 1,
+    resources: dict[str, Any] | None = None,
+    node_selector: dict[str, str] | None = None,
+    tolerations: list[dict[str, Any]] | None = None,
+    affinity: dict[str, Any] | None = None,
+    spread: list[dict[str, Any]] | None = None,
+    where: str,
+) -> PodTemplate:
+    spec = {
+        "containers": [{"resources": resources or {}}],
+        "nodeSelector": node_selector or {},
+        "tolerations": tolerations or [],
+        "affinity": affinity or {},
+        "topologySpreadConstraints": spread or [],
+    }
+    owner = f"Helm release {release.name} ({component})"
+    return from_pod_spec(owner, f"values.{where}", kind, replicas, spec, {})
+
+
+CRITICAL_ADDONS = [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
+
+
+def _karpenter(r: ChartRelease) -> list[PodTemplate]:
+    v = r.values
+    return [
+        _chart_pod(
+            r,
+            "controller",
+            "Deployment",
+            replicas=int(value_at(v, "replicas", 2)),
+            resources=value_at(v, "controller.resources"),
+            node_selector=value_at(v, "nodeSelector", {"kubernetes.io/os": "linux"}),
+            tolerations=value_at(v, "tolerations", CRITICAL_ADDONS),
+            affinity=value_at(
+                v,
+                "affinity",
+                {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"}
+                                    ]
+                                }
+                            ]
+                        }
+                    },
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"topologyKey": "kubernetes.io/hostname"}
+                        ]
+                    },
+                },
+            ),
+            spread=value_at(
+                v,
+                "topologySpreadConstraints",
+                [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "topology.kubernetes.io/zone",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                    }
+                ],
+            ),
+            where="",
+        )
+    ]
+
+
+def _system_style(r: ChartRelease, component: str, kind: str, base: str, **kwargs: Any) -> PodTemplate:
+    v = r.values
+    prefix = f"{base}." if base else ""
+    return _chart_pod(
+        r,
+        component,
+        kind,
+        node_selector=value_at(v, f"{prefix}nodeSelector", {}),
+        tolerations=value_at(v, f"{prefix}tolerations", []),
+        where=base,
+        **kwargs,
+    )
+
+
+def _kube_prometheus_stack(r: ChartRelease) -> list[PodTemplate]:
+    v = r.values
+    prom, am = "prometheus.prometheusSpec", "alertmanager.alertmanagerSpec"
+    return [
+        _system_style(
+            r, "prometheus", "StatefulSet", prom,
+            replicas=int(value_at(v, f"{prom}.replicas", 1)), resources=value_at(v, f"{prom}.resources"),
+        ),
+        _system_style(
+            r, "alertmanager", "StatefulSet", am,
+            replicas=int(value_at(v, f"{am}.replicas", 1)), resources=value_at(v, f"{am}.resources"),
+        ),
+        _system_style(r, "operator", "Deployment", "prometheusOperator", resources=value_at(v, "prometheusOperator.resources")),
+        _system_style(r, "grafana", "Deployment", "grafana", resources=value_at(v, "grafana.resources")),
+        _system_style(r, "kube-state-metrics", "Deployment", "kube-state-metrics"),
+        # prometheus-node-exporter 4.56.1: tolerates every NoSchedule taint by default
+        _chart_pod(
+            r, "node-exporter", "DaemonSet",
+            tolerations=value_at(v, "prometheus-node-exporter.tolerations", [{"effect": "NoSchedule", "operator": "Exists"}]),
+            where="prometheus-node-exporter",
+        ),
+    ]  # fmt: skip
+
+
+def _keda(r: ChartRelease) -> list[PodTemplate]:
+    defaults = {"requests": CHART_DEFAULTS["keda"].as_dict()}
+    return [
+        _system_style(
+            r, component, "Deployment", "", resources=value_at(r.values, f"resources.{key}", defaults)
+        )
+        for component, key in (
+            ("operator", "operator"),
+            ("metrics server", "metricServer"),
+            ("webhooks", "webhooks"),
+        )
+    ]
+
+
+GPU_OPERANDS = {
+    "devicePlugin": "device plugin",
+    "dcgmExporter": "DCGM exporter",
+    "gfd": "GPU feature discovery",
+}
+
+
+def _gpu_operator(r: ChartRelease) -> list[PodTemplate]:
+    v = r.values
+    out = [
+        _system_style(r, "operator", "Deployment", "operator", resources=value_at(v, "operator.resources"))
+    ]
+    tolerations = value_at(
+        v, "daemonsets.tolerations", [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    )
+    for key, component in GPU_OPERANDS.items():
+        if value_at(v, f"{key}.enabled", True):
+            pod = _chart_pod(
+                r,
+                component,
+                "DaemonSet",
+                tolerations=tolerations,
+                node_selector={"nvidia.com/gpu.present": "true"},
+                where=key,
+            )
+            out.append(pod)
+    return out  # fmt: skip
+
+
+def _nfd(r: ChartRelease) -> list[PodTemplate]:
+    v = r.values
+    out = [_system_style(r, "master", "Deployment", "master")]
+    if value_at(v, "gc.enable", True):
+        out.append(
+            _system_style(r, "gc", "Deployment", "gc", replicas=int(value_at(v, "gc.replicaCount", 1)))
+        )
+    out.append(
+        _chart_pod(
+            r, "worker", "DaemonSet", tolerations=value_at(v, "worker.tolerations", []), where="worker"
+        )
+    )
+    return out
+
+
+def _load_balancer_controller(r: ChartRelease) -> list[PodTemplate]:
+    v = r.values
+    return [
+        _system_style(
+            r, "controller", "Deployment", "",
+            replicas=int(value_at(v, "replicaCount", 2)), resources=value_at(v, "resources"),
+            spread=value_at(v, "topologySpreadConstraints", []),
+        )
+    ]  # fmt: skip
+
+
+def _fsx_csi(r: ChartRelease) -> list[PodTemplate]:
+    v = r.values
+    default_tolerations = [
+        {"key": "CriticalAddonsOnly", "operator": "Exists"},
+        {"effect": "NoExecute", "operator": "Exists"},
+    ]
+    node_tolerations = (
+        [{"operator": "Exists"}]
+        if value_at(v, "node.tolerateAllTaints", True)
+        else value_at(v, "node.tolerations", [])
+    )
+    return [
+        _chart_pod(
+            r, "controller", "Deployment", replicas=int(value_at(v, "controller.replicaCount", 2)),
+            resources=value_at(v, "controller.resources", {"requests": CHART_DEFAULTS["aws-fsx-csi-driver"].as_dict()}),
+            node_selector=value_at(v, "controller.nodeSelector", {}),
+            tolerations=value_at(v, "controller.tolerations", default_tolerations), where="controller",
+        ),
+        _chart_pod(
+            r, "node", "DaemonSet", tolerations=node_tolerations,
+            resources=value_at(v, "node.resources", {"requests": CHART_DEFAULTS["aws-fsx-csi-driver"].as_dict()}),
+            where="node",
+        ),
+    ]  # fmt: skip
+
+
+def _envoy_gateway(r: ChartRelease) -> list[PodTemplate]:
+    """gateway-helm v1.8.3: the Envoy Gateway controller (its Envoy proxies come from the EnvoyProxy object)."""
+    v = r.values
+    return [
+        _chart_pod(
+            r, "controller", "Deployment", replicas=int(value_at(v, "deployment.replicas", 1)),
+            resources=value_at(v, "deployment.envoyGateway.resources", {"requests": CHART_DEFAULTS["gateway-helm"].as_dict()}),
+            node_selector=value_at(v, "deployment.pod.nodeSelector", {}),
+            tolerations=value_at(v, "deployment.pod.tolerations", []),
+            affinity=value_at(v, "deployment.pod.affinity", {}),
+            spread=value_at(v, "deployment.pod.topologySpreadConstraints", []), where="deployment.pod",
+        ),
+        *_rate_limit_service(r),
+    ]  # fmt: skip
+
+
+def _rate_limit_service(r: ChartRelease) -> list[PodTemplate]:
+    """The global rate limit service Envoy Gateway runs once `config.envoyGateway.rateLimit` is set, from
+    `provider.kubernetes.rateLimitDeployment` (EG v1.8.3 default: 1 replica)."""
+    config = value_at(r.values, "config.envoyGateway", {})
+    if not config.get("rateLimit"):
+        return []
+    d = "config.envoyGateway.provider.kubernetes.rateLimitDeployment"
+    return [
+        _chart_pod(
+            r, "ratelimit", "Deployment", replicas=int(value_at(r.values, f"{d}.replicas", 1)),
+            resources=value_at(r.values, f"{d}.container.resources", {}),
+            node_selector=value_at(r.values, f"{d}.pod.nodeSelector", {}),
+            tolerations=value_at(r.values, f"{d}.pod.tolerations", []),
+            affinity=value_at(r.values, f"{d}.pod.affinity", {}), where=f"{d}.pod",
+        )
+    ]  # fmt: skip
+
+
+def _ai_gateway(r: ChartRelease) -> list[PodTemplate]:
+    """ai-gateway-helm v1.1.0: the AI Gateway controller (its ext_proc runs as a sidecar of the Envoy pods)."""
+    return [
+        _system_style(
+            r, "controller", "Deployment", "controller",
+            replicas=int(value_at(r.values, "controller.replicaCount", 1)), resources=value_at(r.values, "controller.resources"),
+        )
+    ]  # fmt: skip
+
+
+def _endpoint_picker(r: ChartRelease) -> list[PodTemplate]:
+    """llm-d-router-gateway v0.10.0: a model's endpoint picker (chart default 8 CPU / 8 GiB unless sized)."""
+    epp = "router.epp"
+    return [
+        _chart_pod(
+            r, "epp", "Deployment", replicas=int(value_at(r.values, f"{epp}.replicas", 1)),
+            resources=value_at(r.values, f"{epp}.resources", {"requests": {"cpu": "8", "memory": "8Gi"}}),
+            node_selector=value_at(r.values, f"{epp}.nodeSelector") or {},
+            tolerations=value_at(r.values, f"{epp}.tolerations", []),
+            affinity=value_at(r.values, f"{epp}.affinity", {}), where=epp,
+        )
+    ]  # fmt: skip
+
+
+def _lws(r: ChartRelease) -> list[PodTemplate]:
+    """The LeaderWorkerSet controller (lws v0.10.0 chart: `replicaCount`, `resources` 1 CPU / 1Gi)."""
+    v = r.values
+    resources = value_at(v, "resources", {"requests": CHART_DEFAULTS["lws"].as_dict()})
+    return [
+        _system_style(
+            r,
+            "controller",
+            "Deployment",
+            "",
+            replicas=int(value_at(v, "replicaCount", 1)),
+            resources=resources,
+        )
+    ]
+
+
+def _efa_device_plugin(r: ChartRelease) -> list[PodTemplate]:
+    """The EFA device plugin DaemonSet (aws-efa-k8s-device-plugin v0.5.30: tolerates CriticalAddonsOnly plus
+    `tolerations`, node affinity on `supportedInstanceLabels`, 10m / 20Mi)."""
+    v = r.values
+    keys = value_at(v, "supportedInstanceLabels.keys", ["node.kubernetes.io/instance-type"])
+    values = value_at(v, "supportedInstanceLabels.values", [])
+    terms = [{"matchExpressions": [{"key": k, "operator": "In", "values": values}]} for k in keys]
+    return [
+        _chart_pod(
+            r,
+            "device plugin",
+            "DaemonSet",
+            resources=value_at(v, "resources", {"requests": {"cpu": "10m", "memory": "20Mi"}}),
+            node_selector=value_at(v, "nodeSelector", {}),
+            tolerations=[*CRITICAL_ADDONS, *value_at(v, "tolerations", [])],
+            affinity={
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+                }
+            },
+            where="",
+        )
+    ]
+
+
+def _opencost(r: ChartRelease) -> list[PodTemplate]:
+    """opencost 2.5.17: one Deployment (`opencost.exporter.replicas`) of the exporter, plus the UI container
+    unless `opencost.ui.enabled: false`; chart defaults 10m / 55Mi and 10m / 55Mi."""
+    v, base = r.values, "opencost"
+    default = {"requests": {"cpu": "10m", "memory": "55Mi"}}
+    containers = [{"resources": value_at(v, f"{base}.exporter.resources", default)}]
+    if value_at(v, f"{base}.ui.enabled", True):
+        containers.append({"resources": value_at(v, f"{base}.ui.resources", default)})
+    spec = {
+        "containers": containers,
+        "nodeSelector": value_at(v, f"{base}.nodeSelector") or {},
+        "tolerations": value_at(v, f"{base}.tolerations", []),
+        "affinity": value_at(v, f"{base}.affinity", {}),
+        "topologySpreadConstraints": value_at(v, f"{base}.topologySpreadConstraints", []),
+    }
+    owner = f"Helm release {r.name} (exporter)"
+    replicas = int(value_at(v, f"{base}.exporter.replicas", 1))
+    return [from_pod_spec(owner, f"values.{base}", "Deployment", replicas, spec, {})]
