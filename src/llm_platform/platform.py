@@ -36,7 +36,6 @@ from llm_platform.components.specs.observability import STORAGE_CLASS
 from llm_platform.config.loader import parse
 from llm_platform.config.stack_args import Environment
 from llm_platform.facts import addons
-from llm_platform.facts.addons import resolve_ref
 from llm_platform.plan import Plan, resolve
 from llm_platform.plan.nodes import efa_pool
 from llm_platform.plan.stack import SERVING_KEYS
@@ -332,9 +331,7 @@ class LlmPlatform(pulumi.ComponentResource):
         the records' order, each after the add-ons its `after` names."""
         plan = self._plan
         versions = self._versions
-        for record in addons.ordered():
-            if record.component is not None or (record.enabled and not resolve_ref(record.enabled)(plan)):
-                continue
+        for record in addons.record_installed(plan):
             after = [inside.installed[d] for d in record.after if d in inside.installed]
             inside.installed[record.name] = HelmAddon(
                 f"{plan.cluster.name}-{record.name}",

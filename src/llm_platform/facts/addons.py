@@ -9,8 +9,8 @@ the render validator's CRD files (`tools/validate_render.py`) and the components
 
 The record sits below the code it names: the pod model and values builder are references `module:function`
 (entry-point style, resolved by `resolve_ref` when used), so this module imports nothing of the package and
-any layer may read it. Adding an add-on: its record here, its values builder (`components/specs/`), its pod
-model (`plan/chart_pods.py`), then the regenerated snapshots (URNs, the bundled CRDs with
+any layer may read it. Adding an add-on: its record here, its values builder (`(Plan) -> dict`, importable
+without the components: the simulator prices its pods with it), its pod model (`plan/chart_pods.py`), then the regenerated snapshots (URNs, the bundled CRDs with
 `validate_render --download`).
 """
 
@@ -28,6 +28,7 @@ __all__ = [
     "CrdFile",
     "addon",
     "ordered",
+    "record_installed",
     "resolve_ref",
     "version_of",
 ]
@@ -349,6 +350,12 @@ def ordered(records: Iterable[Addon] | None = None) -> list[Addon]:
         placed.add(ready[0].name)
         pending.remove(ready[0])
     return done
+
+
+def record_installed(plan: Any) -> list[Addon]:
+    """The records without a component of their own that the stack's plan runs, in `ordered()`'s order: what
+    `LlmPlatform` installs from the record alone and what the plan's add-on pool model prices from it."""
+    return [r for r in ordered() if r.component is None and (not r.enabled or resolve_ref(r.enabled)(plan))]
 
 
 def version_of(record: Addon, chart: Chart, overrides: Mapping[str, str] | None = None) -> str:

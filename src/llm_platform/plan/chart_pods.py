@@ -10,21 +10,28 @@ replicas, requests, node selectors, tolerations, affinity and topology spread. T
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from llm_platform.plan.addon_pods import CHART_DEFAULTS, RESOURCES, quantity
+from llm_platform.plan.pod_templates import PodTemplate, Requests, from_pod_spec
 
 __all__ = [
+    "CHART_DEFAULTS",
     "CRITICAL_ADDONS",
     "GPU_OPERANDS",
     "ChartRelease",
-    "PodTemplate",
-    "from_pod_spec",
-    "pod_requests",
-    "requests_of",
     "value_at",
 ]
+
+
+# chart defaults where the program sets none
+CHART_DEFAULTS: dict[str, Requests] = {
+    "keda": Requests("100m", "100Mi"),  # keda 2.20.2 values.yaml resources.{operator,metricServer,webhooks}
+    "aws-fsx-csi-driver": Requests(
+        "10m", "40Mi"
+    ),  # aws-fsx-csi-driver 1.17.0 controller.resources, node.resources
+    "gateway-helm": Requests("100m", "256Mi"),  # gateway-helm v1.8.3 deployment.envoyGateway.resources
+    "lws": Requests("1", "1Gi"),  # lws 0.10.0 values.yaml resources
+}
 
 
 class ChartRelease(Protocol):
@@ -34,74 +41,6 @@ class ChartRelease(Protocol):
     def name(self) -> str: ...
     @property
     def values(self) -> dict[str, Any]: ...
-
-
-def requests_of(containers: list[dict[str, Any]]) -> dict[str, int]:
-    total: dict[str, int] = dict.fromkeys(RESOURCES, 0)
-    for c in containers:
-        for resource, value in ((c.get("resources") or {}).get("requests") or {}).items():
-            if resource in total:
-                total[resource] += quantity(resource, value)
-    return total
-
-
-def pod_requests(spec: dict[str, Any]) -> dict[str, int]:
-    """What the scheduler reserves for a pod: its containers plus its native sidecars (init containers with
-    `restartPolicy: Always`, which run beside them), or an ordinary init container plus the sidecars started
-    before it, whichever is larger (KEP-753; k8s.io/component-helpers resource.PodRequests, which the
-    scheduler and Karpenter's own podRequests follow)."""
-    sidecars: dict[str, int] = dict.fromkeys(RESOURCES, 0)
-    peaks = []
-    for c in spec.get("initContainers") or []:
-        own = requests_of([c])
-        if c.get("restartPolicy") == "Always":
-            sidecars = {r: sidecars[r] + own[r] for r in RESOURCES}
-        else:
-            peaks.append({r: sidecars[r] + own[r] for r in RESOURCES})
-    main = requests_of(spec.get("containers") or [])
-    return {r: max([main[r] + sidecars[r], *(p[r] for p in peaks)]) for r in RESOURCES}
-
-
-@dataclass
-class PodTemplate:
-    owner: str  # "Deployment model-x/x", "Helm release karpenter (controller)"
-    where: str  # where its scheduling fields live
-    kind: str  # Deployment | StatefulSet | DaemonSet | Job
-    replicas: int  # the most the stack runs (a ScaledObject's maxReplicaCount)
-    requests: dict[str, int]
-    node_selector: dict[str, str] = field(default_factory=dict)
-    tolerations: list[dict[str, Any]] = field(default_factory=list)
-    required_terms: list[list[dict[str, Any]]] = field(default_factory=list)
-    spread: list[dict[str, Any]] = field(default_factory=list)
-    hostname_anti_affinity: bool = False
-    labels: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def daemon(self) -> bool:
-        return self.kind == "DaemonSet"
-
-
-def from_pod_spec(
-    owner: str, where: str, kind: str, replicas: int, spec: dict[str, Any], labels: dict[str, str]
-) -> PodTemplate:
-    requests = pod_requests(spec)
-    affinity = spec.get("affinity") or {}
-    node_affinity = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-    terms = [t.get("matchExpressions") or [] for t in (node_affinity or {}).get("nodeSelectorTerms") or []]
-    anti = (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []
-    return PodTemplate(
-        owner=owner,
-        where=where,
-        kind=kind,
-        replicas=replicas,
-        requests=requests,
-        node_selector=dict(spec.get("nodeSelector") or {}),
-        tolerations=list(spec.get("tolerations") or []),
-        required_terms=terms,
-        spread=list(spec.get("topologySpreadConstraints") or []),
-        hostname_anti_affinity=any(t.get("topologyKey") == "kubernetes.io/hostname" for t in anti),
-        labels=labels,
-    )
 
 
 def value_at(values: dict[str, Any], path: str, default: Any = None) -> Any:

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 from llm_platform.facts import addons
 from llm_platform.facts.addons import resolve_ref
-from llm_platform.plan.addon_pods import RESOURCES
-from llm_platform.plan.chart_pods import PodTemplate, from_pod_spec, pod_requests, requests_of, value_at
+from llm_platform.plan.chart_pods import value_at
+from llm_platform.plan.pod_templates import RESOURCES, PodTemplate, from_pod_spec, pod_requests, requests_of
 from llm_platform.tools.preflight.view import Release, RenderView
 
 # re-exported: preflight's other checks and the tests read them from here
