@@ -23,10 +23,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from llm_platform.config.schema import ModelRollout
+from llm_platform.facts.versions import ARGO_ROLLOUTS_GATEWAY_PLUGIN_IMAGE
 from llm_platform.plan import promql
+from llm_platform.plan.addon_pods import ARGO_ROLLOUTS_CONTROLLER, ARGO_ROLLOUTS_REPLICAS
 from llm_platform.plan.model import ModelPlan
+from llm_platform.plan.nodes import ADDON_NODE_LABEL, ADDON_TOLERATION
 from llm_platform.plan.stack import Plan
 
 TRACK_LABEL = "llm-platform/track"  # ephemeral pod label: which InferencePool serves the pod
@@ -183,3 +187,50 @@ def throttle_rate(r: RolloutPlan, epp: str | None = None) -> str:
     throttled = _picker(r, promql.EPP_REQUEST_ERRORS, epp, ',error_code="ResourceExhausted"')
     seen = f"({_picker(r, promql.EPP_REQUESTS, epp)} + ({_picker(r, promql.EPP_REQUEST_ERRORS, epp)} or vector(0)))"
     return f"((({throttled}) or vector(0)) / {seen}) or vector(0)"
+
+
+# ---------------------------------------------------------------------------------------- the controller
+
+PLUGIN_DIR = "/plugins"
+PLUGIN_BINARY = "rollouts-plugin-trafficrouter-gatewayapi"  # where the plugin image keeps it: /bin/<binary>
+
+
+def _restricted() -> dict[str, Any]:
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def controller_values(plan: Plan) -> dict[str, Any]:
+    """The add-on record's values builder (facts/addons.py ARGO_ROLLOUTS), here below the components so the
+    plan's add-on pool model prices the controller from its record (plan/addon_pods.py record_pods). The controller on the add-on nodes, the plugin copied from its pinned image by an init container (no
+    download at start: plugin docs/installation.md@v0.15.0, "Installing the plugin via init containers"), the
+    chart's Gateway API RBAC (`providerRBAC.providers.gatewayAPI`, on by default) and its ServiceMonitor."""
+    del plan  # one controller for the cluster, whatever the models
+    return {
+        "controller": {
+            "replicas": ARGO_ROLLOUTS_REPLICAS,
+            "nodeSelector": dict(ADDON_NODE_LABEL),
+            "tolerations": [ADDON_TOLERATION],
+            "resources": {"requests": ARGO_ROLLOUTS_CONTROLLER.as_dict()},
+            "initContainers": [
+                {
+                    "name": "copy-gatewayapi-plugin",
+                    "image": ARGO_ROLLOUTS_GATEWAY_PLUGIN_IMAGE,
+                    "command": ["/bin/sh", "-c"],
+                    "args": [f"cp /bin/{PLUGIN_BINARY} {PLUGIN_DIR}"],
+                    "volumeMounts": [{"name": "gatewayapi-plugin", "mountPath": PLUGIN_DIR}],
+                    "securityContext": _restricted(),
+                    "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}},
+                }
+            ],
+            "trafficRouterPlugins": [{"name": PLUGIN, "location": f"file://{PLUGIN_DIR}/{PLUGIN_BINARY}"}],
+            "volumes": [{"name": "gatewayapi-plugin", "emptyDir": {}}],
+            "volumeMounts": [{"name": "gatewayapi-plugin", "mountPath": PLUGIN_DIR}],
+            "metrics": {"enabled": True, "serviceMonitor": {"enabled": True}},
+        },
+    }

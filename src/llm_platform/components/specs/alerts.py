@@ -129,7 +129,10 @@ def alert_rules(
     multi_node: bool = False,
     rolled: bool = False,
 ) -> list[dict[str, Any]]:
-    """The alerting rules of one model, in the PrometheusRule `rules` form."""
+    """The alerting rules of one model, in the PrometheusRule `rules` form.
+
+    why long: a list of rules, each a few lines of data (expression, duration, labels, annotations) over the
+    same selectors; one list reads as the alerts a user receives."""
     name = model.served_model_name
     sel = promql.selector(namespace, name)
     slo = model.slo

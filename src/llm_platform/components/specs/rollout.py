@@ -16,11 +16,8 @@ import dataclasses
 from typing import Any
 
 from llm_platform.components.specs import inference_pool as pool
-from llm_platform.components.specs.common import ADDON_NODE_LABEL, ADDON_TOLERATION
 from llm_platform.components.specs.serving import PORT, labels
-from llm_platform.facts.versions import ARGO_ROLLOUTS_GATEWAY_PLUGIN_IMAGE
-from llm_platform.plan import ModelPlan, Plan, promql
-from llm_platform.plan.addon_pods import ARGO_ROLLOUTS_CONTROLLER, ARGO_ROLLOUTS_REPLICAS
+from llm_platform.plan import ModelPlan, promql
 from llm_platform.plan.naming import PROMETHEUS_URL, model_selector
 from llm_platform.plan.rollout import (
     CANARY,
@@ -36,50 +33,6 @@ from llm_platform.plan.rollout import (
     latency_p95,
     throttle_rate,
 )
-
-PLUGIN_DIR = "/plugins"
-PLUGIN_BINARY = "rollouts-plugin-trafficrouter-gatewayapi"  # where the plugin image keeps it: /bin/<binary>
-
-
-def _restricted() -> dict[str, Any]:
-    return {
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
-        "runAsNonRoot": True,
-        "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
-
-
-def controller_values(plan: Plan) -> dict[str, Any]:
-    """The controller on the add-on nodes, the plugin copied from its pinned image by an init container (no
-    download at start: plugin docs/installation.md@v0.15.0, "Installing the plugin via init containers"), the
-    chart's Gateway API RBAC (`providerRBAC.providers.gatewayAPI`, on by default) and its ServiceMonitor."""
-    del plan  # one controller for the cluster, whatever the models
-    return {
-        "controller": {
-            "replicas": ARGO_ROLLOUTS_REPLICAS,
-            "nodeSelector": dict(ADDON_NODE_LABEL),
-            "tolerations": [ADDON_TOLERATION],
-            "resources": {"requests": ARGO_ROLLOUTS_CONTROLLER.as_dict()},
-            "initContainers": [
-                {
-                    "name": "copy-gatewayapi-plugin",
-                    "image": ARGO_ROLLOUTS_GATEWAY_PLUGIN_IMAGE,
-                    "command": ["/bin/sh", "-c"],
-                    "args": [f"cp /bin/{PLUGIN_BINARY} {PLUGIN_DIR}"],
-                    "volumeMounts": [{"name": "gatewayapi-plugin", "mountPath": PLUGIN_DIR}],
-                    "securityContext": _restricted(),
-                    "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}},
-                }
-            ],
-            "trafficRouterPlugins": [{"name": PLUGIN, "location": f"file://{PLUGIN_DIR}/{PLUGIN_BINARY}"}],
-            "volumes": [{"name": "gatewayapi-plugin", "emptyDir": {}}],
-            "volumeMounts": [{"name": "gatewayapi-plugin", "mountPath": PLUGIN_DIR}],
-            "metrics": {"enabled": True, "serviceMonitor": {"enabled": True}},
-        },
-    }
-
 
 # ------------------------------------------------------------------------------------------------- pods
 
