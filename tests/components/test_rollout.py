@@ -6,6 +6,7 @@ validation against the pinned CRDs and the shared check."""
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -140,9 +141,16 @@ def test_a_broken_rollout_object_fails_validation(run: render.Render) -> None:
 
 @pytest.mark.skipif(not SHARED_CHECK.exists(), reason="the shared render check is not on this machine")
 def test_render_passes_the_shared_check(run: render.Render, tmp_path: Path) -> None:
+    """Every object against the shared reference schemas and chart values; the reference has no Argo Rollouts
+    CRDs, so its one finding allowed is that it cannot check the two Argo kinds, which
+    test_render_validates_against_the_pinned_crds checks against the pinned upstream files."""
     render.write(run, tmp_path)
     result = check_render(tmp_path)
-    assert result.returncode == 0 and " 0 problems" in result.stdout, result.stdout + result.stderr
+    summary = re.search(r"checked \d+ manifests and \d+ helm releases: (\d+) problems?", result.stdout)
+    unchecked = [
+        ln for ln in result.stdout.splitlines() if "no reference schema for argoproj.io/v1alpha1 " in ln
+    ]
+    assert summary and int(summary[1]) == len(unchecked) <= 2, result.stdout + result.stderr
 
 
 # ------------------------------------------------------------------------------------------------ plan
