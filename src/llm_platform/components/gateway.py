@@ -19,7 +19,7 @@ from llm_platform.components.specs import quota, zero
 from llm_platform.components.specs.common import namespace_manifest
 from llm_platform.components.specs.dashboards import dashboard_configmap
 from llm_platform.config.errors import ConfigError
-from llm_platform.config.schema import QuotaStoreConfig
+from llm_platform.config.schema import GatewayConfig, QuotaStoreConfig
 from llm_platform.config.stack_args import (
     EnvironmentValue,
     GatewaySettings,
@@ -31,7 +31,7 @@ from llm_platform.facts.addons import AI_GATEWAY, ENVOY_GATEWAY
 from llm_platform.facts.versions import (
     INFERENCE_POOL_CRD_URL,
 )
-from llm_platform.plan import Plan
+from llm_platform.plan import ModelPlan, Plan
 from llm_platform.plan.naming import AI_GATEWAY_NAMESPACE, GATEWAY_NAMESPACE
 from llm_platform.plan.stack import resolve_serving, serving_config
 
@@ -113,6 +113,29 @@ class Gateway(RouteWriter):
                 f"{name}: {gateway.replicas} Envoy replica(s): one node loss stops all traffic", self
             )
 
+        ns, pool_crd, controllers = self._controllers(args, gateway)
+        gateway_resource = self._front(args, gateway, models, ns, controllers)
+
+        credential = pulumi.Output.secret(pulumi.Output.from_input(args["vllm_api_key"]).apply(pool.bearer))
+        self._costs = quota.llm_request_costs(gateway.clients) if gateway.quota_store else []
+        self._clients = gateway.clients
+        self._monitor_labels = None
+        for model in models:
+            self._model(model, credential, gateway_resource, pool_crd, *controllers)
+        at_zero = [m for m in models if zero.at_zero(m)]
+        if at_zero:  # the Grafana sidecar loads dashboards from every namespace
+            board = monitoring.zero_dashboard(at_zero)
+            self._apply(
+                "scale-to-zero-dashboard", dashboard_configmap(zero.DASHBOARD, GATEWAY_NAMESPACE, board), ns
+            )
+        self.register_outputs({"namespace": self.namespace, "gateway": spec.GATEWAY})
+
+    def _controllers(
+        self, args: GatewayArgs, gateway: GatewayConfig
+    ) -> tuple[pulumi.Resource, pulumi.Resource, list[pulumi.Resource]]:
+        """The gateway namespace, then the CRDs (Gateway API and Envoy Gateway's, InferencePool, AI
+        Gateway's) and the two controllers in install order (module doc of components.specs.gateway).
+        Returns the namespace, the InferencePool CRD and the controllers."""
         ns = self._apply("ns", spec.namespace(args["environment"]))
         aigw_ns = self._apply("ai-gateway-ns", namespace_manifest(AI_GATEWAY_NAMESPACE, "restricted"))
         crds = self._release(
@@ -123,7 +146,9 @@ class Gateway(RouteWriter):
             ns,
         )
         pool_crd = k8s.yaml.v2.ConfigFile(
-            f"{name}-inferencepool-crd", file=INFERENCE_POOL_CRD_URL, opts=child_options(self, opts, crds)
+            f"{self._name}-inferencepool-crd",
+            file=INFERENCE_POOL_CRD_URL,
+            opts=child_options(self, self._opts, crds),
         )
         envoy_gateway = self._release(
             "envoy-gateway",
@@ -157,7 +182,20 @@ class Gateway(RouteWriter):
             webhook_cert,
             namespace=AI_GATEWAY_NAMESPACE,
         )
-        controllers = [envoy_gateway, ai_gateway]
+        controllers: list[pulumi.Resource] = [envoy_gateway, ai_gateway]
+        return ns, pool_crd, controllers
+
+    def _front(
+        self,
+        args: GatewayArgs,
+        gateway: GatewayConfig,
+        models: Sequence[ModelPlan],
+        ns: pulumi.Resource,
+        controllers: Sequence[pulumi.Resource],
+    ) -> pulumi.Resource:
+        """What clients meet, once the controllers run: their keys (checked against the clients), the
+        EnvoyProxy, GatewayClass and Gateway (admitting the models' and `route_namespaces`' routes), and
+        the Gateway's policies. Returns the Gateway."""
 
         def checked_keys(values: list[Any]) -> dict[str, str]:
             keys, vllm_key = values
@@ -195,20 +233,7 @@ class Gateway(RouteWriter):
         )
         self._apply("proxy-netpol", spec.proxy_network_policy(args["vpc_cidr"], gateway.certificate_arn), ns)
         self._apply("proxy-podmonitor", spec.proxy_pod_monitor(), ns)
-
-        credential = pulumi.Output.secret(pulumi.Output.from_input(args["vllm_api_key"]).apply(pool.bearer))
-        self._costs = quota.llm_request_costs(gateway.clients) if gateway.quota_store else []
-        self._clients = gateway.clients
-        self._monitor_labels = None
-        for model in models:
-            self._model(model, credential, gateway_resource, pool_crd, *controllers)
-        at_zero = [m for m in models if zero.at_zero(m)]
-        if at_zero:  # the Grafana sidecar loads dashboards from every namespace
-            board = monitoring.zero_dashboard(at_zero)
-            self._apply(
-                "scale-to-zero-dashboard", dashboard_configmap(zero.DASHBOARD, GATEWAY_NAMESPACE, board), ns
-            )
-        self.register_outputs({"namespace": self.namespace, "gateway": spec.GATEWAY})
+        return gateway_resource
 
     def _quota_store(
         self, store: QuotaStoreConfig | None, storage_class: str | None, ns: pulumi.Resource

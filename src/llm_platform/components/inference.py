@@ -127,25 +127,7 @@ class InferenceService(pulumi.ComponentResource):
         hf_token = args.get("hugging_face_token")
         needs_token = hf_token is not None and (model.loader_uses_hf_token or model.serving_uses_hf_token)
 
-        ns = self._apply("ns", spec.namespace(model, environment))
-        api_key = pulumi.Output.secret(args["api_key"])
-        prerequisites: list[pulumi.Resource] = [
-            ns,
-            self._apply("sa", spec.service_account(model), ns),
-            self._apply(
-                "api-key", secret(names.api_key_secret, namespace, {API_KEY_SECRET_KEY: api_key}), ns
-            ),
-        ]
-        if needs_token:
-            token = pulumi.Output.secret(hf_token)
-            prerequisites.append(
-                self._apply(
-                    "hf-token", secret(names.hf_token_secret, namespace, {HF_TOKEN_SECRET_KEY: token}), ns
-                )
-            )
-        prerequisites += self._identities(ns)
-        if model.cache.loads_from_s3:
-            prerequisites += self._weights_pipeline(ns, prerequisites)
+        ns, prerequisites = self._prerequisites(needs_token)
 
         bucket = pulumi.Output.from_input(weights["bucket_name"] if weights else "")
         if model.disaggregation is not None:
@@ -181,6 +163,33 @@ class InferenceService(pulumi.ComponentResource):
             self._apply("group-netpol", multinode_spec.group_network_policy(model), ns)
             self._apply("workers-pdb", multinode_spec.worker_disruption_budget(model), ns)
         self._shared_objects(ns, None if rolled is None else (rolled, workload_resource))
+
+    def _prerequisites(self, needs_token: bool) -> tuple[pulumi.Resource, list[pulumi.Resource]]:
+        """The model's namespace, then what its pods need before they start: its service account, API key
+        Secret, Hugging Face token Secret (`needs_token`), Pod Identities and the weights pipeline.
+        Returns the namespace and all of them."""
+        args, model, names, namespace = self._args, self._model, self._model.names, self.namespace
+        environment, hf_token = args["environment"], args.get("hugging_face_token")
+        ns = self._apply("ns", spec.namespace(model, environment))
+        api_key = pulumi.Output.secret(args["api_key"])
+        prerequisites: list[pulumi.Resource] = [
+            ns,
+            self._apply("sa", spec.service_account(model), ns),
+            self._apply(
+                "api-key", secret(names.api_key_secret, namespace, {API_KEY_SECRET_KEY: api_key}), ns
+            ),
+        ]
+        if needs_token:
+            token = pulumi.Output.secret(hf_token)
+            prerequisites.append(
+                self._apply(
+                    "hf-token", secret(names.hf_token_secret, namespace, {HF_TOKEN_SECRET_KEY: token}), ns
+                )
+            )
+        prerequisites += self._identities(ns)
+        if model.cache.loads_from_s3:
+            prerequisites += self._weights_pipeline(ns, prerequisites)
+        return ns, prerequisites
 
     def _shared_objects(
         self, ns: pulumi.Resource, rolled: tuple[RolloutPlan, pulumi.Resource] | None = None
@@ -265,6 +274,42 @@ class InferenceService(pulumi.ComponentResource):
         after_ns = child_options(self, self._opts, ns)
         bucket_arn = pulumi.Output.from_input(weights["bucket_arn"])
 
+        identities = self._identity_roles(bucket_arn, after_ns)
+        out: list[pulumi.Resource] = []
+        for service_account, role_ in identities:
+            out.append(
+                pod_identity_association(
+                    f"{name}-{service_account}",
+                    cluster_name=cluster_name,
+                    namespace=namespace,
+                    service_account=service_account,
+                    role_arn=role_.arn,
+                    tags=args.get("tags", {}),
+                    opts=after_ns,
+                )
+            )
+            if service_account != names.service_account:
+                out.append(
+                    self._apply(
+                        service_account,
+                        {
+                            "apiVersion": "v1",
+                            "kind": "ServiceAccount",
+                            "metadata": {"name": service_account, "namespace": namespace},
+                        },
+                        ns,
+                    )
+                )
+        return out
+
+    def _identity_roles(
+        self, bucket_arn: pulumi.Output[str], after_ns: pulumi.ResourceOptions
+    ) -> list[tuple[str, aws.iam.Role]]:
+        """Each service account of the model that reaches the bucket, with its role of this model alone
+        (`_identities`): the loader's, the NVMe sync's and the vLLM pods'."""
+        args, model, name = self._args, self._model, self._name
+        names, cache = model.names, model.cache
+
         def role(suffix: str, description: str, policy: Callable[[str], dict[str, Any]]) -> aws.iam.Role:
             return pod_identity_role(
                 f"{name}-{suffix}",
@@ -317,32 +362,7 @@ class InferenceService(pulumi.ComponentResource):
                 ),
             )
             identities.append((names.service_account, serving))
-        out: list[pulumi.Resource] = []
-        for service_account, role_ in identities:
-            out.append(
-                pod_identity_association(
-                    f"{name}-{service_account}",
-                    cluster_name=cluster_name,
-                    namespace=namespace,
-                    service_account=service_account,
-                    role_arn=role_.arn,
-                    tags=args.get("tags", {}),
-                    opts=after_ns,
-                )
-            )
-            if service_account != names.service_account:
-                out.append(
-                    self._apply(
-                        service_account,
-                        {
-                            "apiVersion": "v1",
-                            "kind": "ServiceAccount",
-                            "metadata": {"name": service_account, "namespace": namespace},
-                        },
-                        ns,
-                    )
-                )
-        return out
+        return identities
 
     def _weights_pipeline(self, ns: pulumi.Resource, ready: list[pulumi.Resource]) -> list[pulumi.Resource]:
         """The Hub -> S3 loader Job, then the NVMe sync DaemonSet or the FSx volume."""

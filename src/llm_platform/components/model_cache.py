@@ -13,7 +13,7 @@ from llm_platform.components.identity import service_account_identity
 from llm_platform.components.specs import model_cache as spec
 from llm_platform.config.errors import ConfigError
 from llm_platform.config.loader import parse_block
-from llm_platform.config.schema import FsxConfig
+from llm_platform.config.schema import FsxConfig, S3BucketConfig
 from llm_platform.config.stack_args import ModelCacheSettings
 from llm_platform.facts.addons import FSX_CSI_DRIVER, version_of
 from llm_platform.facts.versions import FSX_LUSTRE_VERSION
@@ -94,9 +94,87 @@ class ModelCache(pulumi.ComponentResource):
         child = child_options(self, opts)
         tags = args.get("tags", {})
 
-        bucket = aws.s3.Bucket(
-            f"{name}-models", force_destroy=config.s3_bucket.force_destroy, tags=tags, opts=child
+        bucket = self._bucket(name, config.s3_bucket, tags, child)
+
+        # no role here: each model's loader, NVMe sync and vLLM pods get roles of their own, scoped to that
+        # model's prefixes (components.inference)
+        self.fsx = (
+            self._lustre(name, args, config.fsx, bucket, opts, versions)
+            if config.fsx and args.get("fsx")
+            else None
         )
+        self.bucket_name = bucket.bucket
+        self.bucket_arn = bucket.arn
+        self.weights = ModelWeights(bucket_name=self.bucket_name, bucket_arn=self.bucket_arn)
+        if self.fsx is not None:
+            self.weights["fsx"] = self.fsx
+        self.register_outputs(
+            {
+                "bucketName": self.bucket_name,
+                "fsxFileSystemId": self.fsx["file_system_id"] if self.fsx else None,
+            }
+        )
+
+    def _lustre(
+        self,
+        name: str,
+        args: ModelCacheArgs,
+        fsx: FsxConfig,
+        bucket: aws.s3.Bucket,
+        opts: pulumi.ResourceOptions | None,
+        versions: Mapping[str, str] | None,
+    ) -> FsxVolume:
+        tags = args.get("tags", {})
+        child = child_options(self, opts)
+        client_sg, server_sg = self._lustre_security_groups(name, args["vpc_id"], tags, child)
+
+        persistent = fsx.deployment_type == "PERSISTENT_2"
+        file_system = aws.fsx.LustreFileSystem(
+            f"{name}-lustre",
+            storage_capacity=fsx.storage_capacity_gib,
+            deployment_type=fsx.deployment_type,
+            per_unit_storage_throughput=fsx.per_unit_storage_throughput,
+            file_system_type_version=FSX_LUSTRE_VERSION,
+            subnet_ids=args["subnet_id"],
+            security_group_ids=[server_sg.id],
+            data_compression_type="LZ4",
+            # scratch file systems link to S3 at creation; persistent ones through an association below
+            import_path=None if persistent else bucket.bucket.apply(lambda b: f"s3://{b}"),
+            auto_import_policy=None if persistent else "NEW_CHANGED_DELETED",
+            tags={**tags, "Name": f"{name}-lustre"},
+            opts=child,
+        )
+        if persistent:
+            aws.fsx.DataRepositoryAssociation(
+                f"{name}-lustre-models",
+                file_system_id=file_system.id,
+                data_repository_path=bucket.bucket.apply(lambda b: f"s3://{b}/{spec.MODELS_PREFIX}"),
+                file_system_path=f"/{spec.MODELS_PREFIX}",
+                batch_import_meta_data_on_create=True,
+                s3=aws.fsx.DataRepositoryAssociationS3Args(
+                    auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(
+                        events=["NEW", "CHANGED", "DELETED"]
+                    )
+                ),
+                tags=tags,
+                opts=child,
+            )
+
+        self._fsx_csi_driver(name, args, opts, versions)
+        return FsxVolume(
+            file_system_id=file_system.id,
+            dns_name=file_system.dns_name,
+            mount_name=file_system.mount_name,
+            capacity_gib=fsx.storage_capacity_gib,
+            client_security_group_id=client_sg.id,
+        )
+
+    def _bucket(
+        self, name: str, s3_bucket: S3BucketConfig, tags: Mapping[str, str], child: pulumi.ResourceOptions
+    ) -> aws.s3.Bucket:
+        """The models' bucket: private, versioned (replaced weights expire after `noncurrentVersionDays`),
+        KMS-encrypted and TLS-only (specs.model_cache.bucket_policy)."""
+        bucket = aws.s3.Bucket(f"{name}-models", force_destroy=s3_bucket.force_destroy, tags=tags, opts=child)
         aws.s3.BucketPublicAccessBlock(
             f"{name}-models",
             bucket=bucket.id,
@@ -134,7 +212,7 @@ class ModelCache(pulumi.ComponentResource):
                     status="Enabled",
                     filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=f"{spec.MODELS_PREFIX}/"),
                     noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
-                        noncurrent_days=config.s3_bucket.noncurrent_version_days
+                        noncurrent_days=s3_bucket.noncurrent_version_days
                     ),
                     abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
                         days_after_initiation=2
@@ -149,48 +227,24 @@ class ModelCache(pulumi.ComponentResource):
             policy=bucket.arn.apply(lambda arn: json.dumps(spec.bucket_policy(arn))),
             opts=child,
         )
+        return bucket
 
-        # no role here: each model's loader, NVMe sync and vLLM pods get roles of their own, scoped to that
-        # model's prefixes (components.inference)
-        self.fsx = (
-            self._lustre(name, args, config.fsx, bucket, opts, versions)
-            if config.fsx and args.get("fsx")
-            else None
-        )
-        self.bucket_name = bucket.bucket
-        self.bucket_arn = bucket.arn
-        self.weights = ModelWeights(bucket_name=self.bucket_name, bucket_arn=self.bucket_arn)
-        if self.fsx is not None:
-            self.weights["fsx"] = self.fsx
-        self.register_outputs(
-            {
-                "bucketName": self.bucket_name,
-                "fsxFileSystemId": self.fsx["file_system_id"] if self.fsx else None,
-            }
-        )
-
-    def _lustre(
-        self,
-        name: str,
-        args: ModelCacheArgs,
-        fsx: FsxConfig,
-        bucket: aws.s3.Bucket,
-        opts: pulumi.ResourceOptions | None,
-        versions: Mapping[str, str] | None,
-    ) -> FsxVolume:
-        tags = args.get("tags", {})
-        child = child_options(self, opts)
+    def _lustre_security_groups(
+        self, name: str, vpc_id: pulumi.Input[str], tags: Mapping[str, str], child: pulumi.ResourceOptions
+    ) -> tuple[aws.ec2.SecurityGroup, aws.ec2.SecurityGroup]:
+        """The Lustre clients' group and the file system's, with the Lustre ports between them. Returns
+        (client, server)."""
         # GPU nodes carry the client group (EC2NodeClass); the file system admits only that group and itself
         client_sg = aws.ec2.SecurityGroup(
             f"{name}-lustre-client",
-            vpc_id=args["vpc_id"],
+            vpc_id=vpc_id,
             description="Lustre clients (GPU nodes) of the model cache",
             tags={**tags, "Name": f"{name}-lustre-client"},
             opts=child,
         )
         server_sg = aws.ec2.SecurityGroup(
             f"{name}-lustre",
-            vpc_id=args["vpc_id"],
+            vpc_id=vpc_id,
             description="FSx for Lustre model cache: Lustre ports from GPU nodes only",
             tags={**tags, "Name": f"{name}-lustre"},
             opts=child,
@@ -230,39 +284,18 @@ class ModelCache(pulumi.ComponentResource):
                 description="all egress",
                 opts=child,
             )
+        return client_sg, server_sg
 
-        persistent = fsx.deployment_type == "PERSISTENT_2"
-        file_system = aws.fsx.LustreFileSystem(
-            f"{name}-lustre",
-            storage_capacity=fsx.storage_capacity_gib,
-            deployment_type=fsx.deployment_type,
-            per_unit_storage_throughput=fsx.per_unit_storage_throughput,
-            file_system_type_version=FSX_LUSTRE_VERSION,
-            subnet_ids=args["subnet_id"],
-            security_group_ids=[server_sg.id],
-            data_compression_type="LZ4",
-            # scratch file systems link to S3 at creation; persistent ones through an association below
-            import_path=None if persistent else bucket.bucket.apply(lambda b: f"s3://{b}"),
-            auto_import_policy=None if persistent else "NEW_CHANGED_DELETED",
-            tags={**tags, "Name": f"{name}-lustre"},
-            opts=child,
-        )
-        if persistent:
-            aws.fsx.DataRepositoryAssociation(
-                f"{name}-lustre-models",
-                file_system_id=file_system.id,
-                data_repository_path=bucket.bucket.apply(lambda b: f"s3://{b}/{spec.MODELS_PREFIX}"),
-                file_system_path=f"/{spec.MODELS_PREFIX}",
-                batch_import_meta_data_on_create=True,
-                s3=aws.fsx.DataRepositoryAssociationS3Args(
-                    auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(
-                        events=["NEW", "CHANGED", "DELETED"]
-                    )
-                ),
-                tags=tags,
-                opts=child,
-            )
-
+    def _fsx_csi_driver(
+        self,
+        name: str,
+        args: ModelCacheArgs,
+        opts: pulumi.ResourceOptions | None,
+        versions: Mapping[str, str] | None,
+    ) -> None:
+        """The FSx CSI driver in kube-system, its controller with a Pod Identity of its own."""
+        tags = args.get("tags", {})
+        child = child_options(self, opts)
         association = service_account_identity(
             f"{name}-fsx-csi",
             cluster_name=args["cluster_name"],
@@ -282,11 +315,4 @@ class ModelCache(pulumi.ComponentResource):
             namespace=KUBE_SYSTEM_NAMESPACE,
             values=spec.fsx_csi_values(),
             opts=child_options(self, opts, association),
-        )
-        return FsxVolume(
-            file_system_id=file_system.id,
-            dns_name=file_system.dns_name,
-            mount_name=file_system.mount_name,
-            capacity_gib=fsx.storage_capacity_gib,
-            client_security_group_id=client_sg.id,
         )

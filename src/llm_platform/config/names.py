@@ -29,7 +29,7 @@ DNS_SUBDOMAIN = 253
 HELM_RELEASE = 53
 
 # the EventBridge rules that feed Karpenter's interruption queue, by the event they match (their patterns:
-# components/specs/karpenter.py); the last only with capacity reservations
+# components/specs/karpenter_iam.py); the last only with capacity reservations
 INTERRUPTION_RULES = ("health", "spot-interruption", "rebalance", "state-change")
 RESERVATION_INTERRUPTION_RULES = ("capacity-reservation-interruption",)
 

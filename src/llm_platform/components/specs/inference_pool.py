@@ -84,6 +84,39 @@ def epp_labels(model: ModelPlan) -> dict[str, str]:
     return {"llm-d-router-gateway": epp_name(model)}
 
 
+def _precise_prefix_plugins(model: ModelPlan) -> list[dict[str, Any]]:
+    """Precise prefix routing's plugins: the tokenizer sidecar, the vLLM pods' KV events and the KV block
+    index they feed (with the KV tiers' scoring), and the prefix scorer reading that index."""
+    return [
+        {
+            "type": "token-producer",
+            "parameters": {
+                "modelName": model.model.hugging_face_id,
+                "vllm": {"url": f"http://localhost:{TOKENIZER_PORT}"},
+            },
+        },
+        {"type": "endpoint-notification-source"},
+        {
+            "type": "precise-prefix-cache-producer",
+            "parameters": {
+                "tokenProcessorConfig": {"blockSize": 64},
+                "kvEventsConfig": {
+                    "discoverPods": True,
+                    "podDiscoveryConfig": {"socketPort": KV_EVENTS_PORT},
+                },
+                "indexerConfig": {
+                    "kvBlockIndexConfig": {"enableMetrics": True},
+                    **tier_scoring(model.kv_offload),
+                },
+            },
+        },
+        {
+            "type": "prefix-cache-scorer",
+            "parameters": {"prefixMatchInfoProducerName": "precise-prefix-cache-producer"},
+        },
+    ]
+
+
 def endpoint_picker_config(model: ModelPlan) -> dict[str, Any]:
     """The EPP's EndpointPickerConfig (llm-d.ai/v1alpha1; flow control: apix/config/v1alpha1,
     saturationdetector/utilization), its queue as the plan resolved it for the stack's gateway."""
@@ -110,34 +143,7 @@ def endpoint_picker_config(model: ModelPlan) -> dict[str, Any]:
         {"pluginRef": "metrics-data-source", "extractors": [{"pluginRef": "core-metrics-extractor"}]}
     ]
     if model.model.precise_prefix_routing:
-        plugins += [
-            {
-                "type": "token-producer",
-                "parameters": {
-                    "modelName": model.model.hugging_face_id,
-                    "vllm": {"url": f"http://localhost:{TOKENIZER_PORT}"},
-                },
-            },
-            {"type": "endpoint-notification-source"},
-            {
-                "type": "precise-prefix-cache-producer",
-                "parameters": {
-                    "tokenProcessorConfig": {"blockSize": 64},
-                    "kvEventsConfig": {
-                        "discoverPods": True,
-                        "podDiscoveryConfig": {"socketPort": KV_EVENTS_PORT},
-                    },
-                    "indexerConfig": {
-                        "kvBlockIndexConfig": {"enableMetrics": True},
-                        **tier_scoring(model.kv_offload),
-                    },
-                },
-            },
-            {
-                "type": "prefix-cache-scorer",
-                "parameters": {"prefixMatchInfoProducerName": "precise-prefix-cache-producer"},
-            },
-        ]
+        plugins += _precise_prefix_plugins(model)
         sources.append(
             {
                 "pluginRef": "endpoint-notification-source",

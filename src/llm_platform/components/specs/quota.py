@@ -161,6 +161,57 @@ def _password_env(name: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"secretKeyRef": {"name": STORE_AUTH_SECRET, "key": "password"}}}
 
 
+def _valkey_container() -> dict[str, Any]:
+    """Valkey itself: TLS only (its ping checks the chain), its password from the auth Secret, its
+    counters on the `data` volume; read-only root, no capabilities."""
+    ping = {
+        # valkey-cli checks the chain, not the name (127.0.0.1 is not in the certificate)
+        "exec": {
+            "command": [
+                "sh",
+                "-c",
+                f"valkey-cli --tls --cacert {STORE_TLS_DIR}/ca.crt -h 127.0.0.1 ping | grep -q PONG",
+            ]
+        },
+        "periodSeconds": 10,
+        "timeoutSeconds": 3,
+    }
+    return {
+        "name": "valkey",
+        "image": VALKEY_IMAGE,
+        "command": ["valkey-server", "/etc/valkey/valkey.conf"],
+        "ports": [{"name": "redis", "containerPort": STORE_PORT, "protocol": "TCP"}],
+        # valkey-cli reads the password from the environment (REDISCLI_AUTH)
+        "env": [_password_env("REDISCLI_AUTH")],
+        "readinessProbe": {**ping, "initialDelaySeconds": 5},
+        "livenessProbe": {
+            "tcpSocket": {"port": "redis"},
+            "initialDelaySeconds": 15,
+            "periodSeconds": 20,
+            "failureThreshold": 3,
+        },
+        "resources": {
+            "requests": {"cpu": STORE_CPU, "memory": STORE_MEMORY},
+            "limits": {"memory": STORE_MEMORY_LIMIT},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "volumeMounts": [
+            {"name": "data", "mountPath": "/data"},
+            {
+                "name": "config",
+                "mountPath": "/etc/valkey/valkey.conf",
+                "subPath": "valkey.conf",
+            },
+            {"name": "auth", "mountPath": "/etc/valkey/auth", "readOnly": True},
+            {"name": "tls", "mountPath": STORE_TLS_DIR, "readOnly": True},
+        ],
+    }
+
+
 def store_stateful_set(
     store: QuotaStoreConfig, storage_class: str | None, cert_sha256: Any = None
 ) -> dict[str, Any]:
@@ -177,18 +228,6 @@ def store_stateful_set(
     }
     if storage_class:
         claim["spec"]["storageClassName"] = storage_class
-    ping = {
-        # valkey-cli checks the chain, not the name (127.0.0.1 is not in the certificate)
-        "exec": {
-            "command": [
-                "sh",
-                "-c",
-                f"valkey-cli --tls --cacert {STORE_TLS_DIR}/ca.crt -h 127.0.0.1 ping | grep -q PONG",
-            ]
-        },
-        "periodSeconds": 10,
-        "timeoutSeconds": 3,
-    }
     template_metadata: dict[str, Any] = {"labels": dict(STORE_LABELS)}
     if cert_sha256 is not None:
         template_metadata["annotations"] = {STORE_CERT_ANNOTATION: cert_sha256}
@@ -215,42 +254,7 @@ def store_stateful_set(
                         "fsGroup": VALKEY_UID,
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
-                    "containers": [
-                        {
-                            "name": "valkey",
-                            "image": VALKEY_IMAGE,
-                            "command": ["valkey-server", "/etc/valkey/valkey.conf"],
-                            "ports": [{"name": "redis", "containerPort": STORE_PORT, "protocol": "TCP"}],
-                            # valkey-cli reads the password from the environment (REDISCLI_AUTH)
-                            "env": [_password_env("REDISCLI_AUTH")],
-                            "readinessProbe": {**ping, "initialDelaySeconds": 5},
-                            "livenessProbe": {
-                                "tcpSocket": {"port": "redis"},
-                                "initialDelaySeconds": 15,
-                                "periodSeconds": 20,
-                                "failureThreshold": 3,
-                            },
-                            "resources": {
-                                "requests": {"cpu": STORE_CPU, "memory": STORE_MEMORY},
-                                "limits": {"memory": STORE_MEMORY_LIMIT},
-                            },
-                            "securityContext": {
-                                "allowPrivilegeEscalation": False,
-                                "readOnlyRootFilesystem": True,
-                                "capabilities": {"drop": ["ALL"]},
-                            },
-                            "volumeMounts": [
-                                {"name": "data", "mountPath": "/data"},
-                                {
-                                    "name": "config",
-                                    "mountPath": "/etc/valkey/valkey.conf",
-                                    "subPath": "valkey.conf",
-                                },
-                                {"name": "auth", "mountPath": "/etc/valkey/auth", "readOnly": True},
-                                {"name": "tls", "mountPath": STORE_TLS_DIR, "readOnly": True},
-                            ],
-                        }
-                    ],
+                    "containers": [_valkey_container()],
                     "volumes": [
                         {"name": "config", "configMap": {"name": STORE_CONFIG}},
                         {

@@ -46,7 +46,7 @@ from llm_platform.simulator.controllers.hpa import HPA, SYNC_PERIOD_SECONDS, pod
 from llm_platform.simulator.controllers.keda import CronTrigger, Keda, PrometheusTrigger
 from llm_platform.simulator.controllers.saturation import SaturationHold
 from llm_platform.simulator.controllers.strategies import Strategy
-from llm_platform.simulator.day.clients import Retries, Seconds, fates
+from llm_platform.simulator.day.clients import Fates, Retries, Seconds, fates
 from llm_platform.simulator.day.result import Result
 from llm_platform.simulator.serving.capacity import Cluster
 from llm_platform.simulator.serving.capacity_config import CapacityConfig
@@ -359,19 +359,18 @@ def _per_day(
     return per_day
 
 
-def _summarise(
+def _request_latencies(
     traffic: Traffic,
     table: ReplicaTable,
-    strategy: Strategy,
     cfg: SimConfig,
     rng: np.random.Generator,
-    cluster: Cluster,
     ready_s: np.ndarray,
-    desired_s: np.ndarray,
     lam_s: np.ndarray,
     sec: Seconds,
     clients: Retries,
-) -> Result:
+) -> tuple[Fates, dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Each request's fate (clients' retries and timeouts), the replicas' state by second, its TTFT and
+    ITL in seconds, whether it missed the SLO, and the served streams' spans (first token, last)."""
     T = traffic.duration
     t_arr = traffic.arrivals
     # the client's own jitter draws from a stream of its own: the replica's draws stay those of a day without
@@ -391,6 +390,28 @@ def _summarise(
     served_ok = ~failed & ~never
     spans = (first[served_ok], last[served_ok])
     violated = (ttft_s > cfg.slo.ttft_seconds) | (itl > cfg.slo.itl_seconds) | never | failed
+    return fate, state, ttft_s, itl, violated, spans
+
+
+def _summarise(
+    traffic: Traffic,
+    table: ReplicaTable,
+    strategy: Strategy,
+    cfg: SimConfig,
+    rng: np.random.Generator,
+    cluster: Cluster,
+    ready_s: np.ndarray,
+    desired_s: np.ndarray,
+    lam_s: np.ndarray,
+    sec: Seconds,
+    clients: Retries,
+) -> Result:
+    T = traffic.duration
+    t_arr = traffic.arrivals
+    fate, state, ttft_s, itl, violated, spans = _request_latencies(
+        traffic, table, cfg, rng, ready_s, lam_s, sec, clients
+    )
+    failed, never = fate.failed, fate.never
     n = len(t_arr)
     ttft_s = np.where(failed, np.nan, ttft_s)  # latency percentiles are over the requests that got tokens
     itl = np.where(failed, np.nan, itl)

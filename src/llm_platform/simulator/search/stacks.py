@@ -30,7 +30,7 @@ from llm_platform.simulator.search.multinode import replica_instance, reserved_g
 from llm_platform.simulator.search.scenarios import Setup, recommend
 from llm_platform.simulator.serving.capacity_config import CapacityConfig, start_times
 from llm_platform.simulator.serving.lora import LoraCost
-from llm_platform.simulator.serving.replica import ReplicaModel, TokenStats
+from llm_platform.simulator.serving.replica import ReplicaModel, ReplicaTable, TokenStats
 from llm_platform.simulator.serving.replica_config import EngineConfig
 from llm_platform.simulator.traffic.traffic import Traffic
 
@@ -107,6 +107,28 @@ def stack_model(stack: Stack, model_name: str | None) -> tuple[StackConfig, Plan
         raise ValueError(f"stack {stack!r} has no model {model_name!r}; models: {names}") from None
 
 
+def _replica_table(mp: ModelPlan, traffic: Traffic, prefix_hit_rate: float) -> ReplicaTable:
+    """One replica of the model as the plan deploys it (its profile, GPUs, engine settings and LoRA
+    adapters), tabulated over the traffic's token lengths."""
+    m = mp.model
+    prof = m.profile
+    engine = EngineConfig(
+        gpu_memory_utilization=m.gpu_memory_utilization,
+        max_model_len=m.max_model_len,
+        prefix_hit_rate=prefix_hit_rate,
+    )
+    lora = (
+        LoraCost.of(
+            prof, adapters=len(mp.lora.adapters), slots=mp.lora.max_loras, max_rank=mp.lora.max_lora_rank
+        )
+        if mp.lora is not None
+        else None
+    )
+    model = ReplicaModel(prof, mp.instance.gpu, mp.replica_gpus, engine, lora=lora)
+    table = model.table(TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens))
+    return table
+
+
 def stack_run(
     stack: Stack,
     model_name: str | None,
@@ -134,20 +156,7 @@ def stack_run(
     pool_plan = plan.pool(pool.name)
     region = stack_region(stack)
     prof = m.profile  # the stack file's geometry, else the built-in table
-    engine = EngineConfig(
-        gpu_memory_utilization=m.gpu_memory_utilization,
-        max_model_len=m.max_model_len,
-        prefix_hit_rate=prefix_hit_rate,
-    )
-    lora = (
-        LoraCost.of(
-            prof, adapters=len(mp.lora.adapters), slots=mp.lora.max_loras, max_rank=mp.lora.max_lora_rank
-        )
-        if mp.lora is not None
-        else None
-    )
-    model = ReplicaModel(prof, mp.instance.gpu, mp.replica_gpus, engine, lora=lora)
-    table = model.table(TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens))
+    table = _replica_table(mp, traffic, prefix_hit_rate)
     spot = "spot" in pool.capacity_types
     reserved_units, reserved_unit_usd = reserved_groups(mp, reserved_instances, reserved_usd_per_hour)
     capacity = CapacityConfig(

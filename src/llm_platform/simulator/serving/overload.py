@@ -182,7 +182,11 @@ def simulate(
     gateway: Gateway = DIRECT,
     seed: int = 0,
 ) -> Outcome:
-    """Run the requests arriving at `arrivals` (seconds) through the gateway and one replica (module doc)."""
+    """Run the requests arriving at `arrivals` (seconds) through the gateway and one replica (module doc).
+
+    why long: one discrete-event loop; every branch of an attempt (rate-limited, over the in-flight cap,
+    timed out in the queue, aborted, served) reads and updates the same heaps and counters, which split
+    into functions would pass a dozen values in and out of each."""
     engine = _Engine.of(table)
     rng = np.random.default_rng(seed)
     outputs = np.resize(np.asarray(output_tokens, dtype=np.float64), len(arrivals))
