@@ -5,6 +5,7 @@ maxReplicas, the seed article's KEDA config, the stack's own config, and the con
 the family's training days), prints GPU $/day, SLO misses and cost vs the oracle bound in the same run.
 
     uv run python benchmarks/family.py [--stack prod] [--model mistral-7b] [--scale 1] [--days seed,spiky]
+        [--window 13:00-16:00]  (a window of each day instead of the whole day: a quick run)
 """
 
 from __future__ import annotations
@@ -31,6 +32,17 @@ from llm_platform.simulator.traffic import family  # noqa: E402
 from llm_platform.simulator.traffic.traffic import load  # noqa: E402
 
 
+def _window(text: str) -> slice:
+    """`13:00-16:00` as the day's minutes 780 to 960."""
+    try:
+        start, end = (int(h) * 60 + int(m) for h, m in (t.split(":") for t in text.split("-")))
+    except ValueError:
+        raise ValueError(f"--window: {text!r} is not HH:MM-HH:MM") from None
+    if not 0 <= start < end <= family.MINUTES:
+        raise ValueError(f"--window: {text!r} must run forward within the day (00:00-24:00)")
+    return slice(start, end)
+
+
 def main() -> None:
     p = ArgumentParser(prog="python benchmarks/family.py", description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--stack", default="prod")
@@ -39,11 +51,15 @@ def main() -> None:
     p.add_argument("--days", default=",".join(family.KINDS))
     p.add_argument("--max-miss-pct", type=float, default=5.0)
     p.add_argument("--passes", type=positive_int, default=2, help="the tuner's coordinate-descent passes")
+    p.add_argument(
+        "--window", type=_window, default=slice(None), help="HH:MM-HH:MM of each day (default: all of it)"
+    )
     args = p.parse_args()
     kinds = args.days.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         files = {
-            k: family.write(k, Path(tmp) / f"{k}.csv", seed=i, scale=args.scale) for i, k in enumerate(kinds)
+            k: family.write(k, Path(tmp) / f"{k}.csv", seed=i, scale=args.scale, minutes=args.window)
+            for i, k in enumerate(kinds)
         }
         runs = {k: stack_run(args.stack, args.model, load(str(f))) for k, f in files.items()}
         first = next(iter(runs.values()))

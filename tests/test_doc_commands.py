@@ -112,7 +112,9 @@ RUNS: dict[str, str | None] = {
     "benchmarks/simulate_day.py": "benchmarks/simulate_day.py --repeat 1",
     "benchmarks/scale_to_zero.py": None,
     "benchmarks/scale_to_zero.py --buffer-gpus 1": None,
-    "benchmarks/family.py --stack prod": "benchmarks/family.py --stack prod --days flash --scale 0.1 --passes 1",
+    "benchmarks/family.py --stack prod": (
+        "benchmarks/family.py --stack prod --days flash --scale 0.1 --passes 1 --window 13:00-16:00"
+    ),
     "benchmarks/headroom_bursty.py": "benchmarks/headroom_bursty.py --seeds 100 --levels 0",
     "benchmarks/headroom_bursty.py --levels 0,2": "benchmarks/headroom_bursty.py --seeds 100 --levels 0,2",
 }  # fmt: skip

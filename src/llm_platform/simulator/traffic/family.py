@@ -64,8 +64,12 @@ def day(kind: str, seed: int = 0, scale: float = 1.0) -> np.ndarray:
     return rate * scale
 
 
-def write(kind: str, path: str | Path, seed: int = 0, scale: float = 1.0) -> Path:
-    path, rates = Path(path), day(kind, seed, scale)  # an unknown kind writes nothing
+def write(
+    kind: str, path: str | Path, seed: int = 0, scale: float = 1.0, minutes: slice = slice(None)
+) -> Path:
+    """The day as the simulator's CSV; `minutes` keeps a window of it (a quick run of a benchmark), minute 0
+    being the window's first."""
+    path, rates = Path(path), day(kind, seed, scale)[minutes]  # an unknown kind writes nothing
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["minute", "requests_per_second"])
