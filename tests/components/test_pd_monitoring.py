@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from llm_platform.components.specs import alerts, disaggregation, gateway_monitoring
+from llm_platform.components.specs import alerts, dashboards, disaggregation, gateway_monitoring
 from llm_platform.plan import ModelPlan, promql
 from llm_platform.plan.naming import keda_hpa_name
 from tests.components import promtool
@@ -172,3 +172,28 @@ def test_role_keda_errors_fire_on_the_roles_scaled_object(tmp_path: Path) -> Non
 
 def test_pd_rules_pass_promtool_check(tmp_path: Path) -> None:
     promtool.check_rule_file(alerts.prometheus_rule(_plan())["spec"], tmp_path)
+
+
+def test_dashboard_shows_each_roles_replicas(tmp_path: Path) -> None:
+    """The vLLM board's role panel selects the pd model's role Deployments and HPAs (with the board's variables
+    filled in for it), and only a stack with a disaggregated model gets it."""
+    m = _plan()
+    assert m.disaggregation is not None
+    (panel,) = [
+        p
+        for p in dashboards.vllm_dashboard(roles=True)["panels"]
+        if p["title"] == "Replicas per role (disaggregated models)"
+    ]
+    values = {"namespace": m.names.namespace, "model_name": m.name}
+    exprs = [promtool.substitute_grafana_variables(t["expr"], values) for t in panel["targets"]]
+    promtool.check_expressions(exprs, tmp_path)
+    for label, names in (
+        ("deployment", {r.deployment for r in m.disaggregation.roles}),
+        ("horizontalpodautoscaler", {keda_hpa_name(r.scaled_object) for r in m.disaggregation.roles}),
+    ):
+        patterns = set(re.findall(rf'{label}=~"([^"]+)"', " ".join(exprs)))
+        assert patterns and all(any(re.fullmatch(p, n) for p in patterns) for n in names)
+        assert not any(re.fullmatch(p, m.name) for p in patterns)
+    assert "Replicas per role (disaggregated models)" not in {
+        p["title"] for p in dashboards.vllm_dashboard()["panels"]
+    }

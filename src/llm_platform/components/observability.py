@@ -107,7 +107,9 @@ class Observability(pulumi.ComponentResource):
                     child_options(self, opts, namespace),
                 )
             )
-        boards = [("vllm", dashboards.vllm_dashboard()), ("gpu", dashboards.gpu_dashboard())]
+        # a disaggregated model's replicas are per role (the panel only where the stack serves one)
+        roles = plan is not None and any(m.disaggregation is not None for m in plan.models)
+        boards = [("vllm", dashboards.vllm_dashboard(roles=roles)), ("gpu", dashboards.gpu_dashboard())]
         if args.get("gateway_dashboard"):
             boards.append(("endpoint-picker", epp_dashboard()))
         for key, board in boards:
