@@ -122,8 +122,11 @@ LOADER_SCRATCH_GIB = 20
 
 
 def epp_cpu_millicores(model: ModelPlan) -> int:
-    """An endpoint picker's CPU: idle CPU grows with the pods it scrapes every 50 ms (docs/operations.md)."""
-    return max(500, 100 * model.model.autoscaling.max_replicas)
+    """An endpoint picker's CPU: idle CPU grows with the pods it scrapes every 50 ms (docs/operations.md); a
+    disaggregated model's pickers scrape both roles' pods."""
+    d = model.disaggregation
+    pods = model.model.autoscaling.max_replicas if d is None else sum(r.max_replicas for r in d.roles)
+    return max(500, 100 * pods)
 
 
 # ---------------------------------------------- chart defaults where the program sets none (preflight's model)

@@ -395,6 +395,24 @@ def pod_instance(pool: GpuNodePool, gpus: int) -> GpuInstance:
     return min(fitting, key=lambda i: i.list_usd_per_hour)
 
 
+def gateway_sizing(model: ModelConfig) -> Autoscaling:
+    """The replicas and queue target the gateway's queue in front of the model is sized on: the model's own,
+    or for a disaggregated model (whose model-level autoscaling no object reads) its decode role's bounds,
+    since every request holds a decode replica for its whole generation while prefill is one hop the decode
+    pod's sidecar makes, and its prefill role's target when prefill scales on queue depth (vLLM's waiting
+    requests then gather on the prefill pods, which the saturation threshold must let grow past it)."""
+    d = model.disaggregation
+    if d is None:
+        return model.autoscaling
+    update: dict[str, float] = {
+        "min_replicas": d.decode.autoscaling.min_replicas,
+        "max_replicas": d.decode.autoscaling.max_replicas,
+    }
+    if d.prefill.autoscaling.signal == "queueDepth":
+        update["queue_depth_per_replica"] = d.prefill.autoscaling.target
+    return model.autoscaling.model_copy(update=update)
+
+
 def pool_headroom_gpus(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
     """GPUs the pool's `nvidia.com/gpu` limit leaves free with every model of the pool at maxReplicas."""
     return pool.gpu_limit - gpus_at_max_replicas(pool, models)
@@ -421,7 +439,7 @@ def resolve_model(
     image_pull = image_pull_mode(pool.ami_family)
     cache = cache_plan(model, pool, gpus, has_bucket)
     queue = (
-        flow_control(model.autoscaling, model.slo, gateway.max_pending_per_replica)
+        flow_control(gateway_sizing(model), model.slo, gateway.max_pending_per_replica)
         if gateway is not None and gateway.enabled
         else None
     )
