@@ -17,7 +17,6 @@ and the EKS max-pods calculator caps instances under 30 vCPUs at 110, larger one
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,6 +25,15 @@ from typing import Any, Generic, Protocol, TypeVar
 from llm_platform.facts.cpu_catalog import CPU_INSTANCES, CpuInstance
 from llm_platform.plan.gateway import EPP_REPLICAS
 from llm_platform.plan.model import ModelPlan
+from llm_platform.plan.node_capacity import (
+    EFA,
+    FSX_CSI_CPU,
+    FSX_CSI_MEMORY,
+    GI,
+    allocatable,
+    max_pods,
+    reserved_cpu_millis,
+)
 from llm_platform.plan.stack import Plan
 
 __all__ = [
@@ -64,8 +72,6 @@ __all__ = [
     "reserved_cpu_millis",
 ]
 
-GI = 1024  # MiB per GiB
-EFA = "vpc.amazonaws.com/efa"  # the EFA device plugin's resource (multi-node replicas)
 RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", EFA)
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 _DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
@@ -133,9 +139,7 @@ def epp_cpu_millicores(model: ModelPlan) -> int:
 
 CHART_DEFAULTS: dict[str, Requests] = {
     "keda": Requests("100m", "100Mi"),  # keda 2.20.2 values.yaml resources.{operator,metricServer,webhooks}
-    "aws-fsx-csi-driver": Requests(
-        "10m", "40Mi"
-    ),  # aws-fsx-csi-driver 1.17.0 controller.resources, node.resources
+    "aws-fsx-csi-driver": Requests(FSX_CSI_CPU, FSX_CSI_MEMORY),
     "gateway-helm": Requests("100m", "256Mi"),  # gateway-helm v1.8.3 deployment.envoyGateway.resources
     "lws": Requests("1", "1Gi"),  # lws 0.10.0 values.yaml resources
 }
@@ -252,32 +256,6 @@ def addon_pool_pods(plan: Plan) -> list[PoolPod]:
 
 
 # ------------------------------------------------------------------------------------------- nodes and packing
-
-
-def reserved_cpu_millis(vcpus: int) -> int:
-    steps = [(1, 0.06), (1, 0.01), (2, 0.005)]
-    millis, left = 0.0, vcpus
-    for cores, share in steps:
-        take = min(cores, left)
-        millis += take * 1000 * share
-        left -= take
-    return math.ceil(millis + left * 1000 * 0.0025)
-
-
-def max_pods(vcpus: int) -> int:
-    return 110 if vcpus < 30 else 250
-
-
-def allocatable(vcpus: int, memory_gib: float, disk_gib: float, gpus: int) -> dict[str, int]:
-    pods = max_pods(vcpus)
-    return {
-        "cpu": vcpus * 1000 - reserved_cpu_millis(vcpus),
-        "memory": math.floor(memory_gib * GI - (255 + 11 * pods) - 100),
-        "ephemeral-storage": math.floor(disk_gib * GI * 0.9 - GI),
-        "nvidia.com/gpu": gpus,
-        EFA: 0,
-        "pods": pods,
-    }
 
 
 class Packable(Protocol):

@@ -44,6 +44,7 @@ from llm_platform.plan.naming import (
     restricted_container,
     serving_priority_class_name,
 )
+from llm_platform.plan.node_capacity import PREPULL_RESOURCES
 
 SERVING_PRIORITY = 1000
 HEADROOM_PRIORITY = -10
@@ -225,8 +226,6 @@ def scaled_object(p: PoolPlan) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------ image pre-pull
-
-PREPULL_RESOURCES = {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "32Mi"}}
 
 
 def prepull_name(pool: GpuNodePool) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from llm_platform.facts import addons
 from llm_platform.facts.addons import resolve_ref
 from llm_platform.plan.addon_pods import CHART_DEFAULTS, RESOURCES, quantity
+from llm_platform.plan.node_capacity import EFA_DEVICE_PLUGIN_RESOURCES
 from llm_platform.tools.preflight.view import Release, RenderView
 
 
@@ -431,7 +432,7 @@ def _efa_device_plugin(r: Release) -> list[PodTemplate]:
             r,
             "device plugin",
             "DaemonSet",
-            resources=_get(v, "resources", {"requests": {"cpu": "10m", "memory": "20Mi"}}),
+            resources=_get(v, "resources", EFA_DEVICE_PLUGIN_RESOURCES),
             node_selector=_get(v, "nodeSelector", {}),
             tolerations=[*CRITICAL_ADDONS, *_get(v, "tolerations", [])],
             affinity={
