@@ -33,7 +33,7 @@ from llm_platform.plan.cold_start import ColdStartBudget
 from llm_platform.plan.disaggregation import DisaggregationPlan, resolve_disaggregation
 from llm_platform.plan.drain import DrainPlan, drain_plan, replica_model
 from llm_platform.plan.gateway import FlowControlPlan, at_zero, flow_control, wake_rate
-from llm_platform.plan.kv_offload import KvOffloadPlan, kv_offload_plan
+from llm_platform.plan.kv_offload import KvOffloadPlan, kv_offload_plan, tier_instance
 from llm_platform.plan.lora import LoraPlan, lora_plan
 from llm_platform.plan.scaling import MetricTrigger, PrewarmTrigger, SaturationMemory, ScalingPlan, Smoothing
 from llm_platform.plan.zero import from_zero_hold_s
@@ -347,7 +347,7 @@ class ModelPlan:
     model: ModelConfig
     names: ModelNames
     pool: GpuNodePool
-    instance: GpuInstance  # what Karpenter launches for one replica: sizes the pod and the cold start
+    instance: GpuInstance  # what Karpenter launches for one replica: the cold start, costs, the simulator
     gpus: int
     image_pull: ImageMode
     cache: CachePlan
@@ -372,6 +372,14 @@ class ModelPlan:
     kv_offload: KvOffloadPlan | None = None
     # separate prefill and decode roles (plan/disaggregation.py); None: one aggregated Deployment
     disaggregation: DisaggregationPlan | None = None
+    # the instance the pod's CPU and memory are a share of, where it differs from `instance`: a CPU KV tier's
+    # grown request lands the pod on a larger one (plan/kv_offload.py `tier_instance`)
+    sizing_instance: GpuInstance | None = None
+
+    @property
+    def resources_instance(self) -> GpuInstance:
+        """The instance the pod's CPU and memory requests are sized on (components/specs/serving.py)."""
+        return self.sizing_instance or self.instance
 
     @property
     def replica_gpus(self) -> int:
@@ -435,7 +443,9 @@ def resolve_model(
     Prometheus the scaling triggers query (default: the platform's kube-prometheus-stack)."""
     names = model_names(model.name, pool.name, prefix)
     gpus = model.tensor_parallel_size
-    instance = pod_instance(pool, gpus)
+    sizing = pod_instance(pool, gpus)
+    kv_offload = kv_offload_plan(model, pool)
+    instance = tier_instance(pool, gpus, sizing, kv_offload, stack_models or [model])
     image_pull = image_pull_mode(pool.ami_family)
     cache = cache_plan(model, pool, gpus, has_bucket)
     queue = (
@@ -472,7 +482,8 @@ def resolve_model(
         serving_uses_hf_token=model.cache == "hub",
         nodes=model.pipeline_parallel_size,
         lora=lora,
-        kv_offload=kv_offload_plan(model, pool),
+        kv_offload=kv_offload,
+        sizing_instance=sizing if sizing != instance else None,
         disaggregation=resolve_disaggregation(model, pool, names.namespace, names.deployment),
         drain=drain_plan(replica_model(model, instance.gpu, gpus * model.pipeline_parallel_size, lora)),
     )

@@ -60,15 +60,15 @@ def _mib(quantity: str) -> int:
     raise ValueError(f"memory quantity {quantity!r}: expected <n>Gi or <n>Mi")
 
 
-def gpu_node_daemon_memory_mib(*, headroom: bool, nvme_models: int, efa: bool, fsx: bool) -> int:
-    """MiB the DaemonSets of one GPU node request: the pool's image prepull (with headroom), one weight sync
-    per nvme model of the pool, the EFA device plugin on an EFA pool, the FSx CSI node plugin when a model of
-    the stack mounts FSx."""
+def gpu_node_daemon_memory_mib(*, nvme_models: int, efa: bool, fsx: bool) -> int:
+    """MiB the DaemonSets of one node of a pool that serves a model request: the pool's image prepull
+    (components/headroom.py renders one per serving pool), one weight sync per nvme model of the pool, the EFA
+    device plugin on an EFA pool, the FSx CSI node plugin when a model of the stack mounts FSx."""
     sync = max(
         _mib(SYNC_INIT_RESOURCES["requests"]["memory"]), _mib(SYNC_READY_RESOURCES["requests"]["memory"])
     )
     return (
-        (_mib(PREPULL_RESOURCES["requests"]["memory"]) if headroom else 0)
+        _mib(PREPULL_RESOURCES["requests"]["memory"])
         + nvme_models * sync
         + (_mib(EFA_DEVICE_PLUGIN_RESOURCES["requests"]["memory"]) if efa else 0)
         + (_mib(FSX_CSI_MEMORY) if fsx else 0)

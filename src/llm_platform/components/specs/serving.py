@@ -143,7 +143,7 @@ def kv_events_env(model: ModelConfig) -> list[dict[str, Any]]:
 
 def resources(m: ModelPlan) -> dict[str, Any]:
     """The instance's share, grown for the model's CPU KV tier (components/specs/kv_offload.py)."""
-    return grown_resources(pod_resources(m.gpus, m.instance), m.kv_offload)
+    return grown_resources(pod_resources(m.gpus, m.resources_instance), m.kv_offload)
 
 
 def pod_resources(gpus: int, instance: GpuInstance) -> dict[str, Any]:
