@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from llm_platform.config.schema import ModelConfig, replica_gpus
 from llm_platform.plan.addon_pods import epp_cpu_millicores
 from llm_platform.plan.gateway import EPP_REPLICAS
 from llm_platform.plan.model import gateway_sizing
+from llm_platform.simulator.traffic import replay_data
 from tests.conftest import load_fixture
 from tests.plans import model_plan
 
@@ -63,3 +66,9 @@ def test_headroom_placeholder_fits_the_larger_role() -> None:
     model = _with_roles(cfg.models[0], decode_max=4, prefill_tp=8)
     assert replica_gpus(cfg.gpu_node_pools[0], [model]) == 8
     assert replica_gpus(cfg.gpu_node_pools[0], [cfg.models[0]]) == 4
+
+
+def test_replay_refuses_a_disaggregated_model_naming_its_role_deployments() -> None:
+    """Replay would query `deployment="llama-70b"`, which a P/D model does not run: it says so instead."""
+    with pytest.raises(ValueError, match="llama-70b-prefill, llama-70b-decode"):
+        replay_data.queries(model_plan("pd", "llama-70b"))
