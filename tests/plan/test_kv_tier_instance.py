@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from llm_platform.components.specs import headroom as headroom_spec
 from llm_platform.components.specs import serving
+from llm_platform.config.schema import Headroom
 from llm_platform.plan.kv_offload import grown_request_mib, node_free_mib, tier_instance
 from llm_platform.plan.model import pod_instance
 from llm_platform.plan.nodes import efa_pool
@@ -78,3 +80,18 @@ def test_plan_counts_a_gpu_node_as_preflight_reads_the_render(stack: str) -> Non
         assert node_free_mib(instance, pool, cfg.models) == free - efa_plugin, node.name
         checked += 1
     assert checked
+
+
+def test_a_tiered_pools_placeholder_lands_and_is_priced_where_its_replica_lands() -> None:
+    """Headroom on the kvtier pool: the placeholder, grown for the largest tier (chat-tier's), lands on the
+    g6.2xlarge its replica does (the warm buffer's price), and requests what that replica requests."""
+    cfg = load_fixture("kvtier")
+    pool = cfg.gpu_node_pools[0].model_copy(update={"headroom": Headroom(gpus=1)})
+    plan = stack_plan(cfg.model_copy(update={"gpu_node_pools": [pool]}))
+    (p,) = plan.pools
+    assert p.headroom is not None
+    assert p.headroom.instance.instance_type == "g6.2xlarge"
+    assert p.headroom.resources_instance.instance_type == "g6.xlarge"
+    placeholder = headroom_spec.placeholder_resources(p)["requests"]
+    chat = serving.resources(plan.model("chat-tier"))["requests"]
+    assert placeholder["memory"] == chat["memory"] == "24Gi"

@@ -109,7 +109,7 @@ def placeholder_resources(p: PoolPlan) -> dict[str, Any]:
     has one (a replica then fits wherever one placeholder was)."""
     h = _headroom(p)
     sidecar = any(m.cache.compile_cache_in_pod for m in p.models if m.gpus == h.replica_gpus)
-    resources = replica_resources(h.replica_gpus, h.instance, sidecar)
+    resources = replica_resources(h.replica_gpus, h.resources_instance, sidecar)
     # a replica with a CPU KV tier needs its grown memory on the warm node too (the largest tier of those)
     tiers = [m.kv_offload for m in p.models if m.gpus == h.replica_gpus and m.kv_offload is not None]
     return grown_resources(resources, max(tiers, key=lambda t: t.growth_gib)) if tiers else resources
