@@ -95,3 +95,13 @@ def test_a_tiered_pools_placeholder_lands_and_is_priced_where_its_replica_lands(
     placeholder = headroom_spec.placeholder_resources(p)["requests"]
     chat = serving.resources(plan.model("chat-tier"))["requests"]
     assert placeholder["memory"] == chat["memory"] == "24Gi"
+
+
+def test_the_simulator_launches_and_prices_the_tiered_replicas_instance() -> None:
+    """The simulator's nodes for chat-tier are the g6.2xlarge the grown pod lands on, at its price."""
+    from llm_platform.simulator.search.stacks import stack_run
+    from llm_platform.simulator.traffic.traffic import seed_day
+
+    run = stack_run(fixture_stack("kvtier"), "chat-tier", seed_day(0))
+    capacity = run.setup.config.capacity
+    assert run.instance.instance_type == capacity.instance.instance_type == "g6.2xlarge"
