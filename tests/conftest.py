@@ -12,7 +12,9 @@ import copy
 import functools
 import hashlib
 import json
+import os
 import pickle
+import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -85,6 +87,28 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 # installed before any test module imports `evaluate` from render; `render.evaluate.__wrapped__` evaluates anew
 render.evaluate = _evaluate_once
+
+
+def run_once(argv: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """`argv` run from the repository with `env` added to the environment, once per session whichever test
+    and xdist worker asks first (the same store as the evaluations above): tests/test_doc_commands.py runs
+    every documented command and tests/test_doc_figures.py reads the figures of several of the same ones
+    (the seed benchmark, calibrate, the routing and scale-to-zero benchmarks, the multi-node day). A command
+    that exits non-zero is stored as it exited; each caller judges it."""
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            argv,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **env},
+            check=False,
+        )
+
+    key = ("command", *argv, *(f"{name}={value}" for name, value in sorted(env.items())))
+    return pickle.loads(_RENDERS.get(key, run))
 
 
 def fixture_stack(name: str) -> Path:

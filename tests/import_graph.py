@@ -33,11 +33,20 @@ def imports(path: Path, package: str, known: dict[str, Path]) -> list[tuple[str,
 
 
 def import_graph(package: str, known: dict[str, Path]) -> dict[str, set[str]]:
-    """Each module's imports of the package's other modules."""
-    return {
-        name: {m for m, _ in imports(path, package, known) if m in known and m != name}
-        for name, path in known.items()
-    }
+    """Each module's imports of the package's other modules. Importing `a.b.c` runs `a.b`'s `__init__` first,
+    so a module also imports the subpackages above what it imports (not the root package, whose `__init__`
+    names its exports under TYPE_CHECKING and lazily, nor a package the module itself is inside)."""
+    edges: dict[str, set[str]] = {}
+    for name, path in known.items():
+        direct = {m for m, _ in imports(path, package, known) if m in known and m != name}
+        parents = {
+            parent
+            for m in direct
+            for parent in (".".join(m.split(".")[:i]) for i in range(2, m.count(".") + 1))
+            if parent in known and parent != name and not name.startswith(f"{parent}.")
+        }
+        edges[name] = direct | parents
+    return edges
 
 
 def import_order(package: str, edges: dict[str, set[str]]) -> list[str]:

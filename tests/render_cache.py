@@ -1,7 +1,8 @@
-"""The stack evaluations of a test session, shared by its xdist workers through files.
+"""The stack evaluations (and documented command runs) of a test session, shared by its xdist workers
+through files.
 
 tests/conftest.py evaluates a stack file under mocks once per session for a given stack file content and
-program content. The first worker to need an evaluation runs it and stores it, pickled, in the session's
+program content, and runs a documented command that two test files need once (`run_once`). The first worker to need an evaluation runs it and stores it, pickled, in the session's
 directory (made by the controller, removed when the session ends); a worker that needs the same one waits on
 the entry's lock and reads it (about 10 ms, where an evaluation takes 1-3 s of CPU). Without xdist (`-n 0`)
 the directory is the process's own.

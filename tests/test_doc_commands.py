@@ -9,9 +9,7 @@ A command added to the docs without a run here fails `test_every_documented_comm
 
 from __future__ import annotations
 
-import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +18,7 @@ import pytest
 
 from llm_platform.config.loader import ROOT
 from tests import docs
+from tests.conftest import run_once
 
 SHARED_CHECK = ROOT.parent / "shared" / "tools" / "check_render.py"
 
@@ -57,6 +56,11 @@ RUNS: dict[str, str | None] = {
     ),
     "-m llm_platform.simulator --stack staging --scale 0.2 --input-tokens 550 --output-tokens 150": None,
     "-m llm_platform.simulator reservations --stack prod --model llama-70b": None,
+    "-m llm_platform.simulator serving-paths prod --model mistral-7b --day-engine": (
+        "-m llm_platform.simulator serving-paths prod --model mistral-7b --day-engine --traffic {short}/a.csv"
+    ),
+    "-m llm_platform.simulator serving-paths prod --model mistral-7b --input-tokens 800 --output-tokens 150 --scale 0.2 --prefix-reuse 0.8 --working-set-gib 40": None,
+    "-m llm_platform.simulator serving-paths tests/fixtures/stacks/Pulumi.reservations.yaml --model llama-70b --input-tokens 8000 --output-tokens 1000 --ttft-seconds 2 --itl-seconds 0.05 [--json]": None,
     "-m llm_platform.simulator replay tests/fixtures/stacks/Pulumi.prod.yaml --model mistral-7b --export tests/fixtures/replay/simulated-day.json": None,
     "-m llm_platform.simulator reservations --stack prod --model llama-70b --reserved-usd-per-hour 14.75": None,
     "-m llm_platform.simulator.commands.routing --shared-fraction 0.8 --prefix-tokens 1500 --distinct-prefixes 100": None,
@@ -112,6 +116,9 @@ RUNS: dict[str, str | None] = {
     "benchmarks/headroom_bursty.py": "benchmarks/headroom_bursty.py --seeds 100 --levels 0",
     "benchmarks/headroom_bursty.py --levels 0,2": "benchmarks/headroom_bursty.py --seeds 100 --levels 0,2",
 }  # fmt: skip
+# rich's width for anything it draws as on a terminal; tests/test_doc_figures.py runs with the same, so a
+# command both files run is run once (tests/conftest.py run_once)
+COMMAND_ENV = {"COLUMNS": "200"}
 EXIT = {"__main__.py": 2}  # the documented exit status where it is not 0
 
 
@@ -138,9 +145,7 @@ def _run_documented(command: str, folder: Path) -> None:
         pytest.skip("../shared/tools/check_render.py is not beside the repository (it is in .ci/run)")
     run = RUNS[command] or docs.without_brackets(command)
     line = run.format(tmp=folder, short=folder / "short")
-    argv = [sys.executable, *shlex.split(line)]
-    env = {**os.environ, "COLUMNS": "200"}
-    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1200, env=env, check=False)
+    proc = run_once([sys.executable, *shlex.split(line)], env=COMMAND_ENV, timeout=1200)
     expected = EXIT.get(command, 0)
     assert proc.returncode == expected, (
         f"`{line}` exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"

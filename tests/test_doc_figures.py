@@ -12,30 +12,25 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
 import sys
 from functools import cache
 from typing import Any
 
 import pytest
 
-from llm_platform.config.loader import ROOT
 from tests import docs
+from tests.conftest import run_once
+from tests.test_doc_commands import COMMAND_ENV
 
 pytestmark = pytest.mark.slow
 
 
 @cache
 def output(command: str) -> str:
-    """stdout of `uv run python <command>` from the repository (each command runs once per session)."""
-    proc = subprocess.run(
-        [sys.executable, *shlex.split(command)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=True,
-    )
+    """stdout of `uv run python <command>` from the repository: each command runs once per session, also when
+    tests/test_doc_commands.py runs the same documented command (tests/conftest.py run_once)."""
+    proc = run_once([sys.executable, *shlex.split(command)], env=COMMAND_ENV, timeout=1200)
+    proc.check_returncode()
     return proc.stdout
 
 
@@ -264,3 +259,25 @@ def test_the_warm_buffer_rows_are_this_run() -> None:
         f"staging's 09:00 wake waits {wait_buffer} instead of {wait_zero}, for the node's ${buffer_usd} a weekday"
         in text
     )
+
+
+SERVING_PATHS = "-m llm_platform.simulator serving-paths prod --model"
+SERVING_PATH_EXAMPLES = {  # the doc's marker -> the command whose output its text block is
+    "The first command above (the seed day:": f"{SERVING_PATHS} mistral-7b --day-engine",
+    "The second command above:": (
+        f"{SERVING_PATHS} mistral-7b --input-tokens 800 --output-tokens 150 --scale 0.2 --prefix-reuse 0.8 "
+        "--working-set-gib 40"
+    ),
+    "The third command above:": (
+        "-m llm_platform.simulator serving-paths tests/fixtures/stacks/Pulumi.reservations.yaml --model llama-70b "
+        "--input-tokens 8000 --output-tokens 1000 --ttft-seconds 2 --itl-seconds 0.05"
+    ),
+}
+
+
+@pytest.mark.parametrize("marker", list(SERVING_PATH_EXAMPLES))
+def test_the_serving_paths_examples_are_this_run(marker: str) -> None:
+    """Every line of each example's output block (docs/simulator/serving-paths.md) is a line the command prints."""
+    printed = output(SERVING_PATH_EXAMPLES[marker]).splitlines()
+    documented = docs.block_after(marker, "```text").splitlines()
+    assert documented and [line for line in documented if line not in printed] == []

@@ -48,6 +48,22 @@ def test_a_circle_through_a_function_level_import_would_be_found(tmp_path: Path)
         import_order("pkg", import_graph("pkg", known))
 
 
+def test_a_circle_through_a_parent_package_init_would_be_found(tmp_path: Path) -> None:
+    """`from pkg.sub.x import X` runs pkg/sub/__init__.py first: if that imports a module importing back, it
+    is a circle at run time although no two modules name each other (plan -> simulator.serving.lora ->
+    plan.lora was one)."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from pkg.sub.y import Y\n")
+    (pkg / "sub" / "x.py").write_text("X = 1\n")
+    (pkg / "sub" / "y.py").write_text("from pkg.other import O\n\nY = 2\n")
+    (pkg / "other.py").write_text("from pkg.sub.x import X\n\nO = 3\n")
+    known = package_modules("pkg", pkg)
+    with pytest.raises(AssertionError, match=r"import cycle in pkg"):
+        import_order("pkg", import_graph("pkg", known))
+
+
 def test_the_facts_import_nothing_above_them() -> None:
     """Catalogs, profiles, pins, cold start and geometry are the floor: they import only each other."""
     edges = graph()

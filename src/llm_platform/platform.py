@@ -7,7 +7,7 @@ resource is registered. The stack program (`__main__.py`) is its first consumer.
 """
 
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -15,43 +15,28 @@ import pulumi_aws as aws
 from llm_platform.components import given_provider
 from llm_platform.components.addon import HelmAddon, HelmAddonArgs
 from llm_platform.components.autoscaling import ModelAutoscaling, ModelAutoscalingArgs
-from llm_platform.components.cluster import EksCluster, EksClusterArgs, ExistingCluster, ExistingClusterArgs
+from llm_platform.components.cluster import EksCluster, ExistingCluster, ExistingClusterArgs
 from llm_platform.components.costs import CostAllocation, CostAllocationArgs
 from llm_platform.components.gateway import Gateway, GatewayArgs
 from llm_platform.components.gpu_operator import GpuOperator, GpuOperatorArgs
 from llm_platform.components.headroom import GpuHeadroom, GpuHeadroomArgs
 from llm_platform.components.inference import InferenceService, InferenceServiceArgs
 from llm_platform.components.karpenter import (
-    AddonNodePool,
-    AddonNodePoolArgs,
     GpuNodePools,
     GpuNodePoolsArgs,
     Karpenter,
-    KarpenterArgs,
 )
 from llm_platform.components.keda import Keda, KedaArgs
 from llm_platform.components.load_balancer import LoadBalancerController, LoadBalancerControllerArgs
 from llm_platform.components.model_cache import ModelCache, ModelCacheArgs, ModelWeights
 from llm_platform.components.multinode import EfaNetwork, EfaNetworkArgs, MultiNodeControllers
-from llm_platform.components.network import Network, NetworkArgs
+from llm_platform.components.network import Network
 from llm_platform.components.observability import Observability, ObservabilityArgs
 from llm_platform.components.specs.observability import STORAGE_CLASS
 from llm_platform.config.loader import parse, stack_source
-from llm_platform.config.schema import StackConfig
-from llm_platform.config.stack_args import (
-    AlertingSettings,
-    ClusterSettings,
-    CostsSettings,
-    Environment,
-    EnvironmentValue,
-    GatewaySettings,
-    GpuNodePoolSettings,
-    ModelCacheSettings,
-    ModelSettings,
-)
+from llm_platform.config.stack_args import Environment
 from llm_platform.facts import addons
-from llm_platform.facts.addons import resolve_ref
-from llm_platform.plan import Plan
+from llm_platform.plan import ModelPlan, Plan
 from llm_platform.plan.nodes import efa_pool
 from llm_platform.plan.stack import SERVING_KEYS
 from llm_platform.platform_checks import (
@@ -61,6 +46,8 @@ from llm_platform.platform_checks import (
     platform_checks,
     secrets_check,
 )
+from llm_platform.platform_eks import karpenter_and_addon_nodes, network_and_cluster
+from llm_platform.platform_inputs import LlmPlatformArgs, config_of, platform_args
 
 __all__ = [
     "SECRET_ARGS",
@@ -76,64 +63,6 @@ __all__ = [
 TYPE = "llm-platform:index:LlmPlatform"
 
 
-class LlmPlatformArgs(TypedDict):
-    """The `llm-platform:` keys of a stack file, and the secrets the stack program reads from Pulumi secrets.
-
-    The blocks are typed as the stack file's schema describes them (`config/stack_args.py`, camelCase keys);
-    the schema's rules validate them when the component is built."""
-
-    environment: EnvironmentValue
-    """dev, staging or prod."""
-    cluster: ClusterSettings
-    """The stack file's `cluster` block (mode eks or existing, name, zones, system nodes, ...)."""
-    gpu_node_pools: list[GpuNodePoolSettings]
-    """The stack file's `gpuNodePools`: Karpenter GPU NodePools (instance families, gpuLimit, capacity types)."""
-    models: NotRequired[list[ModelSettings]]
-    """The stack file's `models`: what vLLM serves, on which pool, cached how, autoscaled how."""
-    model_cache: NotRequired[ModelCacheSettings]
-    """The stack file's `modelCache`: the S3 bucket and the FSx for Lustre file system."""
-    gateway: NotRequired[GatewaySettings]
-    """The stack file's `gateway`: Envoy Gateway + AI Gateway in front of the models, its clients and limits."""
-    alerting: NotRequired[AlertingSettings]
-    """The stack file's `alerting`: where Alertmanager sends alerts."""
-    costs: NotRequired[CostsSettings]
-    """The stack file's `costs`: OpenCost, actual $/day and $/million tokens per model and client, the forecasts."""
-    region: NotRequired[str]
-    """The AWS region the pools' instances must be sold in; default: the AWS provider's (`aws:region`)."""
-    grafana_admin_password: pulumi.Input[str]
-    """Grafana's admin password (a secret)."""
-    api_key: NotRequired[pulumi.Input[str]]
-    """The key vLLM requires of every request (a secret); required when models are served."""
-    hugging_face_token: NotRequired[pulumi.Input[str]]
-    """A Hugging Face token (a secret), for gated models and the Hub -> S3 loader."""
-    gateway_client_keys: NotRequired[pulumi.Input[dict[str, str]]]
-    """Each gateway client's API key by client name (a secret); required with the gateway."""
-    alert_receiver: NotRequired[pulumi.Input[str]]
-    """The alert receiver's URL or key (a secret); required unless alerting.receiver is none."""
-    addon_versions: NotRequired[dict[str, str]]
-    """Chart versions by add-on name (`llm_platform.facts.addons`: `karpenter`, `keda`, `gpu-operator`, ...) in
-    place of the pinned ones, for every add-on (the charts released with its main chart follow it); the CRD
-    files the render validator checks stay the pinned ones."""
-
-
-# the stack file's keys, as users write them (the schema's aliases), for the snake_case keys of LlmPlatformArgs
-_STACK_KEYS = {name: field.alias or name for name, field in StackConfig.model_fields.items()}
-
-
-def platform_args(values: dict[str, Any], **secrets: Any) -> LlmPlatformArgs:
-    """LlmPlatformArgs from a stack file's `llm-platform:` values (camelCase keys, as `config.loader` reads
-    them) and the secrets by their LlmPlatformArgs names (`api_key=...`); None secrets are left out."""
-    by_stack_key = {stack_key: key for key, stack_key in _STACK_KEYS.items()}
-    args: dict[str, Any] = {by_stack_key[k]: v for k, v in values.items() if k in by_stack_key}
-    args |= {k: v for k, v in secrets.items() if v is not None}
-    return args  # type: ignore[return-value]  # parse() validates the values when the component is built
-
-
-def config_of(args: LlmPlatformArgs) -> dict[str, Any]:
-    """The stack-file view of `args` (camelCase keys, no secrets), as `config.loader.parse` validates it."""
-    return {stack_key: args[key] for key, stack_key in _STACK_KEYS.items() if key in args}  # type: ignore[literal-required]
-
-
 @dataclass
 class _Inside:
     """What the children inside the cluster wait for and use, as `LlmPlatform._compose` builds it."""
@@ -146,6 +75,14 @@ class _Inside:
         default_factory=list
     )  # the gateway's load balancer needs first
     installed: dict[str, pulumi.Resource] = field(default_factory=dict)  # what installs each add-on, by name
+
+
+def _rollout_controller(inside: _Inside, model: ModelPlan) -> list[pulumi.Resource]:
+    """A progressively rolled model's Rollout and AnalysisTemplate wait for Argo Rollouts and its CRDs."""
+    controller = inside.installed.get("argo-rollouts")
+    if model.model.rollout is None or controller is None:
+        return []
+    return [controller.release] if isinstance(controller, HelmAddon) else [controller]
 
 
 class LlmPlatform(pulumi.ComponentResource):
@@ -284,8 +221,10 @@ class LlmPlatform(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         self._top = pulumi.ResourceOptions.merge(self._top, pulumi.ResourceOptions(providers=[aws_provider]))
-        network, cluster = self._network_and_cluster(region)
-        karpenter, addon_nodes = self._karpenter(cluster, region)
+        network, cluster = network_and_cluster(plan, region, self._top)
+        karpenter, addon_nodes = karpenter_and_addon_nodes(
+            plan, self._args["gpu_node_pools"], region, cluster, self._top, self._versions
+        )
         # every add-on below runs on the add-on nodes: its release waits until Karpenter may launch them
         in_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster, addon_nodes])
         inside = self._inside(in_cluster)
@@ -321,72 +260,6 @@ class LlmPlatform(pulumi.ComponentResource):
             "model_bucket": cache.bucket_name,
         }
         return inside
-
-    def _network_and_cluster(self, region: str) -> tuple[Network, EksCluster]:
-        plan = self._plan
-        cluster_cfg = plan.cluster
-        network = Network(
-            cluster_cfg.name,
-            NetworkArgs(
-                cluster_name=cluster_cfg.name,
-                region=region,
-                vpc_cidr=str(cluster_cfg.vpc_cidr),
-                availability_zones=cluster_cfg.availability_zones,
-                nat_per_zone=plan.prod,
-            ),
-            opts=self._top,
-        )
-        cluster = EksCluster(
-            cluster_cfg.name,
-            EksClusterArgs(
-                cluster_name=cluster_cfg.name,
-                kubernetes_version=cluster_cfg.kubernetes_version,
-                vpc_id=network.vpc_id,
-                private_subnet_ids=network.private_subnet_ids,
-                public_subnet_ids=network.public_subnet_ids,
-                endpoint_public_access=cluster_cfg.endpoint_public_access,
-                public_access_cidrs=[str(c) for c in cluster_cfg.public_access_cidrs],
-                admin_role_arns=cluster_cfg.admin_role_arns,
-                system_instance_type=cluster_cfg.system_nodes.instance_type,
-                system_min=cluster_cfg.system_nodes.min,
-                system_max=cluster_cfg.system_nodes.max,
-                system_disk_gib=cluster_cfg.system_nodes.disk_size_gib,
-                deletion_protection=plan.prod,
-                node_repair=cluster_cfg.node_repair,
-            ),
-            opts=self._top,
-        )
-        return network, cluster
-
-    def _karpenter(self, cluster: EksCluster, region: str) -> tuple[Karpenter, AddonNodePool]:
-        """Karpenter on the system nodes, then the CPU NodePool every other add-on runs on."""
-        plan = self._plan
-        name = plan.cluster.name
-        karpenter = Karpenter(
-            f"{name}-karpenter",
-            KarpenterArgs(
-                cluster_name=name,
-                region=region,
-                gpu_node_pools=self._args["gpu_node_pools"],
-                node_repair=plan.cluster.node_repair,
-            ),
-            opts=self._child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[cluster])),
-            pools=plan.gpu_node_pools,
-            versions=self._versions,
-        )
-        assert plan.addon_pool is not None  # every EKS plan has one
-        addon_nodes = AddonNodePool(
-            f"{name}-addons",
-            AddonNodePoolArgs(
-                cluster_name=name,
-                pool=plan.addon_pool,
-                zones=plan.cluster.availability_zones,
-                node_role_name=karpenter.node_role_name,
-                tags=plan.tags,  # on what Karpenter launches; default_tags do not reach it
-            ),
-            opts=self._child(pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[karpenter])),
-        )
-        return karpenter, addon_nodes
 
     def _gpu_pools(
         self, network: Network, cluster: EksCluster, karpenter: Karpenter, cache: ModelCache
@@ -476,9 +349,7 @@ class LlmPlatform(pulumi.ComponentResource):
         the records' order, each after the add-ons its `after` names."""
         plan = self._plan
         versions = self._versions
-        for record in addons.ordered():
-            if record.component is not None or (record.enabled and not resolve_ref(record.enabled)(plan)):
-                continue
+        for record in addons.record_installed(plan):
             after = [inside.installed[d] for d in record.after if d in inside.installed]
             inside.installed[record.name] = HelmAddon(
                 f"{plan.cluster.name}-{record.name}",
@@ -524,7 +395,7 @@ class LlmPlatform(pulumi.ComponentResource):
                     **secrets,
                 ),
                 opts=self._child(serving_opts),
-                after=multi_node_after if model.multi_node else [],
+                after=multi_node_after if model.multi_node else _rollout_controller(inside, model),
                 plan=model,
             )
             ModelAutoscaling(

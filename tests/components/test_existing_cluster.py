@@ -11,8 +11,8 @@ import pytest
 from pulumi.runtime import rpc
 
 from llm_platform import ExistingCluster, ExistingClusterArgs
-from llm_platform.provider import provider, schema
 from llm_platform.testing import evaluate
+from tests.package.built_provider import provider, schema
 from tests.package.test_provider import _over_the_wire
 
 KUBECONFIG = (

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from llm_platform import Gateway, GatewayArgs, testing
 from llm_platform.components.specs import gateway as gw
 from llm_platform.components.specs import gateway_monitoring as monitoring
 from llm_platform.components.specs import inference_pool as pool
@@ -49,16 +50,14 @@ class Run:
         return next(o for o in self.objects(kind) if o["metadata"]["name"] == name)
 
 
-def evaluate(overrides: dict[str, Any] | None = None, client_keys: dict[str, str] | None = None) -> Run:
-    """Run __main__.py under mocks with the fixture's config (plus overrides) and its secrets."""
+def evaluate() -> Run:
+    """Run __main__.py under mocks with the fixture's config and its secrets."""
     raw = yaml.safe_load(FIXTURE.read_text())["config"]
     config = {k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()}
-    for key, value in (overrides or {}).items():
-        config[f"{PROJECT}:{key}"] = json.dumps(value)
     for key in SECRET_KEYS:
         config[f"{PROJECT}:{key}"] = "render-only-secret"
     config[f"{PROJECT}:apiKey"] = VLLM_KEY
-    config[f"{PROJECT}:gatewayClientKeys"] = json.dumps(client_keys or CLIENT_KEYS)
+    config[f"{PROJECT}:gatewayClientKeys"] = json.dumps(CLIENT_KEYS)
     m, loop = platform_mocks.install("gateway-fixture", config, [f"{PROJECT}:{k}" for k in SECRET_KEYS])
     try:
         platform_mocks.run_main()
@@ -150,9 +149,24 @@ def test_one_gateway_behind_an_internal_nlb_with_tls_from_acm(run: Run) -> None:
 
 
 def test_without_a_certificate_the_listener_is_plain_http_on_80() -> None:
-    values = fixture_values()["gateway"]
-    del values["certificateArn"]
-    run = evaluate({"gateway": values})
+    values = fixture_values()
+    del values["gateway"]["certificateArn"]
+    run = Run(
+        testing.evaluate(
+            lambda: Gateway(
+                "gateway",
+                GatewayArgs(
+                    environment=values["environment"],
+                    gateway=values["gateway"],
+                    models=values["models"],
+                    gpu_node_pools=values["gpuNodePools"],
+                    client_keys=CLIENT_KEYS,
+                    vllm_api_key=VLLM_KEY,
+                    vpc_cidr=values["cluster"]["vpcCidr"],
+                ),
+            )
+        )
+    )
     service = run.one("EnvoyProxy", gw.ENVOY_PROXY)["spec"]["provider"]["kubernetes"]["envoyService"]
     assert not any("ssl" in a for a in service["annotations"])
     assert run.one("Gateway", gw.GATEWAY)["spec"]["listeners"][0]["port"] == 80

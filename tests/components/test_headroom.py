@@ -260,7 +260,7 @@ def test_fixture_render_passes_the_pinned_crds_and_schemas(rendered: Path) -> No
 
 
 def test_the_program_registers_headroom_after_keda(run_program) -> None:
-    m = run_program("staging", overrides=_values())
+    m = run_program("headroom")  # the fixture the `rendered` folder is: one evaluation for both
     placeholders = {
         d.inputs["metadata"]["name"]: d
         for d in m.by_type(DEPLOYMENT)

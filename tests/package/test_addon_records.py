@@ -1,7 +1,7 @@
 """One record per add-on (issue #48): a made-up add-on described by its record alone (chart, repository,
 version, namespace, CRDs, pods, values builder, what it comes after) is installed by `LlmPlatform` after what it
-names, modelled by preflight, ordered by its CRD group and validated against its CRD, with no other file of
-the package edited."""
+names, modelled by preflight, ordered by its CRD group, validated against its CRD and, its pods running all day
+on the add-on pool, priced by the simulator's model of that pool, with no other file of the package edited."""
 
 from __future__ import annotations
 
@@ -18,10 +18,15 @@ from llm_platform.config.loader import ROOT
 from llm_platform.facts import addons
 from llm_platform.facts.addons import ADDONS, Addon, Chart, CrdFile, resolve_ref
 from llm_platform.plan import Plan
+from llm_platform.plan.addon_pods import addon_pool_pods
+from llm_platform.plan.chart_pods import ChartRelease
+from llm_platform.plan.nodes import ADDON_NODE_LABEL, ADDON_TOLERATION
+from llm_platform.plan.pod_templates import PodTemplate, from_pod_spec
+from llm_platform.simulator.controllers.platform_nodes import platform_nodes
 from llm_platform.tools import render
 from llm_platform.tools.mocks import Registered
-from llm_platform.tools.preflight import ordering, pods
-from llm_platform.tools.preflight.view import Manifest, Release, from_mocks
+from llm_platform.tools.preflight import ordering, pods, scheduling
+from llm_platform.tools.preflight.view import Manifest, from_mocks
 from llm_platform.tools.validate_render import (
     CrdUnavailable,
     bundled_bytes,
@@ -37,17 +42,29 @@ CRD = ROOT / "tests/fixtures/crds/example.com_widgets.yaml"
 HERE = __name__
 
 
+WIDGET_CPU = "250m"
+
+
 def widget_values(plan: Plan) -> dict[str, Any]:
-    """The made-up add-on's values builder: reads the plan it is given."""
-    return {"replicas": 2 if plan.prod else 1, "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}}}
+    """The made-up add-on's values builder: reads the plan it is given; its controllers on the add-on nodes."""
+    return {
+        "replicas": 2 if plan.prod else 1,
+        "resources": {"requests": {"cpu": WIDGET_CPU, "memory": "64Mi"}},
+        "nodeSelector": dict(ADDON_NODE_LABEL),
+        "tolerations": [dict(ADDON_TOLERATION)],
+    }
 
 
-def widget_pods(release: Release) -> list[pods.PodTemplate]:
-    """Its pod model for preflight: one Deployment of `replicas` controllers."""
+def widget_pods(release: ChartRelease) -> list[PodTemplate]:
+    """Its pod model, for preflight and the simulator's add-on pool: one Deployment of `replicas` controllers."""
     v = release.values
-    spec = {"containers": [{"resources": v.get("resources") or {}}]}
+    spec = {
+        "containers": [{"resources": v.get("resources") or {}}],
+        "nodeSelector": v.get("nodeSelector") or {},
+        "tolerations": v.get("tolerations") or [],
+    }
     owner = f"Helm release {release.name} (controller)"
-    return [pods.from_pod_spec(owner, "values", "Deployment", int(v.get("replicas", 1)), spec, {})]
+    return [from_pod_spec(owner, "values", "Deployment", int(v.get("replicas", 1)), spec, {})]
 
 
 WIDGETS = Addon(
@@ -99,6 +116,11 @@ def test_a_new_record_is_installed_after_what_it_names_and_preflighted() -> None
     assert "widget-operator" not in unknown
     (controller,) = [p for p in modelled if p.owner == "Helm release widget-operator (controller)"]
     assert (controller.replicas, controller.requests["cpu"], controller.requests["memory"]) == (1, 250, 64)
+    # on the add-on pool, where the plan's model of that pool (what the simulator prices) has it too
+    pool = [n for n in scheduling.node_types(view)[0] if n.group == "addons"]
+    assert any(scheduling.admission_problem(controller, n) is None for n in pool)
+    (planned,) = [p for p in addon_pool_pods(stack_plan("dev")) if p.owner == controller.owner]
+    assert (planned.kind, planned.replicas, dict(planned.requests)) == ("Deployment", 1, controller.requests)
     assert ordering.crd_charts()["example.com"] == ("widget-operator",)
     widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "widgets"},
               "spec": {"size": 1}}  # fmt: skip
@@ -129,6 +151,22 @@ def test_a_new_records_crd_is_what_the_render_validator_checks(tmp_path: Path) -
     assert problems([{**widget, "spec": {"size": 1}}], schemas, "1.34") == []
     (bad,) = problems([{**widget, "spec": {"size": 1, "colour": "red"}}], schemas, "1.34")
     assert "'colour' was unexpected" in bad
+
+
+def test_a_new_records_pods_on_the_addon_pool_are_priced_by_the_simulator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stack = fixture_stack("dev")
+    without = platform_nodes(stack)
+    monkeypatch.setattr(addons, "ADDONS", (*ADDONS, WIDGETS))
+    monkeypatch.setattr(f"{HERE}.WIDGET_CPU", "1500m")  # a controller no add-on node has room left for
+    with_widgets = platform_nodes(stack)
+    assert without is not None and with_widgets is not None
+    assert sum(n for _, n in with_widgets.addons) == sum(n for _, n in without.addons) + 1
+    assert with_widgets.usd_per_day(0.6)[1] > without.usd_per_day(0.6)[1]
+    # off the add-on pool (no toleration of its taint) it is not the pool's cost
+    monkeypatch.setattr(f"{HERE}.ADDON_TOLERATION", {"key": "example.com/other", "operator": "Exists"})
+    assert platform_nodes(stack) == without
 
 
 def test_a_caller_overrides_a_records_version(with_widgets: None) -> None:

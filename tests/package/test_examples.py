@@ -14,7 +14,7 @@ from tree_sitter import Language, Node, Parser
 
 from llm_platform.config.loader import parse
 from llm_platform.platform import config_of, platform_args
-from llm_platform.provider import schema
+from tests.package.built_provider import schema
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TOKEN = "llm-platform:index:LlmPlatform"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pulumi
 from pulumi.runtime import rpc
 
-from llm_platform.provider import provider, schema
 from llm_platform.testing import evaluate, stack_file_values
 from llm_platform.tools.render import evaluate as render_stack
+from tests.package.built_provider import provider, schema
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "stacks" / "Pulumi.gateway.yaml"

@@ -16,8 +16,8 @@ from pydantic import BaseModel
 
 from llm_platform import ConfigError, LlmPlatform
 from llm_platform.config.schema import StackConfig
-from llm_platform.provider import schema
 from llm_platform.testing import evaluate, example_values, test_args
+from tests.package.built_provider import schema
 from tests.package.test_provider_validation import _construct
 
 ROOT = Path(__file__).resolve().parents[2]

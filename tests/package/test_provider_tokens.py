@@ -10,8 +10,9 @@ from typing import Any
 import pulumi
 import pytest
 
-from llm_platform.provider import COMPONENTS, provider, schema
+from llm_platform.provider import COMPONENTS
 from llm_platform.testing import evaluate, example_values, stack_file_values
+from tests.package.built_provider import provider, schema
 from tests.package.test_provider import _over_the_wire
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stacks" / "Pulumi.gateway.yaml"

@@ -9,8 +9,8 @@ from pulumi.errors import InputPropertyError
 from pulumi.provider.server import ComponentInitError
 
 from llm_platform import ConfigError, LlmPlatform
-from llm_platform.provider import provider
 from llm_platform.testing import evaluate, example_values, test_args
+from tests.package.built_provider import provider
 from tests.package.test_provider import _over_the_wire
 
 TOKEN = "llm-platform:index:LlmPlatform"

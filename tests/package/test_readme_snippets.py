@@ -10,9 +10,9 @@ import re
 import pulumi_kubernetes as k8s
 import yaml
 
-from llm_platform.provider import schema
 from llm_platform.testing import evaluate
 from tests import docs
+from tests.package.built_provider import schema
 from tests.package.test_examples import TOKEN, Expression, _problems, accepted, schema_problems
 
 SECTION = docs.section("Use it from your own program")

@@ -31,7 +31,7 @@ from llm_platform import (
 )
 from llm_platform.components.multinode import EfaNetwork, EfaNetworkArgs
 from llm_platform.config.loader import parse_block
-from llm_platform.testing import Registered, evaluate, example_values, test_args
+from llm_platform.testing import PlatformMocks, Registered, evaluate, example_values, test_args
 
 TEAM_PROMETHEUS = "http://prometheus-operated.observability.svc.cluster.local:9090"
 RELEASE = {"release": "team-prometheus"}  # kube-prometheus-stack's default selectors: release=<its release>
@@ -116,8 +116,20 @@ def pod_spec(r: Registered) -> dict[str, Any]:
     return r.inputs["spec"]["template"]["spec"]
 
 
-def test_two_teams_on_one_cluster_write_no_object_twice() -> None:
-    recorded = evaluate(two_teams)
+@pytest.fixture(scope="module")
+def two_teams_recorded() -> PlatformMocks:
+    """One evaluation of `two_teams` for the tests that only read what it registered."""
+    return evaluate(two_teams)
+
+
+@pytest.fixture(scope="module")
+def routes_recorded() -> PlatformMocks:
+    """One evaluation of `gateway_and_two_teams_routes` for the tests that only read it."""
+    return evaluate(gateway_and_two_teams_routes)
+
+
+def test_two_teams_on_one_cluster_write_no_object_twice(two_teams_recorded: PlatformMocks) -> None:
+    recorded = two_teams_recorded
     written = objects(recorded)
     twice = [key for key, count in Counter(written).items() if count > 1]
     assert twice == []
@@ -134,8 +146,8 @@ def test_two_teams_on_one_cluster_write_no_object_twice() -> None:
     ]
 
 
-def test_each_teams_pods_land_on_its_own_nodes_at_its_own_priority() -> None:
-    recorded = evaluate(two_teams)
+def test_each_teams_pods_land_on_its_own_nodes_at_its_own_priority(two_teams_recorded: PlatformMocks) -> None:
+    recorded = two_teams_recorded
     pools = {r.inputs["metadata"]["name"]: r for r in recorded.by_type("kubernetes:karpenter.sh/v1:NodePool")}
     assert sorted(pools) == ["search-l4", "support-l4"]
     for name, pool in pools.items():
@@ -163,8 +175,10 @@ def test_each_teams_pods_land_on_its_own_nodes_at_its_own_priority() -> None:
         assert spec["priorityClassName"] in priorities
 
 
-def test_the_teams_own_prometheus_is_queried_and_selects_the_monitors_and_rules() -> None:
-    recorded = evaluate(two_teams)
+def test_the_teams_own_prometheus_is_queried_and_selects_the_monitors_and_rules(
+    two_teams_recorded: PlatformMocks,
+) -> None:
+    recorded = two_teams_recorded
     scaled = [
         r
         for r in recorded.by_type("kubernetes:keda.sh/v1alpha1:ScaledObject")
@@ -320,8 +334,8 @@ def gateway_and_two_teams_routes() -> None:
         )
 
 
-def test_two_teams_routes_on_one_gateway_write_no_object_twice() -> None:
-    recorded = evaluate(gateway_and_two_teams_routes)
+def test_two_teams_routes_on_one_gateway_write_no_object_twice(routes_recorded: PlatformMocks) -> None:
+    recorded = routes_recorded
     written = objects(recorded)
     assert [key for key, count in Counter(written).items() if count > 1] == []
     releases = [
@@ -338,8 +352,10 @@ def test_two_teams_routes_on_one_gateway_write_no_object_twice() -> None:
     ]
 
 
-def test_each_teams_routes_attach_to_the_shared_gateway_on_paths_of_their_own() -> None:
-    recorded = evaluate(gateway_and_two_teams_routes)
+def test_each_teams_routes_attach_to_the_shared_gateway_on_paths_of_their_own(
+    routes_recorded: PlatformMocks,
+) -> None:
+    recorded = routes_recorded
     (gateway,) = recorded.by_type("kubernetes:gateway.networking.k8s.io/v1:Gateway")
     (listener,) = gateway.inputs["spec"]["listeners"]
     admitted = listener["allowedRoutes"]["namespaces"]["selector"]["matchExpressions"][0]["values"]

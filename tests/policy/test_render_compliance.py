@@ -20,7 +20,7 @@ from policy.llm_platform_policies import ALL_POLICIES
 from tests.conftest import fixture_stack
 from tests.policy.builders import render_violations
 
-STACKS = ("dev", "staging", "prod", "multinode", "kvtier", "pd")
+STACKS = ("dev", "staging", "prod", "multinode", "kvtier", "pd", "rollout")
 # the types the pack has rules for; the render summary below says how many of each the program registers
 WATCHED = (
     "kubernetes:apps/v1:Deployment",

@@ -24,7 +24,9 @@ def test_plan_sizes_the_cost() -> None:
     plan = resolve(cfg)
     mp = next(m for m in plan.models if m.name == "llama-8b")
     assert mp.lora is not None
-    cost = LoraCost.from_plan(mp.lora, LLAMA)
+    cost = LoraCost.of(
+        LLAMA, adapters=len(mp.lora.adapters), slots=mp.lora.max_loras, max_rank=mp.lora.max_lora_rank
+    )
     assert (cost.adapters, cost.slots) == (3, 2)
     assert abs(cost.swap_probability - 1 / 3) < 1e-9
     assert cost.disk_load_seconds > cost.swap_seconds > 0

@@ -66,6 +66,10 @@ COMMANDS: dict[str, Command] = {
         "STACK (--prometheus URL --date DAY | --export FILE): forecast vs a past day's actual cost and misses",
         "llm_platform.simulator.commands.cli", f"{SIMULATOR} replay", "replay",
     ),
+    "serving-paths": Command(
+        "STACK aggregated vs prefill/decode vs a CPU KV tier vs both: cost, SLO misses, the cheapest",
+        "llm_platform.simulator.commands.cli", f"{SIMULATOR} serving-paths", "serving-paths",
+    ),
     "capacity": Command(
         "one replica of a model on an instance at a concurrency or a request rate",
         "llm_platform.simulator.commands.cli", f"{SIMULATOR} capacity", "capacity",

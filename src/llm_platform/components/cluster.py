@@ -70,6 +70,53 @@ class EksCluster(pulumi.ComponentResource):
         child = child_options(self, opts)
         tags = args.get("tags", {})
 
+        self.cluster = self._eks(name, args, child)
+        cluster_ready = child_options(self, opts, self.cluster)
+
+        pod_identity = aws.eks.Addon(
+            f"{name}-pod-identity",
+            cluster_name=args["cluster_name"],
+            addon_name=spec.POD_IDENTITY_ADDON,
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=tags,
+            opts=cluster_ready,
+        )
+
+        self.system_nodes = self._system_nodes(name, args, child)
+        # the node conditions repair acts on (AcceleratedHardwareReady on GPU nodes): a DaemonSet on every node
+        aws.eks.Addon(
+            f"{name}-node-monitoring",
+            cluster_name=args["cluster_name"],
+            addon_name=gpu_health.NODE_MONITORING_AGENT_ADDON,
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=tags,
+            opts=child_options(self, opts, self.system_nodes),
+        )
+
+        self._ebs_csi(name, args, child, child_options(self, opts, self.system_nodes, pod_identity))
+
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.cluster.kubeconfig_json,
+            cluster_identifier=args["cluster_name"],
+            enable_server_side_apply=True,
+            opts=child_options(self, opts, self.system_nodes),
+        )
+        self.cluster_name = pulumi.Output.from_input(args["cluster_name"])
+        self.endpoint = self.cluster.kubeconfig_json.apply(_server_of)
+        self.cluster_security_group_id = self.cluster.cluster_security_group_id
+        self.node_security_group_id = self.cluster.node_security_group_id
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "endpoint": self.endpoint,
+                "clusterSecurityGroupId": self.cluster_security_group_id,
+            }
+        )
+
+    def _eks(self, name: str, args: EksClusterArgs, child: pulumi.ResourceOptions) -> eks.Cluster:
+        """The cluster with its secrets' KMS key and the admins' access entries."""
+        tags = args.get("tags", {})
         secrets_key = aws.kms.Key(
             f"{name}-secrets",
             description=f"Envelope encryption of Kubernetes secrets in {args['cluster_name']}",
@@ -90,7 +137,7 @@ class EksCluster(pulumi.ComponentResource):
             )
             for i, arn in enumerate(args["admin_role_arns"])
         }
-        self.cluster = eks.Cluster(
+        return eks.Cluster(
             f"{name}-eks",
             name=args["cluster_name"],
             version=args["kubernetes_version"],
@@ -112,24 +159,19 @@ class EksCluster(pulumi.ComponentResource):
             tags=tags,
             opts=child,
         )
-        cluster_ready = child_options(self, opts, self.cluster)
 
-        pod_identity = aws.eks.Addon(
-            f"{name}-pod-identity",
-            cluster_name=args["cluster_name"],
-            addon_name=spec.POD_IDENTITY_ADDON,
-            resolve_conflicts_on_update="OVERWRITE",
-            tags=tags,
-            opts=cluster_ready,
-        )
-
+    def _system_nodes(
+        self, name: str, args: EksClusterArgs, child: pulumi.ResourceOptions
+    ) -> eks.ManagedNodeGroup:
+        """The tainted on-demand system node group and its role."""
+        tags = args.get("tags", {})
         system_node_role = node_role(
             f"{name}-system-node",
             description=f"System managed node group of {args['cluster_name']}",
             tags=tags,
             opts=child,
         )
-        self.system_nodes = eks.ManagedNodeGroup(
+        return eks.ManagedNodeGroup(
             f"{name}-system",
             cluster=self.cluster,
             node_role_arn=system_node_role.arn,
@@ -151,16 +193,17 @@ class EksCluster(pulumi.ComponentResource):
             if args.get("node_repair", True)
             else child,
         )
-        # the node conditions repair acts on (AcceleratedHardwareReady on GPU nodes): a DaemonSet on every node
-        aws.eks.Addon(
-            f"{name}-node-monitoring",
-            cluster_name=args["cluster_name"],
-            addon_name=gpu_health.NODE_MONITORING_AGENT_ADDON,
-            resolve_conflicts_on_update="OVERWRITE",
-            tags=tags,
-            opts=child_options(self, opts, self.system_nodes),
-        )
 
+    def _ebs_csi(
+        self,
+        name: str,
+        args: EksClusterArgs,
+        child: pulumi.ResourceOptions,
+        after_nodes: pulumi.ResourceOptions,
+    ) -> None:
+        """The EBS CSI driver add-on and its Pod Identity role (`after_nodes`: after the system nodes and the
+        Pod Identity agent)."""
+        tags = args.get("tags", {})
         ebs_role = aws.iam.Role(
             f"{name}-ebs-csi",
             assume_role_policy=pod_identity_trust_policy(),
@@ -182,26 +225,7 @@ class EksCluster(pulumi.ComponentResource):
                 )
             ],
             tags=tags,
-            opts=child_options(self, opts, self.system_nodes, pod_identity),
-        )
-
-        self.provider = k8s.Provider(
-            f"{name}-k8s",
-            kubeconfig=self.cluster.kubeconfig_json,
-            cluster_identifier=args["cluster_name"],
-            enable_server_side_apply=True,
-            opts=child_options(self, opts, self.system_nodes),
-        )
-        self.cluster_name = pulumi.Output.from_input(args["cluster_name"])
-        self.endpoint = self.cluster.kubeconfig_json.apply(_server_of)
-        self.cluster_security_group_id = self.cluster.cluster_security_group_id
-        self.node_security_group_id = self.cluster.node_security_group_id
-        self.register_outputs(
-            {
-                "clusterName": self.cluster_name,
-                "endpoint": self.endpoint,
-                "clusterSecurityGroupId": self.cluster_security_group_id,
-            }
+            opts=after_nodes,
         )
 
 

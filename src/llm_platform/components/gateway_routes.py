@@ -14,6 +14,7 @@ from llm_platform.components.specs import gateway as spec
 from llm_platform.components.specs import gateway_monitoring as monitoring
 from llm_platform.components.specs import inference_pool as pool
 from llm_platform.components.specs import quota, zero
+from llm_platform.components.specs import rollout as rollout_spec
 from llm_platform.config.errors import ConfigError
 from llm_platform.config.schema import GatewayClient
 from llm_platform.config.stack_args import (
@@ -27,6 +28,7 @@ from llm_platform.facts.addons import ENDPOINT_PICKER, Addon, version_of
 from llm_platform.facts.versions import ENVOY_GATEWAY_CHART_REPO, LLM_D_ROUTER_CHART_REPO
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.naming import GATEWAY_NAMESPACE, check_prefix
+from llm_platform.plan.rollout import RolloutPlan, rollout_plan
 from llm_platform.plan.stack import resolve_serving, serving_config
 
 
@@ -51,20 +53,33 @@ class RouteWriter(pulumi.ComponentResource):
         """The model's InferencePool and picker (one chart release), routes, PDB, policies and alerts."""
         waits = [*after, *self._models_ready]
         prefix = model.name
+        rolled = rollout_plan(model)
         picker = self._release(
             f"{prefix}-pool",
             "llm-d-router-gateway",
             self._chart_version(ENDPOINT_PICKER),
-            pool.helm_values(model),
+            pool.helm_values(model) if rolled is None else rollout_spec.stable_pool_values(model, rolled),
             *waits,
             namespace=model.names.namespace,
             release=pool.release_name(model),
             repository=LLM_D_ROUTER_CHART_REPO,
         )
+        pickers = [picker] if rolled is None else [picker, self._canary_pool(model, rolled, waits)]
         secret = self._apply(f"{prefix}-vllm-credential", pool.credential_secret(model, credential), *waits)
         path_filter = self._apply(f"{prefix}-vllm-key", pool.credential_filter(model), secret)
         model_filter = self._apply(f"{prefix}-model-filter", pool.model_route_filter(model), secret)
-        by_path = self._apply(f"{prefix}-route-by-path", pool.path_route(model), picker, path_filter)
+        if rolled is None:
+            by_path = self._apply(f"{prefix}-route-by-path", pool.path_route(model), picker, path_filter)
+        else:
+            # the plugin sets the two backendRefs' weights at each step: Pulumi leaves them to it
+            by_path = apply_manifest(
+                f"{self._name}-{prefix}-route-by-path",
+                rollout_spec.weighted_path_route(model, rolled),
+                pulumi.ResourceOptions.merge(
+                    child_options(self, self._opts, *pickers, path_filter),
+                    pulumi.ResourceOptions(ignore_changes=["spec.rules[0].backendRefs"]),
+                ),
+            )
         by_model = self._apply(
             f"{prefix}-route-by-model", pool.model_field_route(model, self._costs), picker, model_filter
         )
@@ -83,6 +98,26 @@ class RouteWriter(pulumi.ComponentResource):
         self._apply(
             f"{prefix}-epp-alerts", monitoring.epp_prometheus_rule(model, self._monitor_labels), *waits
         )
+
+    def _canary_pool(
+        self, model: ModelPlan, rolled: RolloutPlan, waits: list[pulumi.Resource]
+    ) -> pulumi.Resource:
+        """A progressive rollout's second InferencePool and picker (`<model>-canary`), its PDB and policies."""
+        prefix = model.name
+        picker = self._release(
+            f"{prefix}-canary-pool",
+            "llm-d-router-gateway",
+            self._chart_version(ENDPOINT_PICKER),
+            rollout_spec.canary_pool_values(model, rolled),
+            *waits,
+            namespace=model.names.namespace,
+            release=rolled.canary_pool,
+            repository=LLM_D_ROUTER_CHART_REPO,
+        )
+        self._apply(f"{prefix}-canary-epp-pdb", rollout_spec.canary_epp_pod_disruption_budget(rolled), *waits)
+        for policy in rollout_spec.canary_epp_network_policies(model, rolled):
+            self._apply(f"{prefix}-{policy['metadata']['name'].removeprefix(prefix + '-')}", policy, *waits)
+        return picker
 
     def _chart_version(self, record: Addon, chart: int = -1) -> str:
         """The version of the record's chart (by index; default its main chart) to install."""

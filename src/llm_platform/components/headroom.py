@@ -81,7 +81,6 @@ class GpuHeadroom(pulumi.ComponentResource):
         else:
             _, pool_plans = serving_plans(args, has_bucket=args.get("has_model_bucket", True))
         prefix = args.get("prefix", "")
-        monitor_labels = args.get("monitor_labels") or {}
         super().__init__(
             "llm-platform:index:GpuHeadroom",
             name,
@@ -113,42 +112,58 @@ class GpuHeadroom(pulumi.ComponentResource):
                 spec.prepull_daemonset(pool),
                 child_options(self, opts, ns),
             )
-        pools = [p for p in serving if p.headroom is not None]
-        if pools:
-            priority = apply_manifest(
-                f"{name}-placeholder-priority",
-                spec.headroom_priority_class(prefix),
-                child_options(self, opts),
-            )
-            for pool in pools:
-                deployment = apply_manifest(
-                    f"{name}-{pool.name}",
-                    spec.placeholder_deployment(pool),
-                    child_options(self, opts, ns, priority),
-                )
-                assert pool.headroom is not None
-                placeholders.append(pool.headroom.deployment)
-                if pool.headroom.windows:
-                    keda = args.get("keda")
-                    after = [deployment] + ([keda] if keda is not None else [])
-                    apply_manifest(
-                        f"{name}-{pool.name}-schedule",
-                        spec.scaled_object(pool),
-                        child_options(self, opts, *after),
-                    )
-        if pools:
-            release = args.get("monitoring")
-            monitoring = [release] if release is not None else []
-            apply_manifest(
-                f"{name}-alerts",
-                spec.prometheus_rule(pools, monitor_labels),
-                child_options(self, opts, ns, *monitoring),
-            )
-            board_name = scoped(prefix, dashboards.HEADROOM_DASHBOARD)
-            board = dashboards.headroom_dashboard(headroom_namespace(prefix), uid=board_name, team=prefix)
-            apply_manifest(
-                f"{name}-dashboard",
-                dashboards.dashboard_configmap(board_name, MONITORING_NAMESPACE, board),
-                child_options(self, opts, *monitoring),
-            )
+        placeholders += self._placeholders(
+            name, args, opts, ns, [p for p in serving if p.headroom is not None]
+        )
         self.register_outputs(outputs)
+
+    def _placeholders(
+        self,
+        name: str,
+        args: GpuHeadroomArgs,
+        opts: pulumi.ResourceOptions | None,
+        ns: pulumi.Resource,
+        pools: list[PoolPlan],
+    ) -> list[str]:
+        """The warm placeholders of the pools with headroom: their PriorityClass, each pool's Deployment (and
+        its KEDA schedule when it has windows), their alerts and dashboard; the Deployments' names."""
+        if not pools:
+            return []
+        prefix = args.get("prefix", "")
+        placeholders: list[str] = []
+        priority = apply_manifest(
+            f"{name}-placeholder-priority",
+            spec.headroom_priority_class(prefix),
+            child_options(self, opts),
+        )
+        for pool in pools:
+            deployment = apply_manifest(
+                f"{name}-{pool.name}",
+                spec.placeholder_deployment(pool),
+                child_options(self, opts, ns, priority),
+            )
+            assert pool.headroom is not None
+            placeholders.append(pool.headroom.deployment)
+            if pool.headroom.windows:
+                keda = args.get("keda")
+                after = [deployment] + ([keda] if keda is not None else [])
+                apply_manifest(
+                    f"{name}-{pool.name}-schedule",
+                    spec.scaled_object(pool),
+                    child_options(self, opts, *after),
+                )
+        release = args.get("monitoring")
+        monitoring = [release] if release is not None else []
+        apply_manifest(
+            f"{name}-alerts",
+            spec.prometheus_rule(pools, args.get("monitor_labels") or {}),
+            child_options(self, opts, ns, *monitoring),
+        )
+        board_name = scoped(prefix, dashboards.HEADROOM_DASHBOARD)
+        board = dashboards.headroom_dashboard(headroom_namespace(prefix), uid=board_name, team=prefix)
+        apply_manifest(
+            f"{name}-dashboard",
+            dashboards.dashboard_configmap(board_name, MONITORING_NAMESPACE, board),
+            child_options(self, opts, *monitoring),
+        )
+        return placeholders

@@ -15,6 +15,7 @@ from llm_platform.components.specs import adapters as adapter_spec
 from llm_platform.components.specs import disaggregation as pd_spec
 from llm_platform.components.specs import model_cache as cache_spec
 from llm_platform.components.specs import multinode as multinode_spec
+from llm_platform.components.specs import rollout as rollout_spec
 from llm_platform.components.specs import serving as spec
 from llm_platform.components.specs.common import secret
 from llm_platform.config.stack_args import (
@@ -26,7 +27,13 @@ from llm_platform.config.stack_args import (
 )
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.naming import API_KEY_SECRET_KEY, HF_TOKEN_SECRET_KEY, MONITORING_NAMESPACE
+from llm_platform.plan.rollout import RolloutPlan, rollout_plan
 from llm_platform.plan.stack import model_plan
+
+
+def _as_template(workload: dict[str, Any], rolled: bool) -> dict[str, Any]:
+    """A rolled model's Deployment is the Rollout's pod template (components/specs/rollout.py)."""
+    return rollout_spec.rolled_deployment(workload) if rolled else workload
 
 
 class InferenceServiceArgs(TypedDict):
@@ -146,18 +153,24 @@ class InferenceService(pulumi.ComponentResource):
             self._shared_objects(ns)
             return
         workload = multinode_spec.leader_worker_set if model.multi_node else spec.deployment
+        rolled = rollout_plan(model)
+        # a progressive rollout: the Deployment is the Rollout's template, with the candidate in it
+        template_model = model if rolled is None else rollout_spec.candidate_plan(model, rolled)
         # an Output of the PriorityClass's registration carries it into the Deployment's dependencies
         priority = pulumi.Output.from_input(args.get("priority_class"))
         deployment = pulumi.Output.all(bucket, priority).apply(
-            lambda o: workload(
-                model,
-                environment=environment,
-                wiring=cache_spec.cache_wiring(model, bucket=o[0]),
-                mounts_hf_token=needs_token and model.serving_uses_hf_token,
-                priority_class=o[1],
+            lambda o: _as_template(
+                workload(
+                    template_model,
+                    environment=environment,
+                    wiring=cache_spec.cache_wiring(model, bucket=o[0]),
+                    mounts_hf_token=needs_token and model.serving_uses_hf_token,
+                    priority_class=o[1],
+                ),
+                rolled is not None,
             )
         )
-        apply_manifest(
+        workload_resource = apply_manifest(
             f"{name}-deployment",
             deployment,
             child_options(self, opts, *prerequisites, *self._after),
@@ -167,15 +180,22 @@ class InferenceService(pulumi.ComponentResource):
         if model.multi_node:
             self._apply("group-netpol", multinode_spec.group_network_policy(model), ns)
             self._apply("workers-pdb", multinode_spec.worker_disruption_budget(model), ns)
-        self._shared_objects(ns)
+        self._shared_objects(ns, None if rolled is None else (rolled, workload_resource))
 
-    def _shared_objects(self, ns: pulumi.Resource) -> None:
-        """The Service, PDB, PodMonitor and NetworkPolicies over the model's pods (every role's)."""
+    def _shared_objects(
+        self, ns: pulumi.Resource, rolled: tuple[RolloutPlan, pulumi.Resource] | None = None
+    ) -> None:
+        """The Service, PDB, PodMonitor and NetworkPolicies over the model's pods (every role's), and a rolled
+        model's Argo Rollouts objects over its workload."""
         args, model = self._args, self._model
         environment, names = args["environment"], model.names
-        self._apply("service", spec.service(model, environment), ns)
+        service = self._apply("service", spec.service(model, environment), ns)
         self._apply("pdb", spec.pod_disruption_budget(model), ns)
-        self._apply("podmonitor", spec.pod_monitor(model, args.get("monitor_labels")), ns)
+        monitor = spec.pod_monitor(model, args.get("monitor_labels"))
+        if rolled is not None:
+            monitor = rollout_spec.pod_monitor_with_hash(monitor)
+            self._rollout(rolled[0], environment, rolled[1], service)
+        self._apply("podmonitor", monitor, ns)
         self._apply("deny-ingress", spec.default_deny_ingress(model), ns)
         prometheus_namespace = args.get("prometheus_namespace") or MONITORING_NAMESPACE
         self._apply("netpol", spec.network_policy(model, prometheus_namespace), ns)
@@ -212,6 +232,23 @@ class InferenceService(pulumi.ComponentResource):
 
     def _apply(self, suffix: str, manifest: dict, *after: pulumi.Resource) -> pulumi.CustomResource:
         return apply_manifest(f"{self._name}-{suffix}", manifest, child_options(self, self._opts, *after))
+
+    def _rollout(
+        self, rolled: RolloutPlan, environment: str, workload: pulumi.Resource, service: pulumi.Resource
+    ) -> None:
+        """Argo Rollouts' objects of a progressive rollout (components/specs/rollout.py): the canary Service,
+        the AnalysisTemplate, then the Rollout that takes the pods over."""
+        model = self._model
+        canary = self._apply(
+            "canary-service", rollout_spec.canary_service(model, rolled, environment), service
+        )
+        template = self._apply(
+            "rollout-analysis",
+            rollout_spec.analysis_template(rolled, model.model.served_model_name),
+            service,
+            *self._after,
+        )
+        self._apply("rollout", rollout_spec.rollout(model, rolled), workload, canary, template, *self._after)
 
     def _identities(self, ns: pulumi.Resource) -> list[pulumi.Resource]:
         """Pod Identity for each of the model's service accounts that reaches the bucket, each with a role of

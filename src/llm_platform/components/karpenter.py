@@ -93,6 +93,53 @@ class Karpenter(pulumi.ComponentResource):
             opts=child,
         )
 
+        queue = self._interruption_queue(name, cluster, reserved, tags, child)
+
+        policy_json = account_policy(
+            self,
+            partial(spec.controller_policy, region=args["region"], cluster_name=cluster, pools=pools),
+            queue_arn=queue.arn,
+            node_role_arn=gpu_node_role.arn,
+        )
+        association = service_account_identity(
+            f"{name}-controller",
+            cluster_name=cluster,
+            namespace=KARPENTER_NAMESPACE,
+            service_account=spec.SERVICE_ACCOUNT,
+            description=f"Karpenter controller of {cluster} (Pod Identity)",
+            policy=policy_json,
+            tags=tags,
+            opts=child,
+        )
+
+        crds = self._crd_release(name, versions, opts)
+        controller_chart = KARPENTER.chart
+        repair = args.get("node_repair", True)
+        self.release = k8s.helm.v3.Release(
+            f"{name}-controller",
+            name=spec.RELEASE,
+            chart=controller_chart.chart,
+            version=version_of(KARPENTER, controller_chart, versions),
+            namespace=KARPENTER_NAMESPACE,
+            skip_crds=True,
+            values=queue.name.apply(
+                lambda q: spec.helm_values(cluster, q, capacity_reservations=reserved, node_repair=repair)
+            ),
+            opts=child_options(self, opts, crds, association, node_access),
+        )
+
+        self.node_role_name = gpu_node_role.name
+        self.node_role_arn = gpu_node_role.arn
+        self.queue_name = queue.name
+        self.register_outputs(
+            {"nodeRoleName": self.node_role_name, "queueName": self.queue_name, "release": self.release.name}
+        )
+
+    def _interruption_queue(
+        self, name: str, cluster: str, reserved: bool, tags: dict[str, str], child: pulumi.ResourceOptions
+    ) -> aws.sqs.Queue:
+        """The encrypted SQS queue Karpenter reads interruptions from, and the EventBridge rules that feed it
+        (with capacity reservations, their interruption too)."""
         queue = aws.sqs.Queue(
             f"{name}-interruption",
             name=names.interruption_queue_name(cluster),
@@ -123,54 +170,24 @@ class Karpenter(pulumi.ComponentResource):
                 arn=queue.arn,
                 opts=child,
             )
+        return queue
 
-        policy_json = account_policy(
-            self,
-            partial(spec.controller_policy, region=args["region"], cluster_name=cluster, pools=pools),
-            queue_arn=queue.arn,
-            node_role_arn=gpu_node_role.arn,
+    def _crd_release(
+        self, name: str, versions: Mapping[str, str] | None, opts: pulumi.ResourceOptions | None
+    ) -> k8s.helm.v3.Release:
+        """Karpenter's namespace, then its CRD chart's release."""
+        namespace = apply_manifest(
+            f"{name}-ns", namespace_manifest(KARPENTER_NAMESPACE, "restricted"), child_options(self, opts)
         )
-        association = service_account_identity(
-            f"{name}-controller",
-            cluster_name=cluster,
-            namespace=KARPENTER_NAMESPACE,
-            service_account=spec.SERVICE_ACCOUNT,
-            description=f"Karpenter controller of {cluster} (Pod Identity)",
-            policy=policy_json,
-            tags=tags,
-            opts=child,
-        )
-
-        namespace = apply_manifest(f"{name}-ns", namespace_manifest(KARPENTER_NAMESPACE, "restricted"), child)
         # CRDs from their own chart: Helm never upgrades CRDs shipped in a chart's crds/ folder
-        crd_chart, controller_chart = KARPENTER.charts
-        crds = k8s.helm.v3.Release(
+        crd_chart = KARPENTER.charts[0]
+        return k8s.helm.v3.Release(
             f"{name}-crd",
             name="karpenter-crd",
             chart=crd_chart.chart,
             version=version_of(KARPENTER, crd_chart, versions),
             namespace=KARPENTER_NAMESPACE,
             opts=child_options(self, opts, namespace),
-        )
-        repair = args.get("node_repair", True)
-        self.release = k8s.helm.v3.Release(
-            f"{name}-controller",
-            name=spec.RELEASE,
-            chart=controller_chart.chart,
-            version=version_of(KARPENTER, controller_chart, versions),
-            namespace=KARPENTER_NAMESPACE,
-            skip_crds=True,
-            values=queue.name.apply(
-                lambda q: spec.helm_values(cluster, q, capacity_reservations=reserved, node_repair=repair)
-            ),
-            opts=child_options(self, opts, crds, association, node_access),
-        )
-
-        self.node_role_name = gpu_node_role.name
-        self.node_role_arn = gpu_node_role.arn
-        self.queue_name = queue.name
-        self.register_outputs(
-            {"nodeRoleName": self.node_role_name, "queueName": self.queue_name, "release": self.release.name}
         )
 
 

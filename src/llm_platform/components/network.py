@@ -1,13 +1,25 @@
 """Network: a VPC across the configured zones with private subnets for nodes and pods."""
 
+from collections.abc import Sequence
 from ipaddress import IPv4Network
-from typing import NotRequired, TypedDict
+from typing import NotRequired, Protocol, TypedDict
 
 import pulumi
 import pulumi_aws as aws
 
 from llm_platform.components import child_options, typed_options
-from llm_platform.components.specs.network import private_subnet_tags, public_subnet_tags, subnet_plan
+from llm_platform.components.specs.network import (
+    SubnetPlan,
+    private_subnet_tags,
+    public_subnet_tags,
+    subnet_plan,
+)
+
+
+class Tagger(Protocol):
+    """A resource's tags from its name suffix and any extra tags (Network's own tags and its Name)."""
+
+    def __call__(self, suffix: str, extra: dict[str, str] | None = None) -> dict[str, str]: ...
 
 
 class NetworkArgs(TypedDict):
@@ -66,8 +78,49 @@ class Network(pulumi.ComponentResource):
         )
 
         plan = subnet_plan(cidr, args["availability_zones"])
+        public_subnets, nat_gateways = self._public_subnets(
+            name, args, plan, vpc, igw, public_rt, tagged, opts
+        )
+        private_subnets, private_route_tables = self._private_subnets(
+            name, args, plan, vpc, nat_gateways, tagged, child
+        )
+
+        aws.ec2.VpcEndpoint(
+            f"{name}-s3",
+            vpc_id=vpc.id,
+            service_name=f"com.amazonaws.{args['region']}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[rt.id for rt in private_route_tables],
+            tags=tagged("s3"),
+            opts=child,
+        )
+
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = [s.id for s in private_subnets]
+        self.public_subnet_ids = [s.id for s in public_subnets]
+        self.register_outputs(
+            {
+                "vpcId": self.vpc_id,
+                "privateSubnetIds": self.private_subnet_ids,
+                "publicSubnetIds": self.public_subnet_ids,
+            }
+        )
+
+    def _public_subnets(
+        self,
+        name: str,
+        args: NetworkArgs,
+        plan: Sequence[SubnetPlan],
+        vpc: aws.ec2.Vpc,
+        igw: aws.ec2.InternetGateway,
+        public_rt: aws.ec2.RouteTable,
+        tagged: Tagger,
+        opts: pulumi.ResourceOptions | None,
+    ) -> tuple[list[aws.ec2.Subnet], list[aws.ec2.NatGateway]]:
+        """A public subnet per zone on the internet gateway's route table, and the NAT gateways (one per zone,
+        or one in the first zone)."""
+        child = child_options(self, opts)
         public_subnets: list[aws.ec2.Subnet] = []
-        private_subnets: list[aws.ec2.Subnet] = []
         nat_gateways: list[aws.ec2.NatGateway] = []
         for i, p in enumerate(plan):
             public = aws.ec2.Subnet(
@@ -96,7 +149,20 @@ class Network(pulumi.ComponentResource):
                         opts=child_options(self, opts, igw),
                     )
                 )
+        return public_subnets, nat_gateways
 
+    def _private_subnets(
+        self,
+        name: str,
+        args: NetworkArgs,
+        plan: Sequence[SubnetPlan],
+        vpc: aws.ec2.Vpc,
+        nat_gateways: list[aws.ec2.NatGateway],
+        tagged: Tagger,
+        child: pulumi.ResourceOptions,
+    ) -> tuple[list[aws.ec2.Subnet], list[aws.ec2.RouteTable]]:
+        """A private subnet per zone, each with its route table through its zone's NAT gateway (or the one)."""
+        private_subnets: list[aws.ec2.Subnet] = []
         private_route_tables: list[aws.ec2.RouteTable] = []
         for i, p in enumerate(plan):
             nat = nat_gateways[i if args["nat_per_zone"] else 0]
@@ -120,24 +186,4 @@ class Network(pulumi.ComponentResource):
             )
             private_subnets.append(private)
             private_route_tables.append(rt)
-
-        aws.ec2.VpcEndpoint(
-            f"{name}-s3",
-            vpc_id=vpc.id,
-            service_name=f"com.amazonaws.{args['region']}.s3",
-            vpc_endpoint_type="Gateway",
-            route_table_ids=[rt.id for rt in private_route_tables],
-            tags=tagged("s3"),
-            opts=child,
-        )
-
-        self.vpc_id = vpc.id
-        self.private_subnet_ids = [s.id for s in private_subnets]
-        self.public_subnet_ids = [s.id for s in public_subnets]
-        self.register_outputs(
-            {
-                "vpcId": self.vpc_id,
-                "privateSubnetIds": self.private_subnet_ids,
-                "publicSubnetIds": self.public_subnet_ids,
-            }
-        )
+        return private_subnets, private_route_tables

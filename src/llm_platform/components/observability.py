@@ -78,46 +78,15 @@ class Observability(pulumi.ComponentResource):
             alerting = parse_block("alerting", args.get("alerting", {}))
         create_storage_class = args["create_storage_class"]
         reservation_node_classes = args.get("reservation_node_classes", [])
-        alert_receiver = args.get("alert_receiver")
         super().__init__(
             "llm-platform:index:Observability",
             name,
             None,
             typed_options(opts, "llm-platform:observability:Observability"),
         )
-        # node-exporter uses the host's namespaces
-        namespace = apply_manifest(
-            f"{name}-ns", namespace_manifest(MONITORING_NAMESPACE, "privileged"), child_options(self, opts)
-        )
-        waits: list[pulumi.Resource] = [namespace]
-        if create_storage_class:
-            waits.append(apply_manifest(f"{name}-gp3", spec.storage_class(), child_options(self, opts)))
-        waits.append(
-            apply_manifest(
-                f"{name}-grafana-admin",
-                spec.grafana_secret(pulumi.Output.secret(args["grafana_admin_password"])),
-                child_options(self, opts, namespace),
-            )
-        )
-        if alert_receiver is not None:
-            waits.append(
-                apply_manifest(
-                    f"{name}-alert-receiver",
-                    spec.alert_receiver_secret(pulumi.Output.secret(alert_receiver)),
-                    child_options(self, opts, namespace),
-                )
-            )
-        # a disaggregated model's replicas are per role (the panel only where the stack serves one)
+        # a disaggregated model's replicas are per role (the dashboard's panel only where the stack serves one)
         roles = plan is not None and any(m.disaggregation is not None for m in plan.models)
-        boards = [("vllm", dashboards.vllm_dashboard(roles=roles)), ("gpu", dashboards.gpu_dashboard())]
-        if args.get("gateway_dashboard"):
-            boards.append(("endpoint-picker", epp_dashboard()))
-        for key, board in boards:
-            apply_manifest(
-                f"{name}-dashboard-{key}",
-                dashboards.dashboard_configmap(f"llm-platform-{key}", MONITORING_NAMESPACE, board),
-                child_options(self, opts, namespace),
-            )
+        waits = self._before_release(name, args, opts, roles=roles)
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=spec.RELEASE,
@@ -153,3 +122,42 @@ class Observability(pulumi.ComponentResource):
                 child_options(self, opts, self.release),
             )
         self.register_outputs({"release": self.release.name})
+
+    def _before_release(
+        self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None, *, roles: bool = False
+    ) -> list[pulumi.Resource]:
+        """The namespace, the StorageClass (when asked), Grafana's admin and the alert receiver's secrets and the
+        dashboards: what the release waits for (the dashboards excepted), in that order."""
+        # node-exporter uses the host's namespaces
+        namespace = apply_manifest(
+            f"{name}-ns", namespace_manifest(MONITORING_NAMESPACE, "privileged"), child_options(self, opts)
+        )
+        waits: list[pulumi.Resource] = [namespace]
+        if args["create_storage_class"]:
+            waits.append(apply_manifest(f"{name}-gp3", spec.storage_class(), child_options(self, opts)))
+        waits.append(
+            apply_manifest(
+                f"{name}-grafana-admin",
+                spec.grafana_secret(pulumi.Output.secret(args["grafana_admin_password"])),
+                child_options(self, opts, namespace),
+            )
+        )
+        alert_receiver = args.get("alert_receiver")
+        if alert_receiver is not None:
+            waits.append(
+                apply_manifest(
+                    f"{name}-alert-receiver",
+                    spec.alert_receiver_secret(pulumi.Output.secret(alert_receiver)),
+                    child_options(self, opts, namespace),
+                )
+            )
+        boards = [("vllm", dashboards.vllm_dashboard(roles=roles)), ("gpu", dashboards.gpu_dashboard())]
+        if args.get("gateway_dashboard"):
+            boards.append(("endpoint-picker", epp_dashboard()))
+        for key, board in boards:
+            apply_manifest(
+                f"{name}-dashboard-{key}",
+                dashboards.dashboard_configmap(f"llm-platform-{key}", MONITORING_NAMESPACE, board),
+                child_options(self, opts, namespace),
+            )
+        return waits

@@ -53,12 +53,17 @@ __all__ = [
     "ModelCacheKindValue",
     "ModelCacheSettings",
     "ModelGeometrySettings",
+    "ModelRolloutSettings",
+    "ModelRolloutStrategy",
+    "ModelRolloutStrategyValue",
     "ModelSettings",
     "PrewarmWindowSettings",
     "QuotaStoreSettings",
     "RoleAutoscalingSettings",
     "RoleAutoscalingSignal",
     "RoleAutoscalingSignalValue",
+    "RolloutAnalysisSettings",
+    "RolloutCandidateSettings",
     "S3BucketSettings",
     "ScalingPolicySettings",
     "ScalingPolicyType",
@@ -146,6 +151,13 @@ class ModelCacheKind(StrEnum):
     HUB = "hub"
 
 
+class ModelRolloutStrategy(StrEnum):
+    """The values of ModelRolloutSettings.strategy."""
+
+    CANARY = "canary"
+    BLUEGREEN = "blueGreen"
+
+
 class RoleAutoscalingSignal(StrEnum):
     """The values of RoleAutoscalingSettings.signal."""
 
@@ -187,6 +199,7 @@ if TYPE_CHECKING:
     )
     KvCacheOffloadBackendValue: TypeAlias = KvCacheOffloadBackend | Literal["native", "lmcache"]
     ModelCacheKindValue: TypeAlias = ModelCacheKind | Literal["nvme", "fsx", "s3", "hub"]
+    ModelRolloutStrategyValue: TypeAlias = ModelRolloutStrategy | Literal["canary", "blueGreen"]
     RoleAutoscalingSignalValue: TypeAlias = (
         RoleAutoscalingSignal | Literal["queueDepth", "ttft", "kvCacheUsage", "runningRequests"]
     )
@@ -204,6 +217,7 @@ else:
     GpuNodePoolCapacityTypeValue = GpuNodePoolCapacityType
     KvCacheOffloadBackendValue = KvCacheOffloadBackend
     ModelCacheKindValue = ModelCacheKind
+    ModelRolloutStrategyValue = ModelRolloutStrategy
     RoleAutoscalingSignalValue = RoleAutoscalingSignal
     ScalingPolicyTypeValue = ScalingPolicyType
     ScalingRulesSelectPolicyValue = ScalingRulesSelectPolicy
@@ -474,6 +488,43 @@ class DisaggregationSettings(TypedDict):
     decode: DisaggregationRoleSettings
 
 
+class RolloutAnalysisSettings(TypedDict):
+    """What the canary must hold at every analysis run; unset latencies default to the model's `slo`."""
+
+    ttftP95Seconds: NotRequired[float]
+    """> 0."""
+    itlP95Seconds: NotRequired[float]
+    """> 0."""
+    maxErrorRate: NotRequired[float]
+    """>= 0; < 1; default 0.01."""
+    maxThrottleRate: NotRequired[float]
+    """>= 0; < 1; default 0.05."""
+    failureLimit: NotRequired[int]
+    """>= 0; <= 10; default 1."""
+    intervalSeconds: NotRequired[int]
+    """>= 30; <= 600; default 60."""
+
+
+class RolloutCandidateSettings(TypedDict):
+    """The version to roll out: what differs from the model's own `image` and `extraArgs`."""
+
+    image: NotRequired[str]
+    extraArgs: NotRequired[list[str]]
+
+
+class ModelRolloutSettings(TypedDict):
+    """The stack file's ModelRollout."""
+
+    strategy: NotRequired[ModelRolloutStrategyValue]
+    """one of 'canary', 'blueGreen'; default 'canary'."""
+    steps: NotRequired[list[int]]
+    stepSeconds: NotRequired[int]
+    """>= 60; <= 86400; default 600."""
+    analysis: NotRequired[RolloutAnalysisSettings]
+    """default: the schema's defaults."""
+    candidate: NotRequired[RolloutCandidateSettings]
+
+
 class ModelSettings(TypedDict):
     """The stack file's ModelConfig."""
 
@@ -508,6 +559,7 @@ class ModelSettings(TypedDict):
     """>= 1."""
     kvCacheOffload: NotRequired[KvCacheOffloadSettings]
     disaggregation: NotRequired[DisaggregationSettings]
+    rollout: NotRequired[ModelRolloutSettings]
 
 
 class S3BucketSettings(TypedDict):

@@ -2,15 +2,15 @@
 where preflight's model of its pods and its values builder live, and what it must come after.
 
 Everything that needs a fact about an add-on reads it here: the pins (`facts/versions.py` re-exports the
-versions), the namespaces (`plan/naming.py`), preflight's pod model (`tools/preflight/pods.py`) and CRD
-ordering table (`tools/preflight/ordering.py`), the render validator's CRD files (`tools/validate_render.py`)
-and the components that install them; `LlmPlatform` installs every record without a component of its own
+versions), the namespaces (`plan/naming.py`), the pod models of its charts (`plan/chart_pods.py`, which
+preflight and the simulator's add-on pool read), preflight's CRD ordering table (`tools/preflight/ordering.py`),
+the render validator's CRD files (`tools/validate_render.py`) and the components that install them; `LlmPlatform` installs every record without a component of its own
 (`component=None`) from `ordered()`, after what its `after` names.
 
 The record sits below the code it names: the pod model and values builder are references `module:function`
 (entry-point style, resolved by `resolve_ref` when used), so this module imports nothing of the package and
-any layer may read it. Adding an add-on: its record here, its values builder (`components/specs/`), its pod
-model (`tools/preflight/pods.py`), then the regenerated snapshots (URNs, the bundled CRDs with
+any layer may read it. Adding an add-on: its record here, its values builder (`(Plan) -> dict`, importable
+without the components: the simulator prices its pods with it), its pod model (`plan/chart_pods.py`), then the regenerated snapshots (URNs, the bundled CRDs with
 `validate_render --download`).
 """
 
@@ -28,6 +28,7 @@ __all__ = [
     "CrdFile",
     "addon",
     "ordered",
+    "record_installed",
     "resolve_ref",
     "version_of",
 ]
@@ -121,7 +122,7 @@ def _tag(version: str) -> str:
     return version if version.startswith("v") else f"v{version}"
 
 
-_PODS = "llm_platform.tools.preflight.pods"
+_PODS = "llm_platform.plan.chart_pods"
 _KARPENTER_API = ("karpenter.sh", "karpenter.k8s.aws")
 _GATEWAY_API = ("gateway.networking.k8s.io", "gateway.envoyproxy.io")
 _INFERENCE_API = ("inference.networking.k8s.io", "inference.networking.x-k8s.io")
@@ -136,6 +137,16 @@ ENVOY_AI_GATEWAY_VERSION = "v1.1.0"  # charts ai-gateway-crds-helm and ai-gatewa
 GATEWAY_API_INFERENCE_EXTENSION_VERSION = "v1.6.0"  # the InferencePool CRD (inference.networking.k8s.io/v1)
 LLM_D_ROUTER_VERSION = "v0.10.0"  # chart llm-d-router-gateway and the EPP image (facts/versions.py)
 LWS_VERSION = "0.10.0"
+# Progressive rollouts (models[].rollout): Argo Rollouts with its Gateway API traffic-router plugin. Chosen over
+# Flagger because only the plugin can shift weights between InferencePool backendRefs: it finds the HTTPRoute's
+# backendRefs by name alone and sets their weights in place, whatever their kind
+# (argoproj-labs/rollouts-plugin-trafficrouter-gatewayapi pkg/plugin/httproute.go@v0.15.0 setHTTPRouteWeight:
+# `switch string(...BackendRefs[j].Name) { case canaryServiceName ... case stableServiceName ...}`), while
+# Flagger's gatewayapi router writes the whole HTTPRoute itself with `kind: Service` backendRefs
+# (fluxcd/flagger pkg/router/gateway_api.go@v1.44.0: `backendRefKind = "Service"`, makeBackendRef), which would
+# send the traffic around the endpoint picker. docs/rollouts.md has the rest.
+ARGO_ROLLOUTS_CHART_VERSION = "2.41.0"  # argoproj/argo-helm charts/argo-rollouts: appVersion v1.9.0
+ARGO_ROLLOUTS_VERSION = "v1.9.0"  # the controller (and CRDs) chart 2.41.0 ships
 
 KARPENTER = Addon(
     name="karpenter",
@@ -309,6 +320,23 @@ EFA_DEVICE_PLUGIN = Addon(
     component="llm_platform.components.multinode:MultiNodeControllers",
 )  # fmt: skip
 
+ARGO_ROLLOUTS = Addon(
+    name="argo-rollouts",
+    namespace="argo-rollouts",  # the namespace the plugin's docs and the chart's examples use
+    charts=(
+        Chart("argo-rollouts", "argo-rollouts", ARGO_ROLLOUTS_CHART_VERSION, "https://argoproj.github.io/argo-helm",
+              pods=f"{_PODS}:_argo_rollouts", crd_groups=("argoproj.io",)),
+    ),
+    # the chart's own CRD templates are these files (charts/argo-rollouts/templates/crds, installCRDs: true)
+    crd_files=_gh("argoproj/argo-rollouts", ARGO_ROLLOUTS_VERSION, "manifests/crds", {
+        "rollout-crd": ("Rollout", "d79c0dab9bb386b1c9329fb69cf0d843fff2152b3f7916839755c1aabc7387f5"),
+        "analysis-template-crd": ("AnalysisTemplate", "96a871705477bb8876f91630789ce753c8291f0ff5457a8cbc781ff150522369"),
+    }),
+    after=("kube-prometheus-stack", "envoy-gateway"),  # its ServiceMonitor; the HTTPRoutes its plugin edits
+    values="llm_platform.plan.rollout:controller_values",
+    enabled="llm_platform.plan.rollout:any_rollout",
+)  # fmt: skip
+
 ADDONS: tuple[Addon, ...] = (
     KARPENTER,
     KUBE_PROMETHEUS_STACK,
@@ -322,6 +350,7 @@ ADDONS: tuple[Addon, ...] = (
     OPENCOST,
     LWS,
     EFA_DEVICE_PLUGIN,
+    ARGO_ROLLOUTS,
 )
 """Every add-on of the platform; a new one is a new record here (`LlmPlatform` reads this tuple each time)."""
 
@@ -349,6 +378,12 @@ def ordered(records: Iterable[Addon] | None = None) -> list[Addon]:
         placed.add(ready[0].name)
         pending.remove(ready[0])
     return done
+
+
+def record_installed(plan: Any) -> list[Addon]:
+    """The records without a component of their own that the stack's plan runs, in `ordered()`'s order: what
+    `LlmPlatform` installs from the record alone and what the plan's add-on pool model prices from it."""
+    return [r for r in ordered() if r.component is None and (not r.enabled or resolve_ref(r.enabled)(plan))]
 
 
 def version_of(record: Addon, chart: Chart, overrides: Mapping[str, str] | None = None) -> str:

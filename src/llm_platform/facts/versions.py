@@ -119,3 +119,12 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
 # Cost allocation (costs.enabled): the OpenCost chart (opencost/opencost-helm-chart charts/opencost, chart
 # 2.5.17 = app and image 1.120.1), reading the stack's Prometheus and pricing nodes from the catalogs.
 # (OPENCOST_* above, from its record)
+
+# Progressive rollouts (models[].rollout): Argo Rollouts (chart and CRDs: its record, facts/addons.py
+# ARGO_ROLLOUTS) loads its Gateway API traffic-router plugin from this image, copied by an init container
+# (argoproj-labs/rollouts-plugin-trafficrouter-gatewayapi docs/installation.md and Dockerfile@v0.15.0: the binary
+# is /bin/rollouts-plugin-trafficrouter-gatewayapi, user 999; images for amd64 and arm64 on ghcr.io).
+ARGO_ROLLOUTS_GATEWAY_PLUGIN_VERSION = "v0.15.0"
+ARGO_ROLLOUTS_GATEWAY_PLUGIN_IMAGE = (
+    f"ghcr.io/argoproj-labs/rollouts-plugin-trafficrouter-gatewayapi:{ARGO_ROLLOUTS_GATEWAY_PLUGIN_VERSION}"
+)

@@ -2,11 +2,15 @@
 
 One source for three readers: the specs write these requests and replica counts into the add-on releases'
 values and the program's own workloads (EnvoyProxy, the quota store, the endpoint pickers); the chart
-defaults below are what preflight's pod model (`tools/preflight/pods.py`) assumes where the values set none;
-and the simulator prices the add-on pool (`simulator/controllers/platform_nodes.py`) from `addon_pool_pods`
+defaults (`plan/chart_pods.py` `CHART_DEFAULTS`) are what the charts' pod models assume where the values set
+none; and the simulator prices the add-on pool (`simulator/controllers/platform_nodes.py`) from `addon_pool_pods`
 and `pack` here without rendering the program. `pack` is preflight's packing too (`tools/preflight/room.py`
 hands it the render's pods), and a test compares this module's pods and packing with preflight's from the
 render of every fixture stack (tests/plan/test_addon_pods.py), so the two cannot drift apart.
+
+The add-ons with a component of their own (their values written by the specs, above the plan) are listed
+here by hand; an add-on `LlmPlatform` installs from its record alone is derived from the record (`record_pods`:
+its charts' pod models applied to its values builder's output), so adding one edits nothing here.
 
 Allocatable follows the EKS AMIs' kubelet reservations (`/etc/eks/bootstrap.sh` and nodeadm, identical
 since AL2): CPU 6 % of the first core, 1 % of the second, 0.5 % of the next two, 0.25 % of the rest;
@@ -17,28 +21,26 @@ and the EKS max-pods calculator caps instances under 30 vCPUs at 110, larger one
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
+from llm_platform.facts import addons
+from llm_platform.facts.addons import resolve_ref
 from llm_platform.facts.cpu_catalog import CPU_INSTANCES, CpuInstance
+from llm_platform.plan.chart_pods import CHART_DEFAULTS
 from llm_platform.plan.gateway import EPP_REPLICAS
 from llm_platform.plan.model import ModelPlan
-from llm_platform.plan.node_capacity import (
-    EFA,
-    FSX_CSI_CPU,
-    FSX_CSI_MEMORY,
-    GI,
-    allocatable,
-    max_pods,
-    reserved_cpu_millis,
-)
+from llm_platform.plan.node_capacity import allocatable, max_pods, reserved_cpu_millis
+from llm_platform.plan.nodes import ADDON_NODE_LABEL, ADDON_POOL, ADDON_TAINT
+from llm_platform.plan.pod_templates import EFA, GI, RESOURCES, Requests, admission_problem_on, quantity
 from llm_platform.plan.stack import Plan
 
 __all__ = [
     "AI_GATEWAY_CONTROLLER_REQUESTS",
     "AI_GATEWAY_REPLICAS",
+    "ARGO_ROLLOUTS_CONTROLLER",
+    "ARGO_ROLLOUTS_REPLICAS",
     "CHART_DEFAULTS",
     "EFA",
     "EPP_MEMORY",
@@ -69,39 +71,9 @@ __all__ = [
     "pack",
     "pool_kinds",
     "quantity",
+    "record_pods",
     "reserved_cpu_millis",
 ]
-
-RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", EFA)
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-_DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
-
-
-def quantity(resource: str, value: Any) -> int:
-    """CPU in millicores, memory and storage in MiB, GPUs as a count."""
-    text = str(value).strip()
-    if resource == "cpu":
-        return round(float(text[:-1])) if text.endswith("m") else round(float(text) * 1000)
-    if resource in ("nvidia.com/gpu", EFA):
-        return int(text)
-    match = re.fullmatch(r"([0-9.eE+-]+)([KMGT]i?|k)?", text)
-    if not match:
-        raise ValueError(f"{resource}: cannot read quantity {value!r}")
-    number, unit = float(match.group(1)), match.group(2) or ""
-    scale = _BINARY.get(unit) or _DECIMAL.get(unit) or 1
-    return round(number * scale / 2**20)
-
-
-@dataclass(frozen=True)
-class Requests:
-    """A container's CPU and memory requests, as Kubernetes quantities."""
-
-    cpu: str
-    memory: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"cpu": self.cpu, "memory": self.memory}
-
 
 # ---------------------------------------------------------------- what the program sets (the specs read these)
 
@@ -125,6 +97,10 @@ LOAD_BALANCER_REPLICAS = 2  # the AWS Load Balancer Controller (components/specs
 # each model's Hub -> S3 loader Job (components/specs/model_cache.py loader_job): CPU, memory, scratch space
 LOADER = Requests("1", "2Gi")
 LOADER_SCRATCH_GIB = 20
+# the Argo Rollouts controller of progressive rollouts (components/specs/rollout.py): the chart's 2 replicas
+# (leader and standby; argo-rollouts 2.41.0 values `controller.replicas`), requests the chart leaves unset
+ARGO_ROLLOUTS_CONTROLLER = Requests("100m", "256Mi")
+ARGO_ROLLOUTS_REPLICAS = 2
 
 
 def epp_cpu_millicores(model: ModelPlan) -> int:
@@ -133,16 +109,6 @@ def epp_cpu_millicores(model: ModelPlan) -> int:
     d = model.disaggregation
     pods = model.model.autoscaling.max_replicas if d is None else sum(r.max_replicas for r in d.roles)
     return max(500, 100 * pods)
-
-
-# ---------------------------------------------- chart defaults where the program sets none (preflight's model)
-
-CHART_DEFAULTS: dict[str, Requests] = {
-    "keda": Requests("100m", "100Mi"),  # keda 2.20.2 values.yaml resources.{operator,metricServer,webhooks}
-    "aws-fsx-csi-driver": Requests(FSX_CSI_CPU, FSX_CSI_MEMORY),
-    "gateway-helm": Requests("100m", "256Mi"),  # gateway-helm v1.8.3 deployment.envoyGateway.resources
-    "lws": Requests("1", "1Gi"),  # lws 0.10.0 values.yaml resources
-}
 
 
 # -------------------------------------------------------------------------------------- the add-on pool's pods
@@ -213,9 +179,44 @@ def _controller_pods(plan: Plan) -> list[PoolPod]:
     )
     for m in plan.models:
         cpu = Requests(f"{epp_cpu_millicores(m)}m", EPP_MEMORY)
-        picker = _pod(_release(m.name, "epp"), "Deployment", EPP_REPLICAS, cpu)
-        # the pickers of one model on distinct nodes (inference_pool.py's required pod anti-affinity)
-        out.append(replace(picker, hostname_anti_affinity=True))
+        # a progressive rollout's candidate has its own InferencePool and picker (`<model>-canary`)
+        for release in (m.name, f"{m.name}-canary") if m.model.rollout is not None else (m.name,):
+            picker = _pod(_release(release, "epp"), "Deployment", EPP_REPLICAS, cpu)
+            # the pickers of one model on distinct nodes (inference_pool.py's required pod anti-affinity)
+            out.append(replace(picker, hostname_anti_affinity=True))
+    return out
+
+
+@dataclass(frozen=True)
+class _PlanRelease:
+    """A release as a chart's pod model reads it, with the values the record's builder makes of the plan."""
+
+    name: str
+    values: dict[str, Any]
+
+
+# the add-on pool's nodes as preflight reads the add-on NodePool (tools/preflight/nodes.py node_pool_nodes)
+_POOL_LABELS = {**ADDON_NODE_LABEL, "karpenter.sh/nodepool": ADDON_POOL, "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64"}  # fmt: skip
+
+
+def record_pods(plan: Plan) -> list[PoolPod]:
+    """The pods that run all day on the add-on pool of every add-on `LlmPlatform` installs from its record
+    alone (facts/addons.py `record_installed`): its charts' pod models (`pods=`) applied to the values its
+    builder makes of the plan, the pods the pool admits kept (Jobs left out). Such an add-on is priced from its
+    record, with no line here edited."""
+    out: list[PoolPod] = []
+    for record in addons.record_installed(plan):
+        values: dict[str, Any] = resolve_ref(record.values)(plan) if record.values else {}
+        for chart in record.charts:
+            if chart.pods is None:
+                continue
+            release = _PlanRelease(chart.release, values if chart is record.chart else {})
+            for pod in resolve_ref(chart.pods)(release):
+                if pod.kind != "Job" and admission_problem_on(pod, _POOL_LABELS, [ADDON_TAINT]) is None:
+                    out.append(
+                        PoolPod(pod.owner, pod.kind, pod.replicas, pod.requests, pod.hostname_anti_affinity)
+                    )
     return out
 
 
@@ -252,7 +253,7 @@ def addon_pool_pods(plan: Plan) -> list[PoolPod]:
         for c in ("operator", "metrics server", "webhooks")
     ]
     out.append(_pod(_release("gpu-operator", "operator"), "Deployment", 1, GPU_OPERATOR_OPERATOR))
-    return out + (_controller_pods(plan) if gateway else [])
+    return out + (_controller_pods(plan) if gateway else []) + record_pods(plan)
 
 
 # ------------------------------------------------------------------------------------------- nodes and packing

@@ -68,7 +68,13 @@ def replica_model(
     engine = EngineConfig(
         gpu_memory_utilization=model.gpu_memory_utilization, max_model_len=model.max_model_len
     )
-    cost = LoraCost.from_plan(lora, model.profile) if lora is not None else None
+    cost = (
+        LoraCost.of(
+            model.profile, adapters=len(lora.adapters), slots=lora.max_loras, max_rank=lora.max_lora_rank
+        )
+        if lora is not None
+        else None
+    )
     return ReplicaModel(model.profile, gpu, replica_gpus, engine, lora=cost)
 
 

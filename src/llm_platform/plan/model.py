@@ -246,6 +246,7 @@ def scaling_plan(
     behind_gateway: bool = False,
     multi_node: bool = False,
     prometheus_url: str = naming.PROMETHEUS_URL,
+    rolled: bool = False,
 ) -> ScalingPlan:
     """Resolve an `autoscaling` block (a stack's, or one the simulator proposes) for one model.
     `requestsPerSecondPerReplica` sizes by the load: behind the gateway its arrivals (served or shed), else
@@ -253,7 +254,7 @@ def scaling_plan(
     a, namespace = autoscaling, names.namespace
 
     def query(summed: str) -> str:
-        return promql.until_a_replica_serves(summed, namespace, names.deployment, multi_node)
+        return promql.until_a_replica_serves(summed, namespace, names.deployment, multi_node, rolled)
 
     # the queue and the KV fill are instants, averaged over GAUGE_WINDOW_SECONDS at one point per scrape; the
     # rates (served, arriving) are averages over their window already, the hold remembers, and the wake must
@@ -299,6 +300,7 @@ def scaling_plan(
                     a.queue_depth_per_replica,
                     a.kv_cache_usage,
                     multi_node,
+                    rolled,
                 ),
                 SATURATION_HOLD_PER_REPLICA,
                 saturation=SaturationMemory(a.queue_depth_per_replica, a.kv_cache_usage),
@@ -462,6 +464,8 @@ def resolve_model(
         queue is not None,
         model.multi_node,
         prometheus_url=prometheus_url,
+        # a progressive rollout's pods are an Argo Rollout's (plan/rollout.py)
+        rolled=model.rollout is not None,
     )
     if queue is not None and gateway is not None and model.autoscaling.min_replicas == 0:
         queue = at_zero(queue, from_zero_hold_s(budget, scaling), wake_rate(model.autoscaling, gateway))

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import math
 
-GI = 1024  # MiB per GiB
-EFA = "vpc.amazonaws.com/efa"  # the EFA device plugin's resource (multi-node replicas)
+from llm_platform.plan.pod_templates import EFA, GI
 
 
 def reserved_cpu_millis(vcpus: int) -> int:

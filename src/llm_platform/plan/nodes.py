@@ -11,6 +11,11 @@ from llm_platform.plan.naming import node_pool_name
 
 # the Karpenter NodePool and EC2NodeClass of the add-on nodes
 ADDON_POOL = "addons"
+# The add-on nodes (a Karpenter CPU NodePool) carry every platform add-on but Karpenter: tainted so no GPU
+# workload and nothing unplaced lands there, labelled so the add-ons select them (and never a GPU node).
+ADDON_TAINT = {"key": "llm-platform/addons", "value": "true", "effect": "NoSchedule"}
+ADDON_TOLERATION = {"key": "llm-platform/addons", "operator": "Exists", "effect": "NoSchedule"}
+ADDON_NODE_LABEL = {"llm-platform/node-role": "addons"}
 
 # the GPU NodePools' disruption budget for every reason (empty nodes included): Karpenter lets at most this share
 # of a pool's initialized nodes, rounded up, be disrupted at once (kubernetes-sigs/karpenter

@@ -145,13 +145,14 @@ def growth_throughput_per_replica(
     queue_per_replica: float,
     kv_per_replica: float,
     multi_node: bool = False,
+    rolled: bool = False,
 ) -> str:
     """Requests one available replica completes per second while the pool asks to grow: at least
     `queue_per_replica` requests wait per available replica (saturated; behind the gateway vLLM's queue stops at
     its saturation depth, twice that, and the picker holds the rest), or the KV fill per available replica is
     past `kv_per_replica` x (1 + HPA_TOLERANCE) (the KV trigger scales up); no sample otherwise. Label-less (sums
     on both sides), positive."""
-    series = replicas_available(namespace, deployment, multi_node)
+    series = replicas_available(namespace, deployment, multi_node, rolled)
     available = f"sum({series})"
     # the replicas over the same window the completions are rated over: right after a scale step the window's
     # completions are still the previous count's
@@ -173,6 +174,7 @@ def saturation_hold(
     queue_per_replica: float,
     kv_per_replica: float,
     multi_node: bool = False,
+    rolled: bool = False,
 ) -> str:
     """The load in replicas' worth: requests completed per second now over what one replica completed per second
     the last time the pool asked to grow within SATURATION_MEMORY_SECONDS (`last_over_time` of a subquery at
@@ -182,7 +184,7 @@ def saturation_hold(
     below 1 it keeps the replicas whose removal would make the pool ask to grow again. One series (`sum`, for
     KEDA); a missing vLLM series reads 0 here (the queue and KV triggers stay loud)."""
     per = growth_throughput_per_replica(
-        namespace, model_name, deployment, queue_per_replica, kv_per_replica, multi_node
+        namespace, model_name, deployment, queue_per_replica, kv_per_replica, multi_node, rolled
     )
     memory = f"[{SATURATION_MEMORY_SECONDS}s:{SATURATION_STEP_SECONDS}s]"
     served = served_throughput(namespace, model_name)
@@ -229,20 +231,30 @@ def latency_quantile(
     )
 
 
-def replicas_available(namespace: str, deployment: str, multi_node: bool = False) -> str:
+def replicas_available(
+    namespace: str, deployment: str, multi_node: bool = False, rolled: bool = False
+) -> str:
     """The series whose sum is the model's available replicas: its Deployment's, or for a multi-node model (a
     LeaderWorkerSet, which kube-state-metrics does not report) its Ready leader pods, `<name>-<group index>`
-    (workers are `<name>-<group>-<index>`)."""
+    (workers are `<name>-<group>-<index>`), or for a progressive rollout (an Argo Rollout, which it does not
+    report either) the Ready pods of both versions' ReplicaSets, `<name>-<template hash>-<suffix>`."""
+    if rolled:
+        return (
+            f'kube_pod_status_ready{{namespace="{namespace}",condition="true",'
+            f'pod=~"{deployment}-[a-z0-9]+-[a-z0-9]+"}}'
+        )
     if multi_node:
         return f'kube_pod_status_ready{{namespace="{namespace}",condition="true",pod=~"{deployment}-[0-9]+"}}'
     return f'kube_deployment_status_replicas_available{{namespace="{namespace}",deployment="{deployment}"}}'
 
 
-def until_a_replica_serves(query: str, namespace: str, deployment: str, multi_node: bool = False) -> str:
+def until_a_replica_serves(
+    query: str, namespace: str, deployment: str, multi_node: bool = False, rolled: bool = False
+) -> str:
     """`query`, or 0 while no replica of the Deployment is available (first rollout: every pod still loads,
     no vLLM series exists yet). Once a replica is available a missing series stays empty, so a renamed
     metric still errors loudly in KEDA instead of reading 0."""
-    available = replicas_available(namespace, deployment, multi_node)
+    available = replicas_available(namespace, deployment, multi_node, rolled)
     return f"{query} or on() (vector(0) unless on() (sum({available}) > 0))"
 
 

@@ -135,6 +135,7 @@ class ScaledTarget:
     pods: str
     labels: Mapping[str, str]
     multi_node: bool = False
+    rolled: bool = False  # an Argo Rollout's (plan/promql.py `replicas_available`)
 
 
 def _scaling_rules(t: ScaledTarget, namespace: str, name: str) -> list[dict[str, Any]]:
@@ -146,7 +147,7 @@ def _scaling_rules(t: ScaledTarget, namespace: str, name: str) -> list[dict[str,
     rules = [
         _rule(
             "VLLMMetricsMissing",
-            f"sum({promql.replicas_available(namespace, deployment, t.multi_node)})"
+            f"sum({promql.replicas_available(namespace, deployment, t.multi_node, t.rolled)})"
             f" > (count({promql.RUNNING}{t.pods}) or vector(0))",
             METRICS_MISSING_FOR,
             "critical",
@@ -218,11 +219,15 @@ def alert_rules(
     deployment: str,
     scaled_object: str,
     multi_node: bool = False,
+    rolled: bool = False,
     roles: Sequence[RolePlan] = (),
 ) -> list[dict[str, Any]]:
     """The alerting rules of one model, in the PrometheusRule `rules` form. `roles`: a disaggregated model's
     (plan/disaggregation.py), whose Deployments, ScaledObjects and HPAs are per role: its scaling alerts are
-    one per role, labelled `role`, and none names the aggregated Deployment it does not have."""
+    one per role, labelled `role`, and none names the aggregated Deployment it does not have.
+
+    why long: a list of rules, each a few lines of data (expression, duration, labels, annotations) over the
+    same selectors; one list reads as the alerts a user receives."""
     name = model.served_model_name
     sel = promql.selector(namespace, name)
     slo = model.slo
@@ -315,6 +320,7 @@ def alert_rules(
             pods=sel,
             labels=labels,
             multi_node=multi_node,
+            rolled=rolled,
         )
         rules += _scaling_rules(target, namespace, name)
     return rules
@@ -333,6 +339,7 @@ def prometheus_rule(m: ModelPlan, *, labels: Mapping[str, str] | None = None) ->
         deployment=names.deployment,
         scaled_object=names.scaled_object,
         multi_node=m.multi_node,
+        rolled=m.model.rollout is not None,
         roles=m.disaggregation.roles if m.disaggregation is not None else (),
     )
     metadata_labels = {

@@ -88,6 +88,10 @@ def scale_target(m: ModelPlan) -> dict[str, str]:
     resource with /scale; the LWS CRD's selector for it is the leader pods', `.status.hpaPodSelector`). The KEDA
     2.20.2 chart's default RBAC (`rbac.enabledCustomScaledRefKinds: true`, `scaledRefKinds` apiGroup/kind "*")
     lets its operator get and update any `*/scale`, so the values need no addition for it."""
+    if m.model.rollout is not None:
+        # a progressive rollout's pods are the Rollout's (scale subresource: rollout-crd.yaml@v1.9.0
+        # `specReplicasPath: .spec.replicas`); its canary runs on top at each step's weight (plan/rollout.py)
+        return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "name": m.names.deployment}
     if m.multi_node:
         return {
             "apiVersion": "leaderworkerset.x-k8s.io/v1",

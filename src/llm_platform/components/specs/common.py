@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+# the add-on nodes' taint, toleration and label (plan/nodes.py: the plan's model of the add-on pool reads them too)
+from llm_platform.plan.nodes import ADDON_NODE_LABEL as ADDON_NODE_LABEL
+from llm_platform.plan.nodes import ADDON_TAINT as ADDON_TAINT
+from llm_platform.plan.nodes import ADDON_TOLERATION as ADDON_TOLERATION
+
 # System nodes (the fixed managed node group) carry this taint so only what must not run on Karpenter's nodes
 # lands there: Karpenter itself and the EKS add-ons it needs to start (CoreDNS; the VPC CNI and kube-proxy
 # DaemonSets tolerate everything); it is the taint EKS add-ons and the upstream charts already tolerate.
 SYSTEM_TAINT = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}
 SYSTEM_TOLERATION = {"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"}
 SYSTEM_NODE_LABEL = {"llm-platform/node-role": "system"}
-# The add-on nodes (a Karpenter CPU NodePool) carry every platform add-on but Karpenter: tainted so no GPU
-# workload and nothing unplaced lands there, labelled so the add-ons select them (and never a GPU node).
-ADDON_TAINT = {"key": "llm-platform/addons", "value": "true", "effect": "NoSchedule"}
-ADDON_TOLERATION = {"key": "llm-platform/addons", "operator": "Exists", "effect": "NoSchedule"}
-ADDON_NODE_LABEL = {"llm-platform/node-role": "addons"}
 
 
 def addon_placement() -> dict[str, Any]:

@@ -210,7 +210,10 @@ def _model_rules(m: ModelPlan) -> list[dict[str, Any]]:
 def prometheus_rule(
     models: Sequence[ModelPlan], pools: Sequence[GpuNodePool], region: str, costs: CostsConfig
 ) -> dict[str, Any]:
-    """Recording rules (prices, per-model and per-client cost and $/Mtok), the forecasts, the alert."""
+    """Recording rules (prices, per-model and per-client cost and $/Mtok), the forecasts, the alert.
+
+    why long: one PrometheusRule's groups, each rule a few lines of data, in the order each rule reads the
+    ones before it."""
     prices = [
         {"record": INSTANCE_PRICE, "expr": f"vector({_num(p)})", "labels": {"instance_type": t}}
         for t, p in instance_prices(pools, region).items()

@@ -174,6 +174,9 @@ def vllm_dashboard(
 ) -> dict[str, Any]:
     """The per-model vLLM dashboard.
 
+    why long: a list of panels, each a few lines of data (title, queries, unit, place) over the same
+    selectors, in the order Grafana shows them.
+
     `deployment` and `scaled_object` say how the serving component names a model's Deployment and
     ScaledObject, as Grafana templates over `$model_name` (e.g. `"vllm-$model_name"`). `roles`: the stack
     serves a disaggregated model, whose Deployments and ScaledObjects are per role (`<name>-prefill`,

@@ -212,7 +212,10 @@ def epp_prometheus_rule(model: ModelPlan, monitor_labels: Mapping[str, str] | No
 
 
 def epp_dashboard() -> dict[str, Any]:
-    """One board for every pool: pick the model's namespace and its pool."""
+    """One board for every pool: pick the model's namespace and its pool.
+
+    why long: a list of panels, each a few lines of data over the same selectors, in the order Grafana
+    shows them."""
     sel = '{namespace="$namespace"}'
     pool_sel = '{namespace="$namespace",name="$pool"}'
     flow_sel = '{namespace="$namespace",inference_pool="$pool"}'
@@ -308,7 +311,10 @@ DEPLOYMENT_SPEC_REPLICAS = (
 
 def zero_dashboard(models: list[ModelPlan]) -> dict[str, Any]:
     """The stack's models that scale to zero (minReplicas 0 behind the gateway): which are at zero, the
-    requests the pickers hold for them, the holds that timed out, and the signal that wakes them."""
+    requests the pickers hold for them, the holds that timed out, and the signal that wakes them.
+
+    why long: a list of panels, each a few lines of data over the same selectors, in the order Grafana
+    shows them."""
     if not models:
         raise ValueError("zero_dashboard: no model at minReplicas 0 behind the gateway")
     rate = "[$__rate_interval]"

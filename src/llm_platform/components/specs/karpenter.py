@@ -64,7 +64,10 @@ def controller_policy(
     pools: Sequence[GpuNodePool] = (),
 ) -> dict[str, Any]:
     """`pools`: the GPU pools, whose capacity reservations outside this account (by id, or a tag term's
-    ownerID) join the launch statement."""
+    ownerID) join the launch statement.
+
+    why long: one IAM policy document, statement by statement as upstream's `cloudformation.yaml` has them
+    (module doc), so it can be read against that file; split up it could not."""
     ec2 = f"arn:{partition}:ec2:{region}"
     owned = {f"aws:RequestTag/kubernetes.io/cluster/{cluster_name}": "owned"}
     resource_owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}

@@ -17,6 +17,10 @@ CLUSTER_TAG = "elbv2.k8s.aws/cluster"
 
 
 def controller_policy(*, partition: str, region: str, account: str) -> dict[str, Any]:
+    """The controller's IAM policy.
+
+    why long: one IAM policy document, statement by statement as upstream's `docs/install/iam_policy.json`
+    has them (module doc), so it can be read against that file."""
     elb = f"arn:{partition}:elasticloadbalancing:{region}:{account}"
     security_groups = f"arn:{partition}:ec2:{region}:{account}:security-group/*"
     balancers = [f"{elb}:targetgroup/*/*", f"{elb}:loadbalancer/net/*/*", f"{elb}:loadbalancer/app/*/*"]

@@ -16,7 +16,12 @@ from llm_platform.config.schema.pools import GpuNodePool
 # a model's keys added to the schema after forecasts were written: left out of the hash while unset, so a
 # schema addition does not make every forecast stale
 # (a path below the model block; a one-key path is a key of the model block itself)
-_LATER_KEYS = (("autoscaling", "wakeRequestsPerSecond"), ("kvCacheOffload",), ("disaggregation",))
+_LATER_KEYS = (
+    ("autoscaling", "wakeRequestsPerSecond"),
+    ("kvCacheOffload",),
+    ("disaggregation",),
+    ("rollout",),
+)
 
 
 def forecast_config_hash(model: ModelConfig, pool: GpuNodePool, environment: Environment) -> str:

@@ -20,6 +20,7 @@ from llm_platform.config.schema.base import (
 )
 from llm_platform.config.schema.disaggregation import Disaggregation
 from llm_platform.config.schema.kv_offload import KvCacheOffload
+from llm_platform.config.schema.rollout import ModelRollout
 from llm_platform.facts.model_profiles import PROFILES, ModelProfile
 from llm_platform.facts.versions import EFA_VLLM_IMAGE, VLLM_IMAGE
 
@@ -206,6 +207,8 @@ class ModelConfig(Schema):
     kv_cache_offload: KvCacheOffload | None = None
     # separate prefill and decode roles, the KV cache moved over EFA (config/schema/disaggregation.py)
     disaggregation: Disaggregation | None = None
+    # a new version (image, engine args) rolled out in steps with analysis (config/schema/rollout.py)
+    rollout: ModelRollout | None = None
 
     @model_validator(mode="before")
     @classmethod

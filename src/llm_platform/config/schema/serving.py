@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from llm_platform.config.schema.adapters import RESERVED_LORA_FLAGS
 from llm_platform.config.schema.base import Environment, Problems, RuleError, _unique, plural
 from llm_platform.config.schema.capacity import _check_fits_gpus, _check_headroom, _check_pool_limit
 from llm_platform.config.schema.disaggregation import check_disaggregated_model
@@ -25,6 +26,7 @@ from llm_platform.config.schema.multinode import (
     check_multi_node_pools,
 )
 from llm_platform.config.schema.pools import GpuNodePool
+from llm_platform.config.schema.rollout import check_model_rollout
 from llm_platform.facts.model_profiles import PROFILES
 
 
@@ -75,6 +77,15 @@ def _serving_rules(
             _autoscaling_rules(c, at, m.autoscaling, gateway_known)
         with problems.check():
             _cache_rules(c, at, m, has_bucket)
+        if m.rollout is not None:
+            with problems.check():
+                check_model_rollout(
+                    at,
+                    m,
+                    gateway_enabled=c.gateway.enabled,
+                    gateway_known=gateway_known,
+                    reserved_flags=RESERVED_LORA_FLAGS,
+                )
     for i, pool in enumerate(c.gpu_node_pools):
         with problems.check():
             _check_pool_limit(("gpuNodePools", i), pool, c.models)

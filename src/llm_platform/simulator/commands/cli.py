@@ -71,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "reservations": _reservations,
         "family": _family,
         "replay": _replay,
+        "serving-paths": _serving_paths,
     }
     if argv and argv[0] in commands:
         prog = f"{PROG} {argv[0]}"
@@ -122,6 +123,12 @@ def _replay(argv: Sequence[str]) -> int:
     from llm_platform.simulator.commands import replay_cmd
 
     return replay_cmd.run(argv)
+
+
+def _serving_paths(argv: Sequence[str]) -> int:
+    from llm_platform.simulator.commands import paths_cmd
+
+    return paths_cmd.run(argv)
 
 
 def _reservations(argv: Sequence[str]) -> int:

@@ -28,7 +28,8 @@ DESCRIPTION = """\
 Commands: (none) simulate a day; `capacity` one replica at a concurrency; `calibrate` the calibration table;
 `tune` the cheapest config under a miss target on every given day (simulator/search/tune.py); `reservations` the
 day's cost over reserved instance counts (how many reserved GPUs minimise cost, simulator/search/reservations.py);
-`replay` a past day (Prometheus or an export): the deployed config's forecast next to the actual cost and misses.
+`replay` a past day (Prometheus or an export): the deployed config's forecast next to the actual cost and misses;
+`serving-paths` aggregated vs prefill/decode disaggregation vs a CPU KV tier vs both for one model and day.
 """
 
 PROG = "python -m llm_platform.simulator"

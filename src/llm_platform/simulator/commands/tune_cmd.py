@@ -6,9 +6,12 @@ import argparse
 import json
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 from llm_platform.commandline import ArgumentParser
 from llm_platform.config.loader import load_stack, stack_file
+from llm_platform.config.schema import Autoscaling
 from llm_platform.simulator.commands.args import (
     add_stack,
     non_negative_float,
@@ -23,9 +26,10 @@ from llm_platform.simulator.search.knobs import RESERVED, number
 from llm_platform.simulator.search.reservations import most_useful
 from llm_platform.simulator.search.stack_rules import pool_gpu_limit, stack_accepts
 from llm_platform.simulator.search.stacks import StackRun, stack_run
-from llm_platform.simulator.search.tune import Tuner
+from llm_platform.simulator.search.tune import DayScore, Tuner
 from llm_platform.simulator.search.yaml_out import autoscaling_yaml, go_duration, headroom_yaml
 from llm_platform.simulator.search.zero_tune import ZeroStep, zero_step
+from llm_platform.simulator.serving.capacity_config import CapacityConfig
 from llm_platform.simulator.traffic.traffic import load
 
 
@@ -120,14 +124,10 @@ def run(argv: Sequence[str]) -> int:
     }
     if pool_limit is not None:
         out["pool_gpu_limit"] = {"pool": stack_cfg.plan.pool.name, "gpu_limit": pool_limit}
-    if reserved_max is not None:
-        out["reserved"] = {
-            "instances": reserved,
-            "instance_type": stack_cfg.instance.instance_type,
-            "gpus": reserved * stack_cfg.instance.gpus,
-            "usd_per_hour": args.reserved_usd_per_hour,
-            "prepaid_usd_per_day": round(replace(capacity, reserved_nodes=reserved).reserved_cost(86_400), 2),
-        }
+    reserved_text = None
+    usd_per_hour = args.reserved_usd_per_hour  # given whenever reserved_max is
+    if reserved_max is not None and usd_per_hour is not None:
+        out["reserved"], reserved_text = _reserved(stack_cfg, reserved, usd_per_hour, capacity)
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
@@ -137,6 +137,36 @@ def run(argv: Sequence[str]) -> int:
             f"no config in the search space meets {args.max_miss_pct:g}% on every day (best worst-day: "
             f"{worst:.2f}%); maxReplicas {stack_cfg.max_replicas} or the SLO may be the limit"
         )
+    _print_days(days)
+    print(zero_line(zero))
+    _print_paste(args.stack, stack_cfg, final, out, pool_limit)
+    if reserved_text is not None:
+        print(reserved_text)
+    return 0
+
+
+def _reserved(
+    stack_cfg: StackRun, reserved: int, usd_per_hour: float, capacity: CapacityConfig
+) -> tuple[dict[str, Any], str]:
+    """The tuned reserved instances: their JSON row and the line to print."""
+    prepaid = replace(capacity, reserved_nodes=reserved).reserved_cost(86_400)
+    row = {
+        "instances": reserved,
+        "instance_type": stack_cfg.instance.instance_type,
+        "gpus": reserved * stack_cfg.instance.gpus,
+        "usd_per_hour": usd_per_hour,
+        "prepaid_usd_per_day": round(prepaid, 2),
+    }
+    text = (
+        f"and reserve {reserved} x {stack_cfg.instance.instance_type} ({reserved * stack_cfg.instance.gpus} GPUs) "
+        f"at ${usd_per_hour:,.2f}/h prepaid (${prepaid:,.2f}/day, included in GPU $/day above); "
+        "the pool needs capacityReservations and the 'reserved' capacity type to launch into them"
+    )
+    return row, text
+
+
+def _print_days(days: Sequence[DayScore]) -> None:
+    """The table of the scored days: cost, misses and the oracle's cost of each, training days first."""
     header = ("day", "role", "GPU $/day", "misses %", "oracle $/day", "vs oracle")
     rows = [
         (
@@ -153,28 +183,26 @@ def run(argv: Sequence[str]) -> int:
                 for i, (c, w) in enumerate(zip(r, widths, strict=True))
             )
         )
-    print(zero_line(zero))
-    print(f"paste under {stack_cfg.model_path} in {stack_file(args.stack).name}:")
-    print(autoscaling_yaml(final))
+
+
+def _print_paste(
+    stack: Path, stack_cfg: StackRun, final: Autoscaling, out: dict[str, Any], pool_limit: int | None
+) -> None:
+    """What to paste into the stack file: the model's autoscaling block, its pool's consolidateAfter and
+    headroom (as `out` has them), and the pool's gpuLimit when maxReplicas needs more."""
+    print(f"paste under {stack_cfg.model_path} in {stack_file(stack).name}:")
+    print(out["yaml"])
     print(
-        f"and under {pool_path}: how long an empty GPU node is kept, and the pool's warm GPUs (placeholders "
-        "below the replicas' priority):"
+        f"and under {out['headroom_path']}: how long an empty GPU node is kept, and the pool's warm GPUs "
+        "(placeholders below the replicas' priority):"
     )
-    print(f"consolidateAfter: {go_duration(tuner.pool_consolidate_after(knobs))}")
-    print(headroom_yaml(tuner.headroom(knobs)))
+    print(f"consolidateAfter: {out['consolidate_after']}")
+    print(out["headroom_yaml"])
     if pool_limit is not None:
         print(
             f"and raise gpuNodePools[{stack_cfg.plan.pool.name}].gpuLimit to {pool_limit}: maxReplicas "
             f"{final.max_replicas} x {stack_cfg.plan.replica_gpus} GPU(s) with the pool's other models at theirs"
         )
-    if reserved_max is not None:
-        prepaid = replace(capacity, reserved_nodes=reserved).reserved_cost(86_400)
-        print(
-            f"and reserve {reserved} x {stack_cfg.instance.instance_type} ({reserved * stack_cfg.instance.gpus} GPUs) "
-            f"at ${args.reserved_usd_per_hour:,.2f}/h prepaid (${prepaid:,.2f}/day, included in GPU $/day above); "
-            "the pool needs capacityReservations and the 'reserved' capacity type to launch into them"
-        )
-    return 0
 
 
 def zero_line(zero: ZeroStep) -> str:

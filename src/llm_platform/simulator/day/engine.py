@@ -31,7 +31,7 @@ their timeout and send a timed-out or shed attempt again after their backoff: th
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
@@ -81,6 +81,49 @@ class SimConfig:
     extra_placeholders: int = 0
 
 
+@dataclass
+class _Autoscalers:
+    """The strategy's controllers, as `simulate` runs them: the HPA alone, or KEDA (its HPA inside)."""
+
+    hpa: HPA | None = None
+    keda: Keda | None = None
+    hold: SaturationHold | None = None  # the saturation hold trigger's memory (controllers/saturation.py)
+    smoothed: dict[str, SmoothedGauge] = field(default_factory=dict)  # gauge triggers' averages over time
+    poll_every: int = 0  # KEDA's pollingInterval
+
+
+def _autoscalers(strategy: Strategy, start_utc: datetime, seconds: int) -> _Autoscalers:
+    """The HPA of an `hpa-memory` strategy; KEDA of a `keda` one, its cron triggers' active minutes over the
+    day from `start_utc`, its saturation hold and smoothed gauges (controllers/gauges.py)."""
+    if strategy.kind == "hpa-memory":
+        return _Autoscalers(hpa=HPA(strategy.min_replicas, strategy.max_replicas, strategy.behavior))
+    if strategy.kind != "keda":
+        return _Autoscalers()
+    assert strategy.scaled_object is not None
+    so = strategy.scaled_object
+    crons = {
+        t.name: active_minutes(t.start, t.end, t.timezone, start_utc, seconds // 60 + 1)
+        for t in so.triggers
+        if isinstance(t, CronTrigger)
+    }
+
+    def cron_active(trigger: CronTrigger, now: float) -> bool:
+        minutes = crons[trigger.name]
+        return minutes[min(int(now // 60), len(minutes) - 1)]
+
+    memory = [t.saturation for t in so.triggers if isinstance(t, PrometheusTrigger) and t.saturation]
+    return _Autoscalers(
+        keda=Keda(so, created_at=-1e9, cron_active=cron_active),
+        hold=SaturationHold(memory[0]) if memory else None,
+        smoothed={
+            t.series: SmoothedGauge(t.metric, t.smoothing)
+            for t in so.triggers
+            if isinstance(t, PrometheusTrigger) and t.smoothing is not None
+        },
+        poll_every=so.polling_interval,
+    )
+
+
 def simulate(
     traffic: Traffic,
     table: ReplicaTable,
@@ -88,6 +131,11 @@ def simulate(
     cfg: SimConfig,
     progress: Callable[[int], None] | None = None,
 ) -> Result:
+    """One day of `traffic` under `strategy`, second by second (module doc).
+
+    why long: one pass of the loop is one simulated second, its steps in the order the controllers act
+    (scrape, KEDA, HPA, headroom, scheduling, serving) on a dozen running totals they share; split into
+    functions they would be threaded through every call."""
     rng = np.random.default_rng(cfg.seed)
     T = traffic.duration
     arrivals_per_s = traffic.per_second().tolist()
@@ -98,37 +146,14 @@ def simulate(
     placeholders = placeholder_targets(cfg.capacity.headroom, cfg.day_start_utc, T) + cfg.extra_placeholders
     cluster = Cluster(cfg.capacity, rng, strategy.replicas, int(placeholders[0]))
     spec = strategy.replicas
-    hpa: HPA | None = None
-    keda: Keda | None = None
-    hold: SaturationHold | None = None  # the saturation hold trigger's memory (controllers/saturation.py)
-    smoothed: dict[str, SmoothedGauge] = {}  # gauge triggers' averages over time (controllers/gauges.py)
-    poll_every = 0
-    if strategy.kind == "hpa-memory":
-        hpa = HPA(strategy.min_replicas, strategy.max_replicas, strategy.behavior)
-    elif strategy.kind == "keda":
-        assert strategy.scaled_object is not None
-        so = strategy.scaled_object
-        crons = {
-            t.name: active_minutes(
-                t.start, t.end, t.timezone, traffic.start_utc or cfg.day_start_utc, T // 60 + 1
-            )
-            for t in so.triggers
-            if isinstance(t, CronTrigger)
-        }
-
-        def cron_active(trigger: CronTrigger, now: float) -> bool:
-            minutes = crons[trigger.name]
-            return minutes[min(int(now // 60), len(minutes) - 1)]
-
-        keda = Keda(so, created_at=-1e9, cron_active=cron_active)
-        poll_every = so.polling_interval
-        memory = [t.saturation for t in so.triggers if isinstance(t, PrometheusTrigger) and t.saturation]
-        hold = SaturationHold(memory[0]) if memory else None
-        smoothed = {
-            t.series: SmoothedGauge(t.metric, t.smoothing)
-            for t in so.triggers
-            if isinstance(t, PrometheusTrigger) and t.smoothing is not None
-        }
+    scalers = _autoscalers(strategy, traffic.start_utc or cfg.day_start_utc, T)
+    hpa, keda, hold, smoothed, poll_every = (
+        scalers.hpa,
+        scalers.keda,
+        scalers.hold,
+        scalers.smoothed,
+        scalers.poll_every,
+    )
     hpa_phase = float(rng.uniform(0, SYNC_PERIOD_SECONDS))
     next_hpa = hpa_phase
 
@@ -297,6 +322,43 @@ def streams_cut(
     return round(cut)
 
 
+def _per_minute(
+    bounds: np.ndarray, violated: np.ndarray, failed: np.ndarray, ttft_s: np.ndarray, itl: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each minute's p95 TTFT and ITL (ms, over the requests that got tokens) and its SLO misses (%), the
+    requests of minute m being those from `bounds[m]` to `bounds[m + 1]`."""
+    minutes = len(bounds) - 1
+    minute_p95 = np.zeros(minutes)
+    minute_itl = np.zeros(minutes)
+    minute_violation = np.zeros(minutes)
+    for m in range(minutes):
+        lo, hi = bounds[m], bounds[m + 1]
+        if hi > lo:
+            minute_violation[m] = violated[lo:hi].mean() * 100
+        if (~failed[lo:hi]).any():
+            minute_p95[m] = np.nanpercentile(np.minimum(ttft_s[lo:hi], 1e3), 95) * 1000
+            minute_itl[m] = np.nanpercentile(itl[lo:hi], 95) * 1000
+    return minute_p95, minute_itl, minute_violation
+
+
+def _per_day(
+    bounds: np.ndarray, violated: np.ndarray, minute_cost: np.ndarray, days: float
+) -> list[dict[str, float]]:
+    """Each day's requests, SLO misses (%) and GPU cost (the cost curve's rise over its 1440 minutes)."""
+    minutes = len(bounds) - 1
+    per_day: list[dict[str, float]] = []
+    for d in range(max(1, int(np.ceil(days - 1e-9)))):
+        lo, hi = bounds[min(d * 1440, minutes)], bounds[min((d + 1) * 1440, minutes)]
+        start_cost = minute_cost[d * 1440 - 1] if d > 0 else 0.0
+        end_cost = minute_cost[min((d + 1) * 1440, minutes) - 1]
+        per_day.append({
+            "day": d, "requests": int(hi - lo),
+            "slo_violation_pct": float(violated[lo:hi].mean() * 100) if hi > lo else 0.0,
+            "gpu_cost_usd": float(end_cost - start_cost),
+        })  # fmt: skip
+    return per_day
+
+
 def _summarise(
     traffic: Traffic,
     table: ReplicaTable,
@@ -338,31 +400,13 @@ def _summarise(
     minutes = T // 60
     bounds = np.searchsorted(t_arr, np.arange(minutes + 1) * 60.0)
     minute_rate = np.diff(bounds) / 60.0
-    minute_p95 = np.zeros(minutes)
-    minute_itl = np.zeros(minutes)
-    minute_violation = np.zeros(minutes)
-    for m in range(minutes):
-        lo, hi = bounds[m], bounds[m + 1]
-        if hi > lo:
-            minute_violation[m] = violated[lo:hi].mean() * 100
-        if (~failed[lo:hi]).any():
-            minute_p95[m] = np.nanpercentile(np.minimum(ttft_s[lo:hi], 1e3), 95) * 1000
-            minute_itl[m] = np.nanpercentile(itl[lo:hi], 95) * 1000
+    minute_p95, minute_itl, minute_violation = _per_minute(bounds, violated, failed, ttft_s, itl)
     by_minute = lambda x: x[: minutes * 60].reshape(minutes, 60).mean(axis=1)  # noqa: E731
     minute_queue = by_minute(sec.queue_start)
     minute_kv = by_minute(np.where(sec.queue_start > 0, 1.0, state["kv_usage"]) * (ready_s > 0))
     minute_cost = cluster.nodepool.cost_curve(np.arange(1, minutes + 1) * 60.0)
     days = T / 86_400
-    per_day = []
-    for d in range(max(1, int(np.ceil(days - 1e-9)))):
-        lo, hi = bounds[min(d * 1440, minutes)], bounds[min((d + 1) * 1440, minutes)]
-        start_cost = minute_cost[d * 1440 - 1] if d > 0 else 0.0
-        end_cost = minute_cost[min((d + 1) * 1440, minutes) - 1]
-        per_day.append({
-            "day": d, "requests": int(hi - lo),
-            "slo_violation_pct": float(violated[lo:hi].mean() * 100) if hi > lo else 0.0,
-            "gpu_cost_usd": float(end_cost - start_cost),
-        })  # fmt: skip
+    per_day = _per_day(bounds, violated, minute_cost, days)
     minute_ready = ready_s[: minutes * 60].reshape(minutes, 60).mean(axis=1)
     minute_desired = desired_s[: minutes * 60].reshape(minutes, 60).max(axis=1)
     quiet = minute_rate <= np.quantile(minute_rate, 0.25)

@@ -135,6 +135,7 @@ def recommend(
     max_replicas: int,
     min_replicas: int = 1,
     timezone: str = "UTC",
+    lam_slo: float | None = None,
 ) -> Autoscaling:
     """Platform recommendation for one model, derived from the capacity model and the traffic day.
 
@@ -146,7 +147,10 @@ def recommend(
     - prewarm: where the load grows faster than a cold start allows (the replicas sized for the load one
       cold start earlier would saturate), a cron window starts one cold start before with the window's peak.
     """
-    lam_slo = slo_rate_per_replica(table, traffic, slo)
+    if (
+        lam_slo is None
+    ):  # a caller with its own SLO rule per replica passes its rate (search/serving_paths.py)
+        lam_slo = slo_rate_per_replica(table, traffic, slo)
     if lam_slo <= table.capacity_rps * 1e-3:
         raise ValueError(what_would_meet(table, traffic, slo))
     kv_target = float(table.at(lam_slo)["kv_usage"])

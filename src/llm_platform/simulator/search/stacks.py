@@ -139,7 +139,13 @@ def stack_run(
         max_model_len=m.max_model_len,
         prefix_hit_rate=prefix_hit_rate,
     )
-    lora = LoraCost.from_plan(mp.lora, prof) if mp.lora is not None else None
+    lora = (
+        LoraCost.of(
+            prof, adapters=len(mp.lora.adapters), slots=mp.lora.max_loras, max_rank=mp.lora.max_lora_rank
+        )
+        if mp.lora is not None
+        else None
+    )
     model = ReplicaModel(prof, mp.instance.gpu, mp.replica_gpus, engine, lora=lora)
     table = model.table(TokenStats.from_arrays(traffic.input_tokens, traffic.output_tokens))
     spot = "spot" in pool.capacity_types

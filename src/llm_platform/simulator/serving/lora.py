@@ -24,7 +24,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_platform.facts.model_profiles import ModelProfile
-from llm_platform.plan.lora import LoraPlan
 
 LORA_STEP_SECONDS = 0.002  # Punica (arXiv:2310.18547): ~2 ms per token over the backbone
 DISK_GB_PER_S = 1.0  # adapter files from the local copy (NVMe, FSx, emptyDir) into CPU memory (Unverified)
@@ -53,9 +52,12 @@ class LoraCost:
     adapter_bytes: float  # one adapter at --max-lora-rank (vLLM's slots are allocated at the max rank)
 
     @classmethod
-    def from_plan(cls, lora: LoraPlan, profile: ModelProfile) -> LoraCost:
+    def of(cls, profile: ModelProfile, *, adapters: int, slots: int, max_rank: int) -> LoraCost:
+        """From a plan's LoRA settings (plan/lora.py LoraPlan: its adapters, --max-loras, --max-lora-rank),
+        passed as numbers so this floor of the simulator imports nothing of the plan, which sizes its drain
+        with this replica model (plan/drain.py)."""
         per_rank = adapter_params_per_rank(profile) * LORA_DTYPE_BYTES
-        return cls(len(lora.adapters), lora.max_loras, per_rank * lora.max_lora_rank)
+        return cls(adapters, slots, per_rank * max_rank)
 
     def step_seconds(self, bandwidth: float) -> float:
         """Added to every engine step: the kernels' overhead and the read of the adapters in the slots."""

@@ -80,9 +80,6 @@ def run(model: ReplicaModel, sent: np.ndarray, prompts: np.ndarray, outputs: np.
     running: list[_Seq] = []
     t, formed, nxt, preemptions = 0.0, -math.inf, 0, 0
 
-    def blocks(tokens: float) -> int:
-        return math.ceil(tokens / KV_BLOCK_TOKENS)
-
     def preempt() -> None:
         nonlocal free, preemptions
         victim = running.pop()
@@ -111,7 +108,7 @@ def run(model: ReplicaModel, sent: np.ndarray, prompts: np.ndarray, outputs: np.
         if not chunked and waiting:
             prefill_step = _admit_v0(waiting, running, chunks, max_seqs, budget, free, total_blocks)
             for s, c in chunks:
-                need = blocks(s.context + c) - s.blocks
+                need = _blocks(s.context + c) - s.blocks
                 free -= need
                 s.blocks += need
                 tokens += c
@@ -129,29 +126,7 @@ def run(model: ReplicaModel, sent: np.ndarray, prompts: np.ndarray, outputs: np.
                 decoding.append(s)
             tokens = float(len(decoding))
             if chunked:
-                for s in running:
-                    if s.todo > 0 and tokens < budget:
-                        c = min(s.todo, budget - tokens)
-                        need = blocks(s.context + c) - s.blocks
-                        if need > free:
-                            break
-                        free -= need
-                        s.blocks += need
-                        chunks.append((s, c))
-                        tokens += c
-                while waiting and tokens < budget and len(running) < max_seqs:
-                    s = waiting[0]
-                    c = min(s.todo, budget - tokens)
-                    need = blocks(s.context + c) - s.blocks
-                    if need > free:
-                        break
-                    waiting.popleft()
-                    running.append(s)
-                    s.running = True
-                    free -= need
-                    s.blocks += need
-                    chunks.append((s, c))
-                    tokens += c
+                tokens, free = _chunks_v1(waiting, running, chunks, tokens, max_seqs, budget, free)
         if tokens == 0:  # nothing schedulable until a request arrives
             if nxt >= n:
                 raise ValueError("a prompt does not fit in the replica's KV cache")
@@ -161,24 +136,81 @@ def run(model: ReplicaModel, sent: np.ndarray, prompts: np.ndarray, outputs: np.
         context = sum(s.context for s in decoding)
         step = model.step_seconds(tokens, 0.0 if prefill_step else context)
         formed, t = t, t + step
-        for s in decoding:
-            s.context += 1
-            s.left -= 1
-        for s, c in chunks:
-            s.todo -= c
-            s.context += c
-            if s.todo <= 1e-9:
-                s.todo = 0.0
-                s.left -= 1
-                if math.isnan(first[s.i]):
-                    first[s.i] = t
-        finished = [s for s in running if s.left <= 0 and s.todo == 0]
-        if finished:
-            running = [s for s in running if not (s.left <= 0 and s.todo == 0)]
-            for s in finished:
-                free += s.blocks
-                done[s.i] = t
+        running, freed = _advance(decoding, chunks, running, t, first, done)
+        free += freed
     return Trace(np.asarray(sent, dtype=np.float64), first, done, preemptions)
+
+
+def _chunks_v1(
+    waiting: deque[_Seq],
+    running: list[_Seq],
+    chunks: list[tuple[_Seq, float]],
+    tokens: float,
+    max_seqs: int,
+    budget: int,
+    free: int,
+) -> tuple[float, int]:
+    """V1's chunked prefill after the step's decodes: the rest of the running prompts' prefills, then waiting
+    prompts FCFS while `max_seqs` and the KV cache allow, within the token budget (module doc). Appends to
+    `chunks` and moves admitted prompts from `waiting` to `running`; the step's tokens and the free blocks."""
+    for s in running:
+        if s.todo > 0 and tokens < budget:
+            c = min(s.todo, budget - tokens)
+            need = _blocks(s.context + c) - s.blocks
+            if need > free:
+                break
+            free -= need
+            s.blocks += need
+            chunks.append((s, c))
+            tokens += c
+    while waiting and tokens < budget and len(running) < max_seqs:
+        s = waiting[0]
+        c = min(s.todo, budget - tokens)
+        need = _blocks(s.context + c) - s.blocks
+        if need > free:
+            break
+        waiting.popleft()
+        running.append(s)
+        s.running = True
+        free -= need
+        s.blocks += need
+        chunks.append((s, c))
+        tokens += c
+    return tokens, free
+
+
+def _advance(
+    decoding: list[_Seq],
+    chunks: list[tuple[_Seq, float]],
+    running: list[_Seq],
+    t: float,
+    first: np.ndarray,
+    done: np.ndarray,
+) -> tuple[list[_Seq], int]:
+    """A step ending at `t`: one token per decoding sequence, the chunks prefilled (a finished prefill gives
+    the first token), the finished sequences out. The sequences still running and the blocks freed."""
+    for s in decoding:
+        s.context += 1
+        s.left -= 1
+    for s, c in chunks:
+        s.todo -= c
+        s.context += c
+        if s.todo <= 1e-9:
+            s.todo = 0.0
+            s.left -= 1
+            if math.isnan(first[s.i]):
+                first[s.i] = t
+    finished = [s for s in running if s.left <= 0 and s.todo == 0]
+    if not finished:
+        return running, 0
+    for s in finished:
+        done[s.i] = t
+    return [s for s in running if not (s.left <= 0 and s.todo == 0)], sum(s.blocks for s in finished)
+
+
+def _blocks(tokens: float) -> int:
+    """KV blocks that hold `tokens` tokens."""
+    return math.ceil(tokens / KV_BLOCK_TOKENS)
 
 
 def _admit_v0(

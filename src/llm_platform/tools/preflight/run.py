@@ -14,6 +14,7 @@ from llm_platform.tools.preflight.kv_offload import kv_offload
 from llm_platform.tools.preflight.multinode import multinode
 from llm_platform.tools.preflight.ordering import ordering
 from llm_platform.tools.preflight.repair import repair
+from llm_platform.tools.preflight.rollout import rollout_overlap
 from llm_platform.tools.preflight.scheduling import coverage, schedulability
 from llm_platform.tools.preflight.view import RenderView
 from llm_platform.tools.preflight.zero import zero
@@ -32,6 +33,7 @@ CHECKS: dict[str, Callable[[RenderView], list[Finding]]] = {
     "zero": zero,
     "repair": repair,
     "drain": drain,
+    "rollout": rollout_overlap,
 }
 
 

@@ -6,8 +6,7 @@ Per fixed-size group (the system node group does not autoscale): everything pinn
 
 from __future__ import annotations
 
-from typing import Any
-
+from llm_platform.plan.pod_templates import admission_problem_on
 from llm_platform.tools.preflight.findings import Finding
 from llm_platform.tools.preflight.nodes import NodeType, node_pool_nodes, system_node
 from llm_platform.tools.preflight.pods import RESOURCES, PodTemplate, program_pods, release_pods
@@ -15,7 +14,6 @@ from llm_platform.tools.preflight.view import RenderView
 
 CHECK = "schedulability"
 COVERAGE = "coverage"
-DYNAMIC_LABELS = ("kubernetes.io/hostname", "topology.kubernetes.io/zone", "topology.kubernetes.io/region")
 UNITS = {
     "cpu": "m CPU",
     "memory": " MiB memory",
@@ -61,50 +59,9 @@ def node_types(view: RenderView) -> tuple[list[NodeType], list[Finding]]:
     return nodes, findings
 
 
-def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
-    if taint.get("effect") == "PreferNoSchedule":
-        return True
-    for t in tolerations:
-        if t.get("effect") and t["effect"] != taint.get("effect"):
-            continue
-        if t.get("operator", "Equal") == "Exists":
-            if not t.get("key") or t["key"] == taint.get("key"):
-                return True
-        elif t.get("key") == taint.get("key") and str(t.get("value", "")) == str(taint.get("value", "")):
-            return True
-    return False
-
-
-def _matches(expr: dict[str, Any], labels: dict[str, str]) -> bool:
-    key, op, values = expr["key"], expr["operator"], [str(v) for v in expr.get("values") or []]
-    present = key in labels or key in DYNAMIC_LABELS
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if key not in labels:
-        return op == "NotIn"
-    if op == "In":
-        return labels[key] in values
-    if op == "NotIn":
-        return labels[key] not in values
-    number = float(labels[key])
-    return number > float(values[0]) if op == "Gt" else number < float(values[0])
-
-
 def admission_problem(pod: PodTemplate, node: NodeType) -> str | None:
     """Why the pod may not land on this node type (taints, selector, affinity), or None."""
-    for taint in node.taints:
-        if not tolerates(pod.tolerations, taint):
-            return f"taint {taint['key']}={taint.get('value', '')}:{taint['effect']} is not tolerated"
-    for key, value in pod.node_selector.items():
-        if node.labels.get(key) != str(value):
-            return f"nodeSelector {key}={value} (node has {node.labels.get(key, 'no such label')})"
-    if pod.required_terms and not any(
-        all(_matches(e, node.labels) for e in term) for term in pod.required_terms
-    ):
-        return "required nodeAffinity matches no term"
-    return None
+    return admission_problem_on(pod, node.labels, node.taints)
 
 
 def _daemons_on(node: NodeType, daemons: list[PodTemplate]) -> list[PodTemplate]:
@@ -141,7 +98,7 @@ def schedulability(view: RenderView) -> list[Finding]:
     for release in unknown:
         findings.append(
             Finding("warning", CHECK, f"Helm release {release}", "chart",
-                    f"pods of chart {view.releases[release].chart} are not modelled in tools/preflight/pods.py")
+                    f"pods of chart {view.releases[release].chart} are not modelled (no `pods=` in its add-on record, facts/addons.py; the models: plan/chart_pods.py)")
         )  # fmt: skip
     if not nodes:
         return [
