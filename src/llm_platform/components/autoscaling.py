@@ -1,6 +1,6 @@
 """Autoscaling: a model's KEDA ScaledObject and its PrometheusRule (scaling, SLO and health alerts)."""
 
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 
@@ -76,6 +76,7 @@ class ModelAutoscaling(pulumi.ComponentResource):
             None,
             typed_options(opts, "llm-platform:autoscaling:ModelAutoscaling"),
         )
+        outputs: dict[str, Any] = {"scaledObject": model.names.scaled_object}
         if model.disaggregation is None:
             scaled_object = spec.scaled_object(model, args["environment"])
             apply_manifest(f"{name}-scaledobject", scaled_object, child_options(self, opts))
@@ -83,6 +84,8 @@ class ModelAutoscaling(pulumi.ComponentResource):
             for role in model.disaggregation.roles:
                 role_object = pd_spec.role_scaled_object(model, role, args["environment"])
                 apply_manifest(f"{name}-{role.role}-scaledobject", role_object, child_options(self, opts))
+            # the objects it has: no aggregated ScaledObject exists to name
+            outputs = {"scaledObjects": [r.scaled_object for r in model.disaggregation.roles]}
         rule = alerts.prometheus_rule(model, labels=args.get("monitor_labels"))
         apply_manifest(f"{name}-alerts", rule, child_options(self, opts))
-        self.register_outputs({"scaledObject": model.names.scaled_object})
+        self.register_outputs(outputs)

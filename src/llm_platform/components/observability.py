@@ -84,7 +84,9 @@ class Observability(pulumi.ComponentResource):
             None,
             typed_options(opts, "llm-platform:observability:Observability"),
         )
-        waits = self._before_release(name, args, opts)
+        # a disaggregated model's replicas are per role (the dashboard's panel only where the stack serves one)
+        roles = plan is not None and any(m.disaggregation is not None for m in plan.models)
+        waits = self._before_release(name, args, opts, roles=roles)
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=spec.RELEASE,
@@ -122,7 +124,7 @@ class Observability(pulumi.ComponentResource):
         self.register_outputs({"release": self.release.name})
 
     def _before_release(
-        self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None
+        self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None, *, roles: bool = False
     ) -> list[pulumi.Resource]:
         """The namespace, the StorageClass (when asked), Grafana's admin and the alert receiver's secrets and the
         dashboards: what the release waits for (the dashboards excepted), in that order."""
@@ -149,7 +151,7 @@ class Observability(pulumi.ComponentResource):
                     child_options(self, opts, namespace),
                 )
             )
-        boards = [("vllm", dashboards.vllm_dashboard()), ("gpu", dashboards.gpu_dashboard())]
+        boards = [("vllm", dashboards.vllm_dashboard(roles=roles)), ("gpu", dashboards.gpu_dashboard())]
         if args.get("gateway_dashboard"):
             boards.append(("endpoint-picker", epp_dashboard()))
         for key, board in boards:

@@ -21,7 +21,6 @@ and the EKS max-pods calculator caps instances under 30 vCPUs at 110, larger one
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
@@ -32,6 +31,7 @@ from llm_platform.facts.cpu_catalog import CPU_INSTANCES, CpuInstance
 from llm_platform.plan.chart_pods import CHART_DEFAULTS
 from llm_platform.plan.gateway import EPP_REPLICAS
 from llm_platform.plan.model import ModelPlan
+from llm_platform.plan.node_capacity import allocatable, max_pods, reserved_cpu_millis
 from llm_platform.plan.nodes import ADDON_NODE_LABEL, ADDON_POOL, ADDON_TAINT
 from llm_platform.plan.pod_templates import EFA, GI, RESOURCES, Requests, admission_problem_on, quantity
 from llm_platform.plan.stack import Plan
@@ -104,8 +104,11 @@ ARGO_ROLLOUTS_REPLICAS = 2
 
 
 def epp_cpu_millicores(model: ModelPlan) -> int:
-    """An endpoint picker's CPU: idle CPU grows with the pods it scrapes every 50 ms (docs/operations.md)."""
-    return max(500, 100 * model.model.autoscaling.max_replicas)
+    """An endpoint picker's CPU: idle CPU grows with the pods it scrapes every 50 ms (docs/operations.md); a
+    disaggregated model's pickers scrape both roles' pods."""
+    d = model.disaggregation
+    pods = model.model.autoscaling.max_replicas if d is None else sum(r.max_replicas for r in d.roles)
+    return max(500, 100 * pods)
 
 
 # -------------------------------------------------------------------------------------- the add-on pool's pods
@@ -254,32 +257,6 @@ def addon_pool_pods(plan: Plan) -> list[PoolPod]:
 
 
 # ------------------------------------------------------------------------------------------- nodes and packing
-
-
-def reserved_cpu_millis(vcpus: int) -> int:
-    steps = [(1, 0.06), (1, 0.01), (2, 0.005)]
-    millis, left = 0.0, vcpus
-    for cores, share in steps:
-        take = min(cores, left)
-        millis += take * 1000 * share
-        left -= take
-    return math.ceil(millis + left * 1000 * 0.0025)
-
-
-def max_pods(vcpus: int) -> int:
-    return 110 if vcpus < 30 else 250
-
-
-def allocatable(vcpus: int, memory_gib: float, disk_gib: float, gpus: int) -> dict[str, int]:
-    pods = max_pods(vcpus)
-    return {
-        "cpu": vcpus * 1000 - reserved_cpu_millis(vcpus),
-        "memory": math.floor(memory_gib * GI - (255 + 11 * pods) - 100),
-        "ephemeral-storage": math.floor(disk_gib * GI * 0.9 - GI),
-        "nvidia.com/gpu": gpus,
-        EFA: 0,
-        "pods": pods,
-    }
 
 
 class Packable(Protocol):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from llm_platform.plan.node_capacity import EFA_DEVICE_PLUGIN_RESOURCES, FSX_CSI_CPU, FSX_CSI_MEMORY
 from llm_platform.plan.pod_templates import PodTemplate, Requests, from_pod_spec
 
 __all__ = [
@@ -26,9 +27,7 @@ __all__ = [
 # chart defaults where the program sets none
 CHART_DEFAULTS: dict[str, Requests] = {
     "keda": Requests("100m", "100Mi"),  # keda 2.20.2 values.yaml resources.{operator,metricServer,webhooks}
-    "aws-fsx-csi-driver": Requests(
-        "10m", "40Mi"
-    ),  # aws-fsx-csi-driver 1.17.0 controller.resources, node.resources
+    "aws-fsx-csi-driver": Requests(FSX_CSI_CPU, FSX_CSI_MEMORY),
     "gateway-helm": Requests("100m", "256Mi"),  # gateway-helm v1.8.3 deployment.envoyGateway.resources
     "lws": Requests("1", "1Gi"),  # lws 0.10.0 values.yaml resources
 }
@@ -364,7 +363,7 @@ def _efa_device_plugin(r: ChartRelease) -> list[PodTemplate]:
             r,
             "device plugin",
             "DaemonSet",
-            resources=value_at(v, "resources", {"requests": {"cpu": "10m", "memory": "20Mi"}}),
+            resources=value_at(v, "resources", EFA_DEVICE_PLUGIN_RESOURCES),
             node_selector=value_at(v, "nodeSelector", {}),
             tolerations=[*CRITICAL_ADDONS, *value_at(v, "tolerations", [])],
             affinity={

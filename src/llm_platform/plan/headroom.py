@@ -35,13 +35,20 @@ class HeadroomPlan:
 
     deployment: str
     replica_gpus: int
-    instance: GpuInstance  # what Karpenter launches for a placeholder (the replica's cheapest instance)
+    instance: GpuInstance  # what Karpenter launches for a placeholder (where its largest replica lands)
     placeholders: int
     windows: tuple[HeadroomWindowPlan, ...]
     # an evicted placeholder back on a warm node: Karpenter launch + node Ready + image pull / weights sync
     refill_seconds: float
     # per served model: a replica that preempts a placeholder is Ready this long after it was created
     warm_start_seconds: tuple[tuple[str, float], ...]
+    # the instance the placeholder's requests are a share of, where it differs from `instance` (a CPU KV
+    # tier's grown placeholder lands on a larger one)
+    sizing_instance: GpuInstance | None = None
+
+    @property
+    def resources_instance(self) -> GpuInstance:
+        return self.sizing_instance or self.instance
 
     @property
     def gpus(self) -> int:
@@ -96,7 +103,13 @@ def headroom_plan(pool: GpuNodePool, models: Sequence[ModelPlan]) -> HeadroomPla
     if headroom is None or not models:
         return None
     gpus = replica_gpus(pool, [m.model for m in models])  # one placeholder frees room for any one replica
-    instance = pod_instance(pool, gpus)
+    sizing = pod_instance(pool, gpus)
+    # a placeholder grown for the largest CPU KV tier of the replicas its size (components/specs/headroom.py)
+    # lands where that replica does (plan/kv_offload.py `tier_instance`)
+    tiered = [
+        (m.kv_offload.growth_gib, m.instance) for m in models if m.gpus == gpus and m.kv_offload is not None
+    ]
+    instance = max(tiered, key=lambda t: t[0])[1] if tiered else sizing
     # the largest replica's start on a new node (its plan's cold start: the placeholder's instance is its)
     largest = max(models, key=lambda m: (m.gpus, m.cold_start.weights_gb or 0.0))
     new = largest.cold_start.new_node
@@ -122,6 +135,7 @@ def headroom_plan(pool: GpuNodePool, models: Sequence[ModelPlan]) -> HeadroomPla
         ),
         refill_seconds=refill,
         warm_start_seconds=tuple(starts),
+        sizing_instance=sizing if sizing != instance else None,
     )
 
 

@@ -33,7 +33,7 @@ from llm_platform.plan.cold_start import ColdStartBudget
 from llm_platform.plan.disaggregation import DisaggregationPlan, resolve_disaggregation
 from llm_platform.plan.drain import DrainPlan, drain_plan, replica_model
 from llm_platform.plan.gateway import FlowControlPlan, at_zero, flow_control, wake_rate
-from llm_platform.plan.kv_offload import KvOffloadPlan, kv_offload_plan
+from llm_platform.plan.kv_offload import KvOffloadPlan, kv_offload_plan, tier_instance
 from llm_platform.plan.lora import LoraPlan, lora_plan
 from llm_platform.plan.scaling import MetricTrigger, PrewarmTrigger, SaturationMemory, ScalingPlan, Smoothing
 from llm_platform.plan.zero import from_zero_hold_s
@@ -349,7 +349,7 @@ class ModelPlan:
     model: ModelConfig
     names: ModelNames
     pool: GpuNodePool
-    instance: GpuInstance  # what Karpenter launches for one replica: sizes the pod and the cold start
+    instance: GpuInstance  # what Karpenter launches for one replica: the cold start, costs, the simulator
     gpus: int
     image_pull: ImageMode
     cache: CachePlan
@@ -374,6 +374,14 @@ class ModelPlan:
     kv_offload: KvOffloadPlan | None = None
     # separate prefill and decode roles (plan/disaggregation.py); None: one aggregated Deployment
     disaggregation: DisaggregationPlan | None = None
+    # the instance the pod's CPU and memory are a share of, where it differs from `instance`: a CPU KV tier's
+    # grown request lands the pod on a larger one (plan/kv_offload.py `tier_instance`)
+    sizing_instance: GpuInstance | None = None
+
+    @property
+    def resources_instance(self) -> GpuInstance:
+        """The instance the pod's CPU and memory requests are sized on (components/specs/serving.py)."""
+        return self.sizing_instance or self.instance
 
     @property
     def replica_gpus(self) -> int:
@@ -395,6 +403,24 @@ def pod_instance(pool: GpuNodePool, gpus: int) -> GpuInstance:
     if not fitting:
         raise ValueError(f"gpuNodePools[{pool.name}]: no instance has {gpus} GPUs")
     return min(fitting, key=lambda i: i.list_usd_per_hour)
+
+
+def gateway_sizing(model: ModelConfig) -> Autoscaling:
+    """The replicas and queue target the gateway's queue in front of the model is sized on: the model's own,
+    or for a disaggregated model (whose model-level autoscaling no object reads) its decode role's bounds,
+    since every request holds a decode replica for its whole generation while prefill is one hop the decode
+    pod's sidecar makes, and its prefill role's target when prefill scales on queue depth (vLLM's waiting
+    requests then gather on the prefill pods, which the saturation threshold must let grow past it)."""
+    d = model.disaggregation
+    if d is None:
+        return model.autoscaling
+    update: dict[str, float] = {
+        "min_replicas": d.decode.autoscaling.min_replicas,
+        "max_replicas": d.decode.autoscaling.max_replicas,
+    }
+    if d.prefill.autoscaling.signal == "queueDepth":
+        update["queue_depth_per_replica"] = d.prefill.autoscaling.target
+    return model.autoscaling.model_copy(update=update)
 
 
 def pool_headroom_gpus(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
@@ -419,11 +445,13 @@ def resolve_model(
     Prometheus the scaling triggers query (default: the platform's kube-prometheus-stack)."""
     names = model_names(model.name, pool.name, prefix)
     gpus = model.tensor_parallel_size
-    instance = pod_instance(pool, gpus)
+    sizing = pod_instance(pool, gpus)
+    kv_offload = kv_offload_plan(model, pool)
+    instance = tier_instance(pool, gpus, sizing, kv_offload, stack_models or [model])
     image_pull = image_pull_mode(pool.ami_family)
     cache = cache_plan(model, pool, gpus, has_bucket)
     queue = (
-        flow_control(model.autoscaling, model.slo, gateway.max_pending_per_replica)
+        flow_control(gateway_sizing(model), model.slo, gateway.max_pending_per_replica)
         if gateway is not None and gateway.enabled
         else None
     )
@@ -458,7 +486,8 @@ def resolve_model(
         serving_uses_hf_token=model.cache == "hub",
         nodes=model.pipeline_parallel_size,
         lora=lora,
-        kv_offload=kv_offload_plan(model, pool),
+        kv_offload=kv_offload,
+        sizing_instance=sizing if sizing != instance else None,
         disaggregation=resolve_disaggregation(model, pool, names.namespace, names.deployment),
         drain=drain_plan(replica_model(model, instance.gpu, gpus * model.pipeline_parallel_size, lora)),
     )

@@ -21,12 +21,14 @@ Prometheus when the alert fires; nothing here goes through Helm.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from llm_platform.components.specs.common import rule_manifest
 from llm_platform.config.schema import ModelConfig
 from llm_platform.plan import ModelPlan, promql
+from llm_platform.plan.disaggregation import RolePlan, role_pods
 from llm_platform.plan.naming import keda_hpa_name
 
 # The seed articles' thresholds, on current metric names.
@@ -120,6 +122,96 @@ def _slo_rule(
     )
 
 
+@dataclass(frozen=True)
+class ScaledTarget:
+    """What KEDA scales for a model: its Deployment (or, disaggregated, one role's), that Deployment's
+    ScaledObject and the HPA KEDA makes for it, and the vLLM pods it runs (`pods`, a PromQL selector)."""
+
+    deployment: str
+    scaled_object: str
+    min_replicas: int
+    max_replicas: int
+    max_field: str  # the stack file's field that sets max_replicas
+    pods: str
+    labels: Mapping[str, str]
+    multi_node: bool = False
+    rolled: bool = False  # an Argo Rollout's (plan/promql.py `replicas_available`)
+
+
+def _scaling_rules(t: ScaledTarget, namespace: str, name: str) -> list[dict[str, Any]]:
+    """The alerts on one scaled object: metrics gone while its pods are up, KEDA errors and empty queries, and
+    its HPA at the ceiling."""
+    where = f"{name} in {namespace}"
+    kubectl = f"kubectl -n {namespace}"
+    deployment, scaled_object, hpa = t.deployment, t.scaled_object, keda_hpa_name(t.scaled_object)
+    rules = [
+        _rule(
+            "VLLMMetricsMissing",
+            f"sum({promql.replicas_available(namespace, deployment, t.multi_node, t.rolled)})"
+            f" > (count({promql.RUNNING}{t.pods}) or vector(0))",
+            METRICS_MISSING_FOR,
+            "critical",
+            t.labels,
+            f"vLLM metrics of {where} are missing while its pods are available",
+            f"Deployment {deployment} has {VALUE} available replicas but fewer of them export "
+            f"{promql.RUNNING}{t.pods}. KEDA's queries then come back empty, which with "
+            "ignoreNullValues false it counts as errors, so autoscaling is blind. A vLLM upgrade that renamed metrics, a broken PodMonitor/ServiceMonitor or "
+            "a NetworkPolicy blocking /metrics are the usual causes.",
+            f"curl a pod's /metrics ({kubectl} port-forward deploy/{deployment} 8000) and compare the "
+            "metric names with plan/promql.py; check the target in Prometheus "
+            "(Status > Targets).",
+        ),
+        _rule(
+            "VLLMKedaScalerErrors",
+            f"sum by (scaledObject, scaler, triggerIndex, metric) "
+            f"({_keda_increase(KEDA_SCALER_ERRORS, namespace, 'scaledObject', scaled_object)}) > 0",
+            KEDA_FOR,
+            "warning",
+            t.labels,
+            f"KEDA cannot read the scaling metric of {where}",
+            f"KEDA trigger {{{{ $labels.triggerIndex }}}} ({{{{ $labels.scaler }}}}, "
+            f"{{{{ $labels.metric }}}}) of ScaledObject {scaled_object} failed {VALUE} times in the "
+            f"last {KEDA_WINDOW}; the HPA holds its replicas or uses the fallback.",
+            f"{kubectl} describe scaledobject {scaled_object}; kubectl -n keda logs "
+            "deploy/keda-operator; run the trigger query in Prometheus: it must return exactly one "
+            "series.",
+        ),
+        _rule(
+            "VLLMKedaTriggerNoData",
+            f"sum by (scaledResource, triggerName, metricName) "
+            f"({_keda_increase(KEDA_EMPTY_RESPONSES, namespace, 'scaledResource', scaled_object)}) > 0",
+            KEDA_FOR,
+            "warning",
+            t.labels,
+            f"A KEDA trigger query of {where} returns no data",
+            f"Trigger {{{{ $labels.triggerName }}}} ({{{{ $labels.metricName }}}}) of ScaledObject "
+            f"{scaled_object} got an empty result {VALUE} times in the last {KEDA_WINDOW}; with "
+            "ignoreNullValues false KEDA counts it an error, not 0: the HPA gets no value for it and, "
+            "after the fallback's failureThreshold, runs the fallback replicas.",
+            f"{kubectl} get scaledobject {scaled_object} -o yaml: run each trigger query in "
+            "Prometheus and check its metric names and label filters against what vLLM exports.",
+        ),
+    ]
+    if t.max_replicas > t.min_replicas:  # a fixed-size model sits at its maximum by design
+        hpa_sel = f'{{namespace="{namespace}",horizontalpodautoscaler="{hpa}"}}'
+        rules.append(
+            _rule(
+                "VLLMReplicasAtMaximum",
+                f"max by (horizontalpodautoscaler) ({HPA_CURRENT}{hpa_sel})"
+                f" >= on (horizontalpodautoscaler) max by (horizontalpodautoscaler) ({HPA_MAX}{hpa_sel})",
+                AT_MAX_FOR,
+                "warning",
+                t.labels,
+                f"{where} has run at its replica ceiling for {AT_MAX_FOR}",
+                f"HPA {hpa} has held {VALUE} replicas, its maximum (config maxReplicas "
+                f"{t.max_replicas}), for {AT_MAX_FOR}: demand beyond this is queued, not served.",
+                f"Raise {t.max_field} (and the GPU NodePool's gpuLimit) if queue depth or the "
+                "latency SLO alerts fire too; otherwise this is a capacity-planning signal.",
+            )
+        )
+    return rules
+
+
 def alert_rules(
     model: ModelConfig,
     namespace: str,
@@ -128,8 +220,11 @@ def alert_rules(
     scaled_object: str,
     multi_node: bool = False,
     rolled: bool = False,
+    roles: Sequence[RolePlan] = (),
 ) -> list[dict[str, Any]]:
-    """The alerting rules of one model, in the PrometheusRule `rules` form.
+    """The alerting rules of one model, in the PrometheusRule `rules` form. `roles`: a disaggregated model's
+    (plan/disaggregation.py), whose Deployments, ScaledObjects and HPAs are per role: its scaling alerts are
+    one per role, labelled `role`, and none names the aggregated Deployment it does not have.
 
     why long: a list of rules, each a few lines of data (expression, duration, labels, annotations) over the
     same selectors; one list reads as the alerts a user receives."""
@@ -140,6 +235,15 @@ def alert_rules(
     where = f"{name} in {namespace}"
     labels = {"namespace": namespace, "model_name": name}
     kubectl = f"kubectl -n {namespace}"
+    scaled, ceiling = (
+        f"scaledobject {scaled_object}, hpa {hpa}",
+        f"maxReplicas ({model.autoscaling.max_replicas})",
+    )
+    if roles:
+        scaled = ", ".join(
+            f"scaledobject {r.scaled_object}, hpa {keda_hpa_name(r.scaled_object)}" for r in roles
+        )
+        ceiling = "each role's maxReplicas (" + ", ".join(f"{r.role} {r.max_replicas}" for r in roles) + ")"
 
     rules = [
         _rule(
@@ -151,9 +255,9 @@ def alert_rules(
             f"vLLM queue for {where} is above {QUEUE_DEPTH_THRESHOLD} requests",
             f"{VALUE} requests are waiting across all replicas of {where} (threshold "
             f"{QUEUE_DEPTH_THRESHOLD}, for {QUEUE_DEPTH_FOR}); the fleet cannot keep up with traffic.",
-            f"Check that KEDA is scaling ({kubectl} get scaledobject {scaled_object}, hpa {hpa}), that "
+            f"Check that KEDA is scaling ({kubectl} get {scaled}), that "
             f"new pods are not Pending for GPU capacity (Karpenter NodePool limits, {kubectl} get pods), "
-            f"and whether maxReplicas ({model.autoscaling.max_replicas}) is reached.",
+            f"and whether {ceiling} is reached.",
         ),
         _rule(
             "VLLMKVCacheNearlyFull",
@@ -192,71 +296,33 @@ def alert_rules(
             "Check requests running per pod and KV-cache usage; lower max-num-seqs or scale out "
             "(the KV-cache trigger's target may be too high).",
         ),
-        _rule(
-            "VLLMMetricsMissing",
-            f"sum({promql.replicas_available(namespace, deployment, multi_node, rolled)})"
-            f" > (count({promql.RUNNING}{sel}) or vector(0))",
-            METRICS_MISSING_FOR,
-            "critical",
-            labels,
-            f"vLLM metrics of {where} are missing while its pods are available",
-            f"Deployment {deployment} has {VALUE} available replicas but fewer of them export "
-            f"{promql.RUNNING}{sel}. KEDA's queries then come back empty, which with "
-            "ignoreNullValues false it counts as errors, so autoscaling is blind. A vLLM upgrade that renamed metrics, a broken PodMonitor/ServiceMonitor or "
-            "a NetworkPolicy blocking /metrics are the usual causes.",
-            f"curl a pod's /metrics ({kubectl} port-forward deploy/{deployment} 8000) and compare the "
-            "metric names with plan/promql.py; check the target in Prometheus "
-            "(Status > Targets).",
-        ),
-        _rule(
-            "VLLMKedaScalerErrors",
-            f"sum by (scaledObject, scaler, triggerIndex, metric) "
-            f"({_keda_increase(KEDA_SCALER_ERRORS, namespace, 'scaledObject', scaled_object)}) > 0",
-            KEDA_FOR,
-            "warning",
-            labels,
-            f"KEDA cannot read the scaling metric of {where}",
-            f"KEDA trigger {{{{ $labels.triggerIndex }}}} ({{{{ $labels.scaler }}}}, "
-            f"{{{{ $labels.metric }}}}) of ScaledObject {scaled_object} failed {VALUE} times in the "
-            f"last {KEDA_WINDOW}; the HPA holds its replicas or uses the fallback.",
-            f"{kubectl} describe scaledobject {scaled_object}; kubectl -n keda logs "
-            "deploy/keda-operator; run the trigger query in Prometheus: it must return exactly one "
-            "series.",
-        ),
-        _rule(
-            "VLLMKedaTriggerNoData",
-            f"sum by (scaledResource, triggerName, metricName) "
-            f"({_keda_increase(KEDA_EMPTY_RESPONSES, namespace, 'scaledResource', scaled_object)}) > 0",
-            KEDA_FOR,
-            "warning",
-            labels,
-            f"A KEDA trigger query of {where} returns no data",
-            f"Trigger {{{{ $labels.triggerName }}}} ({{{{ $labels.metricName }}}}) of ScaledObject "
-            f"{scaled_object} got an empty result {VALUE} times in the last {KEDA_WINDOW}; with "
-            "ignoreNullValues false KEDA counts it an error, not 0: the HPA gets no value for it and, "
-            "after the fallback's failureThreshold, runs the fallback replicas.",
-            f"{kubectl} get scaledobject {scaled_object} -o yaml: run each trigger query in "
-            "Prometheus and check its metric names and label filters against what vLLM exports.",
-        ),
     ]
-    a = model.autoscaling
-    if a.max_replicas > a.min_replicas:  # a fixed-size model sits at its maximum by design
-        hpa_sel = f'{{namespace="{namespace}",horizontalpodautoscaler="{hpa}"}}'
-        rules.append(
-            _rule(
-                "VLLMReplicasAtMaximum",
-                f"max by (horizontalpodautoscaler) ({HPA_CURRENT}{hpa_sel})"
-                f" >= on (horizontalpodautoscaler) max by (horizontalpodautoscaler) ({HPA_MAX}{hpa_sel})",
-                AT_MAX_FOR,
-                "warning",
-                labels,
-                f"{where} has run at its replica ceiling for {AT_MAX_FOR}",
-                f"HPA {hpa} has held {VALUE} replicas, its maximum (config maxReplicas "
-                f"{a.max_replicas}), for {AT_MAX_FOR}: demand beyond this is queued, not served.",
-                "Raise autoscaling.maxReplicas (and the GPU NodePool's gpuLimit) if queue depth or the "
-                "latency SLO alerts fire too; otherwise this is a capacity-planning signal.",
+    if roles:  # a disaggregated model: each role has its own Deployment, ScaledObject and HPA
+        for r in roles:
+            target = ScaledTarget(
+                deployment=r.deployment,
+                scaled_object=r.scaled_object,
+                min_replicas=r.min_replicas,
+                max_replicas=r.max_replicas,
+                max_field=f"disaggregation.{r.role}.autoscaling.maxReplicas",
+                pods=f'{{{role_pods(namespace, r.deployment)},model_name="{name}"}}',
+                labels={**labels, "role": r.role},
             )
+            rules += _scaling_rules(target, namespace, name)
+    else:
+        a = model.autoscaling
+        target = ScaledTarget(
+            deployment=deployment,
+            scaled_object=scaled_object,
+            min_replicas=a.min_replicas,
+            max_replicas=a.max_replicas,
+            max_field="autoscaling.maxReplicas",
+            pods=sel,
+            labels=labels,
+            multi_node=multi_node,
+            rolled=rolled,
         )
+        rules += _scaling_rules(target, namespace, name)
     return rules
 
 
@@ -274,6 +340,7 @@ def prometheus_rule(m: ModelPlan, *, labels: Mapping[str, str] | None = None) ->
         scaled_object=names.scaled_object,
         multi_node=m.multi_node,
         rolled=m.model.rollout is not None,
+        roles=m.disaggregation.roles if m.disaggregation is not None else (),
     )
     metadata_labels = {
         "app.kubernetes.io/name": "vllm",

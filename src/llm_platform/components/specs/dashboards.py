@@ -169,14 +169,19 @@ def _dashboard(
 # ------------------------------------------------------------------------------------------------ vLLM
 
 
-def vllm_dashboard(*, deployment: str = "$model_name", scaled_object: str = "$model_name") -> dict[str, Any]:
+def vllm_dashboard(
+    *, deployment: str = "$model_name", scaled_object: str = "$model_name", roles: bool = False
+) -> dict[str, Any]:
     """The per-model vLLM dashboard.
 
     why long: a list of panels, each a few lines of data (title, queries, unit, place) over the same
     selectors, in the order Grafana shows them.
 
     `deployment` and `scaled_object` say how the serving component names a model's Deployment and
-    ScaledObject, as Grafana templates over `$model_name` (e.g. `"vllm-$model_name"`).
+    ScaledObject, as Grafana templates over `$model_name` (e.g. `"vllm-$model_name"`). `roles`: the stack
+    serves a disaggregated model, whose Deployments and ScaledObjects are per role (`<name>-prefill`,
+    `<name>-decode`, plan/disaggregation.py): a panel shows each role's replicas, which the aggregated
+    panel's `deployment="<name>"` never matches.
     """
     ns, model = "$namespace", "$model_name"
     sel = promql.selector(ns, model)
@@ -285,6 +290,8 @@ def vllm_dashboard(*, deployment: str = "$model_name", scaled_object: str = "$mo
             "weight loading.",
         ),
     ]
+    if roles:
+        panels.append(_roles_panel(ns, deployment, scaled_object))
     variables = [
         _query_variable("namespace", "Namespace", f"label_values({promql.RUNNING}, namespace)"),
         _query_variable(
@@ -297,6 +304,31 @@ def vllm_dashboard(*, deployment: str = "$model_name", scaled_object: str = "$mo
         "Latency against SLO, queue, KV cache, throughput and replicas of one served model.",
         variables,
         panels,
+    )
+
+
+def _roles_panel(ns: str, deployment: str, scaled_object: str) -> dict[str, Any]:
+    """A disaggregated model's replicas per role: each role's HPA (KEDA's, per role ScaledObject) against its
+    Deployment's ready pods; empty for an aggregated model, whose names carry no role suffix."""
+    role_deployments = f'namespace="{ns}",deployment=~"{deployment}-(prefill|decode)"'
+    role_hpas = f'namespace="{ns}",horizontalpodautoscaler=~"{keda_hpa_name(scaled_object)}-(prefill|decode)"'
+    return _panel(
+        "Replicas per role (disaggregated models)",
+        [
+            (
+                f"max by (horizontalpodautoscaler) ({HPA_DESIRED}{{{role_hpas}}})",
+                "desired {{horizontalpodautoscaler}}",
+            ),
+            (f"max by (deployment) ({DEPLOYMENT_READY}{{{role_deployments}}})", "ready {{deployment}}"),
+            (
+                f"max by (horizontalpodautoscaler) ({HPA_MAX}{{{role_hpas}}})",
+                "maximum {{horizontalpodautoscaler}}",
+            ),
+        ],
+        unit="short",
+        width=24,
+        description="A prefill/decode model's roles scale apart (each its own KEDA ScaledObject and signal): "
+        "what each role's HPA wants, its Deployment's ready pods and its ceiling.",
     )
 
 

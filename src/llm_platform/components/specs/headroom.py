@@ -44,6 +44,7 @@ from llm_platform.plan.naming import (
     restricted_container,
     serving_priority_class_name,
 )
+from llm_platform.plan.node_capacity import PREPULL_RESOURCES
 
 SERVING_PRIORITY = 1000
 HEADROOM_PRIORITY = -10
@@ -108,7 +109,7 @@ def placeholder_resources(p: PoolPlan) -> dict[str, Any]:
     has one (a replica then fits wherever one placeholder was)."""
     h = _headroom(p)
     sidecar = any(m.cache.compile_cache_in_pod for m in p.models if m.gpus == h.replica_gpus)
-    resources = replica_resources(h.replica_gpus, h.instance, sidecar)
+    resources = replica_resources(h.replica_gpus, h.resources_instance, sidecar)
     # a replica with a CPU KV tier needs its grown memory on the warm node too (the largest tier of those)
     tiers = [m.kv_offload for m in p.models if m.gpus == h.replica_gpus and m.kv_offload is not None]
     return grown_resources(resources, max(tiers, key=lambda t: t.growth_gib)) if tiers else resources
@@ -225,8 +226,6 @@ def scaled_object(p: PoolPlan) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------ image pre-pull
-
-PREPULL_RESOURCES = {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "32Mi"}}
 
 
 def prepull_name(pool: GpuNodePool) -> str:

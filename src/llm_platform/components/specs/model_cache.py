@@ -13,6 +13,7 @@ depends on the Hub.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -46,6 +47,7 @@ from llm_platform.plan.naming import (
     non_root_pod,
     restricted_container,
 )
+from llm_platform.plan.node_capacity import SYNC_INIT_RESOURCES, SYNC_READY_RESOURCES
 
 MODEL_MOUNT = "/models"
 LUSTRE_PORTS = [(988, 988), (1018, 1023)]  # TCP: Lustre server and client ports (FSx for Lustre user guide)
@@ -469,10 +471,7 @@ def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
                             "image": AWS_CLI_IMAGE,
                             "command": ["/bin/sh", "-c", script],
                             "env": env,
-                            "resources": {
-                                "requests": {"cpu": "500m", "memory": "512Mi"},
-                                "limits": {"memory": "2Gi"},
-                            },
+                            "resources": copy.deepcopy(SYNC_INIT_RESOURCES),
                             "volumeMounts": [
                                 {"name": "nvme", "mountPath": "/nvme"},
                                 {"name": "tmp", "mountPath": "/tmp"},
@@ -493,10 +492,7 @@ def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
                             "command": ["/bin/sh", "-c", SAVE_SCRIPT],
                             "env": env,
                             # idles, and once per node may upload the compile cache (the AWS CLI)
-                            "resources": {
-                                "requests": {"cpu": "10m", "memory": "64Mi"},
-                                "limits": {"memory": "512Mi"},
-                            },
+                            "resources": copy.deepcopy(SYNC_READY_RESOURCES),
                             "volumeMounts": [
                                 {"name": "nvme", "mountPath": "/nvme", "readOnly": True},
                                 {"name": "tmp", "mountPath": "/tmp"},

@@ -38,6 +38,7 @@ from llm_platform.plan.naming import (
     non_root_pod,
     restricted_container,
 )
+from llm_platform.plan.node_capacity import replica_memory_gib
 
 PORT = 8000
 HOME = "/home/vllm"
@@ -142,7 +143,7 @@ def kv_events_env(model: ModelConfig) -> list[dict[str, Any]]:
 
 def resources(m: ModelPlan) -> dict[str, Any]:
     """The instance's share, grown for the model's CPU KV tier (components/specs/kv_offload.py)."""
-    return grown_resources(pod_resources(m.gpus, m.instance), m.kv_offload)
+    return grown_resources(pod_resources(m.gpus, m.resources_instance), m.kv_offload)
 
 
 def pod_resources(gpus: int, instance: GpuInstance) -> dict[str, Any]:
@@ -150,8 +151,7 @@ def pod_resources(gpus: int, instance: GpuInstance) -> dict[str, Any]:
     it (per-GPU share of the instance, leaving room for kubelet, system daemons and the GPU operator)."""
     share = gpus / instance.gpus
     cpu = max(1, math.floor(instance.vcpus * share * 0.5))
-    memory_request = max(4, math.floor(instance.memory_gib * share * 0.6))
-    memory_limit = max(memory_request, math.floor(instance.memory_gib * share * 0.85))
+    memory_request, memory_limit = replica_memory_gib(gpus, instance.memory_gib, instance.gpus)
     return {
         "requests": {"cpu": str(cpu), "memory": f"{memory_request}Gi", "nvidia.com/gpu": str(gpus)},
         "limits": {"memory": f"{memory_limit}Gi", "nvidia.com/gpu": str(gpus)},

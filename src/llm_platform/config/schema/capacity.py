@@ -21,7 +21,16 @@ def replica_gpus(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:
     """GPUs of one headroom placeholder: the largest replica (tensor-parallel size) among the pool's models,
     so preempting one placeholder frees room for any one replica of the pool. The one definition: the
     schema's headroom rules, the plan's placeholders and the simulator's tuner read it."""
-    return max((m.replica_gpus for m in served_by(pool, models)), default=0)
+    return max((_largest_pod_group_gpus(m) for m in served_by(pool, models)), default=0)
+
+
+def _largest_pod_group_gpus(model: ModelConfig) -> int:
+    """GPUs of the model's largest replica: for a disaggregated model its larger role's pod (its prefill role's
+    tensor parallelism may exceed the model's, which is the decode role's)."""
+    d = model.disaggregation
+    if d is None:
+        return model.replica_gpus
+    return max(r.tensor_parallel_size for _, r in d.roles())
 
 
 def gpus_at_max_replicas(pool: GpuNodePool, models: Sequence[ModelConfig]) -> int:

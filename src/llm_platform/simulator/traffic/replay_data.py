@@ -42,6 +42,12 @@ def queries(mp: ModelPlan) -> dict[str, str]:
             f"model {mp.name}: replay reads the Deployment's kube-state-metrics series; a multi-node model "
             "(LeaderWorkerSet) has none; allowed: single-node models"
         )
+    if mp.disaggregation is not None:
+        raise ValueError(
+            f"model {mp.name}: replay reads one Deployment's kube-state-metrics series; a disaggregated model "
+            f"has one per role ({', '.join(r.deployment for r in mp.disaggregation.roles)}), whose replicas the "
+            "replay's one-pool replica model cannot compare; allowed: aggregated models"
+        )
     ns, name, dep = mp.names.namespace, mp.model.served_model_name, mp.names.deployment
     sel = promql.selector(ns, name)
     done = f"sum(rate({promql.SUCCESS}{sel}[{WINDOW}]))"
