@@ -30,6 +30,20 @@ from llm_platform.components.specs.compile_cache import (
     compile_cache_containers,
     compile_cache_env,
 )
+from llm_platform.components.specs.model_cache_fsx import (
+    FSX_CSI_CONTROLLER_SA as FSX_CSI_CONTROLLER_SA,
+)
+from llm_platform.components.specs.model_cache_fsx import fsx_csi_policy as fsx_csi_policy
+from llm_platform.components.specs.model_cache_fsx import fsx_csi_values as fsx_csi_values
+from llm_platform.components.specs.model_cache_fsx import (
+    fsx_persistent_volume as fsx_persistent_volume,
+)
+from llm_platform.components.specs.model_cache_fsx import (
+    fsx_persistent_volume_claim as fsx_persistent_volume_claim,
+)
+from llm_platform.components.specs.model_cache_iam import bucket_policy as bucket_policy
+from llm_platform.components.specs.model_cache_iam import model_access_policy as model_access_policy
+from llm_platform.components.specs.model_cache_iam import writer_policy as writer_policy
 from llm_platform.facts.versions import (
     AWS_CLI_IMAGE,
     LOADER_BOTO3_VERSION,
@@ -56,100 +70,6 @@ LUSTRE_PORTS = [(988, 988), (1018, 1023)]  # TCP: Lustre server and client ports
 # (cluster.addonNodes.diskSizeGiB, 100 GiB by default) must leave this much allocatable.
 LOADER_SCRATCH_REQUEST_GIB = LOADER_SCRATCH_GIB
 LOADER_SCRATCH_LIMIT_GIB = 40
-
-
-# ------------------------------------------------------------------------------------------------ IAM
-
-
-def bucket_policy(bucket_arn: str) -> dict[str, Any]:
-    """TLS only: deny every request made without it."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "DenyInsecureTransport",
-                "Effect": "Deny",
-                "Principal": "*",
-                "Action": "s3:*",
-                "Resource": [bucket_arn, f"{bucket_arn}/*"],
-                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-            }
-        ],
-    }
-
-
-def writer_policy(bucket_arn: str, prefix: str) -> dict[str, Any]:
-    """One model's Hub-to-S3 loader: read and write under that model's prefix only."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            *_read_statements(bucket_arn, prefix),
-            {
-                "Sid": "WriteModel",
-                "Effect": "Allow",
-                "Action": ["s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
-                "Resource": f"{bucket_arn}/{prefix}/*",
-            },
-        ],
-    }
-
-
-def model_access_policy(
-    bucket_arn: str, weights_prefix: str | None, compile_prefix: str | None
-) -> dict[str, Any]:
-    """One model's own role (its NVMe sync, or its vLLM pods): read its weights (when it reads them from S3);
-    read and write its compile cache (model, vLLM image, GPU). Nothing of any other model."""
-    statements = (
-        _read_statements(bucket_arn, weights_prefix)
-        if weights_prefix is not None
-        else [_locate_bucket(bucket_arn)]
-    )
-    if compile_prefix is not None:
-        statements += [
-            {
-                "Sid": "ListCompileCache",
-                "Effect": "Allow",
-                "Action": "s3:ListBucket",
-                "Resource": bucket_arn,
-                "Condition": {"StringLike": {"s3:prefix": [f"{compile_prefix}/*", compile_prefix]}},
-            },
-            {
-                "Sid": "ReadWriteCompileCache",
-                "Effect": "Allow",
-                "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
-                "Resource": f"{bucket_arn}/{compile_prefix}/*",
-            },
-        ]
-    return {"Version": "2012-10-17", "Statement": statements}
-
-
-def _locate_bucket(bucket_arn: str) -> dict[str, Any]:
-    # GetBucketLocation never carries s3:prefix, so it cannot sit under the ListBucket condition
-    return {
-        "Sid": "LocateBucket",
-        "Effect": "Allow",
-        "Action": "s3:GetBucketLocation",
-        "Resource": bucket_arn,
-    }
-
-
-def _read_statements(bucket_arn: str, prefix: str) -> list[dict[str, Any]]:
-    return [
-        _locate_bucket(bucket_arn),
-        {
-            "Sid": "ListModels",
-            "Effect": "Allow",
-            "Action": "s3:ListBucket",
-            "Resource": bucket_arn,
-            "Condition": {"StringLike": {"s3:prefix": [f"{prefix}/*", prefix]}},
-        },
-        {
-            "Sid": "ReadModels",
-            "Effect": "Allow",
-            "Action": "s3:GetObject",
-            "Resource": f"{bucket_arn}/{prefix}/*",
-        },
-    ]
 
 
 # ------------------------------------------------------------------------------------- pod wiring
@@ -518,78 +438,4 @@ def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
                 },
             },
         },
-    }
-
-
-# -------------------------------------------------------------------------------------- FSx
-
-
-def fsx_persistent_volume(
-    name: str, *, file_system_id: str, dns_name: str, mount_name: str, capacity_gib: int
-) -> dict[str, Any]:
-    """A static PV for the file system (one per model namespace; they all point at the same FS)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": f"{capacity_gib}Gi"},
-            "volumeMode": "Filesystem",
-            "accessModes": ["ReadWriteMany"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": "",
-            "mountOptions": ["flock"],
-            "csi": {
-                "driver": "fsx.csi.aws.com",
-                "volumeHandle": file_system_id,
-                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
-            },
-        },
-    }
-
-
-def fsx_persistent_volume_claim(
-    name: str, namespace: str, *, volume: str, capacity_gib: int
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "accessModes": ["ReadWriteMany"],
-            "storageClassName": "",
-            "volumeName": volume,
-            "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
-        },
-    }
-
-
-FSX_CSI_CONTROLLER_SA = "fsx-csi-controller-sa"
-
-
-def fsx_csi_values() -> dict[str, Any]:
-    """Controller on the add-on nodes (its identity through Pod Identity), node plugin on GPU nodes."""
-    return {
-        "controller": {
-            "nodeSelector": dict(ADDON_NODE_LABEL),
-            "tolerations": [ADDON_TOLERATION],
-            "serviceAccount": {"create": True, "name": FSX_CSI_CONTROLLER_SA},
-        },
-        # the node plugin must run on the tainted GPU nodes that mount Lustre
-        "node": {"tolerateAllTaints": True},
-    }
-
-
-def fsx_csi_policy() -> dict[str, Any]:
-    """The FSx CSI controller only describes file systems for static volumes (no dynamic provisioning)."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "DescribeFileSystems",
-                "Effect": "Allow",
-                "Action": ["fsx:DescribeFileSystems"],
-                "Resource": "*",
-            }
-        ],
     }
