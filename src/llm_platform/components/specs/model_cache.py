@@ -228,8 +228,9 @@ def loader_configmap(namespace: str, adapters: bool = False) -> dict[str, Any]:
     }
 
 
-def loader_job(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
-    """Copy the model from the Hub into S3 once (idempotent: a marker holds the copied revision)."""
+def _loader_container(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
+    """The copy itself: pip-installs the pinned Hub client and boto3, then runs the loader script (and the
+    adapters' one), with scratch space sized for the largest file."""
     model, names = m.model, m.names
     env: list[dict[str, Any]] = [
         {"name": "HF_REPO", "value": model.hugging_face_id},
@@ -251,6 +252,34 @@ def loader_job(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
     if m.lora is not None:
         env.append(adapter_spec.loader_env(m.lora))
         run += f" && python /opt/loader/{adapter_spec.ADAPTER_LOADER_FILE}"
+    return {
+        "name": "load",
+        "image": PYTHON_IMAGE,
+        "command": ["/bin/sh", "-c"],
+        "args": [run],
+        "env": env,
+        "resources": {
+            # plan/addon_pods.py: what the add-on pool's limits must hold at its peak
+            "requests": {
+                **LOADER.as_dict(),
+                "ephemeral-storage": f"{LOADER_SCRATCH_REQUEST_GIB}Gi",
+            },
+            "limits": {
+                "memory": "4Gi",
+                "ephemeral-storage": f"{LOADER_SCRATCH_LIMIT_GIB}Gi",
+            },
+        },
+        "volumeMounts": [
+            {"name": "scratch", "mountPath": "/scratch"},
+            {"name": "script", "mountPath": "/opt/loader", "readOnly": True},
+        ],
+        "securityContext": restricted_container(),
+    }
+
+
+def loader_job(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
+    """Copy the model from the Hub into S3 once (idempotent: a marker holds the copied revision)."""
+    model, names = m.model, m.names
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -278,31 +307,7 @@ def loader_job(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
                     "tolerations": [ADDON_TOLERATION],
                     "automountServiceAccountToken": False,  # EKS Pod Identity brings its own token
                     "securityContext": non_root_pod(),
-                    "containers": [
-                        {
-                            "name": "load",
-                            "image": PYTHON_IMAGE,
-                            "command": ["/bin/sh", "-c"],
-                            "args": [run],
-                            "env": env,
-                            "resources": {
-                                # plan/addon_pods.py: what the add-on pool's limits must hold at its peak
-                                "requests": {
-                                    **LOADER.as_dict(),
-                                    "ephemeral-storage": f"{LOADER_SCRATCH_REQUEST_GIB}Gi",
-                                },
-                                "limits": {
-                                    "memory": "4Gi",
-                                    "ephemeral-storage": f"{LOADER_SCRATCH_LIMIT_GIB}Gi",
-                                },
-                            },
-                            "volumeMounts": [
-                                {"name": "scratch", "mountPath": "/scratch"},
-                                {"name": "script", "mountPath": "/opt/loader", "readOnly": True},
-                            ],
-                            "securityContext": restricted_container(),
-                        }
-                    ],
+                    "containers": [_loader_container(m, bucket=bucket)],
                     "volumes": [
                         {"name": "scratch", "emptyDir": {"sizeLimit": f"{LOADER_SCRATCH_LIMIT_GIB}Gi"}},
                         {"name": "script", "configMap": {"name": "model-loader"}},
@@ -345,6 +350,53 @@ NVME_SYNC_CAPABILITIES_REASON = (
 )
 
 
+def _sync_init_container(env: list[dict[str, Any]], script: str) -> dict[str, Any]:
+    """The sync: root with only CAP_CHOWN and CAP_DAC_OVERRIDE, as the host directories belong to root."""
+    return {
+        "name": "sync",
+        "image": AWS_CLI_IMAGE,
+        "command": ["/bin/sh", "-c", script],
+        "env": env,
+        "resources": copy.deepcopy(SYNC_INIT_RESOURCES),
+        "volumeMounts": [
+            {"name": "nvme", "mountPath": "/nvme"},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+        "securityContext": {
+            "runAsUser": 0,
+            "runAsNonRoot": False,
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "DAC_OVERRIDE"]},
+        },
+    }
+
+
+def _sync_ready_container(env: list[dict[str, Any]], marker: str) -> dict[str, Any]:
+    """Unprivileged and idle: Ready only while the weights' completion marker is on the node."""
+    return {
+        "name": "ready",
+        "image": AWS_CLI_IMAGE,
+        "command": ["/bin/sh", "-c", SAVE_SCRIPT],
+        "env": env,
+        # idles, and once per node may upload the compile cache (the AWS CLI)
+        "resources": copy.deepcopy(SYNC_READY_RESOURCES),
+        "volumeMounts": [
+            {"name": "nvme", "mountPath": "/nvme", "readOnly": True},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+        "readinessProbe": {
+            "exec": {"command": ["test", "-f", marker]},
+            "periodSeconds": 30,
+        },
+        "livenessProbe": {
+            "exec": {"command": ["test", "-d", "/nvme"]},
+            "periodSeconds": 60,
+        },
+        "securityContext": non_root_container(),
+    }
+
+
 def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
     """Keep the model's weights on every GPU node of its pool, on the RAID0 instance store.
 
@@ -385,49 +437,8 @@ def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
                     "tolerations": [GPU_TOLERATION],
                     "priorityClassName": "system-node-critical",
                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-                    "initContainers": [
-                        {
-                            "name": "sync",
-                            "image": AWS_CLI_IMAGE,
-                            "command": ["/bin/sh", "-c", script],
-                            "env": env,
-                            "resources": copy.deepcopy(SYNC_INIT_RESOURCES),
-                            "volumeMounts": [
-                                {"name": "nvme", "mountPath": "/nvme"},
-                                {"name": "tmp", "mountPath": "/tmp"},
-                            ],
-                            "securityContext": {
-                                "runAsUser": 0,
-                                "runAsNonRoot": False,
-                                "allowPrivilegeEscalation": False,
-                                "readOnlyRootFilesystem": True,
-                                "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "DAC_OVERRIDE"]},
-                            },
-                        }
-                    ],
-                    "containers": [
-                        {
-                            "name": "ready",
-                            "image": AWS_CLI_IMAGE,
-                            "command": ["/bin/sh", "-c", SAVE_SCRIPT],
-                            "env": env,
-                            # idles, and once per node may upload the compile cache (the AWS CLI)
-                            "resources": copy.deepcopy(SYNC_READY_RESOURCES),
-                            "volumeMounts": [
-                                {"name": "nvme", "mountPath": "/nvme", "readOnly": True},
-                                {"name": "tmp", "mountPath": "/tmp"},
-                            ],
-                            "readinessProbe": {
-                                "exec": {"command": ["test", "-f", marker]},
-                                "periodSeconds": 30,
-                            },
-                            "livenessProbe": {
-                                "exec": {"command": ["test", "-d", "/nvme"]},
-                                "periodSeconds": 60,
-                            },
-                            "securityContext": non_root_container(),
-                        }
-                    ],
+                    "initContainers": [_sync_init_container(env, script)],
+                    "containers": [_sync_ready_container(env, marker)],
                     "volumes": [
                         {
                             "name": "nvme",
