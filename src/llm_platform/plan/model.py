@@ -7,7 +7,6 @@ scaling intent exactly as the ScaledObject and PodMonitor will carry them.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,20 +27,22 @@ from llm_platform.facts.cold_start import (
     ImageMode,
     cold_start,
 )
-from llm_platform.plan import naming, promql
+from llm_platform.plan import naming
 from llm_platform.plan.cold_start import ColdStartBudget
 from llm_platform.plan.disaggregation import DisaggregationPlan, resolve_disaggregation
 from llm_platform.plan.drain import DrainPlan, drain_plan, replica_model
 from llm_platform.plan.gateway import FlowControlPlan, at_zero, flow_control, wake_rate
 from llm_platform.plan.kv_offload import KvOffloadPlan, kv_offload_plan, tier_instance
 from llm_platform.plan.lora import LoraPlan, lora_plan
-from llm_platform.plan.scaling import MetricTrigger, PrewarmTrigger, SaturationMemory, ScalingPlan, Smoothing
+from llm_platform.plan.model_scaling import FALLBACK_FAILURE_THRESHOLD as FALLBACK_FAILURE_THRESHOLD
+from llm_platform.plan.model_scaling import SATURATION_HOLD_PER_REPLICA as SATURATION_HOLD_PER_REPLICA
+from llm_platform.plan.model_scaling import SCRAPE_INTERVAL_SECONDS as SCRAPE_INTERVAL_SECONDS
+from llm_platform.plan.model_scaling import WAKE_ACTIVATION as WAKE_ACTIVATION
+from llm_platform.plan.model_scaling import WAKE_REQUESTS_PER_REPLICA as WAKE_REQUESTS_PER_REPLICA
+from llm_platform.plan.model_scaling import fallback_replicas as fallback_replicas
+from llm_platform.plan.model_scaling import scaling_plan as scaling_plan
+from llm_platform.plan.scaling import ScalingPlan
 from llm_platform.plan.zero import from_zero_hold_s
-
-# Prometheus scrapes every vLLM pod this often (PodMonitor): KEDA's decisions are only as fresh as the scrape
-SCRAPE_INTERVAL_SECONDS = 5
-# KEDA substitutes `fallback.replicas` after this many consecutive failed queries of a trigger
-FALLBACK_FAILURE_THRESHOLD = 3
 
 # Where Karpenter's `instanceStorePolicy: RAID0` mounts the NVMe array: AL2023's nodeadm mounts it at
 # /mnt/k8s-disks/0 (and bind-mounts containerd and kubelet there); Bottlerocket's ephemeral-storage
@@ -205,142 +206,6 @@ def cold_start_budget(
         new_node=cold_start(model.cache, instance, weights_gb, True, image_pull, persisted, nodes),
         warm_node=cold_start(model.cache, instance, weights_gb, False, image_pull, persisted, nodes),
         weights_gb=weights_gb,
-    )
-
-
-# scale from zero: the wake trigger reads the requests the endpoint pickers hold or counted (promql.wake_signal);
-# KEDA activates the model (0 -> 1) once it exceeds WAKE_ACTIVATION (a single held request reads 1), and past
-# one replica the HPA sizes it at WAKE_REQUESTS_PER_REPLICA per replica, above which the other triggers lead
-WAKE_ACTIVATION = 0.0
-WAKE_REQUESTS_PER_REPLICA = 1000.0
-# the saturation hold's target: the load in replicas' worth (promql.saturation_hold) per replica. Below 1 by the
-# HPA's default tolerance (0.1): N replicas go to N-1 only once N-1 would serve at most 90 % of the per-replica
-# load at which the pool last asked to grow, so a pool at its cap that is calm only because it has one replica
-# more than that stays there
-SATURATION_HOLD_PER_REPLICA = 0.9
-
-
-def fallback_replicas(autoscaling: Autoscaling) -> int | None:
-    """While the metrics are missing although replicas serve (Prometheus down, a renamed vLLM metric), hold
-    half the ceiling. KEDA's fallback replaces the failing triggers' value after `failureThreshold` errors;
-    it never applies while no replica is available, because the queries then read 0 (see
-    `promql.until_a_replica_serves`): a first rollout stays at minReplicas while its pods load.
-
-    None (no fallback) for a model at minReplicas 0: KEDA 2.20.2 counts a trigger in fallback as active
-    (pkg/scaling/scale_handler.go getScalerState: `isActiveOrFallback := fallbackActive || isMetricActive`,
-    with the error cleared by pkg/fallback/fallback.go GetMetricsWithFallback once failures exceed the
-    threshold), and an active ScaledObject at 0 replicas is scaled from zero (pkg/scaling/executor/
-    scale_scaledobjects.go RequestScale, `currentReplicas == 0`), then the HPA lands on the fallback count: a
-    Prometheus outage would wake the model to half its ceiling. Without a fallback the errors leave it where
-    it is (RequestScale's `isError && Fallback == nil` case: neither woken nor scaled to zero), and above zero
-    the HPA keeps its replicas while no metric answers."""
-    if autoscaling.min_replicas == 0:
-        return None
-    return max(autoscaling.min_replicas, math.ceil(autoscaling.max_replicas / 2))
-
-
-def scaling_plan(
-    names: ModelNames,
-    served_model_name: str,
-    autoscaling: Autoscaling,
-    behind_gateway: bool = False,
-    multi_node: bool = False,
-    prometheus_url: str = naming.PROMETHEUS_URL,
-    rolled: bool = False,
-) -> ScalingPlan:
-    """Resolve an `autoscaling` block (a stack's, or one the simulator proposes) for one model.
-    `requestsPerSecondPerReplica` sizes by the load: behind the gateway its arrivals (served or shed), else
-    vLLM's completions, which cannot exceed what the Ready replicas serve."""
-    a, namespace = autoscaling, names.namespace
-
-    def query(summed: str) -> str:
-        return promql.until_a_replica_serves(summed, namespace, names.deployment, multi_node, rolled)
-
-    # the queue and the KV fill are instants, averaged over GAUGE_WINDOW_SECONDS at one point per scrape; the
-    # rates (served, arriving) are averages over their window already, the hold remembers, and the wake must
-    # read a held request at once
-    smooth = Smoothing(promql.GAUGE_WINDOW_SECONDS, SCRAPE_INTERVAL_SECONDS)
-
-    def gauge(summed: str) -> str:
-        return query(promql.smoothed(summed, smooth.window_s, smooth.step_s))
-
-    return ScalingPlan(
-        min_replicas=a.min_replicas,
-        max_replicas=a.max_replicas,
-        polling_interval_s=a.polling_interval,
-        cooldown_period_s=a.cooldown_period,
-        scrape_interval_s=SCRAPE_INTERVAL_SECONDS,
-        prometheus_url=prometheus_url,
-        # a missing series is an error (and triggers the fallback), never a silent 0
-        ignore_null_values=False,
-        fallback_replicas=fallback_replicas(a),
-        fallback_failure_threshold=FALLBACK_FAILURE_THRESHOLD,
-        triggers=(
-            MetricTrigger(
-                "queue-depth",
-                promql.QUEUE,
-                gauge(promql.queue_depth(namespace, served_model_name)),
-                a.queue_depth_per_replica,
-                smoothing=smooth,
-            ),
-            MetricTrigger(
-                "kv-cache-usage",
-                promql.KV_CACHE,
-                gauge(promql.kv_cache_usage(namespace, served_model_name)),
-                a.kv_cache_usage,
-                smoothing=smooth,
-            ),
-            MetricTrigger(
-                "saturation-hold",
-                promql.SATURATION_HOLD,
-                promql.saturation_hold(
-                    namespace,
-                    served_model_name,
-                    names.deployment,
-                    a.queue_depth_per_replica,
-                    a.kv_cache_usage,
-                    multi_node,
-                    rolled,
-                ),
-                SATURATION_HOLD_PER_REPLICA,
-                saturation=SaturationMemory(a.queue_depth_per_replica, a.kv_cache_usage),
-            ),
-            *(
-                ()
-                if a.requests_per_second_per_replica is None
-                else (
-                    MetricTrigger(
-                        "arrival-rate",
-                        promql.EPP_REQUESTS,
-                        query(promql.gateway_arrivals(namespace, served_model_name)),
-                        a.requests_per_second_per_replica,
-                    )
-                    if behind_gateway
-                    else MetricTrigger(
-                        "served-throughput",
-                        promql.SUCCESS,
-                        query(promql.served_throughput(namespace, served_model_name)),
-                        a.requests_per_second_per_replica,
-                    ),
-                )
-            ),
-            *(
-                (
-                    MetricTrigger(
-                        "wake",
-                        promql.WAKE_SIGNAL,
-                        promql.wake_signal(namespace, served_model_name),
-                        WAKE_REQUESTS_PER_REPLICA,
-                        activation_threshold=WAKE_ACTIVATION,
-                    ),
-                )
-                if a.min_replicas == 0
-                else ()
-            ),
-        ),
-        prewarm=tuple(PrewarmTrigger(f"prewarm-{w.name}", w) for w in a.prewarm),
-        scale_up=a.scale_up,
-        scale_down=a.scale_down,
     )
 
 

@@ -30,6 +30,20 @@ from llm_platform.components.specs.compile_cache import (
     compile_cache_containers,
     compile_cache_env,
 )
+from llm_platform.components.specs.model_cache_fsx import (
+    FSX_CSI_CONTROLLER_SA as FSX_CSI_CONTROLLER_SA,
+)
+from llm_platform.components.specs.model_cache_fsx import fsx_csi_policy as fsx_csi_policy
+from llm_platform.components.specs.model_cache_fsx import fsx_csi_values as fsx_csi_values
+from llm_platform.components.specs.model_cache_fsx import (
+    fsx_persistent_volume as fsx_persistent_volume,
+)
+from llm_platform.components.specs.model_cache_fsx import (
+    fsx_persistent_volume_claim as fsx_persistent_volume_claim,
+)
+from llm_platform.components.specs.model_cache_iam import bucket_policy as bucket_policy
+from llm_platform.components.specs.model_cache_iam import model_access_policy as model_access_policy
+from llm_platform.components.specs.model_cache_iam import writer_policy as writer_policy
 from llm_platform.facts.versions import (
     AWS_CLI_IMAGE,
     LOADER_BOTO3_VERSION,
@@ -56,100 +70,6 @@ LUSTRE_PORTS = [(988, 988), (1018, 1023)]  # TCP: Lustre server and client ports
 # (cluster.addonNodes.diskSizeGiB, 100 GiB by default) must leave this much allocatable.
 LOADER_SCRATCH_REQUEST_GIB = LOADER_SCRATCH_GIB
 LOADER_SCRATCH_LIMIT_GIB = 40
-
-
-# ------------------------------------------------------------------------------------------------ IAM
-
-
-def bucket_policy(bucket_arn: str) -> dict[str, Any]:
-    """TLS only: deny every request made without it."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "DenyInsecureTransport",
-                "Effect": "Deny",
-                "Principal": "*",
-                "Action": "s3:*",
-                "Resource": [bucket_arn, f"{bucket_arn}/*"],
-                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-            }
-        ],
-    }
-
-
-def writer_policy(bucket_arn: str, prefix: str) -> dict[str, Any]:
-    """One model's Hub-to-S3 loader: read and write under that model's prefix only."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            *_read_statements(bucket_arn, prefix),
-            {
-                "Sid": "WriteModel",
-                "Effect": "Allow",
-                "Action": ["s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
-                "Resource": f"{bucket_arn}/{prefix}/*",
-            },
-        ],
-    }
-
-
-def model_access_policy(
-    bucket_arn: str, weights_prefix: str | None, compile_prefix: str | None
-) -> dict[str, Any]:
-    """One model's own role (its NVMe sync, or its vLLM pods): read its weights (when it reads them from S3);
-    read and write its compile cache (model, vLLM image, GPU). Nothing of any other model."""
-    statements = (
-        _read_statements(bucket_arn, weights_prefix)
-        if weights_prefix is not None
-        else [_locate_bucket(bucket_arn)]
-    )
-    if compile_prefix is not None:
-        statements += [
-            {
-                "Sid": "ListCompileCache",
-                "Effect": "Allow",
-                "Action": "s3:ListBucket",
-                "Resource": bucket_arn,
-                "Condition": {"StringLike": {"s3:prefix": [f"{compile_prefix}/*", compile_prefix]}},
-            },
-            {
-                "Sid": "ReadWriteCompileCache",
-                "Effect": "Allow",
-                "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
-                "Resource": f"{bucket_arn}/{compile_prefix}/*",
-            },
-        ]
-    return {"Version": "2012-10-17", "Statement": statements}
-
-
-def _locate_bucket(bucket_arn: str) -> dict[str, Any]:
-    # GetBucketLocation never carries s3:prefix, so it cannot sit under the ListBucket condition
-    return {
-        "Sid": "LocateBucket",
-        "Effect": "Allow",
-        "Action": "s3:GetBucketLocation",
-        "Resource": bucket_arn,
-    }
-
-
-def _read_statements(bucket_arn: str, prefix: str) -> list[dict[str, Any]]:
-    return [
-        _locate_bucket(bucket_arn),
-        {
-            "Sid": "ListModels",
-            "Effect": "Allow",
-            "Action": "s3:ListBucket",
-            "Resource": bucket_arn,
-            "Condition": {"StringLike": {"s3:prefix": [f"{prefix}/*", prefix]}},
-        },
-        {
-            "Sid": "ReadModels",
-            "Effect": "Allow",
-            "Action": "s3:GetObject",
-            "Resource": f"{bucket_arn}/{prefix}/*",
-        },
-    ]
 
 
 # ------------------------------------------------------------------------------------- pod wiring
@@ -308,8 +228,9 @@ def loader_configmap(namespace: str, adapters: bool = False) -> dict[str, Any]:
     }
 
 
-def loader_job(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
-    """Copy the model from the Hub into S3 once (idempotent: a marker holds the copied revision)."""
+def _loader_container(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
+    """The copy itself: pip-installs the pinned Hub client and boto3, then runs the loader script (and the
+    adapters' one), with scratch space sized for the largest file."""
     model, names = m.model, m.names
     env: list[dict[str, Any]] = [
         {"name": "HF_REPO", "value": model.hugging_face_id},
@@ -331,6 +252,34 @@ def loader_job(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
     if m.lora is not None:
         env.append(adapter_spec.loader_env(m.lora))
         run += f" && python /opt/loader/{adapter_spec.ADAPTER_LOADER_FILE}"
+    return {
+        "name": "load",
+        "image": PYTHON_IMAGE,
+        "command": ["/bin/sh", "-c"],
+        "args": [run],
+        "env": env,
+        "resources": {
+            # plan/addon_pods.py: what the add-on pool's limits must hold at its peak
+            "requests": {
+                **LOADER.as_dict(),
+                "ephemeral-storage": f"{LOADER_SCRATCH_REQUEST_GIB}Gi",
+            },
+            "limits": {
+                "memory": "4Gi",
+                "ephemeral-storage": f"{LOADER_SCRATCH_LIMIT_GIB}Gi",
+            },
+        },
+        "volumeMounts": [
+            {"name": "scratch", "mountPath": "/scratch"},
+            {"name": "script", "mountPath": "/opt/loader", "readOnly": True},
+        ],
+        "securityContext": restricted_container(),
+    }
+
+
+def loader_job(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
+    """Copy the model from the Hub into S3 once (idempotent: a marker holds the copied revision)."""
+    model, names = m.model, m.names
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -358,31 +307,7 @@ def loader_job(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
                     "tolerations": [ADDON_TOLERATION],
                     "automountServiceAccountToken": False,  # EKS Pod Identity brings its own token
                     "securityContext": non_root_pod(),
-                    "containers": [
-                        {
-                            "name": "load",
-                            "image": PYTHON_IMAGE,
-                            "command": ["/bin/sh", "-c"],
-                            "args": [run],
-                            "env": env,
-                            "resources": {
-                                # plan/addon_pods.py: what the add-on pool's limits must hold at its peak
-                                "requests": {
-                                    **LOADER.as_dict(),
-                                    "ephemeral-storage": f"{LOADER_SCRATCH_REQUEST_GIB}Gi",
-                                },
-                                "limits": {
-                                    "memory": "4Gi",
-                                    "ephemeral-storage": f"{LOADER_SCRATCH_LIMIT_GIB}Gi",
-                                },
-                            },
-                            "volumeMounts": [
-                                {"name": "scratch", "mountPath": "/scratch"},
-                                {"name": "script", "mountPath": "/opt/loader", "readOnly": True},
-                            ],
-                            "securityContext": restricted_container(),
-                        }
-                    ],
+                    "containers": [_loader_container(m, bucket=bucket)],
                     "volumes": [
                         {"name": "scratch", "emptyDir": {"sizeLimit": f"{LOADER_SCRATCH_LIMIT_GIB}Gi"}},
                         {"name": "script", "configMap": {"name": "model-loader"}},
@@ -425,6 +350,53 @@ NVME_SYNC_CAPABILITIES_REASON = (
 )
 
 
+def _sync_init_container(env: list[dict[str, Any]], script: str) -> dict[str, Any]:
+    """The sync: root with only CAP_CHOWN and CAP_DAC_OVERRIDE, as the host directories belong to root."""
+    return {
+        "name": "sync",
+        "image": AWS_CLI_IMAGE,
+        "command": ["/bin/sh", "-c", script],
+        "env": env,
+        "resources": copy.deepcopy(SYNC_INIT_RESOURCES),
+        "volumeMounts": [
+            {"name": "nvme", "mountPath": "/nvme"},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+        "securityContext": {
+            "runAsUser": 0,
+            "runAsNonRoot": False,
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "DAC_OVERRIDE"]},
+        },
+    }
+
+
+def _sync_ready_container(env: list[dict[str, Any]], marker: str) -> dict[str, Any]:
+    """Unprivileged and idle: Ready only while the weights' completion marker is on the node."""
+    return {
+        "name": "ready",
+        "image": AWS_CLI_IMAGE,
+        "command": ["/bin/sh", "-c", SAVE_SCRIPT],
+        "env": env,
+        # idles, and once per node may upload the compile cache (the AWS CLI)
+        "resources": copy.deepcopy(SYNC_READY_RESOURCES),
+        "volumeMounts": [
+            {"name": "nvme", "mountPath": "/nvme", "readOnly": True},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+        "readinessProbe": {
+            "exec": {"command": ["test", "-f", marker]},
+            "periodSeconds": 30,
+        },
+        "livenessProbe": {
+            "exec": {"command": ["test", "-d", "/nvme"]},
+            "periodSeconds": 60,
+        },
+        "securityContext": non_root_container(),
+    }
+
+
 def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
     """Keep the model's weights on every GPU node of its pool, on the RAID0 instance store.
 
@@ -465,49 +437,8 @@ def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
                     "tolerations": [GPU_TOLERATION],
                     "priorityClassName": "system-node-critical",
                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-                    "initContainers": [
-                        {
-                            "name": "sync",
-                            "image": AWS_CLI_IMAGE,
-                            "command": ["/bin/sh", "-c", script],
-                            "env": env,
-                            "resources": copy.deepcopy(SYNC_INIT_RESOURCES),
-                            "volumeMounts": [
-                                {"name": "nvme", "mountPath": "/nvme"},
-                                {"name": "tmp", "mountPath": "/tmp"},
-                            ],
-                            "securityContext": {
-                                "runAsUser": 0,
-                                "runAsNonRoot": False,
-                                "allowPrivilegeEscalation": False,
-                                "readOnlyRootFilesystem": True,
-                                "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "DAC_OVERRIDE"]},
-                            },
-                        }
-                    ],
-                    "containers": [
-                        {
-                            "name": "ready",
-                            "image": AWS_CLI_IMAGE,
-                            "command": ["/bin/sh", "-c", SAVE_SCRIPT],
-                            "env": env,
-                            # idles, and once per node may upload the compile cache (the AWS CLI)
-                            "resources": copy.deepcopy(SYNC_READY_RESOURCES),
-                            "volumeMounts": [
-                                {"name": "nvme", "mountPath": "/nvme", "readOnly": True},
-                                {"name": "tmp", "mountPath": "/tmp"},
-                            ],
-                            "readinessProbe": {
-                                "exec": {"command": ["test", "-f", marker]},
-                                "periodSeconds": 30,
-                            },
-                            "livenessProbe": {
-                                "exec": {"command": ["test", "-d", "/nvme"]},
-                                "periodSeconds": 60,
-                            },
-                            "securityContext": non_root_container(),
-                        }
-                    ],
+                    "initContainers": [_sync_init_container(env, script)],
+                    "containers": [_sync_ready_container(env, marker)],
                     "volumes": [
                         {
                             "name": "nvme",
@@ -518,78 +449,4 @@ def nvme_daemonset(m: ModelPlan, *, bucket: str) -> dict[str, Any]:
                 },
             },
         },
-    }
-
-
-# -------------------------------------------------------------------------------------- FSx
-
-
-def fsx_persistent_volume(
-    name: str, *, file_system_id: str, dns_name: str, mount_name: str, capacity_gib: int
-) -> dict[str, Any]:
-    """A static PV for the file system (one per model namespace; they all point at the same FS)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": f"{capacity_gib}Gi"},
-            "volumeMode": "Filesystem",
-            "accessModes": ["ReadWriteMany"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": "",
-            "mountOptions": ["flock"],
-            "csi": {
-                "driver": "fsx.csi.aws.com",
-                "volumeHandle": file_system_id,
-                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
-            },
-        },
-    }
-
-
-def fsx_persistent_volume_claim(
-    name: str, namespace: str, *, volume: str, capacity_gib: int
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "accessModes": ["ReadWriteMany"],
-            "storageClassName": "",
-            "volumeName": volume,
-            "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
-        },
-    }
-
-
-FSX_CSI_CONTROLLER_SA = "fsx-csi-controller-sa"
-
-
-def fsx_csi_values() -> dict[str, Any]:
-    """Controller on the add-on nodes (its identity through Pod Identity), node plugin on GPU nodes."""
-    return {
-        "controller": {
-            "nodeSelector": dict(ADDON_NODE_LABEL),
-            "tolerations": [ADDON_TOLERATION],
-            "serviceAccount": {"create": True, "name": FSX_CSI_CONTROLLER_SA},
-        },
-        # the node plugin must run on the tainted GPU nodes that mount Lustre
-        "node": {"tolerateAllTaints": True},
-    }
-
-
-def fsx_csi_policy() -> dict[str, Any]:
-    """The FSx CSI controller only describes file systems for static volumes (no dynamic provisioning)."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "DescribeFileSystems",
-                "Effect": "Allow",
-                "Action": ["fsx:DescribeFileSystems"],
-                "Resource": "*",
-            }
-        ],
     }

@@ -207,16 +207,9 @@ def shm_size_gib(m: ModelPlan) -> int:
     return grown_shm_gib(min(16, 2 + 2 * m.gpus), m.kv_offload)
 
 
-def deployment(
-    m: ModelPlan,
-    *,
-    environment: str,
-    wiring: CacheWiring,
-    mounts_hf_token: bool,
-    priority_class: str | None = SERVING_PRIORITY_CLASS,
-) -> dict[str, Any]:
-    """`mounts_hf_token`: the model uses the Hub and the stack holds the token (`m.uses_hf_token` and a secret).
-    `priority_class`: the PriorityClass the pods run at (GpuHeadroom's); None: the cluster's default priority."""
+def _vllm_container(m: ModelPlan, wiring: CacheWiring, *, mounts_hf_token: bool) -> dict[str, Any]:
+    """The vLLM container: its environment (API key and Hub token from Secrets, never on the command line),
+    args, ports, probes and mounts."""
     model, names = m.model, m.names
     env: list[dict[str, Any]] = [
         # vLLM reads VLLM_API_KEY itself (as --api-key's default): the key never reaches the command line,
@@ -241,7 +234,7 @@ def deployment(
             }
         )
     health = {"httpGet": {"path": "/health", "port": "http"}}
-    container = {
+    return {
         "name": CONTAINER,
         "image": model.image,
         "command": ["vllm", "serve"],
@@ -276,6 +269,20 @@ def deployment(
         # everything vLLM, torch, Triton and CUDA write goes to $HOME, /tmp, /dev/shm or the compile cache
         "securityContext": restricted_container(),
     }
+
+
+def deployment(
+    m: ModelPlan,
+    *,
+    environment: str,
+    wiring: CacheWiring,
+    mounts_hf_token: bool,
+    priority_class: str | None = SERVING_PRIORITY_CLASS,
+) -> dict[str, Any]:
+    """`mounts_hf_token`: the model uses the Hub and the stack holds the token (`m.uses_hf_token` and a secret).
+    `priority_class`: the PriorityClass the pods run at (GpuHeadroom's); None: the cluster's default priority."""
+    names = m.names
+    container = _vllm_container(m, wiring, mounts_hf_token=mounts_hf_token)
     pod_labels = labels(m, environment)
     startup_budget = m.cold_start.startup_probe_seconds
     return {
