@@ -69,6 +69,7 @@ CRD_PREREQUISITES = {
     "gateway.envoyproxy.io": "Envoy Gateway",
     "aigateway.envoyproxy.io": "AI Gateway",
     "inference.networking.k8s.io": "InferencePool",
+    "argoproj.io": "Argo Rollouts",
 }
 # components that write no Kubernetes manifest of their own: AWS resources and Helm releases only
 NO_MANIFESTS = {"LoadBalancerController", "ModelCache"}
@@ -88,6 +89,19 @@ ALONE: dict[str, tuple[type, Callable[[pulumi.ResourceOptions], object]]] = {
         lambda o: InferenceService(
             "qwen",
             InferenceServiceArgs(environment="dev", model=MODEL, gpu_node_pools=[POOL], api_key="k"),
+            opts=o,
+        ),
+    ),
+    "InferenceService (rollout)": (
+        InferenceService,
+        lambda o: InferenceService(
+            "qwen",
+            InferenceServiceArgs(
+                environment="dev",
+                model={**MODEL, "rollout": {"candidate": {"extraArgs": ["--enable-chunked-prefill"]}}},
+                gpu_node_pools=[POOL],
+                api_key="k",
+            ),
             opts=o,
         ),
     ),

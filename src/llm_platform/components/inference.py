@@ -90,7 +90,11 @@ class InferenceService(pulumi.ComponentResource):
     `llm-platform/gpu-pool: <pool>` (`<prefix>-<pool>` with a prefix) and tainted `nvidia.com/gpu:
     NoSchedule` (GpuNodePools makes them), the NVIDIA device plugin (the GPU Operator), the Prometheus
     Operator's CRDs (PodMonitor), the LeaderWorkerSet CRD for a multi-node model, the EKS Pod Identity
-    agent for every cache but `hub`, and for the fsx cache the FSx CSI driver."""
+    agent for every cache but `hub`, and for the fsx cache the FSx CSI driver. A model with `rollout` also
+    needs Argo Rollouts (its CRDs and controller with the Gateway API traffic-router plugin: `LlmPlatform`
+    installs them from the `argo-rollouts` add-on record) and the model's path HTTPRoute and canary
+    InferencePool the Rollout weighs (Gateway or GatewayRoutes make them); a multi-node or disaggregated
+    model, the EFA device plugin (`vpc.amazonaws.com/efa`)."""
 
     namespace: str
     service_host: str
@@ -203,7 +207,7 @@ class InferenceService(pulumi.ComponentResource):
         monitor = spec.pod_monitor(model, args.get("monitor_labels"))
         if rolled is not None:
             monitor = rollout_spec.pod_monitor_with_hash(monitor)
-            self._rollout(rolled[0], environment, rolled[1], service)
+            self._rollout(rolled[0], environment, rolled[1], service, ns)
         self._apply("podmonitor", monitor, ns)
         self._apply("deny-ingress", spec.default_deny_ingress(model), ns)
         prometheus_namespace = args.get("prometheus_namespace") or MONITORING_NAMESPACE
@@ -243,21 +247,29 @@ class InferenceService(pulumi.ComponentResource):
         return apply_manifest(f"{self._name}-{suffix}", manifest, child_options(self, self._opts, *after))
 
     def _rollout(
-        self, rolled: RolloutPlan, environment: str, workload: pulumi.Resource, service: pulumi.Resource
+        self,
+        rolled: RolloutPlan,
+        environment: str,
+        workload: pulumi.Resource,
+        service: pulumi.Resource,
+        ns: pulumi.Resource,
     ) -> None:
         """Argo Rollouts' objects of a progressive rollout (components/specs/rollout.py): the canary Service,
-        the AnalysisTemplate, then the Rollout that takes the pods over."""
+        the AnalysisTemplate, then the Rollout that takes the pods over; each in the model's namespace."""
         model = self._model
         canary = self._apply(
-            "canary-service", rollout_spec.canary_service(model, rolled, environment), service
+            "canary-service", rollout_spec.canary_service(model, rolled, environment), ns, service
         )
         template = self._apply(
             "rollout-analysis",
             rollout_spec.analysis_template(rolled, model.model.served_model_name),
+            ns,
             service,
             *self._after,
         )
-        self._apply("rollout", rollout_spec.rollout(model, rolled), workload, canary, template, *self._after)
+        self._apply(
+            "rollout", rollout_spec.rollout(model, rolled), ns, workload, canary, template, *self._after
+        )
 
     def _identities(self, ns: pulumi.Resource) -> list[pulumi.Resource]:
         """Pod Identity for each of the model's service accounts that reaches the bucket, each with a role of
