@@ -148,3 +148,15 @@ def test_workers_outlive_the_leaders_drain() -> None:
     template = lws["spec"]["leaderWorkerTemplate"]
     for role in ("leaderTemplate", "workerTemplate"):
         assert template[role]["spec"]["terminationGracePeriodSeconds"] > worker_sleep
+
+
+def test_the_efa_device_plugin_runs_on_every_catalog_instance_with_efa() -> None:
+    """The chart keeps the plugin to its `supportedInstanceLabels`; the platform lists the catalog's EFA types
+    there, so a family the chart's own list lacks (p6-b200) still advertises `vpc.amazonaws.com/efa`."""
+    from llm_platform.components.specs.multinode import efa_plugin_values
+    from llm_platform.facts.catalog import GPU_INSTANCES
+
+    labels = efa_plugin_values()["supportedInstanceLabels"]
+    assert labels["keys"] == ["node.kubernetes.io/instance-type"]
+    with_efa = {t for t, i in GPU_INSTANCES.items() if i.efa_interfaces > 0}
+    assert set(labels["values"]) == with_efa and "p6-b200.48xlarge" in with_efa

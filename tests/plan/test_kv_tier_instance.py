@@ -14,14 +14,11 @@ from llm_platform.components.specs import serving
 from llm_platform.config.schema import Headroom
 from llm_platform.plan.kv_offload import grown_request_mib, node_free_mib, tier_instance
 from llm_platform.plan.model import pod_instance
-from llm_platform.plan.nodes import efa_pool
 from llm_platform.tools.preflight.pods import program_pods, release_pods
 from llm_platform.tools.preflight.scheduling import _overhead, node_types
 from llm_platform.tools.preflight.view import from_stack
 from tests.conftest import fixture_stack, load_fixture
 from tests.plans import model_plan, stack_plan
-
-EFA_PLUGIN_MIB = 20  # aws-efa-k8s-device-plugin v0.5.30 resources.requests.memory
 
 
 @pytest.mark.parametrize("name", ["chat-tier", "docs-tier"])
@@ -61,9 +58,8 @@ def test_a_tier_no_instance_holds_leaves_the_sizing_instance() -> None:
 def test_plan_counts_a_gpu_node_as_preflight_reads_the_render(stack: str) -> None:
     """Per GPU node type of every pool: the plan's free memory (allocatable minus the DaemonSets' requests) is
     preflight's, from the rendered DaemonSets and charts (every pool: the image prepull; prod: the FSx node
-    plugin; pd: the nvme weight sync). One known difference: preflight's EFA device plugin model reads
-    `supportedInstanceLabels` from the rendered values only, which set none, so it places the plugin on no
-    node, where the chart's own default list admits the EFA instance types; the plan counts its request."""
+    plugin; pd: the nvme weight sync and the EFA device plugin, whose rendered `supportedInstanceLabels` list
+    the catalog's EFA instance types, so preflight places it where the chart will)."""
     view = from_stack(Path(fixture_stack(stack)))
     nodes, _ = node_types(view)
     daemons = [p for p in program_pods(view) + release_pods(view)[0] if p.daemon]
@@ -76,8 +72,7 @@ def test_plan_counts_a_gpu_node_as_preflight_reads_the_render(stack: str) -> Non
             continue
         (instance,) = [i for i in pool.instances if i.instance_type == node.instance_type]
         free = node.allocatable["memory"] - _overhead(node, daemons)["memory"]
-        efa_plugin = EFA_PLUGIN_MIB if efa_pool(pool) else 0
-        assert node_free_mib(instance, pool, cfg.models) == free - efa_plugin, node.name
+        assert node_free_mib(instance, pool, cfg.models) == free, node.name
         checked += 1
     assert checked
 

@@ -28,6 +28,7 @@ from llm_platform.components.specs.common import GPU_TOLERATION, addon_placement
 from llm_platform.components.specs.model_cache import CacheWiring
 from llm_platform.config.schema import GpuNodePool, ModelConfig
 from llm_platform.facts.addons import EFA_DEVICE_PLUGIN, LWS
+from llm_platform.facts.catalog import GPU_INSTANCES
 from llm_platform.plan import ModelPlan
 from llm_platform.plan.naming import model_selector
 
@@ -206,6 +207,13 @@ def lws_values() -> dict[str, Any]:
 
 
 def efa_plugin_values() -> dict[str, Any]:
-    """The EFA device plugin on the GPU nodes (which carry the GPU taint); its chart keeps it to EFA-capable
-    instance types itself (supportedInstanceLabels, aws/eks-charts aws-efa-k8s-device-plugin v0.5.30)."""
-    return {"tolerations": [dict(GPU_TOLERATION)]}
+    """The EFA device plugin on the GPU nodes (which carry the GPU taint), on the catalog's instance types with
+    EFA interfaces: the chart keeps the DaemonSet to the instance types of `supportedInstanceLabels`
+    (aws/eks-charts aws-efa-k8s-device-plugin, a node affinity on `node.kubernetes.io/instance-type`), and a
+    type missing from its own list (a newer family) would leave its pods' `vpc.amazonaws.com/efa` requests
+    unschedulable; preflight reads the same list from the render."""
+    efa_types = sorted(t for t, i in GPU_INSTANCES.items() if i.efa_interfaces > 0)
+    return {
+        "tolerations": [dict(GPU_TOLERATION)],
+        "supportedInstanceLabels": {"keys": ["node.kubernetes.io/instance-type"], "values": efa_types},
+    }
