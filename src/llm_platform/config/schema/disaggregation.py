@@ -22,8 +22,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from llm_platform.config.schema.base import RuleError, Schema
-from llm_platform.config.schema.pools import GpuNodePool
-from llm_platform.facts.catalog import efa_families
+from llm_platform.config.schema.pools import GpuNodePool, check_efa_instances
 
 # the signals each role may scale on: prefill work waits in vLLM's queue (or shows as TTFT), decode work
 # holds KV-cache blocks (or running sequences) for the whole generation
@@ -152,23 +151,7 @@ def _check_role(here: tuple[str | int, ...], role: str, spec: DisaggregationRole
 def _check_efa_pool(at: tuple[str | int, ...], pool: GpuNodePool) -> None:
     """The pool gives every node EFA interfaces (one count) in one zone: NIXL over LIBFABRIC needs EFA, and
     the pool's placement zone keeps prefill and decode pods of the model together."""
-    without = [i.instance_type for i in pool.instances if i.efa_interfaces == 0]
-    if without:
-        raise RuleError(
-            (*at, "nodePool"),
-            pool.name,
-            f"admits {', '.join(without)}, which has no EFA interface (facts/catalog.py, efa_interfaces); "
-            "the KV transfer between prefill and decode (NIXL, LIBFABRIC backend) needs EFA; allowed: a "
-            f"pool of {', '.join(efa_families())}",
-        )
-    counts = {i.instance_type: i.efa_interfaces for i in pool.instances}
-    if len(set(counts.values())) > 1:
-        raise RuleError(
-            (*at, "nodePool"),
-            pool.name,
-            f"admits instance types with different EFA counts ({counts}); one EC2NodeClass attaches one "
-            "count, so restrict instanceSizes to one of them",
-        )
+    check_efa_instances(at, pool, "the KV transfer between prefill and decode (NIXL, LIBFABRIC backend)")
     if pool.placement_zone is None:
         raise RuleError(
             (*at, "nodePool"),

@@ -21,8 +21,7 @@ from collections.abc import Sequence
 from llm_platform.config.schema.base import RuleError, plural
 from llm_platform.config.schema.capacity import weights_and_kv_gib
 from llm_platform.config.schema.models import ModelConfig
-from llm_platform.config.schema.pools import GpuNodePool
-from llm_platform.facts.catalog import efa_families
+from llm_platform.config.schema.pools import GpuNodePool, check_efa_instances
 
 
 def check_multi_node_model(
@@ -40,23 +39,7 @@ def check_multi_node_model(
             "each node of a multi-node replica runs one pod with all its GPUs; allowed: tensorParallelSize "
             f"{sizes[-1]} on a pool of {sizes[-1]}-GPU instances only",
         )
-    without = [i.instance_type for i in pool.instances if i.efa_interfaces == 0]
-    if without:
-        raise RuleError(
-            (*at, "nodePool"),
-            m.node_pool,
-            f"admits {', '.join(without)}, which has no EFA interface (facts/catalog.py, efa_interfaces); "
-            "NCCL between the nodes of a multi-node replica needs EFA; allowed: a pool of "
-            f"{', '.join(efa_families()[:-1])} or {efa_families()[-1]}",
-        )
-    counts = {i.instance_type: i.efa_interfaces for i in pool.instances}
-    if len(set(counts.values())) > 1:
-        raise RuleError(
-            (*at, "nodePool"),
-            m.node_pool,
-            f"admits instance types with different EFA counts ({counts}); one EC2NodeClass attaches one "
-            "count, so restrict instanceSizes to one of them",
-        )
+    check_efa_instances(at, pool, "NCCL between the nodes of a multi-node replica")
     where = ("gpuNodePools", pool_index)
     if pool.placement_zone is None or pool.placement_zone not in zones:
         raise RuleError(

@@ -18,7 +18,7 @@ from llm_platform.config.schema.base import (
     _dns_label,
     did_you_mean,
 )
-from llm_platform.facts.catalog import GpuInstance, dedicated_families, families, instances
+from llm_platform.facts.catalog import GpuInstance, dedicated_families, efa_families, families, instances
 
 # `reserved`: On-Demand Capacity Reservations and Capacity Blocks the pool's EC2NodeClass selects
 CapacityType = Literal["reserved", "spot", "on-demand"]
@@ -254,3 +254,26 @@ class GpuNodePool(Schema):
 def _size_order(size: str) -> int:
     """`xlarge` 1, `2xlarge` 2, `48xlarge` 48: sizes in the order AWS lists them."""
     return int(size.removesuffix("xlarge") or 1) if size.endswith("xlarge") else 0
+
+
+def check_efa_instances(at: tuple[str | int, ...], pool: GpuNodePool, needs: str) -> None:
+    """Every instance type the pool admits has EFA interfaces, all of one count (one EC2NodeClass attaches one
+    count): what a model whose pods talk over EFA (a multi-node replica's NCCL, a disaggregated model's KV
+    transfer) asks of its pool. `needs` says what needs EFA, in the refusal."""
+    without = [i.instance_type for i in pool.instances if i.efa_interfaces == 0]
+    if without:
+        *most, last = efa_families()
+        raise RuleError(
+            (*at, "nodePool"),
+            pool.name,
+            f"admits {', '.join(without)}, which has no EFA interface (facts/catalog.py, efa_interfaces); "
+            f"{needs} needs EFA; allowed: a pool of {', '.join(most)} or {last}",
+        )
+    counts = {i.instance_type: i.efa_interfaces for i in pool.instances}
+    if len(set(counts.values())) > 1:
+        raise RuleError(
+            (*at, "nodePool"),
+            pool.name,
+            f"admits instance types with different EFA counts ({counts}); one EC2NodeClass attaches one "
+            "count, so restrict instanceSizes to one of them",
+        )

@@ -40,12 +40,9 @@ STACK_ONLY = (
 )  # fmt: skip
 
 
-def parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog=PROG, description=DESCRIPTION)
-    src = p.add_mutually_exclusive_group()
-    add_stack(p, src)
-    src.add_argument("--scenario", choices=["seed-benchmark"], help="a built-in scenario (instead of STACK)")
-    p.add_argument("--model", help="model name in the stack (default: the first)")
+def add_traffic_options(p: argparse.ArgumentParser) -> None:
+    """The traffic day and its token lengths, as `load` and `mix` read them: the day command's and every
+    command that simulates a day its way (serving-paths)."""
     p.add_argument(
         "--traffic", help="builtin:seed-day (default), a CSV (minute,requests_per_second or a request trace) "
         "or a Prometheus query_range JSON export",
@@ -63,6 +60,15 @@ def parser() -> argparse.ArgumentParser:
         "vllm:request_generation_tokens_bucket: lengths drawn from those histograms",
     )  # fmt: skip
     p.add_argument("--scale", type=positive_float, help="multiply the traffic's request rate (rate traffic)")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = ArgumentParser(prog=PROG, description=DESCRIPTION)
+    src = p.add_mutually_exclusive_group()
+    add_stack(p, src)
+    src.add_argument("--scenario", choices=["seed-benchmark"], help="a built-in scenario (instead of STACK)")
+    p.add_argument("--model", help="model name in the stack (default: the first)")
+    add_traffic_options(p)
     p.add_argument("--prefix-hit-rate", type=fraction, default=0.0, help="fraction of prompt tokens cached")
     p.add_argument(
         "--image",

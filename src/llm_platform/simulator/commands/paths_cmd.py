@@ -18,11 +18,10 @@ from llm_platform.simulator.commands import report
 from llm_platform.simulator.commands.args import (
     add_stack,
     fraction,
-    non_negative_float,
     positive_float,
     take_stack,
 )
-from llm_platform.simulator.commands.day_args import mix
+from llm_platform.simulator.commands.day_args import add_traffic_options, mix
 from llm_platform.simulator.search.serving_paths_day import PathDay
 from llm_platform.simulator.search.serving_paths_stack import PathsRun, paths_run
 from llm_platform.simulator.search.stacks import stack_model
@@ -43,21 +42,7 @@ def parser() -> argparse.ArgumentParser:
     )
     add_stack(p)
     p.add_argument("--model", help="model name in the stack (default: the first)")
-    p.add_argument(
-        "--traffic", help="builtin:seed-day (default), a CSV or a Prometheus export, as the day command"
-    )
-    p.add_argument("--scale", type=positive_float, help="multiply the traffic's request rate (rate traffic)")
-    p.add_argument(
-        "--input-tokens", type=positive_float, help="median prompt tokens (rate traffic; default 128)"
-    )
-    p.add_argument(
-        "--output-tokens", type=positive_float, help="median output tokens (rate traffic; default 96)"
-    )
-    p.add_argument("--input-spread", type=non_negative_float, help="lognormal sigma of prompt lengths (0.6)")
-    p.add_argument("--output-spread", type=non_negative_float, help="lognormal sigma of output lengths (0.5)")
-    p.add_argument(
-        "--token-histogram", help="Prometheus JSON of vLLM's token histograms (as the day command)"
-    )
+    add_traffic_options(p)
     p.add_argument(
         "--prefix-reuse", type=fraction, default=0.0,
         help="fraction of prompt tokens that are a shared prefix (system prompts, documents, history); default 0",
