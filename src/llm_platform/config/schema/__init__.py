@@ -121,6 +121,7 @@ from llm_platform.config.schema.pools import (
     GpuNodePool,
     Headroom,
     HeadroomWindow,
+    check_efa_instances,
 )
 from llm_platform.config.schema.rollout import (
     DEFAULT_STEPS,
@@ -220,6 +221,7 @@ __all__ = [
     "check_adapters",
     "check_candidate",
     "check_disaggregated_model",
+    "check_efa_instances",
     "check_fits_nodes",
     "check_kv_offload",
     "check_model_rollout",
